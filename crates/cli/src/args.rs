@@ -1,0 +1,203 @@
+//! Command-line interface: flags, their parsers and the messages a bad value gets (always naming
+//! the flag — clap adds it in front of the parser's reason).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::Uri;
+
+#[derive(Debug, Parser)]
+#[command(name = "kvbench", version, about = "Open-loop load generator and report tool for the KV benchmark worker")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Send requests to a /test URL at a fixed rate and report what the stores did.
+    Run(RunArgs),
+    /// Re-render a report (terminal + charts) from DIR/report.json.
+    Report(ReportArgs),
+    /// Add reports from several runs (e.g. vantage points) into one.
+    Merge(MergeArgs),
+    /// Print only the cost projection of a report.
+    Cost(CostArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct PriceArgs {
+    /// Price table (TOML, same shape as the embedded prices.toml).
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<PathBuf>,
+    /// Project the monthly cost at this many requests/s instead of the achieved rate.
+    #[arg(long, value_name = "REQ_PER_S", value_parser = parse_rate)]
+    pub project_rps: Option<f64>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// The worker's /test URL (http or https).
+    #[arg(long, value_parser = parse_url)]
+    pub url: Uri,
+    /// Requests per second (open loop: the schedule does not wait for answers).
+    #[arg(long, default_value = "10", value_name = "REQ_PER_S", value_parser = parse_rate)]
+    pub rate: f64,
+    /// How long to send, e.g. 90s, 30m, 1h.
+    #[arg(long, default_value = "30m", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Extra request header 'Name: value' (repeatable).
+    #[arg(long = "header", value_name = "NAME: VALUE", value_parser = parse_header)]
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// Name of this run in merged reports (e.g. the vantage point).
+    #[arg(long, default_value = "default", value_parser = parse_label)]
+    pub label: String,
+    /// Directory for report.json, timeline.svg, latency.svg (and samples.csv).
+    #[arg(long, default_value = "kvbench-out", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Give up on a request after this long (counted as `timeout`).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Requests allowed in flight; beyond it a request is counted `not_sent`, never delayed.
+    #[arg(long, default_value = "512", value_name = "N", value_parser = parse_max_in_flight)]
+    pub max_in_flight: u64,
+    /// Timeline resolution and period of the plain progress lines.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub interval: Duration,
+    /// Also write samples.csv (one row per request and store).
+    #[arg(long)]
+    pub samples_csv: bool,
+    #[command(flatten)]
+    pub price: PriceArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// A run's output directory (or its report.json).
+    pub dir: PathBuf,
+    /// Do not rewrite timeline.svg and latency.svg.
+    #[arg(long)]
+    pub no_charts: bool,
+    #[command(flatten)]
+    pub price: PriceArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MergeArgs {
+    /// report.json files (or run directories) to add up.
+    #[arg(required = true, num_args = 1..)]
+    pub reports: Vec<PathBuf>,
+    /// Directory for the merged report.json and charts.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub price: PriceArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CostArgs {
+    /// A run's output directory (or its report.json).
+    pub dir: PathBuf,
+    #[command(flatten)]
+    pub price: PriceArgs,
+}
+
+/// `DIR` → `DIR/report.json`; a file path stays as it is.
+pub fn report_path(p: &Path) -> PathBuf {
+    if p.is_dir() {
+        p.join("report.json")
+    } else {
+        p.to_path_buf()
+    }
+}
+
+pub fn parse_url(s: &str) -> Result<Uri, String> {
+    let uri: Uri = s.parse().map_err(|e| format!("not a URL ({e})"))?;
+    match uri.scheme_str() {
+        Some("http") | Some("https") => {}
+        _ => return Err("must start with http:// or https://".into()),
+    }
+    if uri.host().is_none_or(str::is_empty) {
+        return Err("has no host".into());
+    }
+    Ok(uri)
+}
+
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    let rate: f64 = s.trim().parse().map_err(|_| "expected a number of requests per second, e.g. 10 or 0.5".to_string())?;
+    if !rate.is_finite() || rate <= 0.0 {
+        return Err("must be above 0 requests per second".into());
+    }
+    if rate > crate::pacer::MAX_RATE {
+        return Err(format!("must be at most {} requests per second", crate::pacer::MAX_RATE));
+    }
+    Ok(rate)
+}
+
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s.trim()).map_err(|e| format!("expected a duration like 500ms, 30s, 10m or 1h ({e})"))?;
+    if d.is_zero() {
+        return Err("must be longer than 0".into());
+    }
+    Ok(d)
+}
+
+pub fn parse_header(s: &str) -> Result<(HeaderName, HeaderValue), String> {
+    let (name, value) = s.split_once(':').ok_or("expected 'Name: value'")?;
+    let name = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| format!("{:?} is not a valid header name", name.trim()))?;
+    let value = HeaderValue::from_str(value.trim()).map_err(|_| "header value has characters a header cannot carry".to_string())?;
+    Ok((name, value))
+}
+
+pub fn parse_label(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.chars().any(|c| c.is_control()) {
+        return Err("must be a non-empty name without control characters".into());
+    }
+    Ok(s.to_string())
+}
+
+pub fn parse_max_in_flight(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err("expected a whole number of requests, at least 1".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parsers_table() {
+        assert_eq!(parse_rate("400").unwrap(), 400.0);
+        assert_eq!(parse_rate("0.5").unwrap(), 0.5);
+        for bad in ["0", "-1", "fast", "inf", "NaN", "2000000"] {
+            assert!(parse_rate(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_duration("30m").unwrap(), Duration::from_secs(1800));
+        assert_eq!(parse_duration("1500ms").unwrap(), Duration::from_millis(1500));
+        for bad in ["0s", "ten", "", "5"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        let (n, v) = parse_header("Authorization: Bearer abc").unwrap();
+        assert_eq!((n.as_str(), v.to_str().unwrap()), ("authorization", "Bearer abc"));
+        for bad in ["NoColon", "Bad Name: x", ": x"] {
+            assert!(parse_header(bad).is_err(), "{bad}");
+        }
+        assert!(parse_url("http://127.0.0.1:8787/test").is_ok());
+        for bad in ["127.0.0.1:8787/test", "ftp://x/test", "http://", "not a url"] {
+            assert!(parse_url(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_max_in_flight("8").unwrap(), 8);
+        assert!(parse_max_in_flight("0").is_err());
+        assert!(parse_label("").is_err());
+    }
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,261 @@
+//! The one collector: every sample arrives here over a channel and is folded into histograms and
+//! counters — nothing per sample is kept, so memory stays flat however long the run.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::answer::Answer;
+use crate::hist::{Hist, Packed};
+use crate::report::{ColoStats, Interval, Report, RunInfo, Section, StoreStats, Timeline};
+use crate::sample::{FailureKind, Outcome, Sample};
+
+/// Distinct example messages kept per failure kind.
+const EXAMPLES_PER_KIND: usize = 3;
+
+/// A timeline interval still receiving samples.
+#[derive(Default)]
+struct LiveInterval {
+    scheduled: u64,
+    failed: u64,
+    latency_us: Hist,
+    read_us: BTreeMap<String, Hist>,
+    write_us: BTreeMap<String, Hist>,
+}
+
+impl LiveInterval {
+    fn pack(&self, index: u64, interval_s: f64) -> Interval {
+        let pack_map = |m: &BTreeMap<String, Hist>| m.iter().map(|(k, h)| (k.clone(), Packed::pack(h))).collect();
+        Interval {
+            start_s: index as f64 * interval_s,
+            scheduled: self.scheduled,
+            failed: self.failed,
+            latency_us: Packed::pack(&self.latency_us),
+            read_us: pack_map(&self.read_us),
+            write_us: pack_map(&self.write_us),
+        }
+    }
+
+    fn unpack(iv: &Interval) -> LiveInterval {
+        let unpack_map = |m: &BTreeMap<String, Packed>| m.iter().map(|(k, p)| (k.clone(), p.unpack())).collect();
+        LiveInterval {
+            scheduled: iv.scheduled,
+            failed: iv.failed,
+            latency_us: iv.latency_us.unpack(),
+            read_us: unpack_map(&iv.read_us),
+            write_us: unpack_map(&iv.write_us),
+        }
+    }
+}
+
+/// Live figures for the progress display.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Snapshot {
+    pub scheduled: u64,
+    pub sent: u64,
+    pub answered: u64,
+    pub failed: u64,
+    /// (store, read p50 µs, read p99 µs) over the run so far.
+    pub stores: Vec<(String, u64, u64)>,
+}
+
+/// Folds samples into a [`Report`].
+pub struct Collector {
+    interval_us: u64,
+    /// Intervals kept live behind the newest one seen: answers arrive up to a timeout late.
+    keep_open: u64,
+    section: Section,
+    colos: BTreeMap<String, ColoStats>,
+    live: BTreeMap<u64, LiveInterval>,
+    closed: BTreeMap<u64, Interval>,
+}
+
+fn units(bytes: u64, unit: u64) -> u64 {
+    bytes.div_ceil(unit).max(1)
+}
+
+impl Collector {
+    /// `interval`: timeline resolution; `timeout`: how late an answer may arrive.
+    pub fn new(interval: Duration, timeout: Duration) -> Collector {
+        let interval_us = (interval.as_micros() as u64).max(1);
+        let timeout_us = timeout.as_micros() as u64;
+        Collector {
+            interval_us,
+            keep_open: timeout_us.div_ceil(interval_us) + 1,
+            section: Section::default(),
+            colos: BTreeMap::new(),
+            live: BTreeMap::new(),
+            closed: BTreeMap::new(),
+        }
+    }
+
+    pub fn section(&self) -> &Section {
+        &self.section
+    }
+
+    /// Live-interval count, for the memory-flatness test.
+    pub fn live_intervals(&self) -> usize {
+        self.live.len()
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            scheduled: self.section.scheduled,
+            sent: self.section.sent,
+            answered: self.section.answered,
+            failed: self.section.failed(),
+            stores: self
+                .section
+                .stores
+                .iter()
+                .map(|(name, s)| (name.clone(), s.read_us.quantile(0.5), s.read_us.quantile(0.99)))
+                .collect(),
+        }
+    }
+
+    fn interval(&mut self, index: u64) -> &mut LiveInterval {
+        if let Some(late) = self.closed.remove(&index) {
+            // Rare: an answer later than the keep-open window. Reopen rather than drop it.
+            self.live.insert(index, LiveInterval::unpack(&late));
+        }
+        self.live.entry(index).or_default()
+    }
+
+    fn close_before(&mut self, newest: u64) {
+        let interval_s = self.interval_us as f64 / 1e6;
+        while let Some((&index, _)) = self.live.first_key_value() {
+            if index + self.keep_open >= newest {
+                break;
+            }
+            let live = self.live.remove(&index).expect("key just seen");
+            self.closed.insert(index, live.pack(index, interval_s));
+        }
+    }
+
+    pub fn record(&mut self, sample: &Sample) {
+        let index = sample.intended_us / self.interval_us;
+        self.section.scheduled += 1;
+        match &sample.outcome {
+            Outcome::Failure(f) => {
+                let name = f.kind.name();
+                if f.kind != FailureKind::NotSent {
+                    self.section.sent += 1;
+                }
+                *self.section.failures.entry(name.clone()).or_default() += 1;
+                let examples = self.section.failure_examples.entry(name).or_default();
+                if !f.detail.is_empty() && examples.len() < EXAMPLES_PER_KIND && !examples.contains(&f.detail) {
+                    examples.push(f.detail.clone());
+                }
+                if f.kind.answered() {
+                    self.section.latency_us.record(sample.latency_us);
+                }
+                let iv = self.interval(index);
+                iv.scheduled += 1;
+                iv.failed += 1;
+                if f.kind.answered() {
+                    iv.latency_us.record(sample.latency_us);
+                }
+            }
+            Outcome::Answer(a) => {
+                self.section.sent += 1;
+                self.section.answered += 1;
+                self.section.latency_us.record(sample.latency_us);
+                self.record_answer(a, index, sample.latency_us);
+            }
+        }
+        self.close_before(index);
+    }
+
+    fn record_answer(&mut self, a: &Answer, index: u64, latency_us: u64) {
+        let colo = self.colos.entry(a.colo.clone()).or_default();
+        colo.answered += 1;
+        colo.latency_us.record(latency_us);
+        for (name, r) in &a.stores {
+            if let Some(us) = r.read_us {
+                colo.read_us.entry(name.clone()).or_default().record(us);
+            }
+        }
+
+        let iv = self.interval(index);
+        iv.scheduled += 1;
+        iv.latency_us.record(latency_us);
+        for (name, r) in &a.stores {
+            if let Some(us) = r.read_us {
+                iv.read_us.entry(name.clone()).or_default().record(us);
+            }
+            if let Some(us) = r.write_us {
+                iv.write_us.entry(name.clone()).or_default().record(us);
+            }
+        }
+
+        for (name, r) in &a.stores {
+            let s: &mut StoreStats = self.section.stores.entry(name.clone()).or_default();
+            s.answers += 1;
+            let bytes = r.value_bytes.unwrap_or(0);
+            let read_failed = r.error.as_ref().is_some_and(|e| !e.is_write());
+            let write_failed = r.error.as_ref().is_some_and(|e| e.is_write());
+            if r.read_us.is_some() || read_failed {
+                s.reads += 1;
+                s.read_bytes.record(bytes);
+                s.read_units_4k += units(bytes, 4096);
+            }
+            if r.write_us.is_some() || write_failed {
+                s.writes += 1;
+                s.write_bytes.record(bytes);
+                s.write_units_1k += units(bytes, 1024);
+            }
+            if let Some(us) = r.read_us {
+                s.read_us.record(us);
+                match r.hit {
+                    Some(true) => s.read_hit_us.record(us),
+                    Some(false) => s.read_miss_us.record(us),
+                    None => {}
+                }
+            }
+            if let Some(us) = r.write_us {
+                s.write_us.record(us);
+            }
+            if let Some(us) = r.connect_us {
+                s.connect_us.record(us);
+            }
+            if let Some(e) = &r.error {
+                *s.errors.entry(e.key()).or_default() += 1;
+            }
+        }
+    }
+
+    /// Closes every interval and builds the report of this run.
+    pub fn finish(mut self, run: RunInfo) -> Report {
+        let interval_s = self.interval_us as f64 / 1e6;
+        for (index, live) in std::mem::take(&mut self.live) {
+            self.closed.insert(index, live.pack(index, interval_s));
+        }
+        let last = self.closed.keys().next_back().copied();
+        let intervals = match last {
+            None => Vec::new(),
+            Some(last) => (0..=last)
+                .map(|i| {
+                    self.closed
+                        .remove(&i)
+                        .unwrap_or_else(|| LiveInterval::default().pack(i, interval_s))
+                })
+                .collect(),
+        };
+        let mut section = self.section;
+        section.send_window_s = run.send_window_s;
+        section.achieved_rate = if run.send_window_s > 0.0 {
+            section.sent as f64 / run.send_window_s
+        } else {
+            0.0
+        };
+        Report {
+            schema_version: crate::report::SCHEMA_VERSION,
+            tool: format!("kvbench {}", env!("CARGO_PKG_VERSION")),
+            labels: BTreeMap::from([(run.label.clone(), section.clone())]),
+            total: section,
+            runs: vec![run],
+            colos: self.colos,
+            timeline: Timeline { interval_s, intervals },
+            cost: None,
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! One request's result, as it travels from its task to the collector, and its optional raw row
+//! in `samples.csv`.
+
+use std::io::{self, Write};
+
+use crate::answer::Answer;
+
+/// One scheduled request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// Intended start, microseconds after the run start (from the pacer).
+    pub intended_us: u64,
+    /// From the intended start to the end of the body (or the failure), microseconds.
+    pub latency_us: u64,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// A 200 whose body is a conforming `/test` answer.
+    Answer(Answer),
+    /// Everything else, by kind.
+    Failure(Failure),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub kind: FailureKind,
+    /// Human-readable reason (error body, parse error), shortened.
+    pub detail: String,
+}
+
+/// Why a request did not yield an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// `--max-in-flight` was reached at its intended start: not sent, not delayed.
+    NotSent,
+    /// The server answered with this non-200 status.
+    Status(u16),
+    /// No complete answer within `--timeout`.
+    Timeout,
+    /// The TCP/TLS connection could not be made.
+    Connect,
+    /// The connection broke while sending or receiving.
+    Transport,
+    /// 200, but the body is not a `/test` answer.
+    Malformed,
+    /// Still in flight when the run was stopped and the grace period ran out.
+    Cancelled,
+}
+
+impl FailureKind {
+    /// Stable name used in reports: `not_sent`, `http_401`, `timeout`, ...
+    pub fn name(self) -> String {
+        match self {
+            FailureKind::NotSent => "not_sent".into(),
+            FailureKind::Status(code) => format!("http_{code}"),
+            FailureKind::Timeout => "timeout".into(),
+            FailureKind::Connect => "connect".into(),
+            FailureKind::Transport => "transport".into(),
+            FailureKind::Malformed => "malformed".into(),
+            FailureKind::Cancelled => "cancelled".into(),
+        }
+    }
+
+    /// Whether the server produced an HTTP answer (so the latency is a real response time).
+    pub fn answered(self) -> bool {
+        matches!(self, FailureKind::Status(_) | FailureKind::Malformed)
+    }
+}
+
+impl Sample {
+    pub fn failure(intended_us: u64, latency_us: u64, kind: FailureKind, detail: impl Into<String>) -> Sample {
+        Sample {
+            intended_us,
+            latency_us,
+            outcome: Outcome::Failure(Failure {
+                kind,
+                detail: detail.into(),
+            }),
+        }
+    }
+}
+
+/// Header of `samples.csv`: one row per (request, store) — "long" format, so any number of stores
+/// fits; a failed request has one row with an empty store.
+pub const CSV_HEADER: &str =
+    "intended_us,latency_us,outcome,colo,key,store,read_us,hit,value_bytes,write_us,connect_us,store_error\n";
+
+fn opt<T: ToString>(v: &Option<T>) -> String {
+    v.as_ref().map(ToString::to_string).unwrap_or_default()
+}
+
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+/// Writes the rows of one sample.
+pub fn write_csv(out: &mut impl Write, s: &Sample) -> io::Result<()> {
+    match &s.outcome {
+        Outcome::Failure(f) => writeln!(
+            out,
+            "{},{},{},,,,,,,,,",
+            s.intended_us,
+            s.latency_us,
+            f.kind.name()
+        ),
+        Outcome::Answer(a) => {
+            for (store, r) in &a.stores {
+                writeln!(
+                    out,
+                    "{},{},ok,{},{},{},{},{},{},{},{},{}",
+                    s.intended_us,
+                    s.latency_us,
+                    csv_field(&a.colo),
+                    csv_field(a.key.as_deref().unwrap_or("")),
+                    csv_field(store),
+                    opt(&r.read_us),
+                    opt(&r.hit),
+                    opt(&r.value_bytes),
+                    opt(&r.write_us),
+                    opt(&r.connect_us),
+                    csv_field(&r.error.as_ref().map(|e| e.key()).unwrap_or_default()),
+                )?;
+            }
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_names_table() {
+        let cases = [
+            (FailureKind::NotSent, "not_sent", false),
+            (FailureKind::Status(401), "http_401", true),
+            (FailureKind::Timeout, "timeout", false),
+            (FailureKind::Connect, "connect", false),
+            (FailureKind::Transport, "transport", false),
+            (FailureKind::Malformed, "malformed", true),
+            (FailureKind::Cancelled, "cancelled", false),
+        ];
+        for (kind, name, answered) in cases {
+            assert_eq!(kind.name(), name);
+            assert_eq!(kind.answered(), answered, "{name}");
+        }
+    }
+
+    #[test]
+    fn csv_rows() {
+        let a = crate::answer::parse(
+            br#"{"key":"k,1","colo":"FRA","stores":{"kv":{"read_ms":1.5,"hit":true,"value_bytes":10},
+               "up":{"error":{"kind":"timeout","op":"read"}}}}"#,
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        write_csv(&mut out, &Sample { intended_us: 5, latency_us: 7, outcome: Outcome::Answer(a) }).unwrap();
+        write_csv(&mut out, &Sample::failure(9, 0, FailureKind::NotSent, "")).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "5,7,ok,FRA,\"k,1\",kv,1500,true,10,,,\n5,7,ok,FRA,\"k,1\",up,,,,,,timeout/read\n9,0,not_sent,,,,,,,,,\n"
+        );
+    }
+}

@@ -1,0 +1,64 @@
+//! Access control for `/test`: a deployed worker writes to KV on every miss, so when the secret
+//! `BENCH_TOKEN` is set only callers presenting it may run the benchmark.
+
+/// Why a request was refused. The messages never contain the token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    #[error("missing Authorization: Bearer header")]
+    Missing,
+    #[error("wrong bearer token")]
+    Wrong,
+}
+
+/// Checks an `Authorization` header against the configured token (`None` = open access).
+pub fn check(authorization: Option<&str>, token: Option<&str>) -> Result<(), AuthError> {
+    let Some(token) = token.filter(|t| !t.is_empty()) else {
+        return Ok(());
+    };
+    let presented = authorization
+        .and_then(|h| {
+            let (scheme, rest) = h.trim().split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+        })
+        .ok_or(AuthError::Missing)?;
+    if constant_time_eq(presented.as_bytes(), token.as_bytes()) {
+        Ok(())
+    } else {
+        Err(AuthError::Wrong)
+    }
+}
+
+/// Compares without an early exit, so response timing does not reveal a matching prefix.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for i in 0..a.len().max(b.len()) {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0xff);
+        diff |= usize::from(x ^ y);
+    }
+    diff == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table() {
+        let t = Some("s3cret-token");
+        assert_eq!(check(None, None), Ok(()));
+        assert_eq!(check(Some("Bearer x"), None), Ok(()));
+        assert_eq!(check(None, Some("")), Ok(()));
+        assert_eq!(check(None, t), Err(AuthError::Missing));
+        assert_eq!(check(Some("Basic abc"), t), Err(AuthError::Missing));
+        assert_eq!(check(Some("Bearer"), t), Err(AuthError::Missing));
+        assert_eq!(check(Some("Bearer s3cret"), t), Err(AuthError::Wrong));
+        assert_eq!(
+            check(Some("Bearer s3cret-token!"), t),
+            Err(AuthError::Wrong)
+        );
+        assert_eq!(check(Some("Bearer s3cret-token"), t), Ok(()));
+        assert_eq!(check(Some("bearer  s3cret-token "), t), Ok(()));
+        assert!(!AuthError::Wrong.to_string().contains("s3cret"));
+    }
+}

@@ -1,0 +1,117 @@
+//! Store failures as data: a failed read or write becomes an `error` object in the answer,
+//! never an HTTP 500, so one broken backend cannot hide the numbers of the others.
+
+use serde::Serialize;
+
+/// What went wrong, in a small closed vocabulary that load tools can count by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The store did not answer within the per-store timeout; the call was abandoned.
+    Timeout,
+    /// The store refused our credentials (HTTP 401/403).
+    Auth,
+    /// The store answered with an unexpected HTTP status, or reported a command error.
+    Http,
+    /// The store answered, but not with the shape we expect (e.g. not JSON).
+    Decode,
+    /// The store throttled us (HTTP 429).
+    RateLimited,
+    /// The store is not configured in this deployment (missing binding, URL or token).
+    NotConfigured,
+    /// The platform failed the call (network error, binding exception, ...).
+    Runtime,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Auth => "auth",
+            ErrorKind::Http => "http",
+            ErrorKind::Decode => "decode",
+            ErrorKind::RateLimited => "rate_limited",
+            ErrorKind::NotConfigured => "not_configured",
+            ErrorKind::Runtime => "runtime",
+        }
+    }
+}
+
+/// A failed store operation. The message is meant for humans and must never contain a secret:
+/// constructors take already-sanitised text and [`StoreError::http_status`] truncates bodies.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind:?}: {message}")]
+pub struct StoreError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+/// Longest piece of a foreign response body we quote in an error message.
+const MAX_QUOTE_BYTES: usize = 200;
+
+impl StoreError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// Classifies a non-success HTTP status; `detail` is the store's own error text, if any.
+    pub fn http_status(status: u16, detail: &str) -> Self {
+        let kind = match status {
+            401 | 403 => ErrorKind::Auth,
+            429 => ErrorKind::RateLimited,
+            _ => ErrorKind::Http,
+        };
+        let detail = quote(detail);
+        let message = if detail.is_empty() {
+            format!("HTTP {status}")
+        } else {
+            format!("HTTP {status}: {detail}")
+        };
+        Self::new(kind, message)
+    }
+}
+
+/// Shortens foreign text to a readable, bounded quote (on a char boundary).
+pub fn quote(text: &str) -> String {
+    let text = text.trim();
+    if text.len() <= MAX_QUOTE_BYTES {
+        return text.to_string();
+    }
+    let mut end = MAX_QUOTE_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_map_to_kinds() {
+        assert_eq!(StoreError::http_status(401, "").kind, ErrorKind::Auth);
+        assert_eq!(StoreError::http_status(403, "x").kind, ErrorKind::Auth);
+        assert_eq!(
+            StoreError::http_status(429, "").kind,
+            ErrorKind::RateLimited
+        );
+        assert_eq!(StoreError::http_status(500, "boom").kind, ErrorKind::Http);
+        assert_eq!(
+            StoreError::http_status(500, "boom").message,
+            "HTTP 500: boom"
+        );
+        assert_eq!(StoreError::http_status(502, " ").message, "HTTP 502");
+    }
+
+    #[test]
+    fn long_quotes_are_cut_on_char_boundaries() {
+        let long = "é".repeat(300);
+        let q = quote(&long);
+        assert!(q.len() <= MAX_QUOTE_BYTES + "…".len());
+        assert!(q.ends_with('…'));
+    }
+}

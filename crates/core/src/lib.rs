@@ -1,0 +1,25 @@
+//! Platform-free core of the benchmark worker: everything that decides *what* a `/test` call
+//! measures lives here, behind traits, so it compiles for wasm32 and is tested natively with mocks.
+
+pub mod answer;
+pub mod auth;
+pub mod clock;
+pub mod endpoint;
+pub mod error;
+pub mod http;
+pub mod params;
+pub mod probe;
+pub mod store;
+pub mod upstash;
+pub mod value;
+
+pub use answer::{Answer, ErrorBody, StoreResult};
+pub use clock::{Clock, Timer};
+pub use endpoint::{handle, Call, Reply};
+pub use error::{ErrorKind, StoreError};
+pub use http::{HttpRequest, HttpResponse, HttpTransport};
+pub use params::{Defaults, Order, ParamError, Params};
+pub use probe::{probe, Isolate, StoreSet};
+pub use store::{Store, StoreId};
+pub use upstash::UpstashStore;
+pub use value::ValueGen;

@@ -1,0 +1,436 @@
+//! `/test` parameters: defaults from the worker's `[vars]`, overrides from the query string, and
+//! validation that names the offending parameter. Nothing is read or written unless all of it passes.
+
+use serde::Serialize;
+
+use crate::store::StoreId;
+
+pub const KEYS_MAX: u32 = 1_000_000;
+pub const BYTES_MAX: u32 = 1_048_576;
+/// Cloudflare KV refuses an `expirationTtl` below 60 s.
+pub const TTL_MIN_S: u32 = 60;
+pub const TTL_MAX_S: u32 = 86_400;
+/// Cloudflare KV's smallest `cacheTtl`.
+pub const CACHE_TTL_MIN_S: u32 = 30;
+pub const CACHE_TTL_MAX_S: u32 = 31_536_000;
+/// Cloudflare KV's key limit, in bytes.
+pub const KEY_MAX_BYTES: usize = 512;
+pub const TIMEOUT_MIN_MS: u32 = 100;
+pub const TIMEOUT_MAX_MS: u32 = 60_000;
+
+/// A parameter that failed validation; `parameter` is the query parameter (or `[vars]` name).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[error("invalid parameter `{parameter}`: {message}")]
+pub struct ParamError {
+    pub parameter: String,
+    pub message: String,
+}
+
+impl ParamError {
+    pub fn new(parameter: &str, message: impl Into<String>) -> Self {
+        Self {
+            parameter: parameter.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// In which order the stores of one request are measured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Order {
+    /// Shuffled per request, so no store is systematically first (warm connections, JIT, ...).
+    Random,
+    /// Exactly this order.
+    Fixed(Vec<StoreId>),
+}
+
+/// Deployment defaults, from `[vars]` in wrangler.toml. Each field has the bounds of its parameter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Defaults {
+    pub keys: u32,
+    pub min_bytes: u32,
+    pub max_bytes: u32,
+    pub ttl_s: u32,
+    pub stores: Vec<StoreId>,
+    pub order: Order,
+    pub cache_ttl_s: Option<u32>,
+    pub timeout_ms: u32,
+}
+
+impl Default for Defaults {
+    fn default() -> Self {
+        Self {
+            keys: 1000,
+            min_bytes: 4096,
+            max_bytes: 65_536,
+            ttl_s: 60,
+            stores: StoreId::ALL.to_vec(),
+            order: Order::Random,
+            cache_ttl_s: None,
+            timeout_ms: 10_000,
+        }
+    }
+}
+
+/// `[vars]` name → query parameter it provides the default for.
+pub const VARS: [(&str, &str); 8] = [
+    ("KEYS", "keys"),
+    ("MIN_BYTES", "min_bytes"),
+    ("MAX_BYTES", "max_bytes"),
+    ("TTL", "ttl"),
+    ("STORES", "stores"),
+    ("ORDER", "order"),
+    ("CACHE_TTL", "cache_ttl"),
+    ("TIMEOUT_MS", "timeout_ms"),
+];
+
+impl Defaults {
+    /// Reads defaults from `[vars]`; a missing or empty var keeps the built-in default. An invalid
+    /// var is an error naming the var, so a bad deployment fails loudly instead of measuring junk.
+    pub fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ParamError> {
+        let base = Defaults::default();
+        let pairs: Vec<(String, String)> = VARS
+            .iter()
+            .filter_map(|(var, param)| {
+                lookup(var)
+                    .filter(|v| !v.trim().is_empty())
+                    .map(|v| (param.to_string(), v))
+            })
+            .collect();
+        let parsed = Params::parse(&pairs, &base).map_err(|e| {
+            let var = VARS
+                .iter()
+                .find(|(_, p)| *p == e.parameter)
+                .map(|(v, _)| *v)
+                .unwrap_or("vars");
+            ParamError::new(var, e.message)
+        })?;
+        Ok(Self {
+            keys: parsed.keys,
+            min_bytes: parsed.min_bytes,
+            max_bytes: parsed.max_bytes,
+            ttl_s: parsed.ttl_s,
+            stores: parsed.stores,
+            order: parsed.order,
+            cache_ttl_s: parsed.cache_ttl_s,
+            timeout_ms: parsed.timeout_ms,
+        })
+    }
+}
+
+/// The validated parameters of one `/test` call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Params {
+    pub keys: u32,
+    pub min_bytes: u32,
+    pub max_bytes: u32,
+    pub ttl_s: u32,
+    /// Stores to measure, without duplicates.
+    pub stores: Vec<StoreId>,
+    pub order: Order,
+    pub cache_ttl_s: Option<u32>,
+    pub timeout_ms: u32,
+    /// A fixed key instead of a random one.
+    pub key: Option<String>,
+}
+
+/// Every query parameter `/test` accepts.
+pub const PARAMETERS: [&str; 9] = [
+    "keys",
+    "min_bytes",
+    "max_bytes",
+    "ttl",
+    "stores",
+    "order",
+    "cache_ttl",
+    "timeout_ms",
+    "key",
+];
+
+impl Params {
+    /// Validates query pairs (already percent-decoded) over `defaults`.
+    pub fn parse(pairs: &[(String, String)], defaults: &Defaults) -> Result<Params, ParamError> {
+        let mut seen: Vec<&str> = Vec::new();
+        for (name, _) in pairs {
+            if !PARAMETERS.contains(&name.as_str()) {
+                return Err(ParamError::new(
+                    name,
+                    format!(
+                        "unknown parameter; expected one of {}",
+                        PARAMETERS.join(", ")
+                    ),
+                ));
+            }
+            if seen.contains(&name.as_str()) {
+                return Err(ParamError::new(name, "given more than once"));
+            }
+            seen.push(name);
+        }
+        let get = |name: &str| {
+            pairs
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.as_str())
+        };
+
+        let keys = match get("keys") {
+            Some(v) => bounded("keys", v, 1, KEYS_MAX)?,
+            None => defaults.keys,
+        };
+        let min_bytes = match get("min_bytes") {
+            Some(v) => bounded("min_bytes", v, 1, BYTES_MAX)?,
+            None => defaults.min_bytes,
+        };
+        let max_bytes = match get("max_bytes") {
+            Some(v) => bounded("max_bytes", v, 1, BYTES_MAX)?,
+            None => defaults.max_bytes,
+        };
+        if min_bytes > max_bytes {
+            // Blame the parameter the caller gave; if both or neither, blame min_bytes.
+            let blamed = if get("max_bytes").is_some() && get("min_bytes").is_none() {
+                "max_bytes"
+            } else {
+                "min_bytes"
+            };
+            return Err(ParamError::new(
+                blamed,
+                format!("min_bytes ({min_bytes}) must not exceed max_bytes ({max_bytes})"),
+            ));
+        }
+        let ttl_s = match get("ttl") {
+            Some(v) => bounded("ttl", v, TTL_MIN_S, TTL_MAX_S)?,
+            None => defaults.ttl_s,
+        };
+        let cache_ttl_s = match get("cache_ttl") {
+            Some(v) => Some(bounded("cache_ttl", v, CACHE_TTL_MIN_S, CACHE_TTL_MAX_S)?),
+            None => defaults.cache_ttl_s,
+        };
+        let timeout_ms = match get("timeout_ms") {
+            Some(v) => bounded("timeout_ms", v, TIMEOUT_MIN_MS, TIMEOUT_MAX_MS)?,
+            None => defaults.timeout_ms,
+        };
+        let explicit_stores = match get("stores") {
+            Some(v) => Some(store_list("stores", v)?),
+            None => None,
+        };
+        let order = match get("order") {
+            None => None,
+            Some("random") => Some(Order::Random),
+            Some(v) => Some(Order::Fixed(store_list("order", v)?)),
+        };
+        // A fixed order names the stores too; `stores` and `order` must then agree.
+        let (stores, order) = match (explicit_stores, order) {
+            (Some(stores), Some(Order::Fixed(list))) => {
+                if !same_set(&stores, &list) {
+                    return Err(ParamError::new(
+                        "order",
+                        "must list exactly the stores in `stores`",
+                    ));
+                }
+                (stores, Order::Fixed(list))
+            }
+            (None, Some(Order::Fixed(list))) => (list.clone(), Order::Fixed(list)),
+            (Some(stores), Some(Order::Random)) => (stores, Order::Random),
+            (None, Some(Order::Random)) => (defaults.stores.clone(), Order::Random),
+            (Some(stores), None) => {
+                let order = match &defaults.order {
+                    Order::Fixed(list) => Order::Fixed(
+                        list.iter()
+                            .copied()
+                            .filter(|s| stores.contains(s))
+                            .collect(),
+                    ),
+                    Order::Random => Order::Random,
+                };
+                (stores, order)
+            }
+            (None, None) => (defaults.stores.clone(), defaults.order.clone()),
+        };
+        let order = match order {
+            Order::Fixed(list) if !same_set(&stores, &list) => {
+                return Err(ParamError::new(
+                    "order",
+                    "must list exactly the measured stores",
+                ))
+            }
+            other => other,
+        };
+        let key = match get("key") {
+            Some(k) => Some(valid_key(k)?),
+            None => None,
+        };
+        Ok(Params {
+            keys,
+            min_bytes,
+            max_bytes,
+            ttl_s,
+            stores,
+            order,
+            cache_ttl_s,
+            timeout_ms,
+            key,
+        })
+    }
+}
+
+fn bounded(name: &str, value: &str, min: u32, max: u32) -> Result<u32, ParamError> {
+    let n: u64 = value.parse().map_err(|_| {
+        ParamError::new(
+            name,
+            format!("expected an integer from {min} to {max}, got {value:?}"),
+        )
+    })?;
+    if n < u64::from(min) || n > u64::from(max) {
+        return Err(ParamError::new(
+            name,
+            format!("must be from {min} to {max}, got {n}"),
+        ));
+    }
+    Ok(n as u32)
+}
+
+fn store_list(name: &str, value: &str) -> Result<Vec<StoreId>, ParamError> {
+    let known = StoreId::ALL.map(StoreId::as_str).join(", ");
+    let mut list = Vec::new();
+    for part in value.split(',') {
+        let part = part.trim();
+        let id = StoreId::parse(part).ok_or_else(|| {
+            ParamError::new(
+                name,
+                format!("unknown store {part:?}; expected a comma list of {known}"),
+            )
+        })?;
+        if list.contains(&id) {
+            return Err(ParamError::new(
+                name,
+                format!("store {part:?} listed twice"),
+            ));
+        }
+        list.push(id);
+    }
+    Ok(list)
+}
+
+fn same_set(a: &[StoreId], b: &[StoreId]) -> bool {
+    a.len() == b.len() && a.iter().all(|s| b.contains(s))
+}
+
+fn valid_key(key: &str) -> Result<String, ParamError> {
+    if key.is_empty() || key.len() > KEY_MAX_BYTES {
+        return Err(ParamError::new(
+            "key",
+            format!("must be 1 to {KEY_MAX_BYTES} bytes, got {}", key.len()),
+        ));
+    }
+    if key == "." || key == ".." {
+        return Err(ParamError::new("key", "must not be \".\" or \"..\""));
+    }
+    Ok(key.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+
+    fn parse(pairs: &[(&str, &str)]) -> Result<Params, ParamError> {
+        Params::parse(&q(pairs), &Defaults::default())
+    }
+
+    #[test]
+    fn defaults_apply() {
+        let p = parse(&[]).unwrap();
+        assert_eq!(
+            (p.keys, p.min_bytes, p.max_bytes, p.ttl_s),
+            (1000, 4096, 65536, 60)
+        );
+        assert_eq!(p.stores, vec![StoreId::Kv, StoreId::Upstash]);
+        assert_eq!(p.order, Order::Random);
+        assert_eq!(p.timeout_ms, 10_000);
+        assert_eq!(p.key, None);
+    }
+
+    #[test]
+    fn valid_overrides() {
+        let p = parse(&[
+            ("keys", "1"),
+            ("min_bytes", "1"),
+            ("max_bytes", "1048576"),
+            ("ttl", "86400"),
+            ("cache_ttl", "30"),
+            ("key", "abc"),
+            ("order", "upstash,kv"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (p.keys, p.min_bytes, p.max_bytes, p.ttl_s),
+            (1, 1, 1_048_576, 86_400)
+        );
+        assert_eq!(p.cache_ttl_s, Some(30));
+        assert_eq!(p.order, Order::Fixed(vec![StoreId::Upstash, StoreId::Kv]));
+        assert_eq!(p.key.as_deref(), Some("abc"));
+        let p = parse(&[("order", "kv")]).unwrap();
+        assert_eq!(p.stores, vec![StoreId::Kv]);
+        let p = parse(&[("stores", "upstash")]).unwrap();
+        assert_eq!((p.stores, p.order), (vec![StoreId::Upstash], Order::Random));
+    }
+
+    #[test]
+    fn invalid_values_name_their_parameter() {
+        let long = "k".repeat(513);
+        let cases: &[(&[(&str, &str)], &str)] = &[
+            (&[("keys", "0")], "keys"),
+            (&[("keys", "1000001")], "keys"),
+            (&[("keys", "ten")], "keys"),
+            (&[("keys", "-1")], "keys"),
+            (&[("min_bytes", "0")], "min_bytes"),
+            (&[("max_bytes", "1048577")], "max_bytes"),
+            (&[("min_bytes", "5000"), ("max_bytes", "4000")], "min_bytes"),
+            (&[("max_bytes", "100")], "max_bytes"),
+            (&[("ttl", "59")], "ttl"),
+            (&[("ttl", "86401")], "ttl"),
+            (&[("ttl", "1.5")], "ttl"),
+            (&[("cache_ttl", "29")], "cache_ttl"),
+            (&[("timeout_ms", "10")], "timeout_ms"),
+            (&[("stores", "kv,redis")], "stores"),
+            (&[("stores", "kv,kv")], "stores"),
+            (&[("stores", "")], "stores"),
+            (&[("order", "kv,upstash,kv")], "order"),
+            (&[("order", "sideways")], "order"),
+            (&[("stores", "kv"), ("order", "upstash,kv")], "order"),
+            (&[("key", "")], "key"),
+            (&[("key", ".")], "key"),
+            (&[("key", "..")], "key"),
+            (&[("key", long.as_str())], "key"),
+            (&[("bogus", "1")], "bogus"),
+            (&[("ttl", "60"), ("ttl", "61")], "ttl"),
+        ];
+        for (pairs, parameter) in cases {
+            let err = parse(pairs).expect_err(&format!("{pairs:?} should fail"));
+            assert_eq!(&err.parameter, parameter, "{pairs:?}: {err}");
+            assert!(!err.message.is_empty());
+        }
+    }
+
+    #[test]
+    fn vars_give_defaults_and_name_bad_vars() {
+        let d = Defaults::from_vars(|v| match v {
+            "KEYS" => Some("10".into()),
+            "ORDER" => Some("kv,upstash".into()),
+            "CACHE_TTL" => Some("".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(d.keys, 10);
+        assert_eq!(d.order, Order::Fixed(vec![StoreId::Kv, StoreId::Upstash]));
+        assert_eq!(d.cache_ttl_s, None);
+        let err = Defaults::from_vars(|v| (v == "TTL").then(|| "5".into())).unwrap_err();
+        assert_eq!(err.parameter, "TTL");
+    }
+}

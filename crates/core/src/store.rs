@@ -1,0 +1,45 @@
+//! The store seam: one read and one write per store, whatever the protocol behind it.
+
+use async_trait::async_trait;
+use serde::Serialize;
+
+use crate::error::StoreError;
+
+/// The stores this benchmark knows. The wire name is what appears in `stores`, `order` and `?stores=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreId {
+    Kv,
+    Upstash,
+}
+
+impl StoreId {
+    pub const ALL: [StoreId; 2] = [StoreId::Kv, StoreId::Upstash];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StoreId::Kv => "kv",
+            StoreId::Upstash => "upstash",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<StoreId> {
+        StoreId::ALL.into_iter().find(|id| id.as_str() == name)
+    }
+}
+
+/// Options of one read that only some stores understand.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Cloudflare KV `cacheTtl` in seconds.
+    pub cache_ttl_s: Option<u32>,
+}
+
+/// A key-value store as the benchmark sees it.
+#[async_trait(?Send)]
+pub trait Store {
+    /// Reads `key`; `Ok(None)` is a miss. A hit returns the whole value, fully read.
+    async fn get(&self, key: &str, options: ReadOptions) -> Result<Option<Vec<u8>>, StoreError>;
+    /// Writes `value` under `key`, expiring after `ttl_s` seconds.
+    async fn put(&self, key: &str, value: &[u8], ttl_s: u32) -> Result<(), StoreError>;
+}

@@ -1,0 +1,89 @@
+//! Random keys, orders and values. Values are printable ASCII so that "N bytes" is N bytes in
+//! every encoding a store might apply (the published benchmark decoded random bytes as UTF-8 and
+//! silently inflated them). A fast PRNG, seeded once per isolate from the platform CSPRNG, keeps
+//! generating a 64 KiB value cheap next to the I/O being measured.
+
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::seq::SliceRandom;
+use rand::{Rng, RngExt, SeedableRng};
+
+/// 64 printable, URL- and JSON-safe characters: one random byte's low 6 bits pick one, unbiased.
+const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// The per-isolate random source.
+pub struct ValueGen {
+    rng: Xoshiro256PlusPlus,
+}
+
+impl ValueGen {
+    /// `seed` should come from the platform CSPRNG (`crypto.getRandomValues` in the worker).
+    pub fn from_seed(seed: [u8; 32]) -> Self {
+        Self {
+            rng: Xoshiro256PlusPlus::from_seed(seed),
+        }
+    }
+
+    /// A uniform key in `[0, keys)`, as a decimal string.
+    pub fn key(&mut self, keys: u32) -> String {
+        self.rng.random_range(0..keys.max(1)).to_string()
+    }
+
+    /// A uniform size in `[min, max]` bytes.
+    pub fn size(&mut self, min: u32, max: u32) -> u32 {
+        self.rng.random_range(min..=max.max(min))
+    }
+
+    /// Exactly `len` bytes of printable ASCII.
+    pub fn value(&mut self, len: usize) -> Vec<u8> {
+        let mut out = vec![0u8; len];
+        for chunk in out.chunks_mut(8) {
+            let word = self.rng.next_u64().to_le_bytes();
+            for (b, r) in chunk.iter_mut().zip(word) {
+                *b = ALPHABET[usize::from(r & 63)];
+            }
+        }
+        out
+    }
+
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        items.shuffle(&mut self.rng);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_have_exact_length_and_are_printable_ascii() {
+        let mut g = ValueGen::from_seed([7; 32]);
+        for len in [0, 1, 7, 8, 9, 4096, 65_536, 65_537, 1_048_576] {
+            let v = g.value(len);
+            assert_eq!(v.len(), len);
+            assert!(v.iter().all(|b| b.is_ascii_graphic()));
+            assert_eq!(std::str::from_utf8(&v).unwrap().len(), len);
+        }
+    }
+
+    #[test]
+    fn values_use_the_whole_alphabet_and_differ() {
+        let mut g = ValueGen::from_seed([1; 32]);
+        let a = g.value(4096);
+        let b = g.value(4096);
+        assert_ne!(a, b);
+        let distinct: std::collections::HashSet<u8> = a.iter().copied().collect();
+        assert_eq!(distinct.len(), 64);
+    }
+
+    #[test]
+    fn sizes_and_keys_stay_in_bounds_and_reach_both_ends() {
+        let mut g = ValueGen::from_seed([3; 32]);
+        let sizes: Vec<u32> = (0..2000).map(|_| g.size(10, 13)).collect();
+        assert!(sizes.iter().all(|s| (10..=13).contains(s)));
+        assert!(sizes.contains(&10) && sizes.contains(&13));
+        assert_eq!(g.size(5, 5), 5);
+        let keys: Vec<u32> = (0..2000).map(|_| g.key(3).parse().unwrap()).collect();
+        assert!(keys.iter().all(|k| *k < 3));
+        assert!(keys.contains(&0) && keys.contains(&2));
+    }
+}

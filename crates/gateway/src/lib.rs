@@ -1,0 +1,457 @@
+//! An Upstash-REST-compatible HTTP gateway in front of a real redis-server, so the benchmark can
+//! run locally on the same protocol it meets in production. `app` builds the router (drive it with
+//! `tower::ServiceExt::oneshot` in tests); `server::serve` runs it on a socket.
+
+pub mod auth;
+pub mod command;
+pub mod config;
+pub mod error;
+pub mod fault;
+pub mod resp;
+pub mod server;
+pub mod store;
+#[doc(hidden)]
+pub mod testing;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value as JsonValue};
+
+use crate::command::Command;
+use crate::error::ApiError;
+use crate::fault::{DropConnection, FaultConfig, FaultInjector, Outcome};
+use crate::resp::Encoding;
+use crate::store::{Reply, Store};
+
+/// Everything the gateway needs to run; built from flags by `config::Args::into_settings`.
+pub struct Settings {
+    pub redis_url: String,
+    pub token: String,
+    pub admin_token: Option<String>,
+    pub max_request_bytes: usize,
+    pub redis_timeout_ms: u64,
+    pub faults: FaultConfig,
+    pub fault_seed: Option<u64>,
+}
+
+impl Settings {
+    /// Defaults for tests and embedding: no faults, no admin route, 10 MB limit.
+    pub fn new(redis_url: impl Into<String>, token: impl Into<String>) -> Self {
+        Self {
+            redis_url: redis_url.into(),
+            token: token.into(),
+            admin_token: None,
+            max_request_bytes: 10 * 1024 * 1024,
+            redis_timeout_ms: 10_000,
+            faults: FaultConfig::default(),
+            fault_seed: None,
+        }
+    }
+}
+
+/// Shared state of all routes. Holds the tokens, so it deliberately has no `Debug`.
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+struct Inner {
+    store: Store,
+    token: Vec<u8>,
+    admin_token: Option<Vec<u8>>,
+    max_request_bytes: usize,
+    faults: FaultInjector,
+}
+
+impl AppState {
+    /// Prepares the state; Redis is connected lazily on the first command.
+    pub fn new(settings: Settings) -> anyhow::Result<Self> {
+        let store = Store::new(
+            &settings.redis_url,
+            Duration::from_millis(settings.redis_timeout_ms),
+        )?;
+        let seed = settings.fault_seed.unwrap_or_else(random_seed);
+        Ok(Self(Arc::new(Inner {
+            store,
+            token: settings.token.into_bytes(),
+            admin_token: settings.admin_token.map(String::into_bytes),
+            max_request_bytes: settings.max_request_bytes,
+            faults: FaultInjector::new(settings.faults, seed),
+        })))
+    }
+
+    pub fn faults(&self) -> &FaultInjector {
+        &self.0.faults
+    }
+}
+
+fn random_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    nanos ^ (u64::from(std::process::id()) << 32)
+}
+
+/// The gateway's routes. Command routes sit behind fault injection, then auth; the admin route
+/// has its own token and is never faulted (so a demo can always switch faults off).
+pub fn app(state: AppState) -> Router {
+    let commands = Router::new()
+        .route("/", post(handle_command))
+        .route("/pipeline", post(handle_pipeline))
+        .route("/multi-exec", post(handle_multi_exec))
+        .route("/{*command}", get(handle_path).post(handle_path))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
+        .layer(middleware::from_fn_with_state(state.clone(), inject_faults));
+    Router::new()
+        .route("/admin/faults", get(get_faults).put(put_faults))
+        .merge(commands)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError {
+        status: StatusCode::METHOD_NOT_ALLOWED,
+        message: "Method not allowed".to_owned(),
+    }
+}
+
+async fn require_token(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    match auth::check(req.headers(), req.uri(), &state.0.token) {
+        Ok(()) => next.run(req).await,
+        Err(err) => err.into_response(),
+    }
+}
+
+async fn inject_faults(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let decision = state.0.faults.decide();
+    if !decision.delay.is_zero() {
+        tokio::time::sleep(decision.delay).await;
+    }
+    match decision.outcome {
+        Outcome::Pass => next.run(req).await,
+        Outcome::Status(code) => {
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+            let body = json!({ "error": format!("injected fault: HTTP {code}") });
+            (status, Json(body)).into_response()
+        }
+        Outcome::Drop => {
+            let mut response = StatusCode::SERVICE_UNAVAILABLE.into_response();
+            response.extensions_mut().insert(DropConnection);
+            response
+        }
+    }
+}
+
+/// Reads the whole body, refusing more than the configured limit as Upstash does.
+async fn read_body(state: &AppState, body: Body) -> Result<Bytes, ApiError> {
+    let limit = state.0.max_request_bytes;
+    axum::body::to_bytes(body, limit).await.map_err(|err| {
+        let too_large =
+            std::iter::successors(Some(&err as &(dyn std::error::Error + 'static)), |e| {
+                e.source()
+            })
+            .any(|e| e.is::<http_body_util::LengthLimitError>());
+        if too_large {
+            ApiError::bad_request("ERR max request size exceeded")
+        } else {
+            ApiError::bad_request(format!("ERR could not read request body: {err}"))
+        }
+    })
+}
+
+async fn read_json(state: &AppState, body: Body) -> Result<JsonValue, ApiError> {
+    let bytes = read_body(state, body).await?;
+    serde_json::from_slice(&bytes)
+        .map_err(|err| ApiError::bad_request(format!("ERR request body is not valid JSON: {err}")))
+}
+
+fn encoding(headers: &HeaderMap) -> Encoding {
+    Encoding::from_header(headers.get("upstash-encoding").map(|v| v.as_bytes()))
+}
+
+/// `{"result": ...}`, or `{"error": ...}` with 400 for a Redis error reply.
+fn single(reply: Reply, encoding: Encoding) -> Response {
+    match reply {
+        Reply::Value(value) => {
+            Json(json!({ "result": resp::to_json(&value, encoding) })).into_response()
+        }
+        Reply::Error(message) => ApiError::bad_request(message).into_response(),
+    }
+}
+
+/// The per-command entries of `/pipeline` and `/multi-exec` answers.
+fn entries(replies: Vec<Reply>, encoding: Encoding) -> Response {
+    let items: Vec<JsonValue> = replies
+        .into_iter()
+        .map(|reply| match reply {
+            Reply::Value(value) => json!({ "result": resp::to_json(&value, encoding) }),
+            Reply::Error(message) => json!({ "error": message }),
+        })
+        .collect();
+    Json(JsonValue::Array(items)).into_response()
+}
+
+async fn handle_command(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let command = Command::from_json(&read_json(&state, body).await?)?;
+    tracing::debug!(command = %command.name(), "command");
+    Ok(single(
+        state.0.store.run(&command).await?,
+        encoding(&headers),
+    ))
+}
+
+async fn handle_path(State(state): State<AppState>, req: Request) -> Result<Response, ApiError> {
+    let (parts, body) = req.into_parts();
+    let body = read_body(&state, body).await?;
+    let command = Command::from_path(parts.uri.path(), &body)?;
+    tracing::debug!(command = %command.name(), "path command");
+    Ok(single(
+        state.0.store.run(&command).await?,
+        encoding(&parts.headers),
+    ))
+}
+
+async fn handle_pipeline(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let commands = Command::list_from_json(&read_json(&state, body).await?)?;
+    tracing::debug!(commands = commands.len(), "pipeline");
+    Ok(entries(
+        state.0.store.pipeline(&commands).await?,
+        encoding(&headers),
+    ))
+}
+
+async fn handle_multi_exec(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let commands = Command::list_from_json(&read_json(&state, body).await?)?;
+    tracing::debug!(commands = commands.len(), "multi-exec");
+    match state.0.store.transaction(&commands).await? {
+        Ok(replies) => Ok(entries(replies, encoding(&headers))),
+        Err(message) => Err(ApiError::bad_request(message)),
+    }
+}
+
+fn check_admin(state: &AppState, req_headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(expected) = &state.0.admin_token else {
+        return Err(ApiError::not_found(
+            "admin route disabled: start with --admin-token",
+        ));
+    };
+    // Only the header is accepted here: an admin token in a URL ends up in logs and histories.
+    let presented = req_headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "));
+    match presented {
+        Some(token) if auth::token_matches(token, expected) => Ok(()),
+        _ => Err(ApiError::unauthorized("Unauthorized: admin token required")),
+    }
+}
+
+async fn get_faults(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<FaultConfig>, ApiError> {
+    check_admin(&state, &headers)?;
+    Ok(Json(state.0.faults.config()))
+}
+
+async fn put_faults(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Json<FaultConfig>, ApiError> {
+    check_admin(&state, &headers)?;
+    let bytes = read_body(&state, body).await?;
+    let config: FaultConfig = serde_json::from_slice(&bytes)
+        .map_err(|err| ApiError::bad_request(format!("ERR invalid fault config: {err}")))?;
+    config
+        .validate()
+        .map_err(|msg| ApiError::bad_request(format!("ERR invalid fault config: {msg}")))?;
+    tracing::info!(?config, "faults changed");
+    state.0.faults.set_config(config.clone());
+    Ok(Json(config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::RedisServer;
+    use axum::http::Method;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    const TOKEN: &str = "unit-token";
+
+    /// State whose Redis is never reached: for requests that must be refused before any command.
+    fn offline_app(max_request_bytes: usize) -> Router {
+        let mut settings = Settings::new("redis://127.0.0.1:1", TOKEN);
+        settings.max_request_bytes = max_request_bytes;
+        app(AppState::new(settings).unwrap())
+    }
+
+    async fn call(
+        app: &Router,
+        method: Method,
+        uri: &str,
+        headers: &[(&str, &str)],
+        body: impl Into<Body>,
+    ) -> (StatusCode, JsonValue) {
+        let mut req = Request::builder().method(method).uri(uri);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let res = app
+            .clone()
+            .oneshot(req.body(body.into()).unwrap())
+            .await
+            .unwrap();
+        let status = res.status();
+        let bytes = res.into_body().collect().await.unwrap().to_bytes();
+        let json = serde_json::from_slice(&bytes).unwrap_or(JsonValue::Null);
+        (status, json)
+    }
+
+    const AUTH: (&str, &str) = ("authorization", "Bearer unit-token");
+
+    #[tokio::test]
+    async fn missing_or_wrong_token_is_401_before_anything_else() {
+        let app = offline_app(1024);
+        for headers in [vec![], vec![("authorization", "Bearer wrong")]] {
+            for (method, uri) in [
+                (Method::POST, "/"),
+                (Method::POST, "/pipeline"),
+                (Method::POST, "/multi-exec"),
+                (Method::GET, "/get/k"),
+                (Method::GET, "/get/k?_token=wrong"),
+            ] {
+                let (status, body) = call(&app, method, uri, &headers, "[\"GET\",\"k\"]").await;
+                assert_eq!(status, StatusCode::UNAUTHORIZED, "{uri}");
+                let msg = body["error"].as_str().unwrap();
+                assert!(
+                    msg.starts_with("Unauthorized") && !msg.contains(TOKEN),
+                    "{msg}"
+                );
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn other_methods_are_405() {
+        let app = offline_app(1024);
+        for (method, uri) in [
+            (Method::GET, "/"),
+            (Method::PUT, "/"),
+            (Method::GET, "/pipeline"),
+            (Method::DELETE, "/multi-exec"),
+            (Method::PUT, "/set/k/v"),
+            (Method::PATCH, "/get/k"),
+        ] {
+            let (status, body) = call(&app, method.clone(), uri, &[AUTH], "").await;
+            assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{method} {uri}");
+            assert!(body["error"].is_string());
+        }
+    }
+
+    #[tokio::test]
+    async fn malformed_bodies_are_400_with_a_message() {
+        let app = offline_app(1024);
+        for (uri, body, needle) in [
+            ("/", "not json", "not valid JSON"),
+            ("/", "{\"a\":1}", "JSON array"),
+            ("/", "[]", "empty command"),
+            ("/", "[\"GET\", null]", "strings or numbers"),
+            ("/", "[\"MULTI\"]", "/multi-exec"),
+            ("/pipeline", "[\"GET\",\"k\"]", "JSON array"),
+            ("/pipeline", "[]", "empty pipeline"),
+            ("/multi-exec", "[[\"GET\", true]]", "strings or numbers"),
+        ] {
+            let (status, json) = call(&app, Method::POST, uri, &[AUTH], body).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{uri} {body}");
+            let msg = json["error"].as_str().unwrap();
+            assert!(msg.contains(needle), "{uri} {body}: {msg}");
+        }
+    }
+
+    #[tokio::test]
+    async fn bodies_over_the_limit_are_refused_as_upstash_does() {
+        let app = offline_app(64);
+        let big = format!("[\"SET\",\"k\",\"{}\"]", "x".repeat(100));
+        for uri in ["/", "/pipeline", "/multi-exec", "/set/k"] {
+            let (status, json) = call(&app, Method::POST, uri, &[AUTH], big.clone()).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{uri}");
+            assert_eq!(json["error"], "ERR max request size exceeded", "{uri}");
+        }
+    }
+
+    #[tokio::test]
+    async fn admin_route_is_404_without_an_admin_token() {
+        let app = offline_app(1024);
+        let (status, _) = call(&app, Method::GET, "/admin/faults", &[AUTH], "").await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+    }
+
+    #[tokio::test]
+    async fn redis_down_is_502_not_a_hang() {
+        let app = offline_app(1024);
+        let (status, json) = call(&app, Method::POST, "/", &[AUTH], "[\"PING\"]").await;
+        assert_eq!(status, StatusCode::BAD_GATEWAY);
+        assert!(json["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("ERR redis unavailable"));
+    }
+
+    #[tokio::test]
+    async fn routes_and_encodings_against_redis() {
+        let redis = RedisServer::start();
+        let app = app(AppState::new(Settings::new(redis.url(), TOKEN)).unwrap());
+        let b64 = ("upstash-encoding", "base64");
+
+        let (s, j) = call(
+            &app,
+            Method::POST,
+            "/",
+            &[AUTH],
+            "[\"SET\",\"k\",\"v\",\"EX\",60]",
+        )
+        .await;
+        assert_eq!(
+            (s, j),
+            (StatusCode::OK, serde_json::json!({"result": "OK"}))
+        );
+        let (_, j) = call(&app, Method::GET, "/get/k", &[AUTH], "").await;
+        assert_eq!(j, serde_json::json!({"result": "v"}));
+        let (_, j) = call(&app, Method::GET, "/get/k?_token=unit-token", &[], "").await;
+        assert_eq!(j, serde_json::json!({"result": "v"}));
+        let (_, j) = call(&app, Method::GET, "/get/k", &[AUTH, b64], "").await;
+        assert_eq!(j, serde_json::json!({"result": "dg=="}));
+        // Status "OK" stays plain under base64.
+        let (_, j) = call(&app, Method::POST, "/set/p", &[AUTH, b64], "posted body").await;
+        assert_eq!(j, serde_json::json!({"result": "OK"}));
+        let (_, j) = call(&app, Method::POST, "/", &[AUTH], "[\"GET\",\"p\"]").await;
+        assert_eq!(j, serde_json::json!({"result": "posted body"}));
+        let (_, j) = call(&app, Method::GET, "/ttl/k", &[AUTH], "").await;
+        assert!((1..=60).contains(&j["result"].as_i64().unwrap()));
+        let (s, j) = call(&app, Method::GET, "/lpush/k/x", &[AUTH], "").await;
+        assert_eq!(s, StatusCode::BAD_REQUEST);
+        assert!(j["error"].as_str().unwrap().starts_with("WRONGTYPE "));
+    }
+}

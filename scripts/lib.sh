@@ -1,0 +1,31 @@
+# Shared helpers for the project's scripts (sourced, not run).
+# shellcheck shell=bash
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export PATH="$HOME/.cargo/bin:$ROOT/node_modules/.bin:$PATH"
+export WRANGLER_SEND_METRICS=false
+export CLOUDFLARE_CF_FETCH_ENABLED=false
+
+log() { printf '\033[1m[kvbench]\033[0m %s\n' "$*" >&2; }
+die() { printf '[kvbench] error: %s\n' "$*" >&2; exit 1; }
+
+# The wasm-bindgen library version the worker links, from Cargo.lock: the CLI must match exactly.
+wasm_bindgen_version() {
+  awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' "$ROOT/Cargo.lock"
+}
+
+# Waits until a TCP port on 127.0.0.1 accepts connections (bounded).
+wait_port() {
+  local port=$1 what=$2 tries=${3:-150}
+  for _ in $(seq "$tries"); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+    sleep 0.2
+  done
+  die "$what did not listen on 127.0.0.1:$port in time"
+}
+
+# A free TCP port on loopback.
+free_port() {
+  node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}

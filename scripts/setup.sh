@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs whatever is missing, idempotently: npm packages, the wasm32 target, the pinned
+# build tools (worker-build, wasm-bindgen CLI matching Cargo.lock) and redis-server.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$ROOT"
+
+if [ ! -x node_modules/.bin/wrangler ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  log "npm ci"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  log "rustup target add wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown
+fi
+for component in rustfmt clippy; do
+  if ! rustup component list --installed | grep -q "^$component"; then
+    rustup component add "$component"
+  fi
+done
+
+WORKER_BUILD_VERSION=0.8.7
+if ! worker-build --version 2>/dev/null | grep -q "$WORKER_BUILD_VERSION"; then
+  log "cargo install worker-build $WORKER_BUILD_VERSION (a few minutes, once)"
+  cargo install worker-build --version "$WORKER_BUILD_VERSION" --locked --quiet
+fi
+
+WB_VERSION="$(wasm_bindgen_version)"
+[ -n "$WB_VERSION" ] || die "cannot find wasm-bindgen in Cargo.lock"
+if ! wasm-bindgen --version 2>/dev/null | grep -q " $WB_VERSION\$"; then
+  log "cargo install wasm-bindgen-cli $WB_VERSION (a few minutes, once)"
+  # --locked fails: one of its pinned dependency versions is missing from the registry.
+  cargo install wasm-bindgen-cli --version "$WB_VERSION" --quiet --force
+fi
+
+if ! command -v redis-server >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    log "apt-get install redis-server"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+    # Debian starts a system instance on 6379; ours run on private ports, so stop it.
+    (systemctl stop redis-server 2>/dev/null || service redis-server stop 2>/dev/null) || true
+  else
+    die "redis-server is missing: install it (e.g. 'sudo apt-get install redis-server') and retry"
+  fi
+fi
+log "setup complete"

@@ -1,0 +1,158 @@
+//! Implementations of the core's seams on the Workers runtime: the `BENCH_KV` binding, `fetch`
+//! with an abort signal, `Date.now()` and JS timers, and the per-isolate CSPRNG seed.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use kvbench_core::store::ReadOptions;
+use kvbench_core::{
+    Clock, ErrorKind, HttpRequest, HttpResponse, HttpTransport, Store, StoreError, Timer,
+    UpstashStore, ValueGen,
+};
+use worker::kv::KvStore;
+use worker::{AbortController, Delay, Env, Fetch, Headers, Method, Request, RequestInit};
+
+pub const KV_BINDING: &str = "BENCH_KV";
+pub const UPSTASH_URL: &str = "UPSTASH_REDIS_REST_URL";
+pub const UPSTASH_TOKEN: &str = "UPSTASH_REDIS_REST_TOKEN";
+
+/// A var or secret as text; empty counts as unset.
+pub fn env_text(env: &Env, name: &str) -> Option<String> {
+    env.secret(name)
+        .map(|s| s.to_string())
+        .or_else(|_| env.var(name).map(|v| v.to_string()))
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+}
+
+/// `request.cf.colo`, read defensively: locally there is no `cf`, and the SDK's getter panics then.
+pub fn colo(req: &Request) -> String {
+    let inner = req.inner();
+    js_sys::Reflect::get(inner, &"cf".into())
+        .ok()
+        .filter(|cf| cf.is_object())
+        .and_then(|cf| js_sys::Reflect::get(&cf, &"colo".into()).ok())
+        .and_then(|c| c.as_string())
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| "local".to_string())
+}
+
+pub fn seeded_gen() -> ValueGen {
+    let mut seed = [0u8; 32];
+    if getrandom::fill(&mut seed).is_err() {
+        // crypto.getRandomValues always exists on Workers; this only keeps a broken runtime alive.
+        for chunk in seed.chunks_mut(4) {
+            let r = (js_sys::Math::random() * f64::from(u32::MAX)) as u32;
+            chunk.copy_from_slice(&r.to_le_bytes());
+        }
+    }
+    ValueGen::from_seed(seed)
+}
+
+pub struct KvBinding(KvStore);
+
+impl KvBinding {
+    pub fn from_env(env: &Env) -> Result<Self, StoreError> {
+        env.kv(KV_BINDING).map(KvBinding).map_err(|_| {
+            StoreError::new(
+                ErrorKind::NotConfigured,
+                format!("KV namespace binding {KV_BINDING} is missing"),
+            )
+        })
+    }
+}
+
+fn runtime(e: impl std::fmt::Display) -> StoreError {
+    StoreError::new(ErrorKind::Runtime, e.to_string())
+}
+
+#[async_trait(?Send)]
+impl Store for KvBinding {
+    async fn get(&self, key: &str, options: ReadOptions) -> Result<Option<Vec<u8>>, StoreError> {
+        let mut get = self.0.get(key);
+        if let Some(ttl) = options.cache_ttl_s {
+            get = get.cache_ttl(u64::from(ttl));
+        }
+        get.bytes().await.map_err(runtime)
+    }
+
+    async fn put(&self, key: &str, value: &[u8], ttl_s: u32) -> Result<(), StoreError> {
+        self.0
+            .put_bytes(key, value)
+            .map_err(runtime)?
+            .expiration_ttl(u64::from(ttl_s))
+            .execute()
+            .await
+            .map_err(runtime)
+    }
+}
+
+/// The Upstash store, or why it is not configured.
+pub fn upstash_store(env: &Env) -> Result<UpstashStore<FetchTransport>, StoreError> {
+    let missing =
+        |name: &str| StoreError::new(ErrorKind::NotConfigured, format!("{name} is not set"));
+    let url = env_text(env, UPSTASH_URL).ok_or_else(|| missing(UPSTASH_URL))?;
+    let token = env_text(env, UPSTASH_TOKEN).ok_or_else(|| missing(UPSTASH_TOKEN))?;
+    Ok(UpstashStore::new(url, token, FetchTransport))
+}
+
+/// Aborts the fetch it guards when dropped before completion (i.e. when a timeout wins the race).
+struct AbortOnDrop(Option<AbortController>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(controller) = self.0.take() {
+            controller.abort();
+        }
+    }
+}
+
+pub struct FetchTransport;
+
+#[async_trait(?Send)]
+impl HttpTransport for FetchTransport {
+    async fn send(&self, request: HttpRequest) -> Result<HttpResponse, StoreError> {
+        let headers = Headers::new();
+        for (name, value) in &request.headers {
+            // The error of a bad header would quote its value, which may be a token: say less.
+            headers
+                .set(name, value)
+                .map_err(|_| runtime(format!("invalid header {name}")))?;
+        }
+        let method = Method::from(request.method.to_string());
+        let body = js_sys::Uint8Array::from(request.body.as_slice());
+        let mut init = RequestInit::new();
+        init.with_method(method)
+            .with_headers(headers)
+            .with_body(Some(body.into()));
+        let req = Request::new_with_init(&request.url, &init).map_err(runtime)?;
+        let controller = AbortController::default();
+        let signal = controller.signal();
+        let mut guard = AbortOnDrop(Some(controller));
+        let mut response = Fetch::Request(req)
+            .send_with_signal(&signal)
+            .await
+            .map_err(runtime)?;
+        let status = response.status_code();
+        let body = response.bytes().await.map_err(runtime)?;
+        guard.0 = None;
+        Ok(HttpResponse { status, body })
+    }
+}
+
+pub struct JsClock;
+
+impl Clock for JsClock {
+    fn now_ms(&self) -> f64 {
+        js_sys::Date::now()
+    }
+}
+
+pub struct JsTimer;
+
+#[async_trait(?Send)]
+impl Timer for JsTimer {
+    async fn sleep_ms(&self, ms: u64) {
+        Delay::from(Duration::from_millis(ms)).await;
+    }
+}

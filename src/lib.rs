@@ -1,0 +1,81 @@
+//! The benchmark worker: routes and glue only. What `/test` measures is decided in
+//! `kvbench-core`; this crate connects it to the KV binding, `fetch`, the clock and timers.
+
+mod bindings;
+mod respond;
+
+use std::cell::{Cell, RefCell};
+
+use kvbench_core::{handle, Call, Defaults, Isolate, Store, StoreId, StoreSet, ValueGen};
+use worker::{event, Context, Env, Request, Response, Result, RouteContext, Router};
+
+use crate::bindings::{colo, env_text, upstash_store, JsClock, JsTimer, KvBinding};
+
+thread_local! {
+    static REQUESTS: Cell<u64> = const { Cell::new(0) };
+    static GEN: &'static RefCell<ValueGen> = Box::leak(Box::new(RefCell::new(bindings::seeded_gen())));
+}
+
+#[event(fetch)]
+async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
+    REQUESTS.with(|r| r.set(r.get() + 1));
+    Router::new()
+        .get_async("/", handle_index)
+        .get("/healthz", |_, _| respond::text("ok"))
+        .get_async("/test", handle_test)
+        .run(req, env)
+        .await
+}
+
+async fn handle_test(req: Request, ctx: RouteContext<()>) -> Result<Response> {
+    let env = &ctx.env;
+    let query: Vec<(String, String)> = req
+        .url()?
+        .query_pairs()
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    let authorization = req.headers().get("Authorization").ok().flatten();
+    let token = env_text(env, "BENCH_TOKEN");
+    let call = Call {
+        query: &query,
+        authorization: authorization.as_deref(),
+        token: token.as_deref(),
+        defaults: Defaults::from_vars(|name| env_text(env, name)),
+    };
+    let kv = KvBinding::from_env(env);
+    let upstash = upstash_store(env);
+    let stores: StoreSet = vec![
+        (
+            StoreId::Kv,
+            kv.as_ref().map(|s| s as &dyn Store).map_err(Clone::clone),
+        ),
+        (
+            StoreId::Upstash,
+            upstash
+                .as_ref()
+                .map(|s| s as &dyn Store)
+                .map_err(Clone::clone),
+        ),
+    ];
+    let isolate = Isolate {
+        gen: GEN.with(|g| *g),
+        clock: &JsClock,
+        timer: &JsTimer,
+        requests: REQUESTS.with(Cell::get),
+        colo: colo(&req),
+    };
+    let reply = handle(call, &stores, &isolate).await;
+    respond::json(reply.status, &reply.body)
+}
+
+async fn handle_index(_req: Request, ctx: RouteContext<()>) -> Result<Response> {
+    let env = &ctx.env;
+    let defaults = Defaults::from_vars(|name| env_text(env, name));
+    let body = respond::index(
+        defaults,
+        KvBinding::from_env(env).is_ok(),
+        upstash_store(env).is_ok(),
+        env_text(env, "BENCH_TOKEN").is_some(),
+    );
+    respond::json(200, &body)
+}

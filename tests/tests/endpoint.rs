@@ -1,0 +1,427 @@
+//! `/test` end to end through the core, with both bindings mocked: what is measured, what is
+//! written, what is answered — and what never leaks.
+
+use std::cell::RefCell;
+
+use kvbench_core::params::Defaults;
+use kvbench_core::{
+    handle, Call, ErrorKind, Isolate, Reply, Store, StoreError, StoreId, StoreSet, UpstashStore,
+    ValueGen,
+};
+use kvbench_tests::{FakeClock, FakeTimer, Fault, MockKv, MockUpstash, Op, Scripted};
+use serde_json::Value;
+
+const TOKEN: &str = "upstash-secret-token-4f2a9c";
+const BENCH_TOKEN: &str = "bench-secret-token-77b1e0";
+
+struct World<'a> {
+    clock: &'a FakeClock,
+    kv: MockKv<'a>,
+    upstash: MockUpstash<'a>,
+    gen: RefCell<ValueGen>,
+    requests: RefCell<u64>,
+}
+
+impl<'a> World<'a> {
+    fn new(clock: &'a FakeClock) -> Self {
+        Self {
+            clock,
+            kv: MockKv::new(clock, 12.0),
+            upstash: MockUpstash::new(clock, 3.0, TOKEN),
+            gen: RefCell::new(ValueGen::from_seed([42; 32])),
+            requests: RefCell::new(0),
+        }
+    }
+
+    fn call(&self, query: &str) -> (u16, Value) {
+        self.call_with(query, None, None, Ok(Defaults::default()), true)
+    }
+
+    fn call_with(
+        &self,
+        query: &str,
+        authorization: Option<&str>,
+        token: Option<&str>,
+        defaults: Result<Defaults, kvbench_core::ParamError>,
+        upstash_configured: bool,
+    ) -> (u16, Value) {
+        let query: Vec<(String, String)> = query
+            .split('&')
+            .filter(|p| !p.is_empty())
+            .map(|p| match p.split_once('=') {
+                Some((k, v)) => (k.to_string(), v.to_string()),
+                None => (p.to_string(), String::new()),
+            })
+            .collect();
+        let upstash = UpstashStore::new("https://mock.upstash.io", TOKEN, &self.upstash);
+        let upstash_entry: Result<&dyn Store, StoreError> = if upstash_configured {
+            Ok(&upstash)
+        } else {
+            Err(StoreError::new(
+                ErrorKind::NotConfigured,
+                "UPSTASH_REDIS_REST_URL is not set",
+            ))
+        };
+        let stores: StoreSet = vec![
+            (StoreId::Kv, Ok(&self.kv)),
+            (StoreId::Upstash, upstash_entry),
+        ];
+        *self.requests.borrow_mut() += 1;
+        let timer = FakeTimer(self.clock);
+        let isolate = Isolate {
+            gen: &self.gen,
+            clock: self.clock,
+            timer: &timer,
+            requests: *self.requests.borrow(),
+            colo: "local".into(),
+        };
+        let call = Call {
+            query: &query,
+            authorization,
+            token,
+            defaults,
+        };
+        let Reply { status, body } = futures::executor::block_on(handle(call, &stores, &isolate));
+        assert!(!body.contains(TOKEN), "upstash token leaked: {body}");
+        assert!(!body.contains(BENCH_TOKEN), "bench token leaked: {body}");
+        (status, serde_json::from_str(&body).expect("answer is JSON"))
+    }
+
+    fn touched(&self) -> usize {
+        self.kv.ops.borrow().len() + self.upstash.requests.borrow().len()
+    }
+}
+
+fn store<'v>(answer: &'v Value, name: &str) -> &'v Value {
+    &answer["stores"][name]
+}
+
+#[test]
+fn miss_writes_then_hit_reads_the_same_value_in_both_stores() {
+    let clock = FakeClock::default();
+    let w = World::new(&clock);
+    let (status, first) = w.call("key=417&order=kv,upstash");
+    assert_eq!(status, 200);
+    assert_eq!(first["key"], "417");
+    assert_eq!(first["colo"], "local");
+    assert_eq!(first["isolate_requests"], 1);
+    for name in ["kv", "upstash"] {
+        let s = store(&first, name);
+        assert_eq!(s["hit"], false, "{name}");
+        assert!(s["write_ms"].as_f64().is_some(), "{name}");
+        assert_eq!(s["error"], Value::Null, "{name}");
+        let bytes = s["value_bytes"].as_u64().unwrap();
+        assert!((4096..=65_536).contains(&bytes), "{name}: {bytes}");
+    }
+    assert_eq!(
+        store(&first, "kv")["value_bytes"],
+        store(&first, "upstash")["value_bytes"]
+    );
+    // Exactly the same bytes reached both stores.
+    let kv_value = w.kv.data.borrow()["417"].clone();
+    let redis_value = w.upstash.data.borrow()["417"].clone();
+    assert_eq!(kv_value, redis_value.as_bytes());
+    // Read and write latencies are what the mocks took (12 ms KV, 3 ms Upstash per call).
+    assert_eq!(store(&first, "kv")["read_ms"], 12.0);
+    assert_eq!(store(&first, "kv")["write_ms"], 12.0);
+    assert_eq!(store(&first, "upstash")["read_ms"], 3.0);
+    assert_eq!(store(&first, "upstash")["write_ms"], 3.0);
+    assert_eq!(first["kvLatency"], 12.0);
+    assert_eq!(first["redisLatency"], 3.0);
+
+    let (_, second) = w.call("key=417");
+    assert_eq!(second["isolate_requests"], 2);
+    for name in ["kv", "upstash"] {
+        let s = store(&second, name);
+        assert_eq!(s["hit"], true, "{name}");
+        assert_eq!(s["write_ms"], Value::Null, "{name}");
+        assert_eq!(
+            s["value_bytes"],
+            store(&first, name)["value_bytes"],
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn upstash_requests_are_rest_commands_with_bearer_auth_and_ttl_in_seconds() {
+    let clock = FakeClock::default();
+    let w = World::new(&clock);
+    w.call("key=7&ttl=3600&order=upstash,kv");
+    let requests = w.upstash.requests.borrow();
+    assert_eq!(requests.len(), 2);
+    for r in requests.iter() {
+        assert_eq!(r.method, "POST");
+        assert_eq!(r.url, "https://mock.upstash.io");
+        assert!(r
+            .headers
+            .contains(&("Authorization".into(), format!("Bearer {TOKEN}"))));
+        assert!(r
+            .headers
+            .contains(&("Content-Type".into(), "application/json".into())));
+    }
+    let commands = w.upstash.commands.borrow();
+    assert_eq!(commands[0], serde_json::json!(["GET", "7"]));
+    assert_eq!(commands[1][0], "SET");
+    assert_eq!(commands[1][3], "EX");
+    assert_eq!(commands[1][4], 3600);
+    let kv_put = w.kv.ops.borrow()[1].clone();
+    assert!(matches!(kv_put, Op::Put { ttl_s: 3600, .. }), "{kv_put:?}");
+}
+
+#[test]
+fn value_sizes_are_exact_at_both_bounds() {
+    for (min, max) in [
+        (1, 1),
+        (4096, 4096),
+        (65_536, 65_536),
+        (1_048_576, 1_048_576),
+    ] {
+        let clock = FakeClock::default();
+        let w = World::new(&clock);
+        let (status, a) = w.call(&format!("min_bytes={min}&max_bytes={max}"));
+        assert_eq!(status, 200);
+        for name in ["kv", "upstash"] {
+            assert_eq!(
+                store(&a, name)["value_bytes"],
+                max as u64,
+                "{name} {min}..{max}"
+            );
+        }
+        let key = a["key"].as_str().unwrap();
+        assert_eq!(w.kv.data.borrow()[key].len(), max);
+        assert_eq!(w.upstash.data.borrow()[key].len(), max);
+    }
+    let clock = FakeClock::default();
+    let w = World::new(&clock);
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..400 {
+        let (_, a) = w.call("min_bytes=10&max_bytes=12&keys=1000000");
+        seen.insert(store(&a, "kv")["value_bytes"].as_u64().unwrap());
+    }
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), vec![10, 11, 12]);
+}
+
+#[test]
+fn random_order_produces_both_orders_and_fixed_order_is_honoured() {
+    let clock = FakeClock::default();
+    let w = World::new(&clock);
+    let (mut kv_first, mut upstash_first) = (0, 0);
+    for _ in 0..200 {
+        let (_, a) = w.call("");
+        match a["order"][0].as_str() {
+            Some("kv") => kv_first += 1,
+            Some("upstash") => upstash_first += 1,
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(a["order"].as_array().unwrap().len(), 2);
+    }
+    assert!(
+        kv_first > 50 && upstash_first > 50,
+        "{kv_first} vs {upstash_first}"
+    );
+    for _ in 0..20 {
+        let (_, a) = w.call("order=upstash,kv");
+        assert_eq!(a["order"], serde_json::json!(["upstash", "kv"]));
+    }
+    let (_, a) = w.call("stores=kv");
+    assert_eq!(a["order"], serde_json::json!(["kv"]));
+    assert!(a["stores"].get("upstash").is_none());
+    assert_eq!(a["redisLatency"], Value::Null);
+}
+
+#[test]
+fn random_keys_stay_within_keys() {
+    let clock = FakeClock::default();
+    let w = World::new(&clock);
+    for _ in 0..200 {
+        let (_, a) = w.call("keys=5&min_bytes=1&max_bytes=1");
+        let k: u32 = a["key"].as_str().unwrap().parse().unwrap();
+        assert!(k < 5);
+    }
+    assert!(w.kv.data.borrow().len() <= 5);
+}
+
+#[test]
+fn invalid_parameters_answer_400_and_touch_no_store() {
+    let cases = [
+        ("keys=0", "keys"),
+        ("keys=abc", "keys"),
+        ("min_bytes=0", "min_bytes"),
+        ("max_bytes=2000000", "max_bytes"),
+        ("min_bytes=9000&max_bytes=8000", "min_bytes"),
+        ("ttl=30", "ttl"),
+        ("ttl=100000", "ttl"),
+        ("stores=kv,memcached", "stores"),
+        ("order=kv,kv", "order"),
+        ("order=backwards", "order"),
+        ("cache_ttl=5", "cache_ttl"),
+        ("timeout_ms=0", "timeout_ms"),
+        ("key=", "key"),
+        ("key=..", "key"),
+        ("colour=blue", "colour"),
+        ("ttl=60&ttl=70", "ttl"),
+    ];
+    for (query, parameter) in cases {
+        let clock = FakeClock::default();
+        let w = World::new(&clock);
+        let (status, body) = w.call(query);
+        assert_eq!(status, 400, "{query}");
+        assert_eq!(body["error"]["parameter"], parameter, "{query}: {body}");
+        assert!(
+            body["error"]["message"].as_str().unwrap().len() > 5,
+            "{query}"
+        );
+        assert_eq!(w.touched(), 0, "{query} touched a store");
+    }
+}
+
+#[test]
+fn bench_token_guards_the_endpoint_and_is_never_echoed() {
+    let clock = FakeClock::default();
+    let w = World::new(&clock);
+    let ok = Ok(Defaults::default());
+    let (status, body) = w.call_with("", None, Some(BENCH_TOKEN), ok.clone(), true);
+    assert_eq!(
+        (status, body["error"]["parameter"].as_str()),
+        (401, Some("Authorization"))
+    );
+    let wrong = format!("Bearer {}x", BENCH_TOKEN);
+    let (status, _) = w.call_with("", Some(&wrong), Some(BENCH_TOKEN), ok.clone(), true);
+    assert_eq!(status, 401);
+    assert_eq!(w.touched(), 0);
+    let right = format!("Bearer {BENCH_TOKEN}");
+    let (status, _) = w.call_with("", Some(&right), Some(BENCH_TOKEN), ok, true);
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn invalid_vars_answer_500_naming_the_var() {
+    let clock = FakeClock::default();
+    let w = World::new(&clock);
+    let defaults = Defaults::from_vars(|v| (v == "TTL").then(|| "10".to_string()));
+    let (status, body) = w.call_with("", None, None, defaults, true);
+    assert_eq!(status, 500);
+    assert_eq!(body["error"]["parameter"], "TTL");
+    assert_eq!(w.touched(), 0);
+}
+
+#[test]
+fn unconfigured_store_is_an_error_and_the_other_is_still_measured() {
+    let clock = FakeClock::default();
+    let w = World::new(&clock);
+    let (status, a) = w.call_with("", None, None, Ok(Defaults::default()), false);
+    assert_eq!(status, 200);
+    let u = store(&a, "upstash");
+    assert_eq!(u["error"]["kind"], "not_configured");
+    assert_eq!(u["error"]["op"], "read");
+    assert_eq!(u["read_ms"], Value::Null);
+    assert_eq!(u["hit"], Value::Null);
+    assert_eq!(a["redisLatency"], Value::Null);
+    assert_eq!(store(&a, "kv")["hit"], false);
+    assert_eq!(store(&a, "kv")["error"], Value::Null);
+}
+
+#[test]
+fn upstash_failures_are_classified_and_kv_is_still_measured() {
+    let cases = [
+        (400, r#"{"error":"ERR wrong number of arguments"}"#, "http"),
+        (401, r#"{"error":"Unauthorized"}"#, "auth"),
+        (403, "forbidden", "auth"),
+        (
+            429,
+            r#"{"error":"ERR max requests limit exceeded"}"#,
+            "rate_limited",
+        ),
+        (500, "<html>Internal Server Error</html>", "http"),
+        (503, "", "http"),
+        (200, "<html>not json</html>", "decode"),
+        (200, r#"{"result": 5}"#, "decode"),
+        (200, r#"{"unexpected": true}"#, "decode"),
+        // A misbehaving server that echoes the credentials it received.
+        (
+            400,
+            &format!(r#"{{"error":"bad token Bearer {TOKEN}"}}"#),
+            "http",
+        ),
+    ];
+    for (status, body, kind) in cases {
+        let clock = FakeClock::default();
+        let w = World::new(&clock);
+        *w.upstash.script.borrow_mut() = Some(Scripted {
+            status,
+            body: body.to_string(),
+        });
+        let (code, a) = w.call("order=upstash,kv");
+        assert_eq!(code, 200);
+        let u = store(&a, "upstash");
+        assert_eq!(u["error"]["kind"], kind, "{status} {body}");
+        assert_eq!(u["error"]["op"], "read");
+        assert_eq!(u["hit"], Value::Null);
+        assert_eq!(u["read_ms"], 3.0, "elapsed time is reported");
+        assert_eq!(u["write_ms"], Value::Null, "no write after a failed read");
+        assert_eq!(store(&a, "kv")["error"], Value::Null);
+        assert_eq!(store(&a, "kv")["hit"], false);
+    }
+}
+
+#[test]
+fn wrong_upstash_token_is_an_auth_error() {
+    let clock = FakeClock::default();
+    let mut w = World::new(&clock);
+    w.upstash.token = "another-token".into();
+    let (_, a) = w.call("");
+    assert_eq!(store(&a, "upstash")["error"]["kind"], "auth");
+}
+
+#[test]
+fn a_hung_store_times_out_with_its_elapsed_time() {
+    let clock = FakeClock::default();
+    let w = World::new(&clock);
+    w.upstash.hang.set(true);
+    let (status, a) = w.call("timeout_ms=2500&order=upstash,kv");
+    assert_eq!(status, 200);
+    let u = store(&a, "upstash");
+    assert_eq!(u["error"]["kind"], "timeout");
+    assert_eq!(u["read_ms"], 2500.0);
+    assert_eq!(store(&a, "kv")["read_ms"], 12.0);
+
+    let clock = FakeClock::default();
+    let w = World::new(&clock);
+    w.kv.fault.set(Fault::Hang);
+    let (_, a) = w.call("");
+    assert_eq!(store(&a, "kv")["error"]["kind"], "timeout");
+    assert_eq!(store(&a, "kv")["read_ms"], 10_000.0);
+    assert_eq!(store(&a, "upstash")["error"], Value::Null);
+}
+
+#[test]
+fn a_failed_write_is_reported_with_its_time_and_size() {
+    let clock = FakeClock::default();
+    let w = World::new(&clock);
+    w.kv.fault.set(Fault::FailWrites);
+    let (_, a) = w.call("min_bytes=100&max_bytes=100");
+    let k = store(&a, "kv");
+    assert_eq!(k["hit"], false);
+    assert_eq!(k["read_ms"], 12.0);
+    assert_eq!(k["value_bytes"], 100);
+    assert_eq!(k["error"]["kind"], "runtime");
+    assert_eq!(k["error"]["op"], "write");
+    assert!(k["write_ms"].as_f64().is_some());
+    // The legacy field still reports the successful read.
+    assert_eq!(a["kvLatency"], 12.0);
+}
+
+#[test]
+fn cache_ttl_reaches_kv_reads() {
+    let clock = FakeClock::default();
+    let w = World::new(&clock);
+    w.call("key=1&cache_ttl=300&stores=kv");
+    assert_eq!(
+        w.kv.ops.borrow()[0],
+        Op::Get {
+            key: "1".into(),
+            cache_ttl_s: Some(300)
+        }
+    );
+}
