@@ -65,7 +65,13 @@ async fn handle_test(req: Request, ctx: RouteContext<()>) -> Result<Response> {
         colo: colo(&req),
     };
     let reply = handle(call, &stores, &isolate).await;
-    respond::json(reply.status, &reply.body)
+    let mut response = respond::json(reply.status, &reply.body)?;
+    if reply.status == 401 {
+        response
+            .headers_mut()
+            .set("WWW-Authenticate", "Bearer realm=\"kvbench\"")?;
+    }
+    Ok(response)
 }
 
 async fn handle_index(_req: Request, ctx: RouteContext<()>) -> Result<Response> {
@@ -79,3 +85,6 @@ async fn handle_index(_req: Request, ctx: RouteContext<()>) -> Result<Response> 
     );
     respond::json(200, &body)
 }
+
+#[cfg(all(test, target_arch = "wasm32"))]
+mod wasm_tests;

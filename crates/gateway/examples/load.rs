@@ -24,7 +24,7 @@ struct ConnResult {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     if args.len() != 6 {
         eprintln!("usage: load <base-url> <token> <key> <connections> <seconds>");
@@ -42,9 +42,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut tasks = Vec::with_capacity(connections);
     for _ in 0..connections {
         let (authority, token, path) = (authority.clone(), token.clone(), path.clone());
-        tasks.push(tokio::spawn(async move { run_conn(&authority, &token, &path, deadline).await }));
+        tasks.push(tokio::spawn(async move {
+            run_conn(&authority, &token, &path, deadline).await
+        }));
     }
-    let mut total = ConnResult { requests: 0, bytes: 0, errors: 0, latencies_us: Vec::new() };
+    let mut total = ConnResult {
+        requests: 0,
+        bytes: 0,
+        errors: 0,
+        latencies_us: Vec::new(),
+    };
     for task in tasks {
         let r = task.await??;
         total.requests += r.requests;
@@ -84,12 +91,17 @@ async fn run_conn(
     token: &str,
     path: &str,
     deadline: Instant,
-) -> Result<ConnResult, Box<dyn std::error::Error + Send + Sync>> {
+) -> anyhow::Result<ConnResult> {
     let stream = TcpStream::connect(authority).await?;
     stream.set_nodelay(true)?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
     tokio::spawn(conn);
-    let mut r = ConnResult { requests: 0, bytes: 0, errors: 0, latencies_us: Vec::new() };
+    let mut r = ConnResult {
+        requests: 0,
+        bytes: 0,
+        errors: 0,
+        latencies_us: Vec::new(),
+    };
     let auth = format!("Bearer {token}");
     while Instant::now() < deadline {
         let req = Request::get(path)

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Every test of the project, in the order a failure is cheapest to find: lint, native, wasm,
+# build, end to end. Installs what is missing first. Exits non-zero on the first failure.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$ROOT"
+bash scripts/setup.sh
+export KVBENCH_SKIP_SETUP=1
+# Tests spawn their own redis-server and gateway on free loopback ports.
+export GATEWAY_BIN="$ROOT/target/debug/upstash-gateway"
+
+step() { log "── $* ──"; }
+
+step "cargo fmt --check"
+cargo fmt --all --check
+
+step "clippy (host)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+step "clippy (wasm32-unknown-unknown)"
+cargo clippy -p kvbench-worker -p kvbench-core --target wasm32-unknown-unknown --all-targets --locked -- -D warnings
+
+step "native tests (core + mocked bindings, gateway against a real redis-server)"
+cargo test --workspace --locked
+cargo build -p upstash-gateway --locked  # the binary the JS suites spawn
+
+step "wasm tests (wasm-bindgen-test under Node)"
+cargo test -p kvbench-worker --lib --target wasm32-unknown-unknown --locked
+
+step "build the worker"
+bash scripts/build.sh
+
+step "wrangler deploy --dry-run"
+dry="$(mktemp -d)"
+wrangler deploy --dry-run --outdir "$dry" >"$dry.log" 2>&1 || { cat "$dry.log"; die "wrangler deploy --dry-run failed"; }
+tail -n 5 "$dry.log"
+rm -rf "$dry" "$dry.log"
+
+step "end-to-end tests (built worker under Miniflare)"
+node --test --test-concurrency=1 tests/e2e/
+
+log "all tests passed"

@@ -1,0 +1,67 @@
+//! What only runs on wasm32: the CSPRNG seed through getrandom's `crypto.getRandomValues`
+//! backend, value generation at sizes past its 64 KiB chunk, and the answers the worker builds.
+
+use kvbench_core::answer::{Answer, StoreResult};
+use kvbench_core::params::Defaults;
+use kvbench_core::StoreId;
+use wasm_bindgen_test::wasm_bindgen_test;
+
+use crate::bindings::seeded_gen;
+use crate::respond;
+
+#[wasm_bindgen_test]
+fn getrandom_seeds_differ_per_generator() {
+    let a = seeded_gen().value(64);
+    let b = seeded_gen().value(64);
+    assert_ne!(a, b, "two isolates must not share a value stream");
+}
+
+#[wasm_bindgen_test]
+fn getrandom_fills_more_than_64_kib() {
+    // workerd refuses getRandomValues buffers over 65,536 bytes; getrandom must chunk.
+    let mut buf = vec![0u8; 200_000];
+    getrandom::fill(&mut buf).expect("getrandom");
+    assert!(buf[65_536..].iter().any(|b| *b != 0));
+    assert!(buf[..65_536].iter().any(|b| *b != 0));
+}
+
+#[wasm_bindgen_test]
+fn values_of_every_size_are_exact_printable_ascii() {
+    let mut gen = seeded_gen();
+    for len in [1usize, 4096, 65_535, 65_536, 65_537, 300_000, 1_048_576] {
+        let v = gen.value(len);
+        assert_eq!(v.len(), len);
+        assert!(v.iter().all(u8::is_ascii_graphic));
+        // What a JS consumer sees: the same length as a string.
+        let s = js_sys::JsString::from(std::str::from_utf8(&v).unwrap());
+        assert_eq!(s.length() as usize, len);
+    }
+}
+
+#[wasm_bindgen_test]
+fn answers_serialize_on_wasm_like_on_the_host() {
+    let mut a = Answer::new("9".into(), "local".into(), 1);
+    a.push(
+        StoreId::Kv,
+        StoreResult {
+            read_ms: Some(1.5),
+            hit: Some(true),
+            value_bytes: Some(65_537),
+            ..Default::default()
+        },
+    );
+    let v: serde_json::Value = serde_json::from_str(&a.to_json()).unwrap();
+    assert_eq!(v["stores"]["kv"]["value_bytes"], 65_537);
+    assert_eq!(v["kvLatency"], 1.5);
+    assert_eq!(v["redisLatency"], serde_json::Value::Null);
+}
+
+#[wasm_bindgen_test]
+fn index_describes_config_without_secrets() {
+    let body = respond::index(Ok(Defaults::default()), true, false, true);
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["stores"]["upstash"]["configured"], false);
+    assert_eq!(v["auth"]["bearer_token_required"], true);
+    assert_eq!(v["defaults"]["ttl"], 60);
+    assert_eq!(v["defaults"]["order"], "random");
+}

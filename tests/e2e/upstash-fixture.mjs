@@ -1,0 +1,53 @@
+// A minimal Upstash REST endpoint for the worker's end-to-end tests: GET and SET ... EX on an
+// in-memory map, bearer auth, a record of every command, and switchable faults (status, body,
+// hang). The full Upstash-compatible gateway over a real redis-server lives in crates/gateway.
+import http from "node:http";
+
+export async function startFixture(token) {
+  const state = {
+    data: new Map(),
+    commands: [],
+    auth: [],
+    fault: null, // { status, body } | { hang: true }
+  };
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      const send = (status, body) => {
+        res.writeHead(status, { "content-type": "application/json" });
+        res.end(typeof body === "string" ? body : JSON.stringify(body));
+      };
+      state.auth.push(req.headers.authorization);
+      if (state.fault?.hang) return; // never answer: the worker must time out and abort
+      if (state.fault) return send(state.fault.status, state.fault.body);
+      if (req.headers.authorization !== `Bearer ${token}`) return send(401, { error: "Unauthorized" });
+      let cmd;
+      try {
+        cmd = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      } catch {
+        return send(400, { error: "ERR failed to parse command" });
+      }
+      state.commands.push(cmd);
+      const [name, key, value, ex, ttl] = cmd;
+      if (name === "GET") return send(200, { result: state.data.get(key)?.value ?? null });
+      if (name === "SET" && ex === "EX" && Number.isInteger(ttl)) {
+        state.data.set(key, { value, ttl });
+        return send(200, { result: "OK" });
+      }
+      return send(400, { error: "ERR syntax error" });
+    });
+  });
+  server.keepAliveTimeout = 1000;
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address();
+  return {
+    url: `http://127.0.0.1:${port}`,
+    state,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(resolve);
+      }),
+  };
+}

@@ -1,0 +1,196 @@
+// The built worker (build/index.js + wasm) under Miniflare, with Miniflare's local KV and an
+// Upstash REST endpoint on loopback. Run `npm run build` first (scripts/test.sh does).
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { Miniflare } from "miniflare";
+import { startFixture } from "./upstash-fixture.mjs";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const TOKEN = "e2e-upstash-token-9d7c1f";
+const BENCH_TOKEN = "e2e-bench-token-3a8e55";
+const bodies = [];
+
+function worker(bindings) {
+  return new Miniflare({
+    modules: true,
+    scriptPath: path.join(ROOT, "build/index.js"),
+    modulesRoot: path.join(ROOT, "build"),
+    modulesRules: [
+      { type: "ESModule", include: ["**/*.js"] },
+      { type: "CompiledWasm", include: ["**/*.wasm"] },
+    ],
+    compatibilityDate: "2026-04-01",
+    kvNamespaces: ["BENCH_KV"],
+    bindings,
+    cf: false,
+  });
+}
+
+async function get(mf, url, init) {
+  const res = await mf.dispatchFetch(`http://localhost${url}`, init);
+  const text = await res.text();
+  bodies.push(text);
+  return { res, text, json: res.headers.get("content-type")?.includes("json") ? JSON.parse(text) : null };
+}
+
+let fixture;
+let mf;
+before(async () => {
+  fixture = await startFixture(TOKEN);
+  mf = worker({ UPSTASH_REDIS_REST_URL: fixture.url, UPSTASH_REDIS_REST_TOKEN: TOKEN });
+  await mf.ready;
+});
+after(async () => {
+  await mf?.dispose();
+  await fixture?.close();
+  for (const body of bodies) {
+    assert.ok(!body.includes(TOKEN), `Upstash token leaked: ${body}`);
+    assert.ok(!body.includes(BENCH_TOKEN), `bench token leaked: ${body}`);
+  }
+});
+
+test("GET /healthz and GET / describe the worker without secrets", async () => {
+  const health = await get(mf, "/healthz");
+  assert.equal(health.res.status, 200);
+  assert.equal(health.text, "ok");
+  const index = await get(mf, "/");
+  assert.equal(index.res.status, 200);
+  assert.equal(index.json.stores.kv.configured, true);
+  assert.equal(index.json.stores.upstash.configured, true);
+  assert.equal(index.json.defaults.ttl, 60);
+});
+
+test("a miss writes the same value to both stores with a 60 s TTL; the next call hits", async () => {
+  fixture.state.fault = null;
+  const first = await get(mf, "/test?key=e2e-1");
+  assert.equal(first.res.status, 200);
+  assert.equal(first.res.headers.get("cache-control"), "no-store");
+  const a = first.json;
+  assert.equal(a.key, "e2e-1");
+  // Miniflare supplies a placeholder `request.cf` (colo "DFW"); deployed, it is the real colo.
+  assert.match(a.colo, /^[A-Z]{3}$/);
+  assert.deepEqual([...a.order].sort(), ["kv", "upstash"]);
+  for (const name of ["kv", "upstash"]) {
+    const s = a.stores[name];
+    assert.equal(s.error, null, `${name}: ${JSON.stringify(s.error)}`);
+    assert.equal(s.hit, false);
+    assert.ok(s.read_ms >= 0 && s.write_ms >= 0);
+    assert.ok(s.value_bytes >= 4096 && s.value_bytes <= 65536, `${s.value_bytes}`);
+  }
+  assert.equal(a.stores.kv.value_bytes, a.stores.upstash.value_bytes);
+  assert.equal(a.kvLatency, a.stores.kv.read_ms);
+  assert.equal(a.redisLatency, a.stores.upstash.read_ms);
+
+  const kv = await mf.getKVNamespace("BENCH_KV");
+  const kvValue = await kv.get("e2e-1", "arrayBuffer");
+  const redis = fixture.state.data.get("e2e-1");
+  assert.equal(kvValue.byteLength, a.stores.kv.value_bytes);
+  assert.equal(Buffer.from(kvValue).toString("latin1"), redis.value, "both stores got the same bytes");
+  assert.match(redis.value, /^[A-Za-z0-9_-]+$/);
+  assert.equal(redis.ttl, 60, "Upstash TTL is in seconds");
+  const listed = (await kv.list({ prefix: "e2e-1" })).keys[0];
+  const remaining = listed.expiration - Date.now() / 1000;
+  assert.ok(remaining > 50 && remaining <= 61, `KV expires in ${remaining} s`);
+
+  const second = (await get(mf, "/test?key=e2e-1")).json;
+  assert.ok(second.isolate_requests > a.isolate_requests);
+  for (const name of ["kv", "upstash"]) {
+    assert.equal(second.stores[name].hit, true, name);
+    assert.equal(second.stores[name].write_ms, null);
+    assert.equal(second.stores[name].value_bytes, a.stores[name].value_bytes);
+  }
+});
+
+test("ttl, sizes and a fixed order are honoured", async () => {
+  fixture.state.fault = null;
+  const { json } = await get(mf, "/test?key=e2e-2&ttl=120&min_bytes=70000&max_bytes=70000&order=upstash,kv");
+  assert.deepEqual(json.order, ["upstash", "kv"]);
+  assert.equal(json.stores.kv.value_bytes, 70000);
+  assert.equal(json.stores.upstash.value_bytes, 70000);
+  assert.equal(fixture.state.data.get("e2e-2").ttl, 120);
+  assert.equal(fixture.state.data.get("e2e-2").value.length, 70000);
+});
+
+test("a bad parameter answers 400 naming it and touches no store", async () => {
+  const before = fixture.state.commands.length;
+  for (const [query, parameter] of [
+    ["ttl=10", "ttl"],
+    ["keys=0", "keys"],
+    ["min_bytes=10&max_bytes=5", "min_bytes"],
+    ["stores=kv,dynamo", "stores"],
+    ["nope=1", "nope"],
+  ]) {
+    const { res, json } = await get(mf, `/test?key=e2e-bad&${query}`);
+    assert.equal(res.status, 400, query);
+    assert.equal(json.error.parameter, parameter, query);
+  }
+  assert.equal(fixture.state.commands.length, before);
+  const kv = await mf.getKVNamespace("BENCH_KV");
+  assert.equal(await kv.get("e2e-bad"), null);
+});
+
+test("Upstash failures are data: KV is still measured and the answer is 200", async () => {
+  const cases = [
+    [{ status: 500, body: "<html>boom</html>" }, "http"],
+    [{ status: 401, body: { error: "Unauthorized" } }, "auth"],
+    [{ status: 429, body: { error: "ERR max requests limit exceeded" } }, "rate_limited"],
+    [{ status: 200, body: "not json" }, "decode"],
+    [{ status: 400, body: { error: `ERR echo Bearer ${TOKEN}` } }, "http"],
+  ];
+  for (const [fault, kind] of cases) {
+    fixture.state.fault = fault;
+    const { res, json } = await get(mf, "/test?key=e2e-fault&order=upstash,kv");
+    assert.equal(res.status, 200);
+    assert.equal(json.stores.upstash.error.kind, kind, JSON.stringify(fault));
+    assert.equal(json.stores.upstash.hit, null);
+    assert.equal(json.stores.kv.error, null);
+  }
+  fixture.state.fault = null;
+});
+
+test("a hung Upstash times out after timeout_ms and the fetch is abandoned", async () => {
+  fixture.state.fault = { hang: true };
+  const { res, json } = await get(mf, "/test?key=e2e-hang&timeout_ms=300&order=upstash,kv");
+  fixture.state.fault = null;
+  assert.equal(res.status, 200);
+  assert.equal(json.stores.upstash.error.kind, "timeout");
+  assert.ok(json.stores.upstash.read_ms >= 290, `${json.stores.upstash.read_ms}`);
+  assert.equal(json.stores.kv.error, null);
+});
+
+test("not configured stores and a wrong Upstash token are reported per store", async () => {
+  const bare = worker({});
+  try {
+    const { json } = await get(bare, "/test?key=e2e-bare");
+    assert.equal(json.stores.upstash.error.kind, "not_configured");
+    assert.equal(json.stores.kv.error, null);
+  } finally {
+    await bare.dispose();
+  }
+  const wrong = worker({ UPSTASH_REDIS_REST_URL: fixture.url, UPSTASH_REDIS_REST_TOKEN: "wrong-token-123" });
+  try {
+    const { json } = await get(wrong, "/test?key=e2e-wrong");
+    assert.equal(json.stores.upstash.error.kind, "auth");
+  } finally {
+    await wrong.dispose();
+  }
+});
+
+test("BENCH_TOKEN guards /test", async () => {
+  const guarded = worker({ UPSTASH_REDIS_REST_URL: fixture.url, UPSTASH_REDIS_REST_TOKEN: TOKEN, BENCH_TOKEN });
+  try {
+    const none = await get(guarded, "/test?key=e2e-guard");
+    assert.equal(none.res.status, 401);
+    assert.equal(none.json.error.parameter, "Authorization");
+    const wrong = await get(guarded, "/test?key=e2e-guard", { headers: { Authorization: "Bearer nope" } });
+    assert.equal(wrong.res.status, 401);
+    const kv = await guarded.getKVNamespace("BENCH_KV");
+    assert.equal(await kv.get("e2e-guard"), null, "a refused call writes nothing");
+    const ok = await get(guarded, "/test?key=e2e-guard", { headers: { Authorization: `Bearer ${BENCH_TOKEN}` } });
+    assert.equal(ok.res.status, 200);
+  } finally {
+    await guarded.dispose();
+  }
+});
