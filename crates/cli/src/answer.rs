@@ -186,7 +186,10 @@ mod tests {
         assert_eq!(a.colo, "FRA");
         assert_eq!(a.key.as_deref(), Some("417"));
         let kv = &a.stores["kv"];
-        assert_eq!((kv.read_us, kv.hit, kv.value_bytes), (Some(12_000), Some(true), Some(23456)));
+        assert_eq!(
+            (kv.read_us, kv.hit, kv.value_bytes),
+            (Some(12_000), Some(true), Some(23456))
+        );
         assert_eq!(kv.write_us, None);
         let up = &a.stores["upstash"];
         assert_eq!(up.write_us, Some(2_000));
@@ -204,7 +207,10 @@ mod tests {
             (r#"{"stores":{}}"#, "stores is empty"),
             (r#"{"stores":{"kv":{"read_ms":-1}}}"#, "read_ms"),
             (r#"{"stores":{"kv":{"read_ms":"fast"}}}"#, "JSON"),
-            (r#"{"stores":{"kv":{"error":{"kind":"x","op":"delete"}}}}"#, "op"),
+            (
+                r#"{"stores":{"kv":{"error":{"kind":"x","op":"delete"}}}}"#,
+                "op",
+            ),
         ];
         for (body, needle) in cases {
             let err = parse(body.as_bytes()).unwrap_err().to_string();
@@ -222,7 +228,10 @@ mod tests {
     #[test]
     fn describes_error_bodies_table() {
         let cases = [
-            (r#"{"error":{"parameter":"size","message":"too big"}}"#, "size: too big"),
+            (
+                r#"{"error":{"parameter":"size","message":"too big"}}"#,
+                "size: too big",
+            ),
             (r#"{"error":{"message":"no token"}}"#, "no token"),
             (r#"{"error":"unauthorized"}"#, "unauthorized"),
             ("plain\ntext", "plain text"),

@@ -9,7 +9,11 @@ use hyper::header::{HeaderName, HeaderValue};
 use hyper::Uri;
 
 #[derive(Debug, Parser)]
-#[command(name = "kvbench", version, about = "Open-loop load generator and report tool for the KV benchmark worker")]
+#[command(
+    name = "kvbench",
+    version,
+    about = "Open-loop load generator and report tool for the KV benchmark worker"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -126,18 +130,25 @@ pub fn parse_url(s: &str) -> Result<Uri, String> {
 }
 
 pub fn parse_rate(s: &str) -> Result<f64, String> {
-    let rate: f64 = s.trim().parse().map_err(|_| "expected a number of requests per second, e.g. 10 or 0.5".to_string())?;
+    let rate: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| "expected a number of requests per second, e.g. 10 or 0.5".to_string())?;
     if !rate.is_finite() || rate <= 0.0 {
         return Err("must be above 0 requests per second".into());
     }
     if rate > crate::pacer::MAX_RATE {
-        return Err(format!("must be at most {} requests per second", crate::pacer::MAX_RATE));
+        return Err(format!(
+            "must be at most {} requests per second",
+            crate::pacer::MAX_RATE
+        ));
     }
     Ok(rate)
 }
 
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s.trim()).map_err(|e| format!("expected a duration like 500ms, 30s, 10m or 1h ({e})"))?;
+    let d = humantime::parse_duration(s.trim())
+        .map_err(|e| format!("expected a duration like 500ms, 30s, 10m or 1h ({e})"))?;
     if d.is_zero() {
         return Err("must be longer than 0".into());
     }
@@ -146,8 +157,10 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 
 pub fn parse_header(s: &str) -> Result<(HeaderName, HeaderValue), String> {
     let (name, value) = s.split_once(':').ok_or("expected 'Name: value'")?;
-    let name = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| format!("{:?} is not a valid header name", name.trim()))?;
-    let value = HeaderValue::from_str(value.trim()).map_err(|_| "header value has characters a header cannot carry".to_string())?;
+    let name = HeaderName::from_bytes(name.trim().as_bytes())
+        .map_err(|_| format!("{:?} is not a valid header name", name.trim()))?;
+    let value = HeaderValue::from_str(value.trim())
+        .map_err(|_| "header value has characters a header cannot carry".to_string())?;
     Ok((name, value))
 }
 
@@ -177,17 +190,28 @@ mod tests {
             assert!(parse_rate(bad).is_err(), "{bad}");
         }
         assert_eq!(parse_duration("30m").unwrap(), Duration::from_secs(1800));
-        assert_eq!(parse_duration("1500ms").unwrap(), Duration::from_millis(1500));
+        assert_eq!(
+            parse_duration("1500ms").unwrap(),
+            Duration::from_millis(1500)
+        );
         for bad in ["0s", "ten", "", "5"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
         let (n, v) = parse_header("Authorization: Bearer abc").unwrap();
-        assert_eq!((n.as_str(), v.to_str().unwrap()), ("authorization", "Bearer abc"));
+        assert_eq!(
+            (n.as_str(), v.to_str().unwrap()),
+            ("authorization", "Bearer abc")
+        );
         for bad in ["NoColon", "Bad Name: x", ": x"] {
             assert!(parse_header(bad).is_err(), "{bad}");
         }
         assert!(parse_url("http://127.0.0.1:8787/test").is_ok());
-        for bad in ["127.0.0.1:8787/test", "ftp://x/test", "http://", "not a url"] {
+        for bad in [
+            "127.0.0.1:8787/test",
+            "ftp://x/test",
+            "http://",
+            "not a url",
+        ] {
             assert!(parse_url(bad).is_err(), "{bad}");
         }
         assert_eq!(parse_max_in_flight("8").unwrap(), 8);

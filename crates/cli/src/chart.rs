@@ -26,18 +26,31 @@ fn ms(us: u64) -> f64 {
 }
 
 fn no_data(area: &DrawingArea<SVGBackend<'_>, Shift>, title: &str) -> Fallible {
-    area.titled(title, ("sans-serif", 20))?
-        .draw(&Text::new("no data", (20, 20), ("sans-serif", 16).into_font()))?;
+    area.titled(title, ("sans-serif", 20))?.draw(&Text::new(
+        "no data",
+        (20, 20),
+        ("sans-serif", 16).into_font(),
+    ))?;
     Ok(())
 }
 
 /// One timeline panel: p50/p90/p99 of `series` (one histogram per interval) against time.
-fn timeline_panel(area: &DrawingArea<SVGBackend<'_>, Shift>, title: &str, interval_s: f64, series: &[Hist]) -> Fallible {
+fn timeline_panel(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    title: &str,
+    interval_s: f64,
+    series: &[Hist],
+) -> Fallible {
     if series.iter().all(Hist::is_empty) {
         return no_data(area, title);
     }
     let x_max = (series.len() as f64 * interval_s).max(interval_s);
-    let y_max = series.iter().map(|h| ms(h.quantile(0.99))).fold(0.0, f64::max).max(0.001) * 1.1;
+    let y_max = series
+        .iter()
+        .map(|h| ms(h.quantile(0.99)))
+        .fold(0.0, f64::max)
+        .max(0.001)
+        * 1.1;
     let mut chart = ChartBuilder::on(area)
         .caption(title, ("sans-serif", 20))
         .margin(10)
@@ -58,7 +71,9 @@ fn timeline_panel(area: &DrawingArea<SVGBackend<'_>, Shift>, title: &str, interv
         chart
             .draw_series(LineSeries::new(points, color.stroke_width(2)))?
             .label(name)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
     }
     chart
         .configure_series_labels()
@@ -76,15 +91,34 @@ fn draw_timeline(report: &Report, path: &Path) -> Fallible {
     root.fill(&WHITE)?;
     let areas = root.split_evenly((panels as usize, 1));
     let tl = &report.timeline;
-    let e2e: Vec<Hist> = tl.intervals.iter().map(|iv| iv.latency_us.unpack()).collect();
-    timeline_panel(&areas[0], "end-to-end latency from intended start: p50 / p90 / p99", tl.interval_s, &e2e)?;
+    let e2e: Vec<Hist> = tl
+        .intervals
+        .iter()
+        .map(|iv| iv.latency_us.unpack())
+        .collect();
+    timeline_panel(
+        &areas[0],
+        "end-to-end latency from intended start: p50 / p90 / p99",
+        tl.interval_s,
+        &e2e,
+    )?;
     for (area, store) in areas[1..].iter().zip(stores) {
         let reads: Vec<Hist> = tl
             .intervals
             .iter()
-            .map(|iv| iv.read_us.get(store).map(|p| p.unpack()).unwrap_or_default())
+            .map(|iv| {
+                iv.read_us
+                    .get(store)
+                    .map(|p| p.unpack())
+                    .unwrap_or_default()
+            })
             .collect();
-        timeline_panel(area, &format!("{store}: read latency (worker-timed) p50 / p90 / p99"), tl.interval_s, &reads)?;
+        timeline_panel(
+            area,
+            &format!("{store}: read latency (worker-timed) p50 / p90 / p99"),
+            tl.interval_s,
+            &reads,
+        )?;
     }
     root.present()?;
     Ok(())
@@ -124,10 +158,16 @@ fn draw_distribution(report: &Report, path: &Path) -> Fallible {
             continue;
         }
         let x_max = 3.0; // p99.9
-        let y_max = sets.iter().map(|(_, h, _)| ms(h.quantile(0.999))).fold(0.0, f64::max).max(0.001) * 1.1;
+        let y_max = sets
+            .iter()
+            .map(|(_, h, _)| ms(h.quantile(0.999)))
+            .fold(0.0, f64::max)
+            .max(0.001)
+            * 1.1;
         let mut chart = ChartBuilder::on(area)
             .caption(&title, ("sans-serif", 20))
             .margin(10)
+            .margin_right(40)
             .x_label_area_size(40)
             .y_label_area_size(60)
             .build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
@@ -136,7 +176,7 @@ fn draw_distribution(report: &Report, path: &Path) -> Fallible {
             .x_desc("percentile (log scale of 1 - q)")
             .y_desc("latency (ms)")
             .x_label_formatter(&percentile_label)
-            .x_labels(7)
+            .x_labels(4)
             .draw()?;
         for (name, h, color) in sets {
             if h.is_empty() {
@@ -150,7 +190,9 @@ fn draw_distribution(report: &Report, path: &Path) -> Fallible {
             chart
                 .draw_series(LineSeries::new(points, color.stroke_width(2)))?
                 .label(format!("{name} (n={})", h.len()))
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                });
         }
         chart
             .configure_series_labels()
@@ -176,7 +218,12 @@ mod tests {
 
     #[test]
     fn nines_axis_table() {
-        for (q, x, label) in [(0.0, 0.0, "p0"), (0.9, 1.0, "p90"), (0.99, 2.0, "p99"), (0.999, 3.0, "p99.9")] {
+        for (q, x, label) in [
+            (0.0, 0.0, "p0"),
+            (0.9, 1.0, "p90"),
+            (0.99, 2.0, "p99"),
+            (0.999, 3.0, "p99.9"),
+        ] {
             assert!((nines(q) - x).abs() < 1e-9, "q={q}");
             assert_eq!(percentile_label(&x), label);
         }

@@ -24,7 +24,11 @@ struct LiveInterval {
 
 impl LiveInterval {
     fn pack(&self, index: u64, interval_s: f64) -> Interval {
-        let pack_map = |m: &BTreeMap<String, Hist>| m.iter().map(|(k, h)| (k.clone(), Packed::pack(h))).collect();
+        let pack_map = |m: &BTreeMap<String, Hist>| {
+            m.iter()
+                .map(|(k, h)| (k.clone(), Packed::pack(h)))
+                .collect()
+        };
         Interval {
             start_s: index as f64 * interval_s,
             scheduled: self.scheduled,
@@ -36,7 +40,8 @@ impl LiveInterval {
     }
 
     fn unpack(iv: &Interval) -> LiveInterval {
-        let unpack_map = |m: &BTreeMap<String, Packed>| m.iter().map(|(k, p)| (k.clone(), p.unpack())).collect();
+        let unpack_map =
+            |m: &BTreeMap<String, Packed>| m.iter().map(|(k, p)| (k.clone(), p.unpack())).collect();
         LiveInterval {
             scheduled: iv.scheduled,
             failed: iv.failed,
@@ -107,7 +112,13 @@ impl Collector {
                 .section
                 .stores
                 .iter()
-                .map(|(name, s)| (name.clone(), s.read_us.quantile(0.5), s.read_us.quantile(0.99)))
+                .map(|(name, s)| {
+                    (
+                        name.clone(),
+                        s.read_us.quantile(0.5),
+                        s.read_us.quantile(0.99),
+                    )
+                })
                 .collect(),
         }
     }
@@ -141,9 +152,11 @@ impl Collector {
                     self.section.sent += 1;
                 }
                 *self.section.failures.entry(name.clone()).or_default() += 1;
-                let examples = self.section.failure_examples.entry(name).or_default();
-                if !f.detail.is_empty() && examples.len() < EXAMPLES_PER_KIND && !examples.contains(&f.detail) {
-                    examples.push(f.detail.clone());
+                if !f.detail.is_empty() {
+                    let examples = self.section.failure_examples.entry(name).or_default();
+                    if examples.len() < EXAMPLES_PER_KIND && !examples.contains(&f.detail) {
+                        examples.push(f.detail.clone());
+                    }
                 }
                 if f.kind.answered() {
                     self.section.latency_us.record(sample.latency_us);
@@ -179,10 +192,13 @@ impl Collector {
         iv.scheduled += 1;
         iv.latency_us.record(latency_us);
         for (name, r) in &a.stores {
-            if let Some(us) = r.read_us {
+            // Latency percentiles are over successful operations only; failures are counted by kind.
+            let read_failed = r.error.as_ref().is_some_and(|e| !e.is_write());
+            let write_failed = r.error.as_ref().is_some_and(|e| e.is_write());
+            if let Some(us) = r.read_us.filter(|_| !read_failed) {
                 iv.read_us.entry(name.clone()).or_default().record(us);
             }
-            if let Some(us) = r.write_us {
+            if let Some(us) = r.write_us.filter(|_| !write_failed) {
                 iv.write_us.entry(name.clone()).or_default().record(us);
             }
         }
@@ -193,17 +209,19 @@ impl Collector {
             let bytes = r.value_bytes.unwrap_or(0);
             let read_failed = r.error.as_ref().is_some_and(|e| !e.is_write());
             let write_failed = r.error.as_ref().is_some_and(|e| e.is_write());
-            if r.read_us.is_some() || read_failed {
+            // An operation is billed when it reached the store (it has a time); a store that is
+            // not configured has none, so it is never billed.
+            if r.read_us.is_some() {
                 s.reads += 1;
                 s.read_bytes.record(bytes);
                 s.read_units_4k += units(bytes, 4096);
             }
-            if r.write_us.is_some() || write_failed {
+            if r.write_us.is_some() {
                 s.writes += 1;
                 s.write_bytes.record(bytes);
                 s.write_units_1k += units(bytes, 1024);
             }
-            if let Some(us) = r.read_us {
+            if let Some(us) = r.read_us.filter(|_| !read_failed) {
                 s.read_us.record(us);
                 match r.hit {
                     Some(true) => s.read_hit_us.record(us),
@@ -211,7 +229,7 @@ impl Collector {
                     None => {}
                 }
             }
-            if let Some(us) = r.write_us {
+            if let Some(us) = r.write_us.filter(|_| !write_failed) {
                 s.write_us.record(us);
             }
             if let Some(us) = r.connect_us {
@@ -254,8 +272,205 @@ impl Collector {
             total: section,
             runs: vec![run],
             colos: self.colos,
-            timeline: Timeline { interval_s, intervals },
+            timeline: Timeline {
+                interval_s,
+                intervals,
+            },
             cost: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::answer::parse;
+    use crate::sample::Failure;
+
+    fn answer(intended_us: u64, body: &str) -> Sample {
+        Sample {
+            intended_us,
+            latency_us: 1000,
+            outcome: Outcome::Answer(parse(body.as_bytes()).unwrap()),
+        }
+    }
+
+    #[test]
+    fn store_accounting_table() {
+        // (store fragment, reads, writes, read_us n, hit n, miss n, write_us n, errors)
+        type Case<'a> = (&'a str, u64, u64, u64, u64, u64, u64, &'a [(&'a str, u64)]);
+        let cases: &[Case] = &[
+            (
+                r#"{"read_ms":1,"hit":true,"value_bytes":4097}"#,
+                1,
+                0,
+                1,
+                1,
+                0,
+                0,
+                &[],
+            ),
+            (r#"{"read_ms":1,"hit":false}"#, 1, 0, 1, 0, 1, 0, &[]),
+            (r#"{"read_ms":1,"hit":null}"#, 1, 0, 1, 0, 0, 0, &[]),
+            (
+                r#"{"read_ms":1,"hit":false,"write_ms":2,"value_bytes":10}"#,
+                1,
+                1,
+                1,
+                0,
+                1,
+                1,
+                &[],
+            ),
+            (
+                r#"{"read_ms":10000,"hit":null,"error":{"kind":"timeout","message":"x","op":"read"}}"#,
+                1,
+                0,
+                0,
+                0,
+                0,
+                0,
+                &[("timeout/read", 1)],
+            ),
+            (
+                r#"{"read_ms":1,"hit":false,"write_ms":2,"error":{"kind":"http","message":"x","op":"write"}}"#,
+                1,
+                1,
+                1,
+                0,
+                1,
+                0,
+                &[("http/write", 1)],
+            ),
+            (
+                // Not configured: no time, so not billed.
+                r#"{"error":{"kind":"not_configured","message":"x"}}"#,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                &[("not_configured", 1)],
+            ),
+            (r#"{}"#, 0, 0, 0, 0, 0, 0, &[]),
+        ];
+        for (store, reads, writes, read_n, hit_n, miss_n, write_n, errors) in cases {
+            let mut c = Collector::new(Duration::from_secs(1), Duration::from_secs(1));
+            c.record(&answer(
+                0,
+                &format!(r#"{{"colo":"X","stores":{{"s":{store}}}}}"#),
+            ));
+            let s = &c.section().stores["s"];
+            let got = (
+                s.reads,
+                s.writes,
+                s.read_us.len(),
+                s.read_hit_us.len(),
+                s.read_miss_us.len(),
+                s.write_us.len(),
+            );
+            assert_eq!(
+                got,
+                (*reads, *writes, *read_n, *hit_n, *miss_n, *write_n),
+                "{store}"
+            );
+            let want: BTreeMap<String, u64> =
+                errors.iter().map(|(k, n)| (k.to_string(), *n)).collect();
+            assert_eq!(s.errors, want, "{store}");
+        }
+    }
+
+    #[test]
+    fn billing_units_from_value_sizes() {
+        let mut c = Collector::new(Duration::from_secs(1), Duration::from_secs(1));
+        for bytes in [0, 1, 4096, 4097, 10_000] {
+            c.record(&answer(
+                0,
+                &format!(
+                    r#"{{"stores":{{"d":{{"read_ms":1,"write_ms":1,"value_bytes":{bytes}}}}}}}"#
+                ),
+            ));
+        }
+        let d = &c.section().stores["d"];
+        assert_eq!(d.read_units_4k, 1 + 1 + 1 + 2 + 3);
+        assert_eq!(d.write_units_1k, 1 + 1 + 4 + 5 + 10);
+    }
+
+    #[test]
+    fn memory_stays_flat_over_an_hour() {
+        // One hour at 10 req/s, 10 s intervals, 10 s timeout: only a few intervals stay live.
+        let mut c = Collector::new(Duration::from_secs(10), Duration::from_secs(10));
+        for i in 0..36_000u64 {
+            c.record(&answer(
+                i * 100_000,
+                r#"{"stores":{"kv":{"read_ms":12.5,"hit":true}}}"#,
+            ));
+            assert!(
+                c.live_intervals() <= 3,
+                "live intervals grew to {}",
+                c.live_intervals()
+            );
+        }
+        let r = c.finish(crate::report::RunInfo {
+            label: "x".into(),
+            url: String::new(),
+            started_at: String::new(),
+            requested_rate: 10.0,
+            planned_duration_s: 3600.0,
+            send_window_s: 3600.0,
+            elapsed_s: 3600.0,
+            timeout_s: 10.0,
+            max_in_flight: 1,
+            interrupted: false,
+            pacer_lag_us: Hist::default(),
+        });
+        assert_eq!(r.timeline.intervals.len(), 360);
+        let packed = serde_json::to_string(&r.timeline).unwrap().len();
+        assert!(packed < 360 * 1024, "closed intervals take {packed} bytes");
+        assert!(r.timeline.intervals.iter().all(|iv| iv.scheduled == 100));
+    }
+
+    #[test]
+    fn late_samples_reopen_their_interval_instead_of_being_dropped() {
+        let mut c = Collector::new(Duration::from_secs(1), Duration::from_secs(1));
+        c.record(&answer(0, r#"{"stores":{"kv":{"read_ms":1}}}"#));
+        c.record(&answer(10_000_000, r#"{"stores":{"kv":{"read_ms":1}}}"#));
+        assert_eq!(c.live_intervals(), 1, "interval 0 closed");
+        let late = Sample::failure(500_000, 9_000_000, FailureKind::Status(500), "boom");
+        c.record(&late);
+        c.record(&Sample {
+            outcome: Outcome::Failure(Failure {
+                kind: FailureKind::NotSent,
+                detail: String::new(),
+            }),
+            ..late
+        });
+        let run = crate::report::RunInfo {
+            label: "x".into(),
+            url: String::new(),
+            started_at: String::new(),
+            requested_rate: 1.0,
+            planned_duration_s: 11.0,
+            send_window_s: 11.0,
+            elapsed_s: 11.0,
+            timeout_s: 1.0,
+            max_in_flight: 1,
+            interrupted: false,
+            pacer_lag_us: Hist::default(),
+        };
+        let r = c.finish(run);
+        assert_eq!(r.timeline.intervals.len(), 11);
+        assert_eq!(
+            (
+                r.timeline.intervals[0].scheduled,
+                r.timeline.intervals[0].failed
+            ),
+            (3, 2)
+        );
+        assert_eq!(r.timeline.intervals[0].latency_us.unpack().len(), 2);
+        assert_eq!(r.total.scheduled, 4);
+        assert_eq!(r.total.sent, 3);
+        assert!(!r.total.failure_examples.contains_key("not_sent"));
     }
 }

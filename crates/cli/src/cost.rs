@@ -51,8 +51,10 @@ impl PriceTable {
         match path {
             None => Ok(PriceTable::default_table()),
             Some(p) => {
-                let text = std::fs::read_to_string(p).with_context(|| format!("--prices: cannot read {}", p.display()))?;
-                PriceTable::parse(&text).with_context(|| format!("--prices: {} is not a price table", p.display()))
+                let text = std::fs::read_to_string(p)
+                    .with_context(|| format!("--prices: cannot read {}", p.display()))?;
+                PriceTable::parse(&text)
+                    .with_context(|| format!("--prices: {} is not a price table", p.display()))
             }
         }
     }
@@ -108,7 +110,13 @@ fn units(count: u64, exact: Option<u64>, bytes: &crate::hist::Hist, unit_bytes: 
 }
 
 fn line(store: &StoreStats, p: &Price) -> Line {
-    let per = |x: f64| if store.answers == 0 { 0.0 } else { x / store.answers as f64 };
+    let per = |x: f64| {
+        if store.answers == 0 {
+            0.0
+        } else {
+            x / store.answers as f64
+        }
+    };
     let read_exact = (p.read_unit_bytes == 4096).then_some(store.read_units_4k);
     let write_exact = (p.write_unit_bytes == 1024).then_some(store.write_units_1k);
     Line {
@@ -118,8 +126,18 @@ fn line(store: &StoreStats, p: &Price) -> Line {
         source: p.source.clone(),
         reads_per_request: per(store.reads as f64),
         writes_per_request: per(store.writes as f64),
-        read_units_per_request: per(units(store.reads, read_exact, &store.read_bytes, p.read_unit_bytes)),
-        write_units_per_request: per(units(store.writes, write_exact, &store.write_bytes, p.write_unit_bytes)),
+        read_units_per_request: per(units(
+            store.reads,
+            read_exact,
+            &store.read_bytes,
+            p.read_unit_bytes,
+        )),
+        write_units_per_request: per(units(
+            store.writes,
+            write_exact,
+            &store.write_bytes,
+            p.write_unit_bytes,
+        )),
         read_per_million: p.read_per_million,
         write_per_million: p.write_per_million,
         monthly_read_units: 0.0,
@@ -137,11 +155,15 @@ pub fn estimate(section: &Section, prices: &PriceTable, project_rps: Option<f64>
     let requests = rps * SECONDS_PER_MONTH;
     let mut lines = Vec::new();
     for p in &prices.price {
-        let Some(store) = section.stores.get(&p.store) else { continue };
+        let Some(store) = section.stores.get(&p.store) else {
+            continue;
+        };
         let mut l = line(store, p);
         l.monthly_read_units = l.read_units_per_request * requests;
         l.monthly_write_units = l.write_units_per_request * requests;
-        l.monthly_usd = (l.monthly_read_units * p.read_per_million + l.monthly_write_units * p.write_per_million) / 1e6;
+        l.monthly_usd = (l.monthly_read_units * p.read_per_million
+            + l.monthly_write_units * p.write_per_million)
+            / 1e6;
         lines.push(l);
     }
     Estimate {
@@ -190,43 +212,90 @@ mod tests {
     #[test]
     fn embedded_table_parses_and_has_the_brief_prices() {
         let t = PriceTable::default_table();
-        let find = |store: &str, rd: f64| t.price.iter().any(|p| p.store == store && p.read_per_million == rd);
+        let find = |store: &str, rd: f64| {
+            t.price
+                .iter()
+                .any(|p| p.store == store && p.read_per_million == rd)
+        };
         assert!(find("kv", 0.5));
         assert!(find("upstash", 2.0));
         assert!(find("upstash", 1.0));
         assert!(find("denokv", 1.0));
-        assert!(t.price.iter().all(|p| !p.as_of.is_empty() && !p.source.is_empty()));
+        assert!(t
+            .price
+            .iter()
+            .all(|p| !p.as_of.is_empty() && !p.source.is_empty()));
     }
 
     #[test]
     fn projection_table() {
-        let mut s = Section { achieved_rate: 10.0, ..Section::default() };
+        let mut s = Section {
+            achieved_rate: 10.0,
+            ..Section::default()
+        };
         // 100 answers; denokv: 100 reads of 5000 B (2 units each), 50 writes of 5000 B (5 units).
-        let mut d = StoreStats { answers: 100, reads: 100, writes: 50, read_units_4k: 200, write_units_1k: 250, ..Default::default() };
+        let mut d = StoreStats {
+            answers: 100,
+            reads: 100,
+            writes: 50,
+            read_units_4k: 200,
+            write_units_1k: 250,
+            ..Default::default()
+        };
         for _ in 0..100 {
             d.read_bytes.record(5000);
         }
         s.stores.insert("denokv".into(), d);
-        s.stores.insert("kv".into(), StoreStats { answers: 100, reads: 100, writes: 10, ..Default::default() });
+        s.stores.insert(
+            "kv".into(),
+            StoreStats {
+                answers: 100,
+                reads: 100,
+                writes: 10,
+                ..Default::default()
+            },
+        );
         let e = estimate(&s, &PriceTable::default_table(), Some(1.0));
         assert_eq!(e.rps_source, "--project-rps");
         let month = SECONDS_PER_MONTH;
         let kv = e.lines.iter().find(|l| l.store == "kv").unwrap();
         assert!((kv.monthly_usd - (month * 0.5 + month * 0.1 * 5.0) / 1e6).abs() < 1e-9);
         let deno = e.lines.iter().find(|l| l.store == "denokv").unwrap();
-        assert_eq!((deno.read_units_per_request, deno.write_units_per_request), (2.0, 2.5));
+        assert_eq!(
+            (deno.read_units_per_request, deno.write_units_per_request),
+            (2.0, 2.5)
+        );
         assert!((deno.monthly_usd - (month * 2.0 * 1.0 + month * 2.5 * 2.5) / 1e6).abs() < 1e-9);
-        assert!(e.lines.iter().all(|l| l.store != "upstash"), "unmeasured stores are not priced");
+        assert!(
+            e.lines.iter().all(|l| l.store != "upstash"),
+            "unmeasured stores are not priced"
+        );
         let measured = estimate(&s, &PriceTable::default_table(), None);
-        assert_eq!((measured.project_rps, measured.rps_source.as_str()), (10.0, "measured"));
+        assert_eq!(
+            (measured.project_rps, measured.rps_source.as_str()),
+            (10.0, "measured")
+        );
     }
 
     #[test]
     fn other_unit_sizes_come_from_the_size_histogram() {
-        let mut st = StoreStats { answers: 2, reads: 2, ..Default::default() };
+        let mut st = StoreStats {
+            answers: 2,
+            reads: 2,
+            ..Default::default()
+        };
         st.read_bytes.record(100);
         st.read_bytes.record(3000);
-        let p = Price { store: "x".into(), plan: String::new(), as_of: String::new(), source: String::new(), read_per_million: 1.0, write_per_million: 1.0, read_unit_bytes: 1000, write_unit_bytes: 0 };
+        let p = Price {
+            store: "x".into(),
+            plan: String::new(),
+            as_of: String::new(),
+            source: String::new(),
+            read_per_million: 1.0,
+            write_per_million: 1.0,
+            read_unit_bytes: 1000,
+            write_unit_bytes: 0,
+        };
         assert_eq!(line(&st, &p).read_units_per_request, 2.0); // (1 + 3) / 2
     }
 

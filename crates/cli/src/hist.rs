@@ -61,17 +61,23 @@ impl Hist {
         self.0.is_empty()
     }
 
-    /// Value at quantile `q` (0..=1); 0 for an empty histogram.
+    /// Value at quantile `q` (0..=1); 0 for an empty histogram. Reported as the middle of its
+    /// bucket (within 0.05% of any value recorded there), so 10 ms reads as 10.00, not 10.01.
     pub fn quantile(&self, q: f64) -> u64 {
         if self.0.is_empty() {
             0
         } else {
-            self.0.value_at_quantile(q)
+            self.0.median_equivalent(self.0.value_at_quantile(q))
         }
     }
 
+    /// Largest recorded value (middle of its bucket); 0 for an empty histogram.
     pub fn max(&self) -> u64 {
-        self.0.max()
+        if self.0.is_empty() {
+            0
+        } else {
+            self.0.median_equivalent(self.0.max())
+        }
     }
 
     pub fn mean(&self) -> f64 {

@@ -36,7 +36,8 @@ fn publish(r: &Report, dir: &Path, charts: bool) -> anyhow::Result<()> {
 fn run_command(a: RunArgs) -> anyhow::Result<ExitCode> {
     // Fail on a bad price file before spending the run's time.
     PriceTable::load(a.price.prices.as_deref())?;
-    std::fs::create_dir_all(&a.out).with_context(|| format!("--out: cannot create {}", a.out.display()))?;
+    std::fs::create_dir_all(&a.out)
+        .with_context(|| format!("--out: cannot create {}", a.out.display()))?;
     let cfg = RunConfig {
         url: a.url.clone(),
         rate: a.rate,
@@ -48,14 +49,20 @@ fn run_command(a: RunArgs) -> anyhow::Result<ExitCode> {
         interval: a.interval,
         samples_csv: a.samples_csv.then(|| a.out.join("samples.csv")),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     let progress = Progress::new(a.duration, a.interval);
     let r = runtime.block_on(run::run(cfg, progress))?;
     let interrupted = r.runs.iter().any(|r| r.interrupted);
     let r = with_cost(r, &a.price)?;
     publish(&r, &a.out, true)?;
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
-    Ok(if interrupted { ExitCode::from(EXIT_INTERRUPTED) } else { ExitCode::SUCCESS })
+    Ok(if interrupted {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn main_inner() -> anyhow::Result<ExitCode> {
@@ -85,7 +92,10 @@ fn main_inner() -> anyhow::Result<ExitCode> {
         }
         Command::Cost(a) => {
             let r = with_cost(Report::read(&report_path(&a.dir))?, &a.price)?;
-            cost::render(r.cost.as_ref().expect("just computed"), &mut std::io::stdout().lock())?;
+            cost::render(
+                r.cost.as_ref().expect("just computed"),
+                &mut std::io::stdout().lock(),
+            )?;
             Ok(ExitCode::SUCCESS)
         }
     }

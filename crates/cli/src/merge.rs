@@ -92,7 +92,10 @@ fn add_timeline(into: &mut Timeline, from: &Timeline) -> Result<(), MergeError> 
     if into.intervals.is_empty() {
         into.interval_s = from.interval_s;
     } else if (into.interval_s - from.interval_s).abs() > 1e-9 {
-        return Err(MergeError::IntervalMismatch(into.interval_s, from.interval_s));
+        return Err(MergeError::IntervalMismatch(
+            into.interval_s,
+            from.interval_s,
+        ));
     }
     for (i, iv) in from.intervals.iter().enumerate() {
         if i < into.intervals.len() {

@@ -101,8 +101,20 @@ mod tests {
             (10.0, MS(250), 3, &[MS(0), MS(100)], MS(200)),
             (0.5, MS(5000), 3, &[MS(0), MS(2000)], MS(4000)),
             (1.0, MS(1), 1, &[MS(0)], MS(0)),
-            (3.0, MS(1000), 3, &[MS(0), Duration::from_nanos(333_333_333)], Duration::from_nanos(666_666_667)),
-            (2000.0, MS(2000), 4000, &[MS(0), Duration::from_micros(500)], Duration::from_micros(1_999_500)),
+            (
+                3.0,
+                MS(1000),
+                3,
+                &[MS(0), Duration::from_nanos(333_333_333)],
+                Duration::from_nanos(666_666_667),
+            ),
+            (
+                2000.0,
+                MS(2000),
+                4000,
+                &[MS(0), Duration::from_micros(500)],
+                Duration::from_micros(1_999_500),
+            ),
         ];
         for &(rate, duration, total, firsts, last) in cases {
             let p = Pacer::new(rate, duration).unwrap();
@@ -128,7 +140,11 @@ mod tests {
         let cases = [
             (0.0, MS(1000), PacerError::InvalidRate(0.0)),
             (-5.0, MS(1000), PacerError::InvalidRate(-5.0)),
-            (f64::INFINITY, MS(1000), PacerError::InvalidRate(f64::INFINITY)),
+            (
+                f64::INFINITY,
+                MS(1000),
+                PacerError::InvalidRate(f64::INFINITY),
+            ),
             (2e6, MS(1000), PacerError::TooFast(2e6)),
             (10.0, MS(0), PacerError::EmptyDuration),
         ];

@@ -18,7 +18,12 @@ pub struct Progress {
 }
 
 /// One status line: elapsed/remaining, achieved rate, in flight, errors, p50/p99 per store.
-pub fn status_line(snap: &Snapshot, in_flight: u64, elapsed: Duration, planned: Duration) -> String {
+pub fn status_line(
+    snap: &Snapshot,
+    in_flight: u64,
+    elapsed: Duration,
+    planned: Duration,
+) -> String {
     let secs = elapsed.as_secs_f64().max(1e-3);
     let mut line = format!(
         "{:>4.0}s / {:.0}s left | {:.1} req/s | in flight {} | errors {}",
@@ -29,7 +34,11 @@ pub fn status_line(snap: &Snapshot, in_flight: u64, elapsed: Duration, planned: 
         snap.failed
     );
     for (store, p50, p99) in &snap.stores {
-        line.push_str(&format!(" | {store} p50 {} p99 {} ms", fmt_ms(*p50), fmt_ms(*p99)));
+        line.push_str(&format!(
+            " | {store} p50 {} p99 {} ms",
+            fmt_ms(*p50),
+            fmt_ms(*p99)
+        ));
     }
     line
 }
@@ -38,7 +47,10 @@ impl Progress {
     /// A bar when stdout is a terminal, plain lines every `line_every` otherwise.
     pub fn new(planned: Duration, line_every: Duration) -> Progress {
         let bar = std::io::stdout().is_terminal().then(|| {
-            let bar = ProgressBar::with_draw_target(Some(planned.as_secs().max(1)), ProgressDrawTarget::stdout());
+            let bar = ProgressBar::with_draw_target(
+                Some(planned.as_secs().max(1)),
+                ProgressDrawTarget::stdout(),
+            );
             bar.set_style(
                 ProgressStyle::with_template("{elapsed_precise} [{bar:25}] {msg}")
                     .expect("static template")
@@ -109,6 +121,9 @@ mod tests {
             stores: vec![("kv".into(), 1500, 9000)],
         };
         let line = status_line(&snap, 3, Duration::from_secs(10), Duration::from_secs(30));
-        assert_eq!(line, "  10s / 20s left | 10.0 req/s | in flight 3 | errors 2 | kv p50 1.50 p99 9.00 ms");
+        assert_eq!(
+            line,
+            "  10s / 20s left | 10.0 req/s | in flight 3 | errors 2 | kv p50 1.50 p99 9.00 ms"
+        );
     }
 }

@@ -173,19 +173,24 @@ impl Report {
                 SCHEMA_VERSION
             );
         }
-        serde_json::from_str(&text).with_context(|| format!("{} is not a valid report", path.display()))
+        serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a valid report", path.display()))
     }
 
     pub fn write(&self, path: &Path) -> anyhow::Result<()> {
         let json = serde_json::to_string_pretty(self)?;
-        std::fs::write(path, json + "\n").with_context(|| format!("cannot write {}", path.display()))
+        std::fs::write(path, json + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))
     }
 }
 
 /// `p50 p90 p95 p99 max mean` columns, ms.
 fn quantile_cells(h: &Hist) -> String {
     if h.is_empty() {
-        return format!("{:>8} {:>8} {:>8} {:>8} {:>8} {:>8}", "-", "-", "-", "-", "-", "-");
+        return format!(
+            "{:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+            "-", "-", "-", "-", "-", "-"
+        );
     }
     format!(
         "{:>8} {:>8} {:>8} {:>8} {:>8} {:>8.2}",
@@ -202,7 +207,11 @@ fn p50_p99(h: &Hist) -> String {
     if h.is_empty() {
         format!("{:>8} {:>8}", "-", "-")
     } else {
-        format!("{:>8} {:>8}", fmt_ms(h.quantile(0.5)), fmt_ms(h.quantile(0.99)))
+        format!(
+            "{:>8} {:>8}",
+            fmt_ms(h.quantile(0.5)),
+            fmt_ms(h.quantile(0.99))
+        )
     }
 }
 
@@ -210,7 +219,12 @@ fn p50_p99(h: &Hist) -> String {
 pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
     let t = &report.total;
     let labels: Vec<&str> = report.labels.keys().map(String::as_str).collect();
-    writeln!(out, "kvbench report ({} run(s); labels: {})", report.runs.len(), labels.join(", "))?;
+    writeln!(
+        out,
+        "kvbench report ({} run(s); labels: {})",
+        report.runs.len(),
+        labels.join(", ")
+    )?;
     for r in &report.runs {
         writeln!(
             out,
@@ -221,7 +235,11 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
             r.requested_rate,
             humantime::format_duration(std::time::Duration::from_secs_f64(r.planned_duration_s)),
             r.send_window_s,
-            if r.interrupted { " (INTERRUPTED: partial report)" } else { "" }
+            if r.interrupted {
+                " (INTERRUPTED: partial report)"
+            } else {
+                ""
+            }
         )?;
         writeln!(
             out,
@@ -269,6 +287,13 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
             if set == "connect" && h.is_empty() {
                 continue;
             }
+            // Stores that do not report hit/miss (hit = null) get no empty hit/miss rows.
+            if (set == "read hit" || set == "read miss")
+                && s.read_hit_us.is_empty()
+                && s.read_miss_us.is_empty()
+            {
+                continue;
+            }
             if set == "write" && s.writes == 0 {
                 continue;
             }
@@ -300,7 +325,11 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
         }
     }
     if report.labels.len() > 1 {
-        writeln!(out, "\n{:<16} {:>8} {:>8} {:>8} {:>10} {:>8} {:>8}", "label", "sent", "answered", "failed", "rate/s", "e2e p50", "e2e p99")?;
+        writeln!(
+            out,
+            "\n{:<16} {:>8} {:>8} {:>8} {:>10} {:>8} {:>8}",
+            "label", "sent", "answered", "failed", "rate/s", "e2e p50", "e2e p99"
+        )?;
         for (label, s) in &report.labels {
             writeln!(
                 out,
@@ -316,13 +345,23 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
     }
     if !report.colos.is_empty() {
         let stores: Vec<&String> = t.stores.keys().collect();
-        write!(out, "\n{:<8} {:>8} {:>17}", "colo", "answered", "e2e p50/p99 ms")?;
+        write!(
+            out,
+            "\n{:<8} {:>8} {:>17}",
+            "colo", "answered", "e2e p50/p99 ms"
+        )?;
         for s in &stores {
             write!(out, " {:>17}", format!("{s} p50/p99"))?;
         }
         writeln!(out)?;
         for (colo, c) in &report.colos {
-            write!(out, "{:<8} {:>8} {}", colo, c.answered, p50_p99(&c.latency_us))?;
+            write!(
+                out,
+                "{:<8} {:>8} {}",
+                colo,
+                c.answered,
+                p50_p99(&c.latency_us)
+            )?;
             for s in &stores {
                 let h = c.read_us.get(*s).cloned().unwrap_or_default();
                 write!(out, " {}", p50_p99(&h))?;

@@ -92,14 +92,23 @@ async fn fire(
 ) -> Result<(StatusCode, Bytes), (FailureKind, String)> {
     let exchange = async {
         let response = client.request(request).await.map_err(|e| {
-            let kind = if e.is_connect() { FailureKind::Connect } else { FailureKind::Transport };
+            let kind = if e.is_connect() {
+                FailureKind::Connect
+            } else {
+                FailureKind::Transport
+            };
             (kind, error_chain(&e))
         })?;
         let status = response.status();
         let body = Limited::new(response.into_body(), MAX_BODY_BYTES)
             .collect()
             .await
-            .map_err(|e| (FailureKind::Transport, format!("reading body: {}", error_chain(&*e))))?
+            .map_err(|e| {
+                (
+                    FailureKind::Transport,
+                    format!("reading body: {}", error_chain(&*e)),
+                )
+            })?
             .to_bytes();
         Ok((status, body))
     };
@@ -112,15 +121,27 @@ async fn fire(
     }
 }
 
-fn outcome(result: Result<(StatusCode, Bytes), (FailureKind, String)>) -> (FailureKind, String, Option<Outcome>) {
+fn outcome(
+    result: Result<(StatusCode, Bytes), (FailureKind, String)>,
+) -> (FailureKind, String, Option<Outcome>) {
     match result {
         Err((kind, detail)) => (kind, detail, None),
-        Ok((status, body)) if status != StatusCode::OK => {
-            (FailureKind::Status(status.as_u16()), crate::answer::describe_error_body(&body), None)
-        }
+        Ok((status, body)) if status != StatusCode::OK => (
+            FailureKind::Status(status.as_u16()),
+            crate::answer::describe_error_body(&body),
+            None,
+        ),
         Ok((_, body)) => match crate::answer::parse(&body) {
-            Ok(a) => (FailureKind::NotSent, String::new(), Some(Outcome::Answer(a))),
-            Err(e) => (FailureKind::Malformed, crate::answer::shorten(&e.to_string()), None),
+            Ok(a) => (
+                FailureKind::NotSent,
+                String::new(),
+                Some(Outcome::Answer(a)),
+            ),
+            Err(e) => (
+                FailureKind::Malformed,
+                crate::answer::shorten(&e.to_string()),
+                None,
+            ),
         },
     }
 }
@@ -175,7 +196,9 @@ pub async fn run(cfg: RunConfig, mut progress: Progress) -> anyhow::Result<Repor
     let mut csv = match &cfg.samples_csv {
         None => None,
         Some(path) => {
-            let mut w = BufWriter::new(File::create(path).with_context(|| format!("cannot create {}", path.display()))?);
+            let mut w = BufWriter::new(
+                File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
+            );
             w.write_all(sample::CSV_HEADER.as_bytes())?;
             Some(w)
         }
@@ -233,52 +256,111 @@ pub async fn run(cfg: RunConfig, mut progress: Progress) -> anyhow::Result<Repor
     };
 
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let start = tokio::time::Instant::now();
-    let mut lag_us = Hist::default();
-    let mut interrupted = false;
-    for offset in pacer {
-        let intended = start + offset;
-        tokio::select! {
-            biased;
-            _ = interrupt.recv() => { interrupted = true; break; }
-            _ = tokio::time::sleep_until(intended) => {}
-        }
-        let woke = tokio::time::Instant::now();
-        lag_us.record(pacer::lag(intended.into_std(), woke.into_std()).as_micros() as u64);
-        let intended_us = offset.as_micros() as u64;
-        if in_flight.load(Ordering::Relaxed) >= cfg.max_in_flight {
-            let _ = tx.send(Sample::failure(intended_us, 0, FailureKind::NotSent, format!("--max-in-flight {} reached", cfg.max_in_flight)));
-            continue;
-        }
-        in_flight.fetch_add(1, Ordering::Relaxed);
-        let (client, tx, in_flight, cancel) = (client.clone(), tx.clone(), in_flight.clone(), cancel_rx.clone());
-        let mut req = Request::new(Empty::new());
-        *req.method_mut() = template.method().clone();
-        *req.uri_mut() = template.uri().clone();
-        *req.headers_mut() = template.headers().clone();
-        let timeout = cfg.timeout;
-        let intended_std: Instant = intended.into_std();
+    // Ctrl-C count: the first stops the pacer, a second cuts the drain short.
+    let sigints = Arc::new(AtomicU64::new(0));
+    let watcher = {
+        let sigints = sigints.clone();
         tokio::spawn(async move {
-            let result = fire(client, req, timeout, cancel).await;
-            let latency_us = intended_std.elapsed().as_micros() as u64;
-            let sample = match outcome(result) {
-                (_, _, Some(o)) => Sample { intended_us, latency_us, outcome: o },
-                (kind, detail, None) => Sample::failure(intended_us, latency_us, kind, detail),
+            loop {
+                interrupt.recv().await;
+                sigints.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+    };
+    // The pacer runs on its own OS thread: thread sleeps are precise to tens of microseconds,
+    // tokio's timer only to a millisecond, which at 2,000 req/s would be two whole periods.
+    let start = Instant::now();
+    let pacer_thread = {
+        let (runtime, sigints, in_flight, tx) = (
+            tokio::runtime::Handle::current(),
+            sigints.clone(),
+            in_flight.clone(),
+            tx.clone(),
+        );
+        let (cfg, template, cancel_rx) = (cfg.clone(), template, cancel_rx.clone());
+        std::thread::spawn(move || {
+            let mut lag_us = Hist::default();
+            let mut interrupted = false;
+            'schedule: for offset in pacer {
+                let intended = start + offset;
+                loop {
+                    if sigints.load(Ordering::SeqCst) > 0 {
+                        interrupted = true;
+                        break 'schedule;
+                    }
+                    let now = Instant::now();
+                    if now >= intended {
+                        break;
+                    }
+                    // Short naps so Ctrl-C is seen promptly even at very low rates.
+                    std::thread::sleep((intended - now).min(Duration::from_millis(50)));
+                }
+                lag_us.record(pacer::lag(intended, Instant::now()).as_micros() as u64);
+                let intended_us = offset.as_micros() as u64;
+                if in_flight.load(Ordering::SeqCst) >= cfg.max_in_flight {
+                    let detail = format!("--max-in-flight {} reached", cfg.max_in_flight);
+                    let _ = tx.send(Sample::failure(
+                        intended_us,
+                        0,
+                        FailureKind::NotSent,
+                        detail,
+                    ));
+                    continue;
+                }
+                in_flight.fetch_add(1, Ordering::SeqCst);
+                let (client, tx, in_flight, cancel) = (
+                    client.clone(),
+                    tx.clone(),
+                    in_flight.clone(),
+                    cancel_rx.clone(),
+                );
+                let mut req = Request::new(Empty::new());
+                *req.method_mut() = template.method().clone();
+                *req.uri_mut() = template.uri().clone();
+                *req.headers_mut() = template.headers().clone();
+                let timeout = cfg.timeout;
+                runtime.spawn(async move {
+                    let result = fire(client, req, timeout, cancel).await;
+                    let latency_us = intended.elapsed().as_micros() as u64;
+                    let sample = match outcome(result) {
+                        (_, _, Some(o)) => Sample {
+                            intended_us,
+                            latency_us,
+                            outcome: o,
+                        },
+                        (kind, detail, None) => {
+                            Sample::failure(intended_us, latency_us, kind, detail)
+                        }
+                    };
+                    let _ = tx.send(sample);
+                    in_flight.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+            let send_window = if interrupted {
+                start.elapsed()
+            } else {
+                start.elapsed().max(cfg.duration)
             };
-            let _ = tx.send(sample);
-            in_flight.fetch_sub(1, Ordering::Relaxed);
-        });
-    }
-    let send_window = if interrupted { start.elapsed() } else { start.elapsed().max(cfg.duration) };
+            (lag_us, interrupted, send_window)
+        })
+    };
+    let (lag_us, mut interrupted, send_window) =
+        tokio::task::spawn_blocking(move || pacer_thread.join())
+            .await
+            .context("waiting for the pacer")?
+            .map_err(|_| anyhow::anyhow!("the pacer thread panicked"))?;
 
     // Drain: every request has its own timeout, so this ends; a (second) Ctrl-C cuts it short.
     let deadline = tokio::time::Instant::now() + cfg.timeout + DRAIN_SLACK;
+    let sigints_at_drain = sigints.load(Ordering::SeqCst);
     while in_flight.load(Ordering::Relaxed) > 0 && tokio::time::Instant::now() < deadline {
-        tokio::select! {
-            _ = interrupt.recv() => { interrupted = true; break; }
-            _ = tokio::time::sleep(Duration::from_millis(10)) => {}
+        if sigints.load(Ordering::SeqCst) > sigints_at_drain {
+            interrupted = true;
+            break;
         }
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    watcher.abort();
     if in_flight.load(Ordering::Relaxed) > 0 {
         let _ = cancel_tx.send(true);
         let deadline = tokio::time::Instant::now() + CANCEL_GRACE;
@@ -289,7 +371,9 @@ pub async fn run(cfg: RunConfig, mut progress: Progress) -> anyhow::Result<Repor
     drop(tx);
     let stuck = in_flight.load(Ordering::Relaxed);
     if stuck > 0 {
-        eprintln!("kvbench: {stuck} request(s) ignored cancellation and are missing from the report");
+        eprintln!(
+            "kvbench: {stuck} request(s) ignored cancellation and are missing from the report"
+        );
         let _ = done_tx.send(true);
     }
     let (collector, csv_error) = collector.await.context("the collector panicked")?;

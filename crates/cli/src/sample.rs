@@ -70,7 +70,12 @@ impl FailureKind {
 }
 
 impl Sample {
-    pub fn failure(intended_us: u64, latency_us: u64, kind: FailureKind, detail: impl Into<String>) -> Sample {
+    pub fn failure(
+        intended_us: u64,
+        latency_us: u64,
+        kind: FailureKind,
+        detail: impl Into<String>,
+    ) -> Sample {
         Sample {
             intended_us,
             latency_us,
@@ -161,7 +166,15 @@ mod tests {
         )
         .unwrap();
         let mut out = Vec::new();
-        write_csv(&mut out, &Sample { intended_us: 5, latency_us: 7, outcome: Outcome::Answer(a) }).unwrap();
+        write_csv(
+            &mut out,
+            &Sample {
+                intended_us: 5,
+                latency_us: 7,
+                outcome: Outcome::Answer(a),
+            },
+        )
+        .unwrap();
         write_csv(&mut out, &Sample::failure(9, 0, FailureKind::NotSent, "")).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),

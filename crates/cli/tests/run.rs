@@ -35,16 +35,39 @@ fn counts_and_percentiles_match_the_known_latencies() {
     let out = scratch("known");
     let url = format!("http://{addr}/test");
     let o = kvbench(&[
-        "run", "--url", &url, "--rate", "200", "--duration", "1s", "--interval", "500ms",
-        "--label", "t1", "--out", out.to_str().unwrap(), "--samples-csv",
+        "run",
+        "--url",
+        &url,
+        "--rate",
+        "200",
+        "--duration",
+        "1s",
+        "--interval",
+        "500ms",
+        "--label",
+        "t1",
+        "--out",
+        out.to_str().unwrap(),
+        "--samples-csv",
     ]);
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 
     let r = read_json(&out.join("report.json"));
     assert_eq!(r["schema_version"], 1);
     let t = &r["total"];
-    assert_eq!((t["scheduled"].as_u64(), t["sent"].as_u64(), t["answered"].as_u64()), (Some(200), Some(200), Some(200)));
+    assert_eq!(
+        (
+            t["scheduled"].as_u64(),
+            t["sent"].as_u64(),
+            t["answered"].as_u64()
+        ),
+        (Some(200), Some(200), Some(200))
+    );
     assert_eq!(t["failures"].as_object().unwrap().len(), 0);
     assert_eq!(hist(&t["latency_us"]).len(), 200);
 
@@ -53,13 +76,20 @@ fn counts_and_percentiles_match_the_known_latencies() {
     assert_eq!(all.len(), 200);
     // 20 of each of 1..=10 ms.
     for (q, want_ms) in [(0.5, 5), (0.9, 9), (0.99, 10), (1.0, 10)] {
-        assert!(close(all.quantile(q), want_ms * 1000), "kv p{q}: {}", all.quantile(q));
+        assert!(
+            close(all.quantile(q), want_ms * 1000),
+            "kv p{q}: {}",
+            all.quantile(q)
+        );
     }
     assert!((all.mean() - 5500.0).abs() < 10.0, "mean {}", all.mean());
     let (hit, miss) = (hist(&kv["read_hit_us"]), hist(&kv["read_miss_us"]));
     assert_eq!((hit.len(), miss.len()), (100, 100));
     assert!(close(hit.max(), 9000) && close(miss.max(), 10_000));
-    assert_eq!((kv["reads"].as_u64(), kv["writes"].as_u64()), (Some(200), Some(0)));
+    assert_eq!(
+        (kv["reads"].as_u64(), kv["writes"].as_u64()),
+        (Some(200), Some(0))
+    );
     assert_eq!(kv["read_units_4k"], 400); // ceil(5000 / 4096) = 2 per read
 
     let up = &t["stores"]["upstash"];
@@ -71,68 +101,163 @@ fn counts_and_percentiles_match_the_known_latencies() {
     assert_eq!(r["colos"]["TST"]["answered"], 200);
     let intervals = r["timeline"]["intervals"].as_array().unwrap();
     assert_eq!(intervals.len(), 2);
-    let per_interval: u64 = intervals.iter().map(|iv| iv["scheduled"].as_u64().unwrap()).sum();
+    let per_interval: u64 = intervals
+        .iter()
+        .map(|iv| iv["scheduled"].as_u64().unwrap())
+        .sum();
     assert_eq!(per_interval, 200);
     let rate = t["achieved_rate"].as_f64().unwrap();
     assert!((rate - 200.0).abs() < 20.0, "achieved {rate}");
-    assert!(r["cost"]["lines"].as_array().unwrap().iter().any(|l| l["store"] == "kv"));
+    assert!(r["cost"]["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|l| l["store"] == "kv"));
 
     for file in ["timeline.svg", "latency.svg"] {
         let svg = std::fs::read_to_string(out.join(file)).unwrap();
-        assert!(svg.contains("<svg") && svg.contains("latency (ms)"), "{file}");
+        assert!(
+            svg.contains("<svg") && svg.contains("latency (ms)"),
+            "{file}"
+        );
     }
     let csv = std::fs::read_to_string(out.join("samples.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 200 * 2);
-    for needle in ["kv read hit", "kv read miss", "upstash write", "TST", "cost per 30-day month"] {
-        assert!(stdout.contains(needle), "terminal report lacks {needle:?}:\n{stdout}");
+    for needle in [
+        "kv read hit",
+        "kv read miss",
+        "upstash write",
+        "TST",
+        "cost per 30-day month",
+    ] {
+        assert!(
+            stdout.contains(needle),
+            "terminal report lacks {needle:?}:\n{stdout}"
+        );
     }
 }
 
 #[test]
 fn failures_are_counted_by_kind() {
     let addr = serve(|n| match n % 5 {
-        0 => Reply::ok(answer("TST", r#""kv":{"read_ms":1,"hit":true,"error":null}"#)),
-        1 => Reply { status: 400, body: r#"{"error":{"parameter":"size","message":"too big"}}"#.into(), delay: Duration::ZERO },
-        2 => Reply { status: 401, body: r#"{"error":"unauthorized"}"#.into(), delay: Duration::ZERO },
+        0 => Reply::ok(answer(
+            "TST",
+            r#""kv":{"read_ms":1,"hit":true,"error":null}"#,
+        )),
+        1 => Reply {
+            status: 400,
+            body: r#"{"error":{"parameter":"size","message":"too big"}}"#.into(),
+            delay: Duration::ZERO,
+        },
+        2 => Reply {
+            status: 401,
+            body: r#"{"error":"unauthorized"}"#.into(),
+            delay: Duration::ZERO,
+        },
         3 => Reply::ok("<html>not json</html>"),
-        _ => Reply { status: 200, body: "{}".into(), delay: Duration::from_secs(3) },
+        _ => Reply {
+            status: 200,
+            body: "{}".into(),
+            delay: Duration::from_secs(3),
+        },
     });
     let out = scratch("kinds");
     let url = format!("http://{addr}/test");
-    let o = kvbench(&["run", "--url", &url, "--rate", "100", "--duration", "1s", "--timeout", "300ms", "--out", out.to_str().unwrap()]);
+    let o = kvbench(&[
+        "run",
+        "--url",
+        &url,
+        "--rate",
+        "100",
+        "--duration",
+        "1s",
+        "--timeout",
+        "300ms",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let t = &read_json(&out.join("report.json"))["total"];
     assert_eq!(t["scheduled"], 100);
     assert_eq!(t["answered"], 20);
     let f = &t["failures"];
-    assert_eq!((f["http_400"].as_u64(), f["http_401"].as_u64()), (Some(20), Some(20)));
-    assert_eq!((f["malformed"].as_u64(), f["timeout"].as_u64()), (Some(20), Some(20)));
+    assert_eq!(
+        (f["http_400"].as_u64(), f["http_401"].as_u64()),
+        (Some(20), Some(20))
+    );
+    assert_eq!(
+        (f["malformed"].as_u64(), f["timeout"].as_u64()),
+        (Some(20), Some(20))
+    );
     assert_eq!(t["failure_examples"]["http_400"][0], "size: too big");
     // Answered non-200s and malformed bodies have a response time; timeouts do not.
     assert_eq!(hist(&t["latency_us"]).len(), 80);
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(stdout.contains("http_401") && stdout.contains("timeout"), "{stdout}");
+    assert!(
+        stdout.contains("http_401") && stdout.contains("timeout"),
+        "{stdout}"
+    );
 }
 
 #[test]
 fn connection_errors_and_max_in_flight_are_counted() {
     // A port that was just free: nothing listens, so every request fails to connect.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let out = scratch("connect");
     let url = format!("http://127.0.0.1:{port}/test");
-    let o = kvbench(&["run", "--url", &url, "--rate", "20", "--duration", "500ms", "--out", out.to_str().unwrap()]);
+    let o = kvbench(&[
+        "run",
+        "--url",
+        &url,
+        "--rate",
+        "20",
+        "--duration",
+        "500ms",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(o.status.success());
     let t = &read_json(&out.join("report.json"))["total"];
-    assert_eq!((t["scheduled"].as_u64(), t["failures"]["connect"].as_u64()), (Some(10), Some(10)));
+    assert_eq!(
+        (t["scheduled"].as_u64(), t["failures"]["connect"].as_u64()),
+        (Some(10), Some(10))
+    );
 
     // One slow answer occupies the only slot: the rest are not sent (not delayed).
-    let addr = serve(|_| Reply { status: 200, body: answer("TST", r#""kv":{"read_ms":1}"#), delay: Duration::from_millis(1500) });
+    let addr = serve(|_| Reply {
+        status: 200,
+        body: answer("TST", r#""kv":{"read_ms":1}"#),
+        delay: Duration::from_millis(1500),
+    });
     let out = scratch("in-flight");
     let url = format!("http://{addr}/test");
-    let o = kvbench(&["run", "--url", &url, "--rate", "50", "--duration", "500ms", "--max-in-flight", "1", "--out", out.to_str().unwrap()]);
+    let o = kvbench(&[
+        "run",
+        "--url",
+        &url,
+        "--rate",
+        "50",
+        "--duration",
+        "500ms",
+        "--max-in-flight",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(o.status.success());
     let t = &read_json(&out.join("report.json"))["total"];
-    assert_eq!((t["scheduled"].as_u64(), t["sent"].as_u64(), t["answered"].as_u64()), (Some(25), Some(1), Some(1)));
+    assert_eq!(
+        (
+            t["scheduled"].as_u64(),
+            t["sent"].as_u64(),
+            t["answered"].as_u64()
+        ),
+        (Some(25), Some(1), Some(1))
+    );
     assert_eq!(t["failures"]["not_sent"], 24);
 }
 
@@ -142,7 +267,17 @@ fn ctrl_c_writes_a_partial_report() {
     let out = scratch("ctrl-c");
     let url = format!("http://{addr}/test");
     let mut child = Command::new(env!("CARGO_BIN_EXE_kvbench"))
-        .args(["run", "--url", &url, "--rate", "50", "--duration", "60s", "--out", out.to_str().unwrap()])
+        .args([
+            "run",
+            "--url",
+            &url,
+            "--rate",
+            "50",
+            "--duration",
+            "60s",
+            "--out",
+            out.to_str().unwrap(),
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -153,7 +288,10 @@ fn ctrl_c_writes_a_partial_report() {
     stdout.read_line(&mut first).unwrap();
     assert!(first.starts_with("kvbench:"), "{first}");
     std::thread::sleep(Duration::from_millis(500));
-    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(status.success());
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
@@ -173,7 +311,16 @@ fn ctrl_c_writes_a_partial_report() {
     assert_eq!(r["runs"][0]["interrupted"], true);
     let scheduled = r["total"]["scheduled"].as_u64().unwrap();
     assert!(scheduled > 0 && scheduled < 3000, "{scheduled}");
-    assert_eq!(r["total"]["answered"].as_u64().unwrap() + r["total"]["failures"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum::<u64>(), scheduled);
+    assert_eq!(
+        r["total"]["answered"].as_u64().unwrap()
+            + r["total"]["failures"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_u64().unwrap())
+                .sum::<u64>(),
+        scheduled
+    );
     assert!(rest.contains("INTERRUPTED"), "{rest}");
 }
 
@@ -189,17 +336,26 @@ fn bad_flags_name_the_flag() {
         (&["--interval=-1s"], "--interval"),
         (&["--header", "NoColon"], "--header"),
         (&["--max-in-flight", "0"], "--max-in-flight"),
-        (&["--project-rps", "-3"], "--project-rps"),
+        (&["--project-rps=-3"], "--project-rps"),
         (&["--prices", "/nonexistent/prices.toml"], "--prices"),
         (&["--prices", prices.to_str().unwrap()], "--prices"),
     ];
     for (extra, flag) in cases {
-        let mut args = vec!["run", "--url", "http://127.0.0.1:9/test", "--duration", "1s"];
+        let mut args = vec![
+            "run",
+            "--url",
+            "http://127.0.0.1:9/test",
+            "--duration",
+            "1s",
+        ];
         args.extend_from_slice(extra);
         let o = kvbench(&args);
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert!(!o.status.success(), "{extra:?} was accepted");
-        assert!(stderr.contains(flag), "{extra:?}: message does not name {flag}: {stderr}");
+        assert!(
+            stderr.contains(flag),
+            "{extra:?}: message does not name {flag}: {stderr}"
+        );
     }
     let o = kvbench(&["run", "--url", "ftp://x/test"]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("--url"));

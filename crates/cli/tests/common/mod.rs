@@ -27,7 +27,11 @@ pub struct Reply {
 
 impl Reply {
     pub fn ok(body: impl Into<String>) -> Reply {
-        Reply { status: 200, body: body.into(), delay: Duration::ZERO }
+        Reply {
+            status: 200,
+            body: body.into(),
+            delay: Duration::ZERO,
+        }
     }
 }
 
@@ -36,7 +40,10 @@ pub fn serve(handler: impl Fn(u64) -> Reply + Send + Sync + 'static) -> SocketAd
     let handler = Arc::new(handler);
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         rt.block_on(async move {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             tx.send(listener.local_addr().unwrap()).unwrap();
@@ -54,16 +61,20 @@ pub fn serve(handler: impl Fn(u64) -> Reply + Send + Sync + 'static) -> SocketAd
                             }
                             let mut resp = Response::new(Full::new(Bytes::from(reply.body)));
                             *resp.status_mut() = StatusCode::from_u16(reply.status).unwrap();
-                            resp.headers_mut().insert("content-type", "application/json".parse().unwrap());
+                            resp.headers_mut()
+                                .insert("content-type", "application/json".parse().unwrap());
                             Ok::<_, Infallible>(resp)
                         }
                     });
-                    let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
                 });
             }
         });
     });
-    rx.recv_timeout(Duration::from_secs(5)).expect("server started")
+    rx.recv_timeout(Duration::from_secs(5))
+        .expect("server started")
 }
 
 /// A fresh, empty directory under the crate's target dir.
@@ -75,14 +86,154 @@ pub fn scratch(name: &str) -> PathBuf {
 }
 
 pub fn kvbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kvbench")).args(args).output().expect("kvbench runs")
+    Command::new(env!("CARGO_BIN_EXE_kvbench"))
+        .args(args)
+        .output()
+        .expect("kvbench runs")
 }
 
 pub fn read_json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
+    serde_json::from_str(
+        &std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+    )
+    .unwrap()
 }
 
 /// A `/test` answer with the given store fragments.
 pub fn answer(colo: &str, stores: &str) -> String {
-    format!(r#"{{"key":"1","colo":"{colo}","order":[],"isolate_requests":1,"stores":{{{stores}}}}}"#)
+    format!(
+        r#"{{"key":"1","colo":"{colo}","order":[],"isolate_requests":1,"stores":{{{stores}}}}}"#
+    )
+}
+
+/// Deterministic pseudo-random samples (no RNG dependency): a mix of hits, misses, writes, store
+/// errors, two colos and every failure kind, spread over `span_s` seconds.
+pub fn samples(seed: u64, n: u64, span_s: u64) -> Vec<kvbench::sample::Sample> {
+    use kvbench::answer::{Answer, StoreError, StoreResult};
+    use kvbench::sample::{FailureKind, Outcome, Sample};
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let mut next = move |m: u64| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (x >> 33) % m
+    };
+    (0..n)
+        .map(|i| {
+            let intended_us = i * span_s * 1_000_000 / n;
+            let latency_us = 1_000 + next(50_000);
+            let roll = next(100);
+            let outcome = match roll {
+                0..=2 => Outcome::Failure(kvbench::sample::Failure {
+                    kind: FailureKind::Timeout,
+                    detail: "no answer".into(),
+                }),
+                3 => Outcome::Failure(kvbench::sample::Failure {
+                    kind: FailureKind::Status(401),
+                    detail: "unauthorized".into(),
+                }),
+                4 => Outcome::Failure(kvbench::sample::Failure {
+                    kind: FailureKind::Malformed,
+                    detail: "bad json".into(),
+                }),
+                5 => Outcome::Failure(kvbench::sample::Failure {
+                    kind: FailureKind::NotSent,
+                    detail: String::new(),
+                }),
+                _ => {
+                    let mut stores = std::collections::BTreeMap::new();
+                    let hit = next(3) > 0;
+                    stores.insert(
+                        "kv".to_string(),
+                        StoreResult {
+                            read_us: Some(500 + next(80_000)),
+                            hit: Some(hit),
+                            value_bytes: Some(1 + next(60_000)),
+                            ..Default::default()
+                        },
+                    );
+                    let write = !hit;
+                    let error = (next(20) == 0).then(|| StoreError {
+                        kind: "timeout".into(),
+                        message: "slow".into(),
+                        op: Some("write".into()),
+                    });
+                    stores.insert(
+                        "upstash".to_string(),
+                        StoreResult {
+                            read_us: Some(200 + next(20_000)),
+                            hit: Some(hit),
+                            value_bytes: Some(1 + next(60_000)),
+                            write_us: (write && error.is_none()).then(|| 300 + next(30_000)),
+                            error: if write { error } else { None },
+                            ..Default::default()
+                        },
+                    );
+                    if next(4) == 0 {
+                        stores.insert(
+                            "denokv".to_string(),
+                            StoreResult {
+                                read_us: Some(900 + next(9_000)),
+                                hit: None,
+                                value_bytes: Some(5000),
+                                connect_us: Some(4_000 + next(1_000)),
+                                ..Default::default()
+                            },
+                        );
+                    }
+                    Outcome::Answer(Answer {
+                        key: Some(i.to_string()),
+                        colo: if roll % 2 == 0 { "FRA".into() } else { "AMS".into() },
+                        stores,
+                    })
+                }
+            };
+            let latency_us = if matches!(outcome, Outcome::Failure(ref f) if f.kind == FailureKind::NotSent) {
+                0
+            } else {
+                latency_us
+            };
+            Sample {
+                intended_us,
+                latency_us,
+                outcome,
+            }
+        })
+        .collect()
+}
+
+/// A fixed RunInfo so golden files do not depend on the clock.
+pub fn run_info(label: &str, rate: f64, span_s: f64) -> kvbench::report::RunInfo {
+    let mut lag = kvbench::hist::Hist::default();
+    for v in [40, 55, 60, 80, 1200] {
+        lag.record(v);
+    }
+    kvbench::report::RunInfo {
+        label: label.into(),
+        url: "http://127.0.0.1:8787/test".into(),
+        started_at: "2026-01-01T00:00:00Z".into(),
+        requested_rate: rate,
+        planned_duration_s: span_s,
+        send_window_s: span_s,
+        elapsed_s: span_s + 0.05,
+        timeout_s: 10.0,
+        max_in_flight: 512,
+        interrupted: false,
+        pacer_lag_us: lag,
+    }
+}
+
+pub fn collect(
+    samples: &[kvbench::sample::Sample],
+    interval_s: u64,
+    run: kvbench::report::RunInfo,
+) -> kvbench::report::Report {
+    let mut c =
+        kvbench::collect::Collector::new(Duration::from_secs(interval_s), Duration::from_secs(10));
+    for s in samples {
+        c.record(s);
+    }
+    c.finish(run)
 }

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# `npm run dev`: the whole local stack in the foreground — redis-server, upstash-gateway and
+# `wrangler dev` on 127.0.0.1:8787 with its local KV — until Ctrl-C or SIGTERM, which stop
+# every process it started (by PID) and nothing else.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$ROOT/scripts/stack.sh"
+cd "$ROOT"
+
+PORT=${KVBENCH_PORT:-8787}
+GATEWAY=${KVBENCH_GATEWAY_PORT:-8079}
+REDIS=${KVBENCH_REDIS_PORT:-6390}
+DIR="$ROOT/.stack/dev"
+LOCK="$ROOT/.stack/dev.lock"
+
+mkdir -p "$ROOT/.stack"
+if [ -f "$LOCK" ] && kill -0 "$(cat "$LOCK")" 2>/dev/null; then
+  die "the dev stack is already running (pid $(cat "$LOCK")); stop it with Ctrl-C in its terminal or 'kill $(cat "$LOCK")'"
+fi
+echo $$ >"$LOCK"
+
+stopped=0
+cleanup() {
+  [ "$stopped" = 1 ] && return
+  stopped=1
+  log "stopping the stack"
+  stack_stop
+  rm -f "$LOCK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+bash scripts/setup.sh
+export KVBENCH_SKIP_SETUP=1
+log "building the gateway"
+cargo build --profile native -p upstash-gateway --locked --quiet
+bash scripts/build.sh
+
+stack_init "$DIR"
+start_redis "$REDIS"
+start_gateway "$GATEWAY"
+log "starting wrangler dev (builds the worker, ~20 s)"
+start_wrangler "$PORT"
+
+cat >&2 <<MSG
+
+  worker          http://127.0.0.1:$PORT/test      (local KV persisted in $DIR/wrangler-state)
+  upstash-gateway http://127.0.0.1:$GATEWAY        (token in $DIR/worker.env)
+  redis-server    127.0.0.1:$REDIS               (no persistence)
+  logs            $DIR/*.log
+
+  Try:  curl -s 'http://127.0.0.1:$PORT/test?key=1' ; curl -s 'http://127.0.0.1:$PORT/test?key=1'
+  Ctrl-C stops everything.
+
+MSG
+
+# Stay up while every service is; stop the whole stack if one of them dies.
+while :; do
+  for entry in "${STACK_PIDS[@]}"; do
+    name=${entry%%:*}; pid=${entry##*:}
+    if ! kill -0 "$pid" 2>/dev/null; then
+      tail -n 20 "$DIR/$name.log" >&2 || true
+      die "$name exited (log: $DIR/$name.log)"
+    fi
+  done
+  sleep 1
+done

@@ -1,0 +1,63 @@
+// Serves the built worker (build/index.js) over HTTP with Miniflare: local KV in memory, the
+// variables of wrangler.toml's [vars], plus a dotenv file (--env-file) for the local services.
+// Usage: node scripts/serve-worker.mjs --port 8787 [--env-file FILE]
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { Miniflare } from "miniflare";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const { values } = parseArgs({
+  options: { port: { type: "string", default: "8787" }, "env-file": { type: "string" } },
+});
+const port = Number(values.port);
+if (!Number.isInteger(port) || port < 1 || port > 65535) {
+  console.error(`--port: expected a TCP port, got ${values.port}`);
+  process.exit(2);
+}
+
+// [vars] of wrangler.toml: a flat `KEY = "value"` table is all we need to read.
+function tomlVars(file) {
+  const vars = {};
+  let inVars = false;
+  for (const line of fs.readFileSync(file, "utf8").split("\n")) {
+    const t = line.trim();
+    if (t.startsWith("[")) inVars = t === "[vars]";
+    const m = inVars && t.match(/^([A-Z0-9_]+)\s*=\s*"([^"]*)"/);
+    if (m) vars[m[1]] = m[2];
+  }
+  return vars;
+}
+function dotenv(file) {
+  const vars = {};
+  if (!file) return vars;
+  for (const line of fs.readFileSync(file, "utf8").split("\n")) {
+    const m = line.match(/^\s*([A-Za-z0-9_]+)\s*=\s*(.*)\s*$/);
+    if (m) vars[m[1]] = m[2];
+  }
+  return vars;
+}
+
+const mf = new Miniflare({
+  modules: true,
+  scriptPath: path.join(ROOT, "build/index.js"),
+  modulesRoot: path.join(ROOT, "build"),
+  modulesRules: [
+    { type: "ESModule", include: ["**/*.js"] },
+    { type: "CompiledWasm", include: ["**/*.wasm"] },
+  ],
+  compatibilityDate: "2026-04-01",
+  kvNamespaces: ["BENCH_KV"],
+  bindings: { ...tomlVars(path.join(ROOT, "wrangler.toml")), ...dotenv(values["env-file"]) },
+  host: "127.0.0.1",
+  port,
+});
+const url = await mf.ready;
+console.log(`worker listening on ${url}`);
+const stop = async () => {
+  await mf.dispose();
+  process.exit(0);
+};
+process.on("SIGTERM", stop);
+process.on("SIGINT", stop);

@@ -1,0 +1,116 @@
+# The local stack on real parts, as a library for dev.sh and bench.sh (sourced, not run):
+# redis-server (private port, no persistence) → upstash-gateway (Upstash REST) → the worker
+# (wrangler dev or Miniflare) with its local KV. Every process is started in its own process
+# group, its PID recorded under $STACK_DIR, and stopped by that PID only.
+# shellcheck shell=bash
+
+STACK_PIDS=()
+
+# stack_init DIR: creates the state dir and per-run tokens.
+stack_init() {
+  STACK_DIR=$1
+  mkdir -p "$STACK_DIR"
+  STACK_TOKEN="local-$(node -e 'console.log(require("crypto").randomBytes(16).toString("hex"))')"
+  STACK_ADMIN_TOKEN="admin-$(node -e 'console.log(require("crypto").randomBytes(16).toString("hex"))')"
+  export STACK_DIR STACK_TOKEN STACK_ADMIN_TOKEN
+}
+
+# spawn NAME CMD...: runs CMD in its own session (so its children can be stopped with it),
+# logs to $STACK_DIR/NAME.log, remembers its PID.
+spawn() {
+  local name=$1; shift
+  setsid "$@" >"$STACK_DIR/$name.log" 2>&1 < /dev/null &
+  local pid=$!
+  echo "$pid" >"$STACK_DIR/$name.pid"
+  STACK_PIDS+=("$name:$pid")
+}
+
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+require_free_port() {
+  if port_in_use "$1"; then
+    die "127.0.0.1:$1 ($2) is already in use — is another stack running? (set ${3} to use another port)"
+  fi
+}
+
+# Fails with the tail of a service's log when it died during start.
+check_alive() {
+  local name=$1 pid
+  pid=$(cat "$STACK_DIR/$name.pid")
+  if ! kill -0 "$pid" 2>/dev/null; then
+    tail -n 20 "$STACK_DIR/$name.log" >&2 || true
+    die "$name exited during start (log: $STACK_DIR/$name.log)"
+  fi
+}
+
+start_redis() {
+  REDIS_PORT=$1
+  require_free_port "$REDIS_PORT" redis-server KVBENCH_REDIS_PORT
+  spawn redis redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
+    --dir "$STACK_DIR" --protected-mode yes
+  for _ in $(seq 100); do
+    if redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; then return 0; fi
+    check_alive redis
+    sleep 0.1
+  done
+  die "redis-server did not answer PING on 127.0.0.1:$REDIS_PORT"
+}
+
+start_gateway() {
+  GATEWAY_PORT=$1; shift
+  require_free_port "$GATEWAY_PORT" upstash-gateway KVBENCH_GATEWAY_PORT
+  UPSTASH_REDIS_REST_TOKEN="$STACK_TOKEN" GATEWAY_ADMIN_TOKEN="$STACK_ADMIN_TOKEN" \
+    spawn gateway "$ROOT/target/native/upstash-gateway" --listen "127.0.0.1:$GATEWAY_PORT" \
+    --redis-url "redis://127.0.0.1:$REDIS_PORT" "$@"
+  wait_port "$GATEWAY_PORT" upstash-gateway
+  check_alive gateway
+}
+
+# The worker's environment: the local services, as a dotenv file (wrangler hides its values).
+write_worker_env() {
+  local file="$STACK_DIR/worker.env"
+  umask 077
+  {
+    echo "UPSTASH_REDIS_REST_URL=http://127.0.0.1:$GATEWAY_PORT"
+    echo "UPSTASH_REDIS_REST_TOKEN=$STACK_TOKEN"
+  } >"$file"
+  [ -z "${STACK_EXTRA_ENV:-}" ] || printf '%s\n' "$STACK_EXTRA_ENV" >>"$file"
+  WORKER_ENV_FILE=$file
+}
+
+# wrangler dev with local KV persisted under the state dir (what `npm run dev` runs).
+start_wrangler() {
+  WORKER_PORT=$1
+  require_free_port "$WORKER_PORT" "wrangler dev" KVBENCH_PORT
+  write_worker_env
+  spawn worker wrangler dev --local --ip 127.0.0.1 --port "$WORKER_PORT" \
+    --show-interactive-dev-session=false --env-file "$WORKER_ENV_FILE" \
+    --persist-to "$STACK_DIR/wrangler-state"
+  wait_port "$WORKER_PORT" "wrangler dev" 600
+  check_alive worker
+}
+
+# The prebuilt bundle under Miniflare's own HTTP server: ~4x the throughput of wrangler dev's
+# proxy, so the benchmark measures the stores rather than the dev tooling.
+start_miniflare() {
+  WORKER_PORT=$1
+  require_free_port "$WORKER_PORT" worker KVBENCH_PORT
+  write_worker_env
+  spawn worker node "$ROOT/scripts/serve-worker.mjs" --port "$WORKER_PORT" --env-file "$WORKER_ENV_FILE"
+  wait_port "$WORKER_PORT" worker 300
+  check_alive worker
+}
+
+# Stops every process this stack started, newest first: SIGTERM to its process group, then
+# SIGKILL after a bounded wait.
+stack_stop() {
+  local entry name pid i
+  for ((i = ${#STACK_PIDS[@]} - 1; i >= 0; i--)); do
+    entry=${STACK_PIDS[$i]}; name=${entry%%:*}; pid=${entry##*:}
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then kill -KILL -- "-$pid" 2>/dev/null || true; fi
+    rm -f "$STACK_DIR/$name.pid"
+  done
+  STACK_PIDS=()
+}
