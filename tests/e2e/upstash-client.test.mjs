@@ -1,94 +1,14 @@
 // The official @upstash/redis client, unmodified, against our gateway over a private redis-server.
 // Run from the repo root: node --test tests/e2e/upstash-client.test.mjs
-// Env: GATEWAY_BIN (default crates/gateway/target/debug/upstash-gateway), REDIS_SERVER_BIN
+// Env: GATEWAY_BIN (default target/debug/upstash-gateway), REDIS_SERVER_BIN
 // (default redis-server on PATH). Both processes are spawned on free loopback ports and killed after.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
-import net from "node:net";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { Redis } from "@upstash/redis";
+import { startRedis, startGateway, stop, sleep } from "./procs.mjs";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const GATEWAY_BIN =
-  process.env.GATEWAY_BIN ?? path.join(ROOT, "crates/gateway/target/debug/upstash-gateway");
-const REDIS_SERVER_BIN = process.env.REDIS_SERVER_BIN ?? "redis-server";
 const TOKEN = "e2e-test-token-" + process.pid;
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-/** Spawns a process; rejects if it cannot start, remembers how it ended. */
-function start(bin, args, env) {
-  const child = spawn(bin, args, {
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  child.stderrText = "";
-  child.stderr.on("data", (d) => {
-    // Keep only the tail: enough to explain a failed start.
-    child.stderrText = (child.stderrText + d).slice(-4000);
-  });
-  child.exited = new Promise((resolve) => child.once("exit", (code, sig) => resolve({ code, sig })));
-  child.spawnError = new Promise((resolve) => child.once("error", resolve));
-  return child;
-}
-
-async function stop(child) {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  child.kill("SIGTERM");
-  const ended = await Promise.race([child.exited.then(() => true), sleep(5000).then(() => false)]);
-  if (!ended) child.kill("SIGKILL");
-}
-
-function redisPing(port) {
-  return new Promise((resolve) => {
-    const sock = net.connect(port, "127.0.0.1");
-    let buf = "";
-    sock.setTimeout(1000);
-    sock.on("connect", () => sock.write("PING\r\n"));
-    sock.on("data", (d) => {
-      buf += d;
-      if (buf.includes("\r\n")) {
-        sock.destroy();
-        resolve(buf.startsWith("+PONG"));
-      }
-    });
-    sock.on("error", () => resolve(false));
-    sock.on("timeout", () => {
-      sock.destroy();
-      resolve(false);
-    });
-  });
-}
-
-/** Polls `ready` up to `tries` times, failing with `what` and the process's stderr. */
-async function waitUntil(child, what, tries, ready) {
-  let spawnError = null;
-  child.spawnError.then((e) => (spawnError = e));
-  for (let i = 0; i < tries; i++) {
-    if (spawnError) throw new Error(`${what}: cannot start: ${spawnError.message}`);
-    if (child.exitCode !== null) {
-      throw new Error(`${what} exited with ${child.exitCode} at start:\n${child.stderrText}`);
-    }
-    if (await ready()) return;
-    await sleep(50);
-  }
-  throw new Error(`${what} not ready after ${tries} tries:\n${child.stderrText}`);
-}
 
 let redisProc;
 let gatewayProc;
@@ -96,37 +16,11 @@ let url;
 let redis;
 
 before(async () => {
-  assert.ok(
-    existsSync(GATEWAY_BIN),
-    `gateway binary not found at ${GATEWAY_BIN}: build it (cargo build in crates/gateway) or set GATEWAY_BIN`,
-  );
-  const redisPort = await freePort();
-  redisProc = start(REDIS_SERVER_BIN, [
-    "--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-  ]);
-  await waitUntil(redisProc, `redis-server (${REDIS_SERVER_BIN}; set REDIS_SERVER_BIN)`, 200, () =>
-    redisPing(redisPort),
-  );
-
-  const gatewayPort = await freePort();
-  url = `http://127.0.0.1:${gatewayPort}`;
-  gatewayProc = start(
-    GATEWAY_BIN,
-    ["--listen", `127.0.0.1:${gatewayPort}`, "--redis-url", `redis://127.0.0.1:${redisPort}`],
-    { UPSTASH_REDIS_REST_TOKEN: TOKEN, RUST_LOG: "warn" },
-  );
-  await waitUntil(gatewayProc, "upstash-gateway", 200, async () => {
-    try {
-      const res = await fetch(url, {
-        method: "POST",
-        headers: { Authorization: `Bearer ${TOKEN}` },
-        body: '["PING"]',
-      });
-      return res.ok;
-    } catch {
-      return false;
-    }
-  });
+  const r = await startRedis();
+  redisProc = r.proc;
+  const g = await startGateway(r.port, TOKEN);
+  gatewayProc = g.proc;
+  url = g.url;
   redis = new Redis({ url, token: TOKEN });
 });
 

@@ -2,31 +2,14 @@
 // Upstash REST endpoint on loopback. Run `npm run build` first (scripts/test.sh does).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { Miniflare } from "miniflare";
 import { startFixture } from "./upstash-fixture.mjs";
+import { startWorker } from "./procs.mjs";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const TOKEN = "e2e-upstash-token-9d7c1f";
 const BENCH_TOKEN = "e2e-bench-token-3a8e55";
 const bodies = [];
 
-function worker(bindings) {
-  return new Miniflare({
-    modules: true,
-    scriptPath: path.join(ROOT, "build/index.js"),
-    modulesRoot: path.join(ROOT, "build"),
-    modulesRules: [
-      { type: "ESModule", include: ["**/*.js"] },
-      { type: "CompiledWasm", include: ["**/*.wasm"] },
-    ],
-    compatibilityDate: "2026-04-01",
-    kvNamespaces: ["BENCH_KV"],
-    bindings,
-    cf: false,
-  });
-}
+const worker = startWorker;
 
 async function get(mf, url, init) {
   const res = await mf.dispatchFetch(`http://localhost${url}`, init);
@@ -39,8 +22,7 @@ let fixture;
 let mf;
 before(async () => {
   fixture = await startFixture(TOKEN);
-  mf = worker({ UPSTASH_REDIS_REST_URL: fixture.url, UPSTASH_REDIS_REST_TOKEN: TOKEN });
-  await mf.ready;
+  mf = await worker({ UPSTASH_REDIS_REST_URL: fixture.url, UPSTASH_REDIS_REST_TOKEN: TOKEN });
 });
 after(async () => {
   await mf?.dispose();
@@ -161,7 +143,7 @@ test("a hung Upstash times out after timeout_ms and the fetch is abandoned", asy
 });
 
 test("not configured stores and a wrong Upstash token are reported per store", async () => {
-  const bare = worker({});
+  const bare = await worker({});
   try {
     const { json } = await get(bare, "/test?key=e2e-bare");
     assert.equal(json.stores.upstash.error.kind, "not_configured");
@@ -169,7 +151,7 @@ test("not configured stores and a wrong Upstash token are reported per store", a
   } finally {
     await bare.dispose();
   }
-  const wrong = worker({ UPSTASH_REDIS_REST_URL: fixture.url, UPSTASH_REDIS_REST_TOKEN: "wrong-token-123" });
+  const wrong = await worker({ UPSTASH_REDIS_REST_URL: fixture.url, UPSTASH_REDIS_REST_TOKEN: "wrong-token-123" });
   try {
     const { json } = await get(wrong, "/test?key=e2e-wrong");
     assert.equal(json.stores.upstash.error.kind, "auth");
@@ -179,7 +161,7 @@ test("not configured stores and a wrong Upstash token are reported per store", a
 });
 
 test("BENCH_TOKEN guards /test", async () => {
-  const guarded = worker({ UPSTASH_REDIS_REST_URL: fixture.url, UPSTASH_REDIS_REST_TOKEN: TOKEN, BENCH_TOKEN });
+  const guarded = await worker({ UPSTASH_REDIS_REST_URL: fixture.url, UPSTASH_REDIS_REST_TOKEN: TOKEN, BENCH_TOKEN });
   try {
     const none = await get(guarded, "/test?key=e2e-guard");
     assert.equal(none.res.status, 401);

@@ -1,0 +1,157 @@
+// Processes for the end-to-end suites: a private redis-server and the upstash-gateway on free
+// loopback ports, started and stopped by PID. Env: GATEWAY_BIN (default
+// target/debug/upstash-gateway), REDIS_SERVER_BIN (default redis-server on PATH).
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+export const GATEWAY_BIN =
+  process.env.GATEWAY_BIN ?? path.join(ROOT, "target/debug/upstash-gateway");
+export const REDIS_SERVER_BIN = process.env.REDIS_SERVER_BIN ?? "redis-server";
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Spawns a process; rejects if it cannot start, remembers how it ended. */
+export function start(bin, args, env) {
+  const child = spawn(bin, args, {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  child.stderrText = "";
+  child.stderr.on("data", (d) => {
+    // Keep only the tail: enough to explain a failed start.
+    child.stderrText = (child.stderrText + d).slice(-4000);
+  });
+  child.exited = new Promise((resolve) => child.once("exit", (code, sig) => resolve({ code, sig })));
+  child.spawnError = new Promise((resolve) => child.once("error", resolve));
+  return child;
+}
+
+export async function stop(child) {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  child.kill("SIGTERM");
+  const ended = await Promise.race([child.exited.then(() => true), sleep(5000).then(() => false)]);
+  if (!ended) child.kill("SIGKILL");
+}
+
+export function redisPing(port) {
+  return new Promise((resolve) => {
+    const sock = net.connect(port, "127.0.0.1");
+    let buf = "";
+    sock.setTimeout(1000);
+    sock.on("connect", () => sock.write("PING\r\n"));
+    sock.on("data", (d) => {
+      buf += d;
+      if (buf.includes("\r\n")) {
+        sock.destroy();
+        resolve(buf.startsWith("+PONG"));
+      }
+    });
+    sock.on("error", () => resolve(false));
+    sock.on("timeout", () => {
+      sock.destroy();
+      resolve(false);
+    });
+  });
+}
+
+/** Polls `ready` up to `tries` times, failing with `what` and the process's stderr. */
+export async function waitUntil(child, what, tries, ready) {
+  let spawnError = null;
+  child.spawnError.then((e) => (spawnError = e));
+  for (let i = 0; i < tries; i++) {
+    if (spawnError) throw new Error(`${what}: cannot start: ${spawnError.message}`);
+    if (child.exitCode !== null) {
+      throw new Error(`${what} exited with ${child.exitCode} at start:\n${child.stderrText}`);
+    }
+    if (await ready()) return;
+    await sleep(50);
+  }
+  throw new Error(`${what} not ready after ${tries} tries:\n${child.stderrText}`);
+}
+
+
+/** A redis-server with no persistence on a free port: { proc, port }. */
+export async function startRedis() {
+  const port = await freePort();
+  const proc = start(REDIS_SERVER_BIN, [
+    "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+  ]);
+  await waitUntil(proc, `redis-server (${REDIS_SERVER_BIN}; set REDIS_SERVER_BIN)`, 200, () =>
+    redisPing(port),
+  );
+  return { proc, port };
+}
+
+/** The gateway in front of `redisPort`: { proc, url }. `extraArgs` adds flags (e.g. faults). */
+export async function startGateway(redisPort, token, extraArgs = [], env = {}) {
+  if (!existsSync(GATEWAY_BIN)) {
+    throw new Error(`gateway binary not found at ${GATEWAY_BIN}: run 'cargo build -p upstash-gateway' or set GATEWAY_BIN`);
+  }
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const proc = start(
+    GATEWAY_BIN,
+    ["--listen", `127.0.0.1:${port}`, "--redis-url", `redis://127.0.0.1:${redisPort}`, ...extraArgs],
+    { UPSTASH_REDIS_REST_TOKEN: token, RUST_LOG: "warn", ...env },
+  );
+  await waitUntil(proc, "upstash-gateway", 200, async () => {
+    try {
+      const res = await fetch(url, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${token}` },
+        body: '["PING"]',
+      });
+      return res.ok;
+    } catch {
+      return false;
+    }
+  });
+  return { proc, url };
+}
+
+/** One command through the gateway's REST API. */
+export async function redisCommand(url, token, command) {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${token}` },
+    body: JSON.stringify(command),
+  });
+  const body = await res.json();
+  if (!res.ok) throw new Error(`${command[0]}: ${res.status} ${JSON.stringify(body)}`);
+  return body.result;
+}
+
+/** The built worker (build/index.js + wasm) under Miniflare, with its local KV namespace. */
+export async function startWorker(bindings) {
+  const { Miniflare } = await import("miniflare");
+  const mf = new Miniflare({
+    modules: true,
+    scriptPath: path.join(ROOT, "build/index.js"),
+    modulesRoot: path.join(ROOT, "build"),
+    modulesRules: [
+      { type: "ESModule", include: ["**/*.js"] },
+      { type: "CompiledWasm", include: ["**/*.wasm"] },
+    ],
+    compatibilityDate: "2026-04-01",
+    kvNamespaces: ["BENCH_KV"],
+    bindings,
+    cf: false,
+  });
+  await mf.ready;
+  return mf;
+}
