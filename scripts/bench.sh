@@ -33,23 +33,32 @@ url="http://127.0.0.1:$WORKER_PORT/test${BENCH_QUERY:+?$BENCH_QUERY}"
 log "stack up: worker $url, gateway :$GATEWAY_PORT, redis :$REDIS_PORT"
 
 mkdir -p "$OUT"
-rss() { ps -o rss= -p "$1" 2>/dev/null | awk '{printf "%d", $1/1024}'; }
-worker_pid=$(pgrep -f -n "workerd serve" -s "$(cat "$STACK_DIR/worker.pid")" || true)
+rss_mib() { ps -o rss= -p "$1" 2>/dev/null | awk '{printf "%.0f", $1/1024}'; }
+# workerd is the child of the Miniflare server we started (its process group).
+workerd_pid=$(pgrep -g "$(cat "$STACK_DIR/worker.pid")" -f "workerd serve" | head -n 1 || true)
 
 log "kvbench run --rate $RATE --duration $DURATION"
 set +e
 # shellcheck disable=SC2086  # BENCH_ARGS is a list of flags
-kvbench_bin="$ROOT/target/native/kvbench"
-"$kvbench_bin" run --url "$url" --rate "$RATE" --duration "$DURATION" --label local \
+"$ROOT/target/native/kvbench" run --url "$url" --rate "$RATE" --duration "$DURATION" --label local \
   --interval 5s --out "$OUT" ${BENCH_ARGS:-} &
 kv_pid=$!
-sleep 2
-start_rss_kvbench=$(rss "$kv_pid"); start_rss_workerd=$([ -n "$worker_pid" ] && rss "$worker_pid")
+# Resident memory of kvbench and workerd, sampled every 5 s while kvbench runs (ends with it).
+rss_log="$OUT/rss.csv"
+echo "elapsed_s,kvbench_mib,workerd_mib" >"$rss_log"
+(
+  t=0
+  while kill -0 "$kv_pid" 2>/dev/null; do
+    echo "$t,$(rss_mib "$kv_pid"),${workerd_pid:+$(rss_mib "$workerd_pid")}" >>"$rss_log"
+    sleep 5; t=$((t + 5))
+  done
+) &
+sampler=$!
 wait "$kv_pid"
 status=$?
+wait "$sampler" 2>/dev/null
 set -e
-end_rss_workerd=$([ -n "$worker_pid" ] && rss "$worker_pid")
-[ -z "$worker_pid" ] || log "workerd resident memory: ${start_rss_workerd:-?} MiB after 2 s, ${end_rss_workerd:-?} MiB at the end"
-log "kvbench resident memory after 2 s: ${start_rss_kvbench:-?} MiB (its report prints the peak)"
+awk -F, 'NR == 2 { k0 = $2; w0 = $3 } NR > 1 && $2 != "" { k1 = $2; w1 = $3 }
+  END { if (NR > 1) printf "[kvbench] resident memory (MiB) first sample -> last: kvbench %s -> %s, workerd %s -> %s (rss.csv)\n", k0, k1, w0, w1 }' "$rss_log" >&2
 [ "$status" = 0 ] || die "kvbench run failed (exit $status)"
 log "report written to bench-results/$STAMP/ (report.json, timeline.svg, latency.svg)"

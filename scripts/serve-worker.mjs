@@ -3,11 +3,9 @@
 // Usage: node scripts/serve-worker.mjs --port 8787 [--env-file FILE]
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Miniflare } from "miniflare";
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+import { ROOT, workerOptions } from "./worker-options.mjs";
 const { values } = parseArgs({
   options: { port: { type: "string", default: "8787" }, "env-file": { type: "string" } },
 });
@@ -39,20 +37,12 @@ function dotenv(file) {
   return vars;
 }
 
-const mf = new Miniflare({
-  modules: true,
-  scriptPath: path.join(ROOT, "build/index.js"),
-  modulesRoot: path.join(ROOT, "build"),
-  modulesRules: [
-    { type: "ESModule", include: ["**/*.js"] },
-    { type: "CompiledWasm", include: ["**/*.wasm"] },
-  ],
-  compatibilityDate: "2026-04-01",
-  kvNamespaces: ["BENCH_KV"],
-  bindings: { ...tomlVars(path.join(ROOT, "wrangler.toml")), ...dotenv(values["env-file"]) },
-  host: "127.0.0.1",
-  port,
-});
+const mf = new Miniflare(
+  workerOptions(
+    { ...tomlVars(path.join(ROOT, "wrangler.toml")), ...dotenv(values["env-file"]) },
+    { host: "127.0.0.1", port },
+  ),
+);
 const url = await mf.ready;
 console.log(`worker listening on ${url}`);
 const stop = async () => {

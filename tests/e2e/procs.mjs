@@ -139,19 +139,8 @@ export async function redisCommand(url, token, command) {
 /** The built worker (build/index.js + wasm) under Miniflare, with its local KV namespace. */
 export async function startWorker(bindings) {
   const { Miniflare } = await import("miniflare");
-  const mf = new Miniflare({
-    modules: true,
-    scriptPath: path.join(ROOT, "build/index.js"),
-    modulesRoot: path.join(ROOT, "build"),
-    modulesRules: [
-      { type: "ESModule", include: ["**/*.js"] },
-      { type: "CompiledWasm", include: ["**/*.wasm"] },
-    ],
-    compatibilityDate: "2026-04-01",
-    kvNamespaces: ["BENCH_KV"],
-    bindings,
-    cf: false,
-  });
+  const { workerOptions } = await import("../../scripts/worker-options.mjs");
+  const mf = new Miniflare(workerOptions(bindings, { cf: false }));
   await mf.ready;
   return mf;
 }
