@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs whatever is missing, idempotently: npm packages, the wasm32 target, the pinned
-# build tools (worker-build, wasm-bindgen CLI matching Cargo.lock) and redis-server.
+# build tools (worker-build, wasm-bindgen CLI matching Cargo.lock), redis-server, and the
+# self-hosted Deno KV server (denokv) with the sqlite3 CLI its tests read expiry times with.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 
@@ -41,6 +42,21 @@ if ! command -v redis-server >/dev/null; then
     (systemctl stop redis-server 2>/dev/null || service redis-server stop 2>/dev/null) || true
   else
     die "redis-server is missing: install it (e.g. 'sudo apt-get install redis-server') and retry"
+  fi
+fi
+DENOKV_VERSION=0.14.0
+# denokv has no --version flag: ask cargo what it installed.
+if ! command -v denokv >/dev/null || ! cargo install --list | grep -qx "denokv v$DENOKV_VERSION:"; then
+  log "cargo install denokv $DENOKV_VERSION (about 4 minutes, once)"
+  cargo install denokv --version "$DENOKV_VERSION" --locked --quiet
+fi
+
+if ! command -v sqlite3 >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    log "apt-get install sqlite3"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sqlite3 >/dev/null
+  else
+    die "sqlite3 is missing: install it (e.g. 'sudo apt-get install sqlite3') and retry"
   fi
 fi
 log "setup complete"

@@ -7,6 +7,10 @@ bash scripts/setup.sh
 export KVBENCH_SKIP_SETUP=1
 # Tests spawn their own redis-server and gateway on free loopback ports.
 export GATEWAY_BIN="$ROOT/target/debug/upstash-gateway"
+# The Deno KV tests (native and e2e) spawn their own denokv the same way.
+DENOKV_BIN="${DENOKV_BIN:-$(command -v denokv || true)}"
+[ -n "$DENOKV_BIN" ] || die "denokv is missing: run npm run setup (cargo install denokv --version 0.14.0 --locked)"
+export DENOKV_BIN
 
 step() { log "── $* ──"; }
 

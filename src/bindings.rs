@@ -6,8 +6,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use kvbench_core::store::ReadOptions;
 use kvbench_core::{
-    Clock, ErrorKind, HttpRequest, HttpResponse, HttpTransport, Store, StoreError, Timer,
-    UpstashStore, ValueGen,
+    Clock, DenoKvStore, ErrorKind, HttpRequest, HttpResponse, HttpTransport, MetadataCache, Store,
+    StoreError, Timer, UpstashStore, ValueGen,
 };
 use worker::kv::KvStore;
 use worker::{AbortController, Delay, Env, Fetch, Headers, Method, Request, RequestInit};
@@ -15,6 +15,8 @@ use worker::{AbortController, Delay, Env, Fetch, Headers, Method, Request, Reque
 pub const KV_BINDING: &str = "BENCH_KV";
 pub const UPSTASH_URL: &str = "UPSTASH_REDIS_REST_URL";
 pub const UPSTASH_TOKEN: &str = "UPSTASH_REDIS_REST_TOKEN";
+pub const DENO_KV_URL: &str = "DENO_KV_URL";
+pub const DENO_KV_ACCESS_TOKEN: &str = "DENO_KV_ACCESS_TOKEN";
 
 /// A var or secret as text; empty counts as unset.
 pub fn env_text(env: &Env, name: &str) -> Option<String> {
@@ -87,13 +89,31 @@ impl Store for KvBinding {
     }
 }
 
+fn missing(name: &str) -> StoreError {
+    StoreError::new(ErrorKind::NotConfigured, format!("{name} is not set"))
+}
+
 /// The Upstash store, or why it is not configured.
 pub fn upstash_store(env: &Env) -> Result<UpstashStore<FetchTransport>, StoreError> {
-    let missing =
-        |name: &str| StoreError::new(ErrorKind::NotConfigured, format!("{name} is not set"));
     let url = env_text(env, UPSTASH_URL).ok_or_else(|| missing(UPSTASH_URL))?;
     let token = env_text(env, UPSTASH_TOKEN).ok_or_else(|| missing(UPSTASH_TOKEN))?;
     Ok(UpstashStore::new(url, token, FetchTransport))
+}
+
+/// The Deno KV store, or why it is not configured. `cache` is the isolate's metadata slot.
+pub fn deno_kv_store<'a>(
+    env: &Env,
+    cache: &'a MetadataCache,
+) -> Result<DenoKvStore<'a, FetchTransport>, StoreError> {
+    let url = env_text(env, DENO_KV_URL).ok_or_else(|| missing(DENO_KV_URL))?;
+    let token = env_text(env, DENO_KV_ACCESS_TOKEN).ok_or_else(|| missing(DENO_KV_ACCESS_TOKEN))?;
+    Ok(DenoKvStore::new(
+        url,
+        token,
+        FetchTransport,
+        &JsClock,
+        cache,
+    ))
 }
 
 /// Aborts the fetch it guards when dropped before completion (i.e. when a timeout wins the race).

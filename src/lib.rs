@@ -6,14 +6,18 @@ mod respond;
 
 use std::cell::{Cell, RefCell};
 
-use kvbench_core::{handle, Call, Defaults, Isolate, Store, StoreId, StoreSet, ValueGen};
+use kvbench_core::{
+    handle, Call, Defaults, Isolate, MetadataCache, Store, StoreId, StoreSet, ValueGen,
+};
 use worker::{event, Context, Env, Request, Response, Result, RouteContext, Router};
 
-use crate::bindings::{colo, env_text, upstash_store, JsClock, JsTimer, KvBinding};
+use crate::bindings::{colo, deno_kv_store, env_text, upstash_store, JsClock, JsTimer, KvBinding};
 
 thread_local! {
     static REQUESTS: Cell<u64> = const { Cell::new(0) };
     static GEN: &'static RefCell<ValueGen> = Box::leak(Box::new(RefCell::new(bindings::seeded_gen())));
+    /// Deno KV's KV Connect metadata (endpoints, short-lived token), shared by this isolate's requests.
+    static DENO_KV_META: &'static MetadataCache = Box::leak(Box::default());
 }
 
 #[event(fetch)]
@@ -44,6 +48,7 @@ async fn handle_test(req: Request, ctx: RouteContext<()>) -> Result<Response> {
     };
     let kv = KvBinding::from_env(env);
     let upstash = upstash_store(env);
+    let denokv = deno_kv_store(env, DENO_KV_META.with(|m| *m));
     let stores: StoreSet = vec![
         (
             StoreId::Kv,
@@ -52,6 +57,13 @@ async fn handle_test(req: Request, ctx: RouteContext<()>) -> Result<Response> {
         (
             StoreId::Upstash,
             upstash
+                .as_ref()
+                .map(|s| s as &dyn Store)
+                .map_err(Clone::clone),
+        ),
+        (
+            StoreId::DenoKv,
+            denokv
                 .as_ref()
                 .map(|s| s as &dyn Store)
                 .map_err(Clone::clone),
@@ -81,6 +93,7 @@ async fn handle_index(_req: Request, ctx: RouteContext<()>) -> Result<Response> 
         defaults,
         KvBinding::from_env(env).is_ok(),
         upstash_store(env).is_ok(),
+        deno_kv_store(env, DENO_KV_META.with(|m| *m)).is_ok(),
         env_text(env, "BENCH_TOKEN").is_some(),
     );
     respond::json(200, &body)

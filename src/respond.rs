@@ -24,6 +24,7 @@ pub fn index(
     defaults: std::result::Result<Defaults, ParamError>,
     kv: bool,
     upstash: bool,
+    denokv: bool,
     token_required: bool,
 ) -> String {
     let defaults = match defaults {
@@ -39,6 +40,7 @@ pub fn index(
             },
             "cache_ttl": d.cache_ttl_s,
             "timeout_ms": d.timeout_ms,
+            "consistency": d.consistency.as_str(),
         }),
         Err(e) => json!({ "error": e }),
     };
@@ -53,7 +55,11 @@ pub fn index(
         "parameters": PARAMETERS,
         "vars": VARS.iter().map(|(v, _)| *v).collect::<Vec<_>>(),
         "defaults": defaults,
-        "stores": { "kv": { "configured": kv }, "upstash": { "configured": upstash } },
+        "stores": {
+            "kv": { "configured": kv },
+            "upstash": { "configured": upstash },
+            "denokv": { "configured": denokv },
+        },
         "auth": { "bearer_token_required": token_required },
     })
     .to_string()

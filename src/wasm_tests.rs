@@ -58,9 +58,11 @@ fn answers_serialize_on_wasm_like_on_the_host() {
 
 #[wasm_bindgen_test]
 fn index_describes_config_without_secrets() {
-    let body = respond::index(Ok(Defaults::default()), true, false, true);
+    let body = respond::index(Ok(Defaults::default()), true, false, false, true);
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["stores"]["upstash"]["configured"], false);
+    assert_eq!(v["stores"]["denokv"]["configured"], false);
+    assert_eq!(v["defaults"]["consistency"], "strong");
     assert_eq!(v["auth"]["bearer_token_required"], true);
     assert_eq!(v["defaults"]["ttl"], 60);
     assert_eq!(v["defaults"]["order"], "random");

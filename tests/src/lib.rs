@@ -1,15 +1,18 @@
-//! Mocks of both bindings for the native companion tests: an in-memory KV namespace with
-//! Cloudflare's rules, and an Upstash REST "server" behind the HTTP transport seam. Both record
-//! every call, so tests can assert what reached a store — and that nothing did.
+//! Mocks of the bindings for the native companion tests: an in-memory KV namespace with
+//! Cloudflare's rules, and Upstash REST and Deno KV (KV Connect) "servers" behind the HTTP
+//! transport seam. All record every call, so tests can assert what reached a store — and that
+//! nothing did.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use async_trait::async_trait;
+use kvbench_core::denokv::proto;
 use kvbench_core::store::ReadOptions;
 use kvbench_core::{
     Clock, ErrorKind, HttpRequest, HttpResponse, HttpTransport, Store, StoreError, Timer,
 };
+use prost::Message;
 use serde_json::{json, Value};
 
 /// One operation as a store saw it.
@@ -231,4 +234,233 @@ impl HttpTransport for &MockUpstash<'_> {
         }
         Ok(self.execute(&request))
     }
+}
+
+/// A stored Deno KV entry by encoded key: (value, encoding, expire_at_ms).
+pub type DenoEntry = (Vec<u8>, i32, i64);
+
+/// A KV Connect server (Deno KV) behind the transport seam: the metadata exchange at
+/// [`MockDenoKv::URL`] issues numbered short-lived tokens, `/v2/snapshot_read` and
+/// `/v2/atomic_write` speak the protobuf data path over an in-memory map that honours
+/// `expire_at_ms`. Scripted responses, when queued, answer instead, one per request.
+pub struct MockDenoKv<'a> {
+    pub clock: &'a FakeClock,
+    pub latency_ms: f64,
+    pub access_token: String,
+    /// Lifetime of each issued data-path token.
+    pub token_lifetime_ms: f64,
+    /// Protocol version the metadata exchange picks.
+    pub version: u32,
+    pub data: RefCell<HashMap<Vec<u8>, DenoEntry>>,
+    pub requests: RefCell<Vec<HttpRequest>>,
+    pub script: RefCell<VecDeque<HttpResponse>>,
+    /// Issued data-path tokens with their expiry.
+    pub tokens: RefCell<Vec<(String, f64)>>,
+    pub hang: Cell<bool>,
+}
+
+impl<'a> MockDenoKv<'a> {
+    pub const URL: &'static str = "http://denokv.mock:4512";
+    pub const DATABASE_ID: &'static str = "00000000-0000-0000-0000-000000000000";
+
+    pub fn new(clock: &'a FakeClock, latency_ms: f64, access_token: &str) -> Self {
+        Self {
+            clock,
+            latency_ms,
+            access_token: access_token.into(),
+            token_lifetime_ms: 3_600_000.0,
+            version: 3,
+            data: RefCell::default(),
+            requests: RefCell::default(),
+            script: RefCell::default(),
+            tokens: RefCell::default(),
+            hang: Cell::new(false),
+        }
+    }
+
+    /// Queues a scripted answer for the next request.
+    pub fn push_script(&self, status: u16, body: impl Into<Vec<u8>>) {
+        self.script.borrow_mut().push_back(HttpResponse {
+            status,
+            body: body.into(),
+        });
+    }
+
+    /// How many metadata exchanges reached the server.
+    pub fn exchanges(&self) -> usize {
+        self.requests
+            .borrow()
+            .iter()
+            .filter(|r| r.url == Self::URL)
+            .count()
+    }
+
+    /// The data-path requests to `op` (`snapshot_read`, `atomic_write`).
+    pub fn data_requests(&self, op: &str) -> Vec<HttpRequest> {
+        self.requests
+            .borrow()
+            .iter()
+            .filter(|r| r.url.ends_with(&format!("/{op}")))
+            .cloned()
+            .collect()
+    }
+
+    fn execute(&self, request: &HttpRequest) -> HttpResponse {
+        let text = |status: u16, body: &str| HttpResponse {
+            status,
+            body: body.as_bytes().to_vec(),
+        };
+        let bearer = header(request, "authorization")
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or_default()
+            .to_string();
+        let now = self.clock.now.get();
+        if request.url == Self::URL {
+            if bearer != self.access_token {
+                return text(401, "Invalid access token.");
+            }
+            let versions: Vec<u32> = serde_json::from_slice::<Value>(&request.body)
+                .ok()
+                .and_then(|v| serde_json::from_value(v["supportedVersions"].clone()).ok())
+                .unwrap_or_default();
+            if !versions.contains(&self.version) {
+                return text(400, "The server could not negotiate a protocol version.");
+            }
+            let token = format!("data-token-{}", self.tokens.borrow().len() + 1);
+            let expires = now + self.token_lifetime_ms;
+            self.tokens.borrow_mut().push((token.clone(), expires));
+            let body = json!({
+                "version": self.version,
+                "databaseId": Self::DATABASE_ID,
+                "endpoints": [{"url": "/v2", "consistency": "strong"}],
+                "token": token,
+                "expiresAt": rfc3339(expires),
+            });
+            return text(200, &body.to_string());
+        }
+        let valid = self
+            .tokens
+            .borrow()
+            .iter()
+            .any(|(t, exp)| *t == bearer && now < *exp);
+        if !valid {
+            return text(401, "Invalid access token.");
+        }
+        let version_ok = if self.version >= 2 {
+            header(request, "x-denokv-version") == Some(&self.version.to_string())
+                && header(request, "x-denokv-database-id") == Some(Self::DATABASE_ID)
+        } else {
+            header(request, "x-transaction-domain-id") == Some(Self::DATABASE_ID)
+        };
+        if !version_ok || header(request, "content-type") != Some("application/x-protobuf") {
+            return text(400, "Expected protocol version 2.");
+        }
+        let proto_reply = |m: &dyn Fn() -> Vec<u8>| HttpResponse {
+            status: 200,
+            body: m(),
+        };
+        if request.url == format!("{}/v2/snapshot_read", Self::URL) {
+            let Ok(read) = proto::SnapshotRead::decode(request.body.as_slice()) else {
+                return text(400, "Request protobuf is invalid.");
+            };
+            let data = self.data.borrow();
+            let ranges = read
+                .ranges
+                .iter()
+                .map(|r| {
+                    let mut values: Vec<proto::KvEntry> = data
+                        .iter()
+                        .filter(|(k, (_, _, exp))| {
+                            **k >= r.start && **k < r.end && (*exp <= 0 || (*exp as f64) > now)
+                        })
+                        .map(|(k, (v, enc, _))| proto::KvEntry {
+                            key: k.clone(),
+                            value: v.clone(),
+                            encoding: *enc,
+                            versionstamp: vec![0; 10],
+                        })
+                        .collect();
+                    values.sort_by(|a, b| a.key.cmp(&b.key));
+                    values.truncate(r.limit.max(0) as usize);
+                    proto::ReadRangeOutput { values }
+                })
+                .collect();
+            let out = proto::SnapshotReadOutput {
+                ranges,
+                read_disabled: false,
+                read_is_strongly_consistent: true,
+                status: proto::SnapshotReadStatus::SrSuccess as i32,
+            };
+            return proto_reply(&|| out.encode_to_vec());
+        }
+        if request.url == format!("{}/v2/atomic_write", Self::URL) {
+            let Ok(write) = proto::AtomicWrite::decode(request.body.as_slice()) else {
+                return text(400, "Request protobuf is invalid.");
+            };
+            for m in &write.mutations {
+                let value = m.value.clone().unwrap_or_default();
+                if value.data.len() > 65_536 {
+                    return text(400, "A value exceeds the value size limit.");
+                }
+                if m.mutation_type != proto::MutationType::MSet as i32 {
+                    return text(400, "Invalid mutation kind or arguments.");
+                }
+                self.data
+                    .borrow_mut()
+                    .insert(m.key.clone(), (value.data, value.encoding, m.expire_at_ms));
+            }
+            let out = proto::AtomicWriteOutput {
+                status: proto::AtomicWriteStatus::AwSuccess as i32,
+                versionstamp: vec![0, 0, 0, 0, 0, 0, 0, 1, 0, 0],
+                failed_checks: vec![],
+            };
+            return proto_reply(&|| out.encode_to_vec());
+        }
+        text(404, "Resource not found.")
+    }
+}
+
+fn header<'r>(request: &'r HttpRequest, name: &str) -> Option<&'r str> {
+    request
+        .headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+#[async_trait(?Send)]
+impl HttpTransport for &MockDenoKv<'_> {
+    async fn send(&self, request: HttpRequest) -> Result<HttpResponse, StoreError> {
+        self.requests.borrow_mut().push(request.clone());
+        if self.hang.get() {
+            futures::future::pending::<()>().await;
+        }
+        self.clock.advance(self.latency_ms);
+        if let Some(scripted) = self.script.borrow_mut().pop_front() {
+            return Ok(scripted);
+        }
+        Ok(self.execute(&request))
+    }
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` of epoch milliseconds (civil-from-days, proleptic Gregorian).
+pub fn rfc3339(ms: f64) -> String {
+    let ms = ms.floor() as i64;
+    let (days, rem) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000
+    )
 }

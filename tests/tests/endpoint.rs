@@ -1,23 +1,29 @@
-//! `/test` end to end through the core, with both bindings mocked: what is measured, what is
+//! `/test` end to end through the core, with every binding mocked: what is measured, what is
 //! written, what is answered — and what never leaks.
 
 use std::cell::RefCell;
 
 use kvbench_core::params::Defaults;
 use kvbench_core::{
-    handle, Call, ErrorKind, Isolate, Reply, Store, StoreError, StoreId, StoreSet, UpstashStore,
-    ValueGen,
+    handle, Call, DenoKvStore, ErrorKind, Isolate, MetadataCache, Reply, Store, StoreError,
+    StoreId, StoreSet, UpstashStore, ValueGen,
 };
-use kvbench_tests::{FakeClock, FakeTimer, Fault, MockKv, MockUpstash, Op, Scripted};
+use kvbench_tests::{FakeClock, FakeTimer, Fault, MockDenoKv, MockKv, MockUpstash, Op, Scripted};
 use serde_json::Value;
 
 const TOKEN: &str = "upstash-secret-token-4f2a9c";
 const BENCH_TOKEN: &str = "bench-secret-token-77b1e0";
+const DENO_TOKEN: &str = "deno-secret-token-0c4d12";
+const ALL: [&str; 3] = ["kv", "upstash", "denokv"];
 
 struct World<'a> {
     clock: &'a FakeClock,
     kv: MockKv<'a>,
     upstash: MockUpstash<'a>,
+    denokv: MockDenoKv<'a>,
+    /// The isolate's KV Connect metadata, shared across calls like in the worker.
+    deno_meta: MetadataCache,
+    deno_configured: std::cell::Cell<bool>,
     gen: RefCell<ValueGen>,
     requests: RefCell<u64>,
 }
@@ -28,6 +34,9 @@ impl<'a> World<'a> {
             clock,
             kv: MockKv::new(clock, 12.0),
             upstash: MockUpstash::new(clock, 3.0, TOKEN),
+            denokv: MockDenoKv::new(clock, 5.0, DENO_TOKEN),
+            deno_meta: MetadataCache::default(),
+            deno_configured: std::cell::Cell::new(true),
             gen: RefCell::new(ValueGen::from_seed([42; 32])),
             requests: RefCell::new(0),
         }
@@ -62,9 +71,27 @@ impl<'a> World<'a> {
                 "UPSTASH_REDIS_REST_URL is not set",
             ))
         };
+        let denokv = DenoKvStore::new(
+            MockDenoKv::URL,
+            DENO_TOKEN,
+            &self.denokv,
+            self.clock,
+            &self.deno_meta,
+        );
         let stores: StoreSet = vec![
             (StoreId::Kv, Ok(&self.kv)),
             (StoreId::Upstash, upstash_entry),
+            (
+                StoreId::DenoKv,
+                if self.deno_configured.get() {
+                    Ok(&denokv)
+                } else {
+                    Err(StoreError::new(
+                        ErrorKind::NotConfigured,
+                        "DENO_KV_URL is not set",
+                    ))
+                },
+            ),
         ];
         *self.requests.borrow_mut() += 1;
         let timer = FakeTimer(self.clock);
@@ -84,11 +111,18 @@ impl<'a> World<'a> {
         let Reply { status, body } = futures::executor::block_on(handle(call, &stores, &isolate));
         assert!(!body.contains(TOKEN), "upstash token leaked: {body}");
         assert!(!body.contains(BENCH_TOKEN), "bench token leaked: {body}");
+        assert!(!body.contains(DENO_TOKEN), "deno token leaked: {body}");
+        assert!(
+            !body.contains("data-token"),
+            "deno data token leaked: {body}"
+        );
         (status, serde_json::from_str(&body).expect("answer is JSON"))
     }
 
     fn touched(&self) -> usize {
-        self.kv.ops.borrow().len() + self.upstash.requests.borrow().len()
+        self.kv.ops.borrow().len()
+            + self.upstash.requests.borrow().len()
+            + self.denokv.requests.borrow().len()
     }
 }
 
@@ -97,15 +131,15 @@ fn store<'v>(answer: &'v Value, name: &str) -> &'v Value {
 }
 
 #[test]
-fn miss_writes_then_hit_reads_the_same_value_in_both_stores() {
+fn miss_writes_then_hit_reads_the_same_value_in_every_store() {
     let clock = FakeClock::default();
     let w = World::new(&clock);
-    let (status, first) = w.call("key=417&order=kv,upstash");
+    let (status, first) = w.call("key=417&order=kv,upstash,denokv");
     assert_eq!(status, 200);
     assert_eq!(first["key"], "417");
     assert_eq!(first["colo"], "local");
     assert_eq!(first["isolate_requests"], 1);
-    for name in ["kv", "upstash"] {
+    for name in ALL {
         let s = store(&first, name);
         assert_eq!(s["hit"], false, "{name}");
         assert!(s["write_ms"].as_f64().is_some(), "{name}");
@@ -121,6 +155,11 @@ fn miss_writes_then_hit_reads_the_same_value_in_both_stores() {
     let kv_value = w.kv.data.borrow()["417"].clone();
     let redis_value = w.upstash.data.borrow()["417"].clone();
     assert_eq!(kv_value, redis_value.as_bytes());
+    let (deno_value, encoding, expire_at_ms) = w.denokv.data.borrow()[&b"\x02417\x00"[..]].clone();
+    assert_eq!(deno_value, kv_value);
+    assert_eq!(encoding, 3, "stored as bytes (a Uint8Array to Deno)");
+    // The write started at 12 + 12 + 3 + 3 + 5 (exchange) + 5 (read) ms of mock time; TTL 60 s.
+    assert_eq!(expire_at_ms, 40 + 60_000);
     // Read and write latencies are what the mocks took (12 ms KV, 3 ms Upstash per call).
     assert_eq!(store(&first, "kv")["read_ms"], 12.0);
     assert_eq!(store(&first, "kv")["write_ms"], 12.0);
@@ -128,10 +167,20 @@ fn miss_writes_then_hit_reads_the_same_value_in_both_stores() {
     assert_eq!(store(&first, "upstash")["write_ms"], 3.0);
     assert_eq!(first["kvLatency"], 12.0);
     assert_eq!(first["redisLatency"], 3.0);
+    // Deno KV: the metadata exchange is reported apart and not counted in the read.
+    assert_eq!(store(&first, "denokv")["connect_ms"], 5.0);
+    assert_eq!(store(&first, "denokv")["read_ms"], 5.0);
+    assert_eq!(store(&first, "denokv")["write_ms"], 5.0);
+    assert!(store(&first, "kv").get("connect_ms").is_none());
 
     let (_, second) = w.call("key=417");
     assert_eq!(second["isolate_requests"], 2);
-    for name in ["kv", "upstash"] {
+    assert!(
+        store(&second, "denokv").get("connect_ms").is_none(),
+        "metadata is cached per isolate"
+    );
+    assert_eq!(w.denokv.exchanges(), 1);
+    for name in ALL {
         let s = store(&second, name);
         assert_eq!(s["hit"], true, "{name}");
         assert_eq!(s["write_ms"], Value::Null, "{name}");
@@ -179,9 +228,14 @@ fn value_sizes_are_exact_at_both_bounds() {
     ] {
         let clock = FakeClock::default();
         let w = World::new(&clock);
-        let (status, a) = w.call(&format!("min_bytes={min}&max_bytes={max}"));
+        // Deno KV stores at most 64 KiB: larger values are measured without it.
+        let names: &[&str] = if max > 65_536 { &ALL[..2] } else { &ALL };
+        let (status, a) = w.call(&format!(
+            "min_bytes={min}&max_bytes={max}&stores={}",
+            names.join(",")
+        ));
         assert_eq!(status, 200);
-        for name in ["kv", "upstash"] {
+        for name in names {
             assert_eq!(
                 store(&a, name)["value_bytes"],
                 max as u64,
@@ -191,6 +245,10 @@ fn value_sizes_are_exact_at_both_bounds() {
         let key = a["key"].as_str().unwrap();
         assert_eq!(w.kv.data.borrow()[key].len(), max);
         assert_eq!(w.upstash.data.borrow()[key].len(), max);
+        if max <= 65_536 {
+            let encoded = format!("\x02{key}\x00").into_bytes();
+            assert_eq!(w.denokv.data.borrow()[&encoded].0.len(), max);
+        }
     }
     let clock = FakeClock::default();
     let w = World::new(&clock);
@@ -203,23 +261,27 @@ fn value_sizes_are_exact_at_both_bounds() {
 }
 
 #[test]
-fn random_order_produces_both_orders_and_fixed_order_is_honoured() {
+fn random_order_puts_every_store_first_and_fixed_order_is_honoured() {
     let clock = FakeClock::default();
     let w = World::new(&clock);
-    let (mut kv_first, mut upstash_first) = (0, 0);
-    for _ in 0..200 {
+    let mut first = std::collections::BTreeMap::<String, u32>::new();
+    for _ in 0..300 {
         let (_, a) = w.call("");
-        match a["order"][0].as_str() {
-            Some("kv") => kv_first += 1,
-            Some("upstash") => upstash_first += 1,
-            other => panic!("{other:?}"),
-        }
-        assert_eq!(a["order"].as_array().unwrap().len(), 2);
+        *first
+            .entry(a["order"][0].as_str().unwrap().into())
+            .or_default() += 1;
+        let mut order: Vec<&str> = a["order"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap())
+            .collect();
+        order.sort_unstable();
+        assert_eq!(order, ["denokv", "kv", "upstash"]);
     }
-    assert!(
-        kv_first > 50 && upstash_first > 50,
-        "{kv_first} vs {upstash_first}"
-    );
+    // Each store leads about 100 times in 300; 50 is far outside chance.
+    assert_eq!(first.len(), 3, "{first:?}");
+    assert!(first.values().all(|n| *n > 50), "{first:?}");
     for _ in 0..20 {
         let (_, a) = w.call("order=upstash,kv");
         assert_eq!(a["order"], serde_json::json!(["upstash", "kv"]));
@@ -244,6 +306,8 @@ fn random_keys_stay_within_keys() {
 
 #[test]
 fn invalid_parameters_answer_400_and_touch_no_store() {
+    // 2,047 bytes encode to 2,049: one over Deno KV's key limit.
+    let deno_long_key = format!("stores=denokv&key={}", "k".repeat(2047));
     let cases = [
         ("keys=0", "keys"),
         ("keys=abc", "keys"),
@@ -261,6 +325,9 @@ fn invalid_parameters_answer_400_and_touch_no_store() {
         ("key=..", "key"),
         ("colour=blue", "colour"),
         ("ttl=60&ttl=70", "ttl"),
+        ("max_bytes=65537", "max_bytes"),
+        (deno_long_key.as_str(), "key"),
+        ("consistency=weak", "consistency"),
     ];
     for (query, parameter) in cases {
         let clock = FakeClock::default();
@@ -424,4 +491,73 @@ fn cache_ttl_reaches_kv_reads() {
             cache_ttl_s: Some(300)
         }
     );
+}
+
+#[test]
+fn deno_kv_failures_are_its_own_data_points() {
+    // Not configured.
+    let clock = FakeClock::default();
+    let w = World::new(&clock);
+    w.deno_configured.set(false);
+    let (status, a) = w.call("");
+    assert_eq!(status, 200);
+    assert_eq!(store(&a, "denokv")["error"]["kind"], "not_configured");
+    assert_eq!(store(&a, "kv")["error"], Value::Null);
+    assert_eq!(store(&a, "upstash")["error"], Value::Null);
+
+    // The metadata exchange fails: a read error with the exchange's time, no read attempted.
+    let clock = FakeClock::default();
+    let w = World::new(&clock);
+    w.denokv.push_script(
+        503,
+        "The server is temporarially unavailable, try again later.",
+    );
+    let (_, a) = w.call("order=denokv,kv,upstash");
+    let d = store(&a, "denokv");
+    assert_eq!(d["error"]["kind"], "http");
+    assert_eq!(d["error"]["op"], "read");
+    assert!(d["error"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("metadata exchange: HTTP 503"));
+    assert_eq!(d["connect_ms"], 5.0);
+    assert_eq!((&d["read_ms"], &d["hit"]), (&Value::Null, &Value::Null));
+    assert_eq!(w.denokv.requests.borrow().len(), 1);
+    assert_eq!(store(&a, "kv")["hit"], false);
+    // The next request exchanges again and succeeds.
+    let (_, a) = w.call("order=denokv,kv,upstash");
+    assert_eq!(store(&a, "denokv")["connect_ms"], 5.0);
+    assert_eq!(store(&a, "denokv")["error"], Value::Null);
+
+    // A hung server times out, in the exchange or in the read.
+    for warm in [false, true] {
+        let clock = FakeClock::default();
+        let w = World::new(&clock);
+        if warm {
+            w.call("stores=denokv");
+        }
+        w.denokv.hang.set(true);
+        let (_, a) = w.call("timeout_ms=1500&order=denokv,upstash,kv");
+        let d = store(&a, "denokv");
+        assert_eq!(d["error"]["kind"], "timeout", "warm={warm}");
+        let timed = if warm { "read_ms" } else { "connect_ms" };
+        assert_eq!(d[timed], 1500.0, "warm={warm}: {d}");
+        assert_eq!(store(&a, "upstash")["read_ms"], 3.0);
+        assert_eq!(store(&a, "kv")["error"], Value::Null);
+    }
+}
+
+#[test]
+fn consistency_is_accepted_and_ttl_reaches_deno_kv_in_milliseconds() {
+    let clock = FakeClock::default();
+    clock.now.set(1_700_000_000_000.0);
+    let w = World::new(&clock);
+    let (status, a) = w.call("key=c&stores=denokv&consistency=eventual&ttl=3600");
+    assert_eq!(status, 200);
+    assert_eq!(store(&a, "denokv")["hit"], false);
+    let expire_at_ms = w.denokv.data.borrow()[&b"\x02c\x00"[..]].2;
+    // Exchange (5 ms) and read (5 ms) happened before the write.
+    assert_eq!(expire_at_ms, 1_700_000_000_010 + 3_600_000);
+    let (_, a) = w.call("key=c&stores=denokv&consistency=eventual");
+    assert_eq!(store(&a, "denokv")["hit"], true);
 }

@@ -44,6 +44,10 @@ pub struct StoreResult {
     pub value_bytes: Option<u64>,
     /// Milliseconds the write-on-miss took; `null` when no write happened.
     pub write_ms: Option<f64>,
+    /// Milliseconds of connection setup done in this request before the timed calls (Deno KV's
+    /// metadata exchange, cached per isolate); omitted when none happened.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connect_ms: Option<f64>,
     pub error: Option<ErrorBody>,
 }
 
@@ -91,6 +95,7 @@ impl Answer {
         match id {
             StoreId::Kv => self.kv_latency = result.ok_read_ms(),
             StoreId::Upstash => self.redis_latency = result.ok_read_ms(),
+            StoreId::DenoKv => {}
         }
         self.order.push(id);
         self.stores.insert(id, result);
@@ -123,6 +128,7 @@ mod tests {
                 hit: Some(false),
                 value_bytes: Some(40_000),
                 write_ms: Some(2.0),
+                connect_ms: None,
                 error: None,
             },
         );
@@ -133,15 +139,27 @@ mod tests {
                 hit: Some(true),
                 value_bytes: Some(23_456),
                 write_ms: None,
+                connect_ms: None,
                 error: None,
+            },
+        );
+        a.push(
+            StoreId::DenoKv,
+            StoreResult {
+                read_ms: Some(4.0),
+                hit: Some(true),
+                value_bytes: Some(10),
+                connect_ms: Some(7.5),
+                ..Default::default()
             },
         );
         let v: serde_json::Value = serde_json::from_str(&a.to_json()).unwrap();
         assert_eq!(
             v,
             serde_json::json!({
-                "key": "417", "colo": "FRA", "order": ["upstash", "kv"], "isolate_requests": 12,
+                "key": "417", "colo": "FRA", "order": ["upstash", "kv", "denokv"], "isolate_requests": 12,
                 "stores": {
+                    "denokv": {"read_ms": 4.0, "hit": true, "value_bytes": 10, "write_ms": null, "connect_ms": 7.5, "error": null},
                     "kv": {"read_ms": 12.0, "hit": true, "value_bytes": 23456, "write_ms": null, "error": null},
                     "upstash": {"read_ms": 3.0, "hit": false, "value_bytes": 40000, "write_ms": 2.0, "error": null}
                 },

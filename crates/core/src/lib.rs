@@ -4,6 +4,7 @@
 pub mod answer;
 pub mod auth;
 pub mod clock;
+pub mod denokv;
 pub mod endpoint;
 pub mod error;
 pub mod http;
@@ -15,11 +16,12 @@ pub mod value;
 
 pub use answer::{Answer, ErrorBody, StoreResult};
 pub use clock::{Clock, Timer};
+pub use denokv::{DenoKvStore, MetadataCache};
 pub use endpoint::{handle, Call, Reply};
 pub use error::{ErrorKind, StoreError};
 pub use http::{HttpRequest, HttpResponse, HttpTransport};
 pub use params::{Defaults, Order, ParamError, Params};
 pub use probe::{probe, Isolate, StoreSet};
-pub use store::{Store, StoreId};
+pub use store::{Consistency, Store, StoreId};
 pub use upstash::UpstashStore;
 pub use value::ValueGen;

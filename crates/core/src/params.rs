@@ -3,7 +3,8 @@
 
 use serde::Serialize;
 
-use crate::store::StoreId;
+use crate::denokv::key as deno_key;
+use crate::store::{Consistency, StoreId};
 
 pub const KEYS_MAX: u32 = 1_000_000;
 pub const BYTES_MAX: u32 = 1_048_576;
@@ -13,8 +14,12 @@ pub const TTL_MAX_S: u32 = 86_400;
 /// Cloudflare KV's smallest `cacheTtl`.
 pub const CACHE_TTL_MIN_S: u32 = 30;
 pub const CACHE_TTL_MAX_S: u32 = 31_536_000;
-/// Cloudflare KV's key limit, in bytes.
-pub const KEY_MAX_BYTES: usize = 512;
+/// Longest `key` any measurement accepts, in bytes (Deno KV's own limit; Upstash has none).
+pub const KEY_MAX_BYTES: usize = 2048;
+/// Cloudflare KV's key limit, in bytes: applies whenever `kv` is measured.
+pub const KV_KEY_MAX_BYTES: usize = 512;
+/// Deno KV's value limit, in bytes: `max_bytes` may not exceed it when `denokv` is measured.
+pub const DENO_KV_VALUE_MAX_BYTES: u32 = deno_key::MAX_VALUE_BYTES as u32;
 pub const TIMEOUT_MIN_MS: u32 = 100;
 pub const TIMEOUT_MAX_MS: u32 = 60_000;
 
@@ -55,6 +60,7 @@ pub struct Defaults {
     pub order: Order,
     pub cache_ttl_s: Option<u32>,
     pub timeout_ms: u32,
+    pub consistency: Consistency,
 }
 
 impl Default for Defaults {
@@ -68,12 +74,13 @@ impl Default for Defaults {
             order: Order::Random,
             cache_ttl_s: None,
             timeout_ms: 10_000,
+            consistency: Consistency::Strong,
         }
     }
 }
 
 /// `[vars]` name → query parameter it provides the default for.
-pub const VARS: [(&str, &str); 8] = [
+pub const VARS: [(&str, &str); 9] = [
     ("KEYS", "keys"),
     ("MIN_BYTES", "min_bytes"),
     ("MAX_BYTES", "max_bytes"),
@@ -82,6 +89,7 @@ pub const VARS: [(&str, &str); 8] = [
     ("ORDER", "order"),
     ("CACHE_TTL", "cache_ttl"),
     ("TIMEOUT_MS", "timeout_ms"),
+    ("CONSISTENCY", "consistency"),
 ];
 
 impl Defaults {
@@ -114,6 +122,7 @@ impl Defaults {
             order: parsed.order,
             cache_ttl_s: parsed.cache_ttl_s,
             timeout_ms: parsed.timeout_ms,
+            consistency: parsed.consistency,
         })
     }
 }
@@ -130,12 +139,14 @@ pub struct Params {
     pub order: Order,
     pub cache_ttl_s: Option<u32>,
     pub timeout_ms: u32,
+    /// Deno KV read consistency.
+    pub consistency: Consistency,
     /// A fixed key instead of a random one.
     pub key: Option<String>,
 }
 
 /// Every query parameter `/test` accepts.
-pub const PARAMETERS: [&str; 9] = [
+pub const PARAMETERS: [&str; 10] = [
     "keys",
     "min_bytes",
     "max_bytes",
@@ -144,6 +155,7 @@ pub const PARAMETERS: [&str; 9] = [
     "order",
     "cache_ttl",
     "timeout_ms",
+    "consistency",
     "key",
 ];
 
@@ -209,6 +221,15 @@ impl Params {
             Some(v) => bounded("timeout_ms", v, TIMEOUT_MIN_MS, TIMEOUT_MAX_MS)?,
             None => defaults.timeout_ms,
         };
+        let consistency = match get("consistency") {
+            Some(v) => Consistency::parse(v).ok_or_else(|| {
+                ParamError::new(
+                    "consistency",
+                    format!("expected strong or eventual, got {v:?}"),
+                )
+            })?,
+            None => defaults.consistency,
+        };
         let explicit_stores = match get("stores") {
             Some(v) => Some(store_list("stores", v)?),
             None => None,
@@ -256,9 +277,18 @@ impl Params {
             other => other,
         };
         let key = match get("key") {
-            Some(k) => Some(valid_key(k)?),
+            Some(k) => Some(valid_key(k, &stores)?),
             None => None,
         };
+        if stores.contains(&StoreId::DenoKv) && max_bytes > DENO_KV_VALUE_MAX_BYTES {
+            return Err(ParamError::new(
+                "max_bytes",
+                format!(
+                    "Deno KV stores values of at most {DENO_KV_VALUE_MAX_BYTES} bytes, got \
+                     max_bytes {max_bytes}; lower it or leave denokv out of `stores`"
+                ),
+            ));
+        }
         Ok(Params {
             keys,
             min_bytes,
@@ -268,6 +298,7 @@ impl Params {
             order,
             cache_ttl_s,
             timeout_ms,
+            consistency,
             key,
         })
     }
@@ -315,11 +346,33 @@ fn same_set(a: &[StoreId], b: &[StoreId]) -> bool {
     a.len() == b.len() && a.iter().all(|s| b.contains(s))
 }
 
-fn valid_key(key: &str) -> Result<String, ParamError> {
+/// A fixed key must fit every measured store: 512 bytes with Cloudflare KV, 2,048 bytes of
+/// tuple encoding (the key plus 2, plus 1 per NUL byte) with Deno KV, 2,048 bytes otherwise.
+fn valid_key(key: &str, stores: &[StoreId]) -> Result<String, ParamError> {
     if key.is_empty() || key.len() > KEY_MAX_BYTES {
         return Err(ParamError::new(
             "key",
             format!("must be 1 to {KEY_MAX_BYTES} bytes, got {}", key.len()),
+        ));
+    }
+    if stores.contains(&StoreId::Kv) && key.len() > KV_KEY_MAX_BYTES {
+        return Err(ParamError::new(
+            "key",
+            format!(
+                "Cloudflare KV keys are at most {KV_KEY_MAX_BYTES} bytes, got {}",
+                key.len()
+            ),
+        ));
+    }
+    let encoded = deno_key::encoded_len(key);
+    if stores.contains(&StoreId::DenoKv) && encoded > deno_key::MAX_KEY_BYTES {
+        return Err(ParamError::new(
+            "key",
+            format!(
+                "Deno KV keys are at most {} bytes encoded; the key [{:?}…] encodes to {encoded}",
+                deno_key::MAX_KEY_BYTES,
+                key.chars().take(8).collect::<String>()
+            ),
         ));
     }
     if key == "." || key == ".." {
@@ -350,8 +403,12 @@ mod tests {
             (p.keys, p.min_bytes, p.max_bytes, p.ttl_s),
             (1000, 4096, 65536, 60)
         );
-        assert_eq!(p.stores, vec![StoreId::Kv, StoreId::Upstash]);
+        assert_eq!(
+            p.stores,
+            vec![StoreId::Kv, StoreId::Upstash, StoreId::DenoKv]
+        );
         assert_eq!(p.order, Order::Random);
+        assert_eq!(p.consistency, Consistency::Strong);
         assert_eq!(p.timeout_ms, 10_000);
         assert_eq!(p.key, None);
     }
@@ -362,6 +419,7 @@ mod tests {
             ("keys", "1"),
             ("min_bytes", "1"),
             ("max_bytes", "1048576"),
+            ("stores", "upstash,kv"),
             ("ttl", "86400"),
             ("cache_ttl", "30"),
             ("key", "abc"),
@@ -379,6 +437,52 @@ mod tests {
         assert_eq!(p.stores, vec![StoreId::Kv]);
         let p = parse(&[("stores", "upstash")]).unwrap();
         assert_eq!((p.stores, p.order), (vec![StoreId::Upstash], Order::Random));
+        let p = parse(&[("consistency", "eventual"), ("order", "denokv")]).unwrap();
+        assert_eq!(p.consistency, Consistency::Eventual);
+        assert_eq!(p.stores, vec![StoreId::DenoKv]);
+    }
+
+    #[test]
+    fn deno_kv_limits_apply_only_when_denokv_is_measured() {
+        let at = |n: usize| "k".repeat(n);
+        let ok = |pairs: &[(&str, &str)]| parse(pairs).map(|_| ()).map_err(|e| e.parameter);
+        let blamed = |pairs: &[(&str, &str)]| parse(pairs).unwrap_err().parameter;
+        // Values: 65,536 bytes is Deno KV's limit.
+        assert_eq!(ok(&[("max_bytes", "65536")]), Ok(()));
+        assert_eq!(blamed(&[("max_bytes", "65537")]), "max_bytes");
+        assert_eq!(
+            blamed(&[("max_bytes", "65537"), ("stores", "denokv")]),
+            "max_bytes"
+        );
+        assert_eq!(
+            ok(&[("max_bytes", "65537"), ("stores", "kv,upstash")]),
+            Ok(())
+        );
+        // Keys: 512 bytes with KV; 2,048 encoded bytes (key + 2) with Deno KV alone.
+        assert_eq!(ok(&[("key", &at(512))]), Ok(()));
+        assert_eq!(blamed(&[("key", &at(513))]), "key");
+        assert_eq!(ok(&[("key", &at(2046)), ("stores", "denokv")]), Ok(()));
+        assert_eq!(blamed(&[("key", &at(2047)), ("stores", "denokv")]), "key");
+        let nul = format!("{}\0", at(2045));
+        assert_eq!(blamed(&[("key", &nul), ("stores", "denokv")]), "key");
+        assert_eq!(ok(&[("key", &at(2048)), ("stores", "upstash")]), Ok(()));
+        assert_eq!(blamed(&[("key", &at(2049)), ("stores", "upstash")]), "key");
+        let e = parse(&[("key", &at(2047)), ("stores", "denokv")]).unwrap_err();
+        assert!(e.message.contains("2048"), "{}", e.message);
+        // A var default above the limit is blamed on the var.
+        let e = Defaults::from_vars(|v| (v == "MAX_BYTES").then(|| "100000".into())).unwrap_err();
+        assert_eq!(e.parameter, "MAX_BYTES");
+        let d = Defaults::from_vars(|v| match v {
+            "MAX_BYTES" => Some("100000".into()),
+            "STORES" => Some("kv,upstash".into()),
+            "CONSISTENCY" => Some("eventual".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(
+            (d.max_bytes, d.consistency),
+            (100_000, Consistency::Eventual)
+        );
     }
 
     #[test]
@@ -410,6 +514,8 @@ mod tests {
             (&[("key", long.as_str())], "key"),
             (&[("bogus", "1")], "bogus"),
             (&[("ttl", "60"), ("ttl", "61")], "ttl"),
+            (&[("consistency", "linearizable")], "consistency"),
+            (&[("consistency", "")], "consistency"),
         ];
         for (pairs, parameter) in cases {
             let err = parse(pairs).expect_err(&format!("{pairs:?} should fail"));

@@ -11,15 +11,18 @@ use crate::error::StoreError;
 pub enum StoreId {
     Kv,
     Upstash,
+    #[serde(rename = "denokv")]
+    DenoKv,
 }
 
 impl StoreId {
-    pub const ALL: [StoreId; 2] = [StoreId::Kv, StoreId::Upstash];
+    pub const ALL: [StoreId; 3] = [StoreId::Kv, StoreId::Upstash, StoreId::DenoKv];
 
     pub fn as_str(self) -> &'static str {
         match self {
             StoreId::Kv => "kv",
             StoreId::Upstash => "upstash",
+            StoreId::DenoKv => "denokv",
         }
     }
 
@@ -28,16 +31,47 @@ impl StoreId {
     }
 }
 
+/// Consistency of a Deno KV read (`?consistency=`); strong is Deno's own default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Consistency {
+    #[default]
+    Strong,
+    Eventual,
+}
+
+impl Consistency {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Consistency::Strong => "strong",
+            Consistency::Eventual => "eventual",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Consistency> {
+        [Consistency::Strong, Consistency::Eventual]
+            .into_iter()
+            .find(|c| c.as_str() == name)
+    }
+}
+
 /// Options of one read that only some stores understand.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReadOptions {
     /// Cloudflare KV `cacheTtl` in seconds.
     pub cache_ttl_s: Option<u32>,
+    /// Deno KV read consistency.
+    pub consistency: Consistency,
 }
 
 /// A key-value store as the benchmark sees it.
 #[async_trait(?Send)]
 pub trait Store {
+    /// Per-isolate setup the store needs before its timed calls (Deno KV's metadata exchange),
+    /// done only when due. `Ok(true)` = it did network work in this call, so the probe reports
+    /// that time as `connect_ms` instead of counting it in the read or write.
+    async fn connect(&self) -> Result<bool, StoreError> {
+        Ok(false)
+    }
     /// Reads `key`; `Ok(None)` is a miss. A hit returns the whole value, fully read.
     async fn get(&self, key: &str, options: ReadOptions) -> Result<Option<Vec<u8>>, StoreError>;
     /// Writes `value` under `key`, expiring after `ttl_s` seconds.

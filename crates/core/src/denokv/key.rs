@@ -1,0 +1,60 @@
+//! Deno KV keys in the tuple encoding of the KV Connect spec (FoundationDB's, as ported in
+//! `denokv_proto::codec`): a string part is the tag 0x02, its UTF-8 bytes with every 0x00 escaped
+//! as 0x00 0xFF, then a 0x00 terminator. The benchmark key `k` is the one-element tuple `[k]`, as
+//! Deno code writes `kv.get([k])`, so any other Deno KV client sees the same entries.
+
+const STRING: u8 = 0x02;
+const ESCAPE: u8 = 0xff;
+
+/// Deno KV's limit on an encoded key in a write (`denokv_proto::limits::MAX_WRITE_KEY_SIZE_BYTES`).
+pub const MAX_KEY_BYTES: usize = 2048;
+/// Deno KV's limit on one value's bytes (`denokv_proto::limits::MAX_VALUE_SIZE_BYTES`).
+pub const MAX_VALUE_BYTES: usize = 65_536;
+
+/// Encodes the tuple `[part, ...]` of strings.
+pub fn encode(parts: &[&str]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(parts.iter().map(|p| p.len() + 2).sum());
+    for part in parts {
+        out.push(STRING);
+        for &b in part.as_bytes() {
+            out.push(b);
+            if b == 0 {
+                out.push(ESCAPE);
+            }
+        }
+        out.push(0);
+    }
+    out
+}
+
+/// Length of `encode(&[key])` without building it: what Deno KV's key limit applies to.
+pub fn encoded_len(key: &str) -> usize {
+    2 + key.len() + key.bytes().filter(|b| *b == 0).count()
+}
+
+/// The end of the read range that holds exactly `key`: `key` followed by 0x00, the smallest key
+/// greater than it (what Deno's own `get` sends).
+pub fn range_end(encoded: &[u8]) -> Vec<u8> {
+    let mut end = Vec::with_capacity(encoded.len() + 1);
+    end.extend_from_slice(encoded);
+    end.push(0);
+    end
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_tagged_escaped_and_terminated() {
+        assert_eq!(encode(&["417"]), b"\x02417\x00");
+        assert_eq!(encode(&[""]), b"\x02\x00");
+        assert_eq!(encode(&["a\0b"]), b"\x02a\x00\xffb\x00");
+        assert_eq!(encode(&["a", "b"]), b"\x02a\x00\x02b\x00");
+        assert_eq!(encode(&["é"]), b"\x02\xc3\xa9\x00");
+        for k in ["417", "", "a\0b", "\0\0", "é"] {
+            assert_eq!(encoded_len(k), encode(&[k]).len(), "{k:?}");
+        }
+        assert_eq!(range_end(b"\x02k\x00"), b"\x02k\x00\x00");
+    }
+}
