@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `npm run bench`: installs what is missing, builds, starts the local stack on free loopback
-# ports (redis-server → upstash-gateway → the worker under Miniflare with its local KV), runs
+# ports (redis-server → upstash-gateway, denokv, and the worker under Miniflare with its local
+# KV), runs
 # `kvbench run` against it, prints the report, writes it to bench-results/<timestamp>/ and stops
 # the stack. Knobs (env): BENCH_RATE (default 50 req/s), BENCH_DURATION (60s), BENCH_ARGS (extra
 # `kvbench run` flags), BENCH_QUERY (extra /test query, e.g. "min_bytes=1024&max_bytes=1024"),
@@ -28,9 +29,10 @@ trap 'exit 143' TERM
 start_redis "$(free_port)"
 # shellcheck disable=SC2086  # BENCH_FAULTS is a list of flags
 start_gateway "$(free_port)" ${BENCH_FAULTS:-}
+start_denokv "$(free_port)"
 start_miniflare "$(free_port)"
 url="http://127.0.0.1:$WORKER_PORT/test${BENCH_QUERY:+?$BENCH_QUERY}"
-log "stack up: worker $url, gateway :$GATEWAY_PORT, redis :$REDIS_PORT"
+log "stack up: worker $url, gateway :$GATEWAY_PORT, redis :$REDIS_PORT, denokv :$DENOKV_PORT"
 
 mkdir -p "$OUT"
 rss_mib() { ps -o rss= -p "$1" 2>/dev/null | awk '{printf "%.0f", $1/1024}'; }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `npm run dev`: the whole local stack in the foreground — redis-server, upstash-gateway and
-# `wrangler dev` on 127.0.0.1:8787 with its local KV — until Ctrl-C or SIGTERM, which stop
+# `npm run dev`: the whole local stack in the foreground — redis-server, upstash-gateway, denokv
+# and `wrangler dev` on 127.0.0.1:8787 with its local KV — until Ctrl-C or SIGTERM, which stop
 # every process it started (by PID) and nothing else.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$ROOT/scripts/stack.sh"
@@ -9,6 +9,7 @@ cd "$ROOT"
 PORT=${KVBENCH_PORT:-8787}
 GATEWAY=${KVBENCH_GATEWAY_PORT:-8079}
 REDIS=${KVBENCH_REDIS_PORT:-6390}
+DENOKV=${KVBENCH_DENOKV_PORT:-4512}
 DIR="$ROOT/.stack/dev"
 LOCK="$ROOT/.stack/dev.lock"
 
@@ -39,6 +40,7 @@ bash scripts/build.sh
 stack_init "$DIR"
 start_redis "$REDIS"
 start_gateway "$GATEWAY"
+start_denokv "$DENOKV"
 log "starting wrangler dev (builds the worker, ~20 s)"
 start_wrangler "$PORT"
 
@@ -47,6 +49,7 @@ cat >&2 <<MSG
   worker          http://127.0.0.1:$PORT/test      (local KV persisted in $DIR/wrangler-state)
   upstash-gateway http://127.0.0.1:$GATEWAY        (token in $DIR/worker.env)
   redis-server    127.0.0.1:$REDIS               (no persistence)
+  denokv          http://127.0.0.1:$DENOKV        (SQLite in $DIR; token in $DIR/worker.env)
   logs            $DIR/*.log
 
   Try:  curl -s 'http://127.0.0.1:$PORT/test?key=1' ; curl -s 'http://127.0.0.1:$PORT/test?key=1'

@@ -1,6 +1,7 @@
 # The local stack on real parts, as a library for dev.sh and bench.sh (sourced, not run):
-# redis-server (private port, no persistence) → upstash-gateway (Upstash REST) → the worker
-# (wrangler dev or Miniflare) with its local KV. Every process is started in its own process
+# redis-server (private port, no persistence) → upstash-gateway (Upstash REST), a self-hosted
+# denokv (KV Connect, SQLite in the state dir), and the worker (wrangler dev or Miniflare) with its
+# local KV. Every process is started in its own process
 # group, its PID recorded under $STACK_DIR, and stopped by that PID only.
 # shellcheck shell=bash
 
@@ -12,7 +13,8 @@ stack_init() {
   mkdir -p "$STACK_DIR"
   STACK_TOKEN="local-$(node -e 'console.log(require("crypto").randomBytes(16).toString("hex"))')"
   STACK_ADMIN_TOKEN="admin-$(node -e 'console.log(require("crypto").randomBytes(16).toString("hex"))')"
-  export STACK_DIR STACK_TOKEN STACK_ADMIN_TOKEN
+  STACK_DENO_TOKEN="deno-$(node -e 'console.log(require("crypto").randomBytes(16).toString("hex"))')"
+  export STACK_DIR STACK_TOKEN STACK_ADMIN_TOKEN STACK_DENO_TOKEN
 }
 
 # spawn NAME CMD...: runs CMD in its own session (so its children can be stopped with it),
@@ -66,6 +68,16 @@ start_gateway() {
   check_alive gateway
 }
 
+# Self-hosted Deno KV (KV Connect) with a SQLite file in the state dir.
+start_denokv() {
+  DENOKV_PORT=$1
+  require_free_port "$DENOKV_PORT" denokv KVBENCH_DENOKV_PORT
+  spawn denokv denokv --sqlite-path "$STACK_DIR/denokv.sqlite" serve \
+    --access-token "$STACK_DENO_TOKEN" --addr "127.0.0.1:$DENOKV_PORT"
+  wait_port "$DENOKV_PORT" denokv
+  check_alive denokv
+}
+
 # The worker's environment: the local services, as a dotenv file (wrangler hides its values).
 write_worker_env() {
   local file="$STACK_DIR/worker.env"
@@ -73,6 +85,10 @@ write_worker_env() {
   {
     echo "UPSTASH_REDIS_REST_URL=http://127.0.0.1:$GATEWAY_PORT"
     echo "UPSTASH_REDIS_REST_TOKEN=$STACK_TOKEN"
+    if [ -n "${DENOKV_PORT:-}" ]; then
+      echo "DENO_KV_URL=http://127.0.0.1:$DENOKV_PORT"
+      echo "DENO_KV_ACCESS_TOKEN=$STACK_DENO_TOKEN"
+    fi
   } >"$file"
   [ -z "${STACK_EXTRA_ENV:-}" ] || printf '%s\n' "$STACK_EXTRA_ENV" >>"$file"
   WORKER_ENV_FILE=$file
