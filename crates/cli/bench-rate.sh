@@ -6,14 +6,16 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-cargo build --release --quiet --bin kvbench --example static_target
-KVBENCH=target/release/kvbench
+# The workspace's `native` profile (optimised, no LTO), as npm run bench builds kvbench.
+cargo build --profile native --quiet --bin kvbench --example static_target
+BIN_DIR="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')/native"
+KVBENCH=$BIN_DIR/kvbench
 WORK=$(mktemp -d)
 TARGET_PID=
 cleanup() { [ -n "$TARGET_PID" ] && kill "$TARGET_PID" 2>/dev/null; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-target/release/examples/static_target 127.0.0.1:0 >"$WORK/target.log" &
+"$BIN_DIR/examples/static_target" 127.0.0.1:0 >"$WORK/target.log" &
 TARGET_PID=$!
 for _ in $(seq 50); do grep -q listening "$WORK/target.log" 2>/dev/null && break; sleep 0.1; done
 URL=$(sed -n 's/^listening on //p' "$WORK/target.log")
@@ -56,7 +58,7 @@ done
 echo "kvbench sustains: $BEST req/s (open loop)"
 
 if command -v oha >/dev/null 2>&1; then
-  OHA=$(oha -z 5s -c 64 --no-tui "$URL" | sed -n 's/^ *Requests\/sec: *\([0-9.]*\).*/\1/p')
+  OHA=$(oha -z 5s -c 64 --no-tui "$URL" | sed -n 's/^[[:space:]]*Requests\/sec:[[:space:]]*\([0-9.]*\).*/\1/p')
   echo "oha (closed loop, 64 connections, 5 s): $OHA req/s"
   awk -v k="$BEST" -v o="$OHA" 'BEGIN { if (o > 0) printf "ratio kvbench / oha: %.2f\n", k / o }'
 else
