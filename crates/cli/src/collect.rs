@@ -59,7 +59,7 @@ pub struct Snapshot {
     pub sent: u64,
     pub answered: u64,
     pub failed: u64,
-    /// (store, read p50 µs, read p99 µs) over the run so far.
+    /// (store, read p50 µs, read p99 µs) over the run so far, for stores with successful reads.
     pub stores: Vec<(String, u64, u64)>,
 }
 
@@ -112,6 +112,8 @@ impl Collector {
                 .section
                 .stores
                 .iter()
+                // A store with no successful read yet has no percentiles to show (not "0 ms").
+                .filter(|(_, s)| !s.read_us.is_empty())
                 .map(|(name, s)| {
                     (
                         name.clone(),
