@@ -293,10 +293,8 @@ async fn put_faults(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::RedisServer;
+    use crate::testing::{call, RedisServer};
     use axum::http::Method;
-    use http_body_util::BodyExt;
-    use tower::ServiceExt;
 
     const TOKEN: &str = "unit-token";
 
@@ -305,28 +303,6 @@ mod tests {
         let mut settings = Settings::new("redis://127.0.0.1:1", TOKEN);
         settings.max_request_bytes = max_request_bytes;
         app(AppState::new(settings).unwrap())
-    }
-
-    async fn call(
-        app: &Router,
-        method: Method,
-        uri: &str,
-        headers: &[(&str, &str)],
-        body: impl Into<Body>,
-    ) -> (StatusCode, JsonValue) {
-        let mut req = Request::builder().method(method).uri(uri);
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
-        let res = app
-            .clone()
-            .oneshot(req.body(body.into()).unwrap())
-            .await
-            .unwrap();
-        let status = res.status();
-        let bytes = res.into_body().collect().await.unwrap().to_bytes();
-        let json = serde_json::from_slice(&bytes).unwrap_or(JsonValue::Null);
-        (status, json)
     }
 
     const AUTH: (&str, &str) = ("authorization", "Bearer unit-token");

@@ -83,3 +83,30 @@ pub fn free_port() -> u16 {
         .map(|a| a.port())
         .expect("bind an ephemeral loopback port")
 }
+
+/// Sends one request to `app` without a socket and returns its status and JSON body
+/// (`Value::Null` when the body is not JSON).
+pub async fn call(
+    app: &axum::Router,
+    method: axum::http::Method,
+    uri: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<axum::body::Body>,
+) -> (axum::http::StatusCode, serde_json::Value) {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    let mut req = axum::http::Request::builder().method(method).uri(uri);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let res = app
+        .clone()
+        .oneshot(req.body(body.into()).expect("valid test request"))
+        .await
+        .expect("the router is infallible");
+    let status = res.status();
+    let bytes = res.into_body().collect().await.expect("body").to_bytes();
+    let json = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+    (status, json)
+}
