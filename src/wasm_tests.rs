@@ -67,3 +67,10 @@ fn index_describes_config_without_secrets() {
     assert_eq!(v["defaults"]["ttl"], 60);
     assert_eq!(v["defaults"]["order"], "random");
 }
+
+#[wasm_bindgen_test]
+fn colo_is_local_without_cf() {
+    let req = worker::Request::new("https://example.com/test", worker::Method::Get)
+        .expect("a plain Request");
+    assert_eq!(crate::bindings::colo(&req), "local");
+}
