@@ -214,9 +214,12 @@ impl Collector {
             // An operation is billed when it reached the store (it has a time); a store that is
             // not configured has none, so it is never billed.
             if r.read_us.is_some() {
+                // On a miss `value_bytes` is what was then *written*; the read itself returned
+                // nothing, which Deno KV bills as one (minimum) read unit.
+                let read = if r.hit == Some(true) { bytes } else { 0 };
                 s.reads += 1;
-                s.read_bytes.record(bytes);
-                s.read_units_4k += units(bytes, 4096);
+                s.read_bytes.record(read);
+                s.read_units_4k += units(read, 4096);
             }
             if r.write_us.is_some() {
                 s.writes += 1;
@@ -387,15 +390,25 @@ mod tests {
     fn billing_units_from_value_sizes() {
         let mut c = Collector::new(Duration::from_secs(1), Duration::from_secs(1));
         for bytes in [0, 1, 4096, 4097, 10_000] {
+            // A hit reads `bytes`; a miss reads nothing and then writes `bytes`.
             c.record(&answer(
                 0,
                 &format!(
-                    r#"{{"stores":{{"d":{{"read_ms":1,"write_ms":1,"value_bytes":{bytes}}}}}}}"#
+                    r#"{{"stores":{{"d":{{"read_ms":1,"hit":true,"value_bytes":{bytes}}}}}}}"#
+                ),
+            ));
+            c.record(&answer(
+                0,
+                &format!(
+                    r#"{{"stores":{{"d":{{"read_ms":1,"hit":false,"write_ms":1,"value_bytes":{bytes}}}}}}}"#
                 ),
             ));
         }
         let d = &c.section().stores["d"];
-        assert_eq!(d.read_units_4k, 1 + 1 + 1 + 2 + 3);
+        assert_eq!(d.reads, 10);
+        // Hits: max(1, ceil(bytes / 4 KiB)); each miss read is the minimum of one unit.
+        assert_eq!(d.read_units_4k, (1 + 1 + 1 + 2 + 3) + 5);
+        assert_eq!(d.writes, 5);
         assert_eq!(d.write_units_1k, 1 + 1 + 4 + 5 + 10);
     }
 
