@@ -52,17 +52,20 @@ pub struct RunArgs {
     /// How long to send, e.g. 90s, 30m, 1h.
     #[arg(long, default_value = "30m", value_parser = parse_duration)]
     pub duration: Duration,
-    /// Extra request header 'Name: value' (repeatable).
-    #[arg(long = "header", value_name = "NAME: VALUE", value_parser = parse_header)]
-    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// Extra request header 'Name: value' (repeatable). Validated after parsing by
+    /// [`RunArgs::parsed_headers`], whose errors never repeat the value (it is often a token).
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
     /// Name of this run in merged reports (e.g. the vantage point).
     #[arg(long, default_value = "default", value_parser = parse_label)]
     pub label: String,
     /// Directory for report.json, timeline.svg, latency.svg (and samples.csv).
     #[arg(long, default_value = "kvbench-out", value_name = "DIR")]
     pub out: PathBuf,
-    /// Give up on a request after this long (counted as `timeout`).
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    /// Give up on a request after this long (counted as `timeout`). The default is above the
+    /// worker's worst case (3 stores × connect/read/write × its 10 s per-call timeout), so a slow
+    /// store comes back as that store's `timeout` error instead of losing the whole answer.
+    #[arg(long, default_value = "90s", value_parser = parse_duration)]
     pub timeout: Duration,
     /// Requests allowed in flight; beyond it a request is counted `not_sent`, never delayed.
     #[arg(long, default_value = "512", value_name = "N", value_parser = parse_max_in_flight)]
@@ -155,10 +158,24 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+impl RunArgs {
+    /// The `--header` values as header pairs; an error names the flag and the header's position,
+    /// never its value.
+    pub fn parsed_headers(&self) -> Result<Vec<(HeaderName, HeaderValue)>, String> {
+        self.headers
+            .iter()
+            .enumerate()
+            .map(|(i, h)| parse_header(h).map_err(|e| format!("--header #{}: {e}", i + 1)))
+            .collect()
+    }
+}
+
 pub fn parse_header(s: &str) -> Result<(HeaderName, HeaderValue), String> {
-    let (name, value) = s.split_once(':').ok_or("expected 'Name: value'")?;
+    let (name, value) = s
+        .split_once(':')
+        .ok_or("expected 'Name: value' (the value is not shown: it may be a secret)")?;
     let name = HeaderName::from_bytes(name.trim().as_bytes())
-        .map_err(|_| format!("{:?} is not a valid header name", name.trim()))?;
+        .map_err(|_| "not a valid header name (the value is not shown)".to_string())?;
     let value = HeaderValue::from_str(value.trim())
         .map_err(|_| "header value has characters a header cannot carry".to_string())?;
     Ok((name, value))

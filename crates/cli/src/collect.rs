@@ -185,7 +185,9 @@ impl Collector {
         colo.answered += 1;
         colo.latency_us.record(latency_us);
         for (name, r) in &a.stores {
-            if let Some(us) = r.read_us {
+            // Successful reads only, like the per-store rows.
+            let read_failed = r.error.as_ref().is_some_and(|e| !e.is_write());
+            if let Some(us) = r.read_us.filter(|_| !read_failed) {
                 colo.read_us.entry(name.clone()).or_default().record(us);
             }
         }

@@ -34,6 +34,13 @@ fn publish(r: &Report, dir: &Path, charts: bool) -> anyhow::Result<()> {
 }
 
 fn run_command(a: RunArgs) -> anyhow::Result<ExitCode> {
+    let headers = match a.parsed_headers() {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("kvbench: error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
     // Fail on a bad price file before spending the run's time.
     PriceTable::load(a.price.prices.as_deref())?;
     std::fs::create_dir_all(&a.out)
@@ -42,7 +49,7 @@ fn run_command(a: RunArgs) -> anyhow::Result<ExitCode> {
         url: a.url.clone(),
         rate: a.rate,
         duration: a.duration,
-        headers: a.headers.clone(),
+        headers,
         label: a.label.clone(),
         timeout: a.timeout,
         max_in_flight: a.max_in_flight,

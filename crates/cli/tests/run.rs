@@ -336,6 +336,11 @@ fn bad_flags_name_the_flag() {
         (&["--timeout", "0s"], "--timeout"),
         (&["--interval=-1s"], "--interval"),
         (&["--header", "NoColon"], "--header"),
+        (
+            &["--header", "Authorization Bearer s3cret-in-header"],
+            "--header",
+        ),
+        (&["--header", "Bad Name: s3cret-in-header"], "--header"),
         (&["--max-in-flight", "0"], "--max-in-flight"),
         (&["--project-rps=-3"], "--project-rps"),
         (&["--prices", "/nonexistent/prices.toml"], "--prices"),
@@ -356,6 +361,10 @@ fn bad_flags_name_the_flag() {
         assert!(
             stderr.contains(flag),
             "{extra:?}: message does not name {flag}: {stderr}"
+        );
+        assert!(
+            !stderr.contains("s3cret"),
+            "a header value was echoed: {stderr}"
         );
     }
     let o = kvbench(&["run", "--url", "ftp://x/test"]);

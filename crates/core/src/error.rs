@@ -74,6 +74,18 @@ impl StoreError {
     }
 }
 
+/// Replaces every occurrence of a secret in foreign text. Runs on the whole text *before* it is
+/// shortened by [`quote`], so a secret cut in half by the shortening cannot survive as a prefix.
+pub fn redact(text: &str, secrets: &[&str]) -> String {
+    let mut out = text.to_string();
+    for secret in secrets.iter().filter(|s| !s.is_empty()) {
+        if out.contains(secret) {
+            out = out.replace(secret, "[redacted]");
+        }
+    }
+    out
+}
+
 /// Shortens foreign text to a readable, bounded quote (on a char boundary).
 pub fn quote(text: &str) -> String {
     let text = text.trim();
@@ -105,6 +117,15 @@ mod tests {
             "HTTP 500: boom"
         );
         assert_eq!(StoreError::http_status(502, " ").message, "HTTP 502");
+    }
+
+    #[test]
+    fn secrets_are_redacted_before_the_quote_cuts_them() {
+        let secret = "tok-0123456789abcdef";
+        let text = format!("{}Bearer {secret} tail", "x".repeat(195));
+        let q = quote(&redact(&text, &[secret, ""]));
+        assert!(!q.contains("tok-0123"), "{q}");
+        assert_eq!(redact("no secret here", &[secret]), "no secret here");
     }
 
     #[test]

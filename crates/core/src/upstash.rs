@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use crate::error::{quote, ErrorKind, StoreError};
+use crate::error::{quote, redact, ErrorKind, StoreError};
 use crate::http::{HttpRequest, HttpResponse, HttpTransport};
 use crate::store::{ReadOptions, Store};
 
@@ -43,7 +43,7 @@ impl<T: HttpTransport> UpstashStore<T> {
             .send(self.request(&command))
             .await
             .map_err(|e| self.redact(e))?;
-        decode(&response).map_err(|e| self.redact(e))
+        decode(&response, &[&self.token]).map_err(|e| self.redact(e))
     }
 
     /// Belt and braces: no message leaves this store with the token in it, whatever a server echoes.
@@ -55,25 +55,24 @@ impl<T: HttpTransport> UpstashStore<T> {
     }
 }
 
-/// Decodes an Upstash REST answer into its `result`, or a classified error.
-pub fn decode(response: &HttpResponse) -> Result<Value, StoreError> {
+/// Decodes an Upstash REST answer into its `result`, or a classified error. Foreign text quoted in
+/// an error has every one of `secrets` redacted first.
+pub fn decode(response: &HttpResponse, secrets: &[&str]) -> Result<Value, StoreError> {
+    let body_text = || redact(&String::from_utf8_lossy(&response.body), secrets);
     let parsed: Option<Value> = serde_json::from_slice(&response.body).ok();
     let error_text = parsed
         .as_ref()
         .and_then(|v| v.get("error"))
         .and_then(Value::as_str)
-        .map(str::to_string);
+        .map(|text| redact(text, secrets));
     if !(200..300).contains(&response.status) {
-        let detail = error_text.unwrap_or_else(|| String::from_utf8_lossy(&response.body).into());
+        let detail = error_text.unwrap_or_else(body_text);
         return Err(StoreError::http_status(response.status, &detail));
     }
     let Some(Value::Object(mut object)) = parsed else {
         return Err(StoreError::new(
             ErrorKind::Decode,
-            format!(
-                "expected a JSON object, got {:?}",
-                quote(&String::from_utf8_lossy(&response.body))
-            ),
+            format!("expected a JSON object, got {:?}", quote(&body_text())),
         ));
     };
     if let Some(text) = error_text {
@@ -126,8 +125,11 @@ mod tests {
 
     #[test]
     fn decode_table() {
-        assert_eq!(decode(&resp(200, r#"{"result":null}"#)), Ok(Value::Null));
-        assert_eq!(decode(&resp(200, r#"{"result":"v"}"#)), Ok(json!("v")));
+        assert_eq!(
+            decode(&resp(200, r#"{"result":null}"#), &[]),
+            Ok(Value::Null)
+        );
+        assert_eq!(decode(&resp(200, r#"{"result":"v"}"#), &[]), Ok(json!("v")));
         let cases = [
             (
                 resp(400, r#"{"error":"ERR syntax"}"#),
@@ -171,7 +173,7 @@ mod tests {
             ),
         ];
         for (r, kind, message) in cases {
-            let e = decode(&r).unwrap_err();
+            let e = decode(&r, &[]).unwrap_err();
             assert_eq!((e.kind, e.message.as_str()), (kind, message));
         }
     }

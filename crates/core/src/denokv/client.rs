@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::proto;
 use crate::clock::Clock;
-use crate::error::{quote, ErrorKind, StoreError};
+use crate::error::{quote, redact, ErrorKind, StoreError};
 use crate::http::{HttpRequest, HttpResponse, HttpTransport};
 use crate::store::Consistency;
 
@@ -158,7 +158,7 @@ impl<'a, T: HttpTransport> KvConnect<'a, T> {
             .send(self.metadata_request())
             .await
             .map_err(context)?;
-        check_status(&response).map_err(context)?;
+        check_status(&response, &[&self.access_token]).map_err(context)?;
         parse_metadata(&response.body, &self.url, self.now_ms(), self.source()).map_err(context)
     }
 
@@ -206,7 +206,7 @@ impl<'a, T: HttpTransport> KvConnect<'a, T> {
             // The token may have been revoked early: exchange again on the next request.
             self.invalidate();
         }
-        check_status(&response).map_err(context)?;
+        check_status(&response, &[&self.access_token, &meta.token]).map_err(context)?;
         Ok(response.body)
     }
 
@@ -322,13 +322,13 @@ fn decode_error(op: &str, e: &prost::DecodeError) -> StoreError {
     )
 }
 
-fn check_status(response: &HttpResponse) -> Result<(), StoreError> {
+fn check_status(response: &HttpResponse, secrets: &[&str]) -> Result<(), StoreError> {
     if (200..300).contains(&response.status) {
         Ok(())
     } else {
         Err(StoreError::http_status(
             response.status,
-            &String::from_utf8_lossy(&response.body),
+            &redact(&String::from_utf8_lossy(&response.body), secrets),
         ))
     }
 }
@@ -346,13 +346,15 @@ fn parse_metadata(
 ) -> Result<Metadata, StoreError> {
     // Parsed through `Value`, whose parser the Upstash codec already links: a derived
     // `Deserialize` would add a second copy of serde_json's parser to the wasm bundle.
-    let not_metadata = |why: &str| {
+    // A JSON answer carries a data-path token: name what is wrong, never quote it.
+    let not_metadata =
+        |why: &str| bad_metadata(format!("answer is not KV Connect metadata ({why})"));
+    let wire: Value = serde_json::from_slice(body).map_err(|_| {
         bad_metadata(format!(
-            "answer is not KV Connect metadata ({why}): {:?}",
+            "answer is not KV Connect metadata (not JSON): {:?}",
             quote(&String::from_utf8_lossy(body))
         ))
-    };
-    let wire: Value = serde_json::from_slice(body).map_err(|_| not_metadata("not JSON"))?;
+    })?;
     let text = |field: &str| {
         wire.get(field)
             .and_then(Value::as_str)
@@ -555,7 +557,7 @@ mod tests {
             br#"{"version":9,"databaseId":"x","endpoints":[{"url":"/v2","consistency":"strong"}],"token":"t","expiresAt":"2023-10-01T00:00:00Z"}"#,
             br#"{"version":2,"databaseId":"x","endpoints":[{"url":"/v2","consistency":"eventual"}],"token":"t","expiresAt":"2023-10-01T00:00:00Z"}"#,
             br#"{"version":2,"databaseId":"x","endpoints":[{"url":"/v2","consistency":"strong"}],"token":"t","expiresAt":"tomorrow"}"#,
-            br#"{"version":2,"endpoints":[],"token":"t","expiresAt":"2023-10-01T00:00:00Z"}"#,
+            br#"{"version":2,"endpoints":[],"token":"data-path-secret-7f3a","expiresAt":"2023-10-01T00:00:00Z"}"#,
         ];
         for body in cases {
             let e = parse_metadata(body, "http://h/", 0.0, ("u".into(), 1)).unwrap_err();
@@ -565,6 +567,9 @@ mod tests {
                 "{}",
                 String::from_utf8_lossy(body)
             );
+            // A JSON answer carries a live data-path token: it must never be quoted.
+            assert!(!e.message.contains("data-path-secret"), "{}", e.message);
+            assert!(!e.message.contains("\"t\""), "{}", e.message);
         }
     }
 }
