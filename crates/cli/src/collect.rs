@@ -59,7 +59,8 @@ pub struct Snapshot {
     pub sent: u64,
     pub answered: u64,
     pub failed: u64,
-    /// (store, read p50 µs, read p99 µs) over the run so far, for stores with successful reads.
+    /// (store, read p50 µs, read p99 µs) over the recent (still open) intervals, for stores with
+    /// successful reads in them.
     pub stores: Vec<(String, u64, u64)>,
 }
 
@@ -103,24 +104,24 @@ impl Collector {
     }
 
     pub fn snapshot(&self) -> Snapshot {
+        // "Current" percentiles: the intervals still open (the latest `interval` + `timeout`),
+        // so a late degradation shows up live instead of drowning in the whole run's history.
+        let mut recent: BTreeMap<String, Hist> = BTreeMap::new();
+        for iv in self.live.values() {
+            for (name, h) in &iv.read_us {
+                recent.entry(name.clone()).or_default().add(h);
+            }
+        }
         Snapshot {
             scheduled: self.section.scheduled,
             sent: self.section.sent,
             answered: self.section.answered,
             failed: self.section.failed(),
-            stores: self
-                .section
-                .stores
-                .iter()
+            stores: recent
+                .into_iter()
                 // A store with no successful read yet has no percentiles to show (not "0 ms").
-                .filter(|(_, s)| !s.read_us.is_empty())
-                .map(|(name, s)| {
-                    (
-                        name.clone(),
-                        s.read_us.quantile(0.5),
-                        s.read_us.quantile(0.99),
-                    )
-                })
+                .filter(|(_, h)| !h.is_empty())
+                .map(|(name, h)| (name, h.quantile(0.5), h.quantile(0.99)))
                 .collect(),
         }
     }
@@ -294,6 +295,11 @@ mod tests {
     use crate::answer::parse;
     use crate::sample::Failure;
 
+    /// Equal within HDR precision (3 significant digits).
+    fn close(got: u64, want: u64) -> bool {
+        got.abs_diff(want) <= want / 500 + 1
+    }
+
     fn answer(intended_us: u64, body: &str) -> Sample {
         Sample {
             intended_us,
@@ -386,6 +392,32 @@ mod tests {
                 errors.iter().map(|(k, n)| (k.to_string(), *n)).collect();
             assert_eq!(s.errors, want, "{store}");
         }
+    }
+
+    #[test]
+    fn progress_percentiles_are_recent_not_cumulative() {
+        let mut c = Collector::new(Duration::from_secs(1), Duration::from_secs(1));
+        for i in 0..100u64 {
+            c.record(&answer(
+                i * 1_000,
+                r#"{"stores":{"kv":{"read_ms":100,"hit":true}}}"#,
+            ));
+        }
+        for i in 0..10u64 {
+            c.record(&answer(
+                10_000_000 + i * 1_000,
+                r#"{"stores":{"kv":{"read_ms":1,"hit":true}}}"#,
+            ));
+        }
+        let snap = c.snapshot();
+        assert_eq!(snap.stores.len(), 1);
+        let (_, p50, p99) = &snap.stores[0];
+        assert!(close(*p50, 1_000) && close(*p99, 1_000), "{p50} {p99}");
+        // The run as a whole still has the slow reads.
+        assert!(close(
+            c.section().stores["kv"].read_us.quantile(0.5),
+            100_000
+        ));
     }
 
     #[test]
