@@ -14,7 +14,9 @@ TOKEN="bench-token-$$"
 command -v "$REDIS_SERVER_BIN" >/dev/null || { echo "redis-server not found: apt-get install -y redis-server or set REDIS_SERVER_BIN" >&2; exit 1; }
 command -v curl >/dev/null || { echo "curl is needed" >&2; exit 1; }
 
-cargo build --release --quiet --bin upstash-gateway --example load
+# The workspace's `native` profile (optimised, no LTO), as npm run dev/bench build the gateway.
+cargo build --profile native --quiet --bin upstash-gateway --example load
+BIN_DIR="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')/native"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
@@ -26,7 +28,7 @@ REDIS_PORT=$(free_port)
 "$REDIS_SERVER_BIN" --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no >/dev/null &
 PIDS+=($!)
 GW_PORT=$(free_port)
-UPSTASH_REDIS_REST_TOKEN=$TOKEN RUST_LOG=warn ./target/release/upstash-gateway \
+UPSTASH_REDIS_REST_TOKEN=$TOKEN RUST_LOG=warn "$BIN_DIR/upstash-gateway" \
   --listen "127.0.0.1:$GW_PORT" --redis-url "redis://127.0.0.1:$REDIS_PORT" &
 PIDS+=($!)
 URL="http://127.0.0.1:$GW_PORT"
@@ -44,7 +46,7 @@ for size in 4096 65536; do
   head -c "$size" /dev/zero | tr '\0' 'x' | curl -sf -X POST -H "Authorization: Bearer $TOKEN" \
     --data-binary @- "$URL/set/$key" >/dev/null
   printf '%6s B values: ' "$size"
-  ./target/release/examples/load "$URL" "$TOKEN" "$key" "$CONNECTIONS" "$SECONDS_PER_RUN"
+  "$BIN_DIR/examples/load" "$URL" "$TOKEN" "$key" "$CONNECTIONS" "$SECONDS_PER_RUN"
 done
 if command -v redis-benchmark >/dev/null; then
   echo "for reference, redis-benchmark GET straight to redis-server (no HTTP, 4 KB values, same connection count):"
