@@ -15,11 +15,14 @@ wasm_bindgen_version() {
   awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' "$ROOT/Cargo.lock"
 }
 
+# True when something accepts TCP connections on 127.0.0.1:PORT.
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
 # Waits until a TCP port on 127.0.0.1 accepts connections (bounded).
 wait_port() {
   local port=$1 what=$2 tries=${3:-150}
   for _ in $(seq "$tries"); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+    if port_open "$port"; then return 0; fi
     sleep 0.2
   done
   die "$what did not listen on 127.0.0.1:$port in time"

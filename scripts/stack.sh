@@ -27,10 +27,8 @@ spawn() {
   STACK_PIDS+=("$name:$pid")
 }
 
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
 require_free_port() {
-  if port_in_use "$1"; then
+  if port_open "$1"; then
     die "127.0.0.1:$1 ($2) is already in use — is another stack running? (set ${3} to use another port)"
   fi
 }

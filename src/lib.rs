@@ -7,7 +7,7 @@ mod respond;
 use std::cell::{Cell, RefCell};
 
 use kvbench_core::{
-    handle, Call, Defaults, Isolate, MetadataCache, Store, StoreId, StoreSet, ValueGen,
+    handle, Call, Defaults, Isolate, MetadataCache, Store, StoreError, StoreId, StoreSet, ValueGen,
 };
 use worker::{event, Context, Env, Request, Response, Result, RouteContext, Router};
 
@@ -50,24 +50,9 @@ async fn handle_test(req: Request, ctx: RouteContext<()>) -> Result<Response> {
     let upstash = upstash_store(env);
     let denokv = deno_kv_store(env, DENO_KV_META.with(|m| *m));
     let stores: StoreSet = vec![
-        (
-            StoreId::Kv,
-            kv.as_ref().map(|s| s as &dyn Store).map_err(Clone::clone),
-        ),
-        (
-            StoreId::Upstash,
-            upstash
-                .as_ref()
-                .map(|s| s as &dyn Store)
-                .map_err(Clone::clone),
-        ),
-        (
-            StoreId::DenoKv,
-            denokv
-                .as_ref()
-                .map(|s| s as &dyn Store)
-                .map_err(Clone::clone),
-        ),
+        (StoreId::Kv, entry(&kv)),
+        (StoreId::Upstash, entry(&upstash)),
+        (StoreId::DenoKv, entry(&denokv)),
     ];
     let isolate = Isolate {
         gen: GEN.with(|g| *g),
@@ -84,6 +69,16 @@ async fn handle_test(req: Request, ctx: RouteContext<()>) -> Result<Response> {
             .set("WWW-Authenticate", "Bearer realm=\"kvbench\"")?;
     }
     Ok(response)
+}
+
+/// A store as the probe takes it: the store, or why it is not configured.
+fn entry<S: Store>(
+    store: &std::result::Result<S, StoreError>,
+) -> std::result::Result<&dyn Store, StoreError> {
+    store
+        .as_ref()
+        .map(|s| s as &dyn Store)
+        .map_err(Clone::clone)
 }
 
 async fn handle_index(_req: Request, ctx: RouteContext<()>) -> Result<Response> {

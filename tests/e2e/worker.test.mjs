@@ -1,5 +1,8 @@
-// The built worker (build/index.js + wasm) under Miniflare, with Miniflare's local KV and an
-// Upstash REST endpoint on loopback. Run `npm run build` first (scripts/test.sh does).
+// The built worker (build/index.js + wasm) under Miniflare, with Miniflare's local KV and a scripted
+// Upstash REST fixture on loopback: it can answer what a real server never does (non-JSON 200s,
+// echoed tokens, a hang), and records the exact commands. The same flows against the real stack
+// (gateway + redis-server, injected faults) are in stack.test.mjs. Run `npm run build` first
+// (scripts/test.sh does).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startFixture } from "./upstash-fixture.mjs";
