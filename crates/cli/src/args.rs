@@ -23,8 +23,10 @@ pub struct Cli {
 pub enum Command {
     /// Send requests to a /test URL at a fixed rate and report what the stores did.
     Run(RunArgs),
-    /// Re-render a report (terminal + charts) from DIR/report.json.
+    /// Re-render a report (terminal, charts, report.html) from DIR/report.json.
     Report(ReportArgs),
+    /// Turn another load tool's output into a kvbench report (report.json, charts, report.html).
+    Import(ImportArgs),
     /// Add reports from several runs (e.g. vantage points) into one.
     Merge(MergeArgs),
     /// Print only the cost projection of a report.
@@ -59,7 +61,7 @@ pub struct RunArgs {
     /// Name of this run in merged reports (e.g. the vantage point).
     #[arg(long, default_value = "default", value_parser = parse_label)]
     pub label: String,
-    /// Directory for report.json, timeline.svg, latency.svg (and samples.csv).
+    /// Directory for report.json, report.html, the charts (and samples.csv).
     #[arg(long, default_value = "kvbench-out", value_name = "DIR")]
     pub out: PathBuf,
     /// Give up on a request after this long (counted as `timeout`). The default is above the
@@ -70,9 +72,10 @@ pub struct RunArgs {
     /// Requests allowed in flight; beyond it a request is counted `not_sent`, never delayed.
     #[arg(long, default_value = "512", value_name = "N", value_parser = parse_max_in_flight)]
     pub max_in_flight: u64,
-    /// Timeline resolution and period of the plain progress lines.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
-    pub interval: Duration,
+    /// Timeline resolution and period of the plain progress lines; `auto`: 1/60 of --duration,
+    /// between 1 s and 60 s (30 s for a 30-minute run).
+    #[arg(long, default_value = "auto", value_parser = parse_interval)]
+    pub interval: Interval,
     /// Also write samples.csv (one row per request and store).
     #[arg(long)]
     pub samples_csv: bool,
@@ -84,7 +87,7 @@ pub struct RunArgs {
 pub struct ReportArgs {
     /// A run's output directory (or its report.json).
     pub dir: PathBuf,
-    /// Do not rewrite timeline.svg and latency.svg.
+    /// Only print: do not rewrite the charts and report.html.
     #[arg(long)]
     pub no_charts: bool,
     #[command(flatten)]
@@ -109,6 +112,70 @@ pub struct CostArgs {
     pub dir: PathBuf,
     #[command(flatten)]
     pub price: PriceArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    #[command(subcommand)]
+    pub source: ImportSource,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ImportSource {
+    /// k6 `--out json=FILE` output of k6/kvbench.js (plain or .gz; several files: one per runner
+    /// or vantage point).
+    K6(K6Args),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct K6Args {
+    /// k6 JSON output files.
+    #[arg(required = true, num_args = 1..)]
+    pub files: Vec<PathBuf>,
+    /// Directory for report.json, report.html and the charts.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// One label for every file (default: the file name without .json/.gz; k6's load_zone
+    /// tag, when present, wins).
+    #[arg(long, value_parser = parse_label)]
+    pub label: Option<String>,
+    /// Timeline resolution; `auto`: 1/60 of the run's duration, between 1 s and 60 s.
+    #[arg(long, default_value = "auto", value_parser = parse_interval)]
+    pub interval: Interval,
+    #[command(flatten)]
+    pub price: PriceArgs,
+}
+
+/// `--interval`: a fixed duration or `auto`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Interval {
+    Auto,
+    Fixed(Duration),
+}
+
+impl Interval {
+    /// The interval for a run of `duration`.
+    pub fn for_run(self, duration: Duration) -> Duration {
+        match self {
+            Interval::Auto => crate::collect::auto_interval(duration),
+            Interval::Fixed(d) => d,
+        }
+    }
+
+    pub fn fixed(self) -> Option<Duration> {
+        match self {
+            Interval::Auto => None,
+            Interval::Fixed(d) => Some(d),
+        }
+    }
+}
+
+pub fn parse_interval(s: &str) -> Result<Interval, String> {
+    if s.trim() == "auto" {
+        Ok(Interval::Auto)
+    } else {
+        parse_duration(s).map(Interval::Fixed)
+    }
 }
 
 /// `DIR` → `DIR/report.json`; a file path stays as it is.
@@ -231,6 +298,12 @@ mod tests {
         ] {
             assert!(parse_url(bad).is_err(), "{bad}");
         }
+        assert_eq!(parse_interval("auto").unwrap(), Interval::Auto);
+        assert_eq!(
+            parse_interval("5s").unwrap(),
+            Interval::Fixed(Duration::from_secs(5))
+        );
+        assert!(parse_interval("0s").is_err());
         assert_eq!(parse_max_in_flight("8").unwrap(), 8);
         assert!(parse_max_in_flight("0").is_err());
         assert!(parse_label("").is_err());

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use crate::answer::Answer;
 use crate::hist::{Hist, Packed};
-use crate::report::{ColoStats, Interval, Report, RunInfo, Section, StoreStats, Timeline};
+use crate::report::{
+    tool_name, ColoStats, Interval, Report, RunInfo, Section, StoreStats, Timeline,
+    EXAMPLES_PER_KIND,
+};
 use crate::sample::{FailureKind, Outcome, Sample};
-
-/// Distinct example messages kept per failure kind.
-const EXAMPLES_PER_KIND: usize = 3;
 
 /// A timeline interval still receiving samples.
 #[derive(Default)]
@@ -19,6 +19,7 @@ struct LiveInterval {
     failed: u64,
     latency_us: Hist,
     read_us: BTreeMap<String, Hist>,
+    read_hit_us: BTreeMap<String, Hist>,
     write_us: BTreeMap<String, Hist>,
 }
 
@@ -35,6 +36,7 @@ impl LiveInterval {
             failed: self.failed,
             latency_us: Packed::pack(&self.latency_us),
             read_us: pack_map(&self.read_us),
+            read_hit_us: pack_map(&self.read_hit_us),
             write_us: pack_map(&self.write_us),
         }
     }
@@ -47,6 +49,7 @@ impl LiveInterval {
             failed: iv.failed,
             latency_us: iv.latency_us.unpack(),
             read_us: unpack_map(&iv.read_us),
+            read_hit_us: unpack_map(&iv.read_hit_us),
             write_us: unpack_map(&iv.write_us),
         }
     }
@@ -73,6 +76,13 @@ pub struct Collector {
     colos: BTreeMap<String, ColoStats>,
     live: BTreeMap<u64, LiveInterval>,
     closed: BTreeMap<u64, Interval>,
+}
+
+/// The timeline interval for a run of this length: 60 points across it, between 1 s and 60 s
+/// (a 30-minute run gets 30 s intervals; a minute-long local run 1 s).
+pub fn auto_interval(duration: Duration) -> Duration {
+    let s = (duration.as_secs_f64() / 60.0).round().clamp(1.0, 60.0);
+    Duration::from_secs(s as u64)
 }
 
 fn units(bytes: u64, unit: u64) -> u64 {
@@ -202,6 +212,9 @@ impl Collector {
             let write_failed = r.error.as_ref().is_some_and(|e| e.is_write());
             if let Some(us) = r.read_us.filter(|_| !read_failed) {
                 iv.read_us.entry(name.clone()).or_default().record(us);
+                if r.hit == Some(true) {
+                    iv.read_hit_us.entry(name.clone()).or_default().record(us);
+                }
             }
             if let Some(us) = r.write_us.filter(|_| !write_failed) {
                 iv.write_us.entry(name.clone()).or_default().record(us);
@@ -275,7 +288,7 @@ impl Collector {
         };
         Report {
             schema_version: crate::report::SCHEMA_VERSION,
-            tool: format!("kvbench {}", env!("CARGO_PKG_VERSION")),
+            tool: tool_name(),
             labels: BTreeMap::from([(run.label.clone(), section.clone())]),
             total: section,
             runs: vec![run],
@@ -285,6 +298,7 @@ impl Collector {
                 intervals,
             },
             cost: None,
+            summary: None,
         }
     }
 }
@@ -305,6 +319,17 @@ mod tests {
             intended_us,
             latency_us: 1000,
             outcome: Outcome::Answer(parse(body.as_bytes()).unwrap()),
+        }
+    }
+
+    #[test]
+    fn auto_interval_table() {
+        for (run_s, want_s) in [(10, 1), (60, 1), (600, 10), (1800, 30), (36_000, 60)] {
+            assert_eq!(
+                auto_interval(Duration::from_secs(run_s)),
+                Duration::from_secs(want_s),
+                "{run_s}"
+            );
         }
     }
 
@@ -473,6 +498,9 @@ mod tests {
             max_in_flight: 1,
             interrupted: false,
             pacer_lag_us: Hist::default(),
+            engine: "kvbench".into(),
+            latency_from: "intended".into(),
+            import: None,
         });
         assert_eq!(r.timeline.intervals.len(), 360);
         let packed = serde_json::to_string(&r.timeline).unwrap().len();
@@ -507,6 +535,9 @@ mod tests {
             max_in_flight: 1,
             interrupted: false,
             pacer_lag_us: Hist::default(),
+            engine: "kvbench".into(),
+            latency_from: "intended".into(),
+            import: None,
         };
         let r = c.finish(run);
         assert_eq!(r.timeline.intervals.len(), 11);

@@ -1,13 +1,12 @@
 //! Cost projection: measured operations per request (reads, writes, value sizes) × a request rate
 //! × a dated price table → a monthly bill per store and plan, with every input shown.
 
-use std::io::{self, Write};
 use std::path::Path;
 
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-use crate::report::{Section, StoreStats};
+use crate::report::{CostLine, Estimate, Section, StoreStats};
 
 /// The price table shipped in the crate.
 pub const DEFAULT_PRICES: &str = include_str!("../prices.toml");
@@ -60,36 +59,6 @@ impl PriceTable {
     }
 }
 
-/// The projection and everything it was computed from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Estimate {
-    /// Requests per second the month is projected at.
-    pub project_rps: f64,
-    /// `measured` (the run's achieved rate) or `--project-rps`.
-    pub rps_source: String,
-    pub seconds_per_month: f64,
-    pub lines: Vec<Line>,
-}
-
-/// One store × plan.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Line {
-    pub store: String,
-    pub plan: String,
-    pub as_of: String,
-    pub source: String,
-    /// Measured: operations and billing units per answered request.
-    pub reads_per_request: f64,
-    pub writes_per_request: f64,
-    pub read_units_per_request: f64,
-    pub write_units_per_request: f64,
-    pub read_per_million: f64,
-    pub write_per_million: f64,
-    pub monthly_read_units: f64,
-    pub monthly_write_units: f64,
-    pub monthly_usd: f64,
-}
-
 /// Units per request for a unit size: exact counters for the sizes the collector counts, an
 /// approximation from the value-size histogram for any other.
 fn units(count: u64, exact: Option<u64>, bytes: &crate::hist::Hist, unit_bytes: u64) -> f64 {
@@ -109,7 +78,7 @@ fn units(count: u64, exact: Option<u64>, bytes: &crate::hist::Hist, unit_bytes: 
         .sum()
 }
 
-fn line(store: &StoreStats, p: &Price) -> Line {
+fn line(store: &StoreStats, p: &Price) -> CostLine {
     let per = |x: f64| {
         if store.answers == 0 {
             0.0
@@ -119,7 +88,7 @@ fn line(store: &StoreStats, p: &Price) -> Line {
     };
     let read_exact = (p.read_unit_bytes == 4096).then_some(store.read_units_4k);
     let write_exact = (p.write_unit_bytes == 1024).then_some(store.write_units_1k);
-    Line {
+    CostLine {
         store: p.store.clone(),
         plan: p.plan.clone(),
         as_of: p.as_of.clone(),
@@ -172,37 +141,6 @@ pub fn estimate(section: &Section, prices: &PriceTable, project_rps: Option<f64>
         seconds_per_month: SECONDS_PER_MONTH,
         lines,
     }
-}
-
-pub fn render(e: &Estimate, out: &mut impl Write) -> io::Result<()> {
-    writeln!(
-        out,
-        "cost per 30-day month at {:.2} req/s ({}), USD; units/request measured in this run:",
-        e.project_rps, e.rps_source
-    )?;
-    writeln!(
-        out,
-        "{:<8} {:>9} {:>9} {:>9} {:>9} {:>12}  plan (prices as of)",
-        "store", "rd u/req", "wr u/req", "$/M rd", "$/M wr", "$/month"
-    )?;
-    for l in &e.lines {
-        writeln!(
-            out,
-            "{:<8} {:>9.3} {:>9.3} {:>9.2} {:>9.2} {:>12.2}  {} ({})",
-            l.store,
-            l.read_units_per_request,
-            l.write_units_per_request,
-            l.read_per_million,
-            l.write_per_million,
-            l.monthly_usd,
-            l.plan,
-            l.as_of
-        )?;
-    }
-    if e.lines.is_empty() {
-        writeln!(out, "  (no priced store in this report)")?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

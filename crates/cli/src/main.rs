@@ -6,30 +6,35 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Parser as _;
 
-use kvbench::args::{report_path, Cli, Command, PriceArgs, RunArgs};
+use kvbench::args::{report_path, Cli, Command, ImportSource, PriceArgs, RunArgs};
 use kvbench::cost::{self, PriceTable};
+use kvbench::import::{import_k6, ImportOptions};
+use kvbench::print;
 use kvbench::progress::Progress;
-use kvbench::report::{self, Report};
+use kvbench::report::{Report, Summary};
 use kvbench::run::{self, RunConfig};
 
 /// Exit code of a run stopped by Ctrl-C (128 + SIGINT), after its partial report is written.
 const EXIT_INTERRUPTED: u8 = 130;
 
-fn with_cost(mut r: Report, price: &PriceArgs) -> anyhow::Result<Report> {
+/// The derived parts: the cost over a price table, and the summary every printer shows.
+fn derive(mut r: Report, price: &PriceArgs) -> anyhow::Result<Report> {
     let table = PriceTable::load(price.prices.as_deref())?;
     r.cost = Some(cost::estimate(&r.total, &table, price.project_rps));
+    r.summary = Some(Summary::of(&r));
     Ok(r)
 }
 
-/// report.json + charts into `dir`, then the terminal report.
-fn publish(r: &Report, dir: &Path, charts: bool) -> anyhow::Result<()> {
+/// report.json, the charts and report.html into `dir`, then the terminal report.
+fn publish(r: &Report, dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     r.write(&dir.join("report.json"))?;
-    if charts {
-        kvbench::chart::write_all(r, dir)?;
-    }
-    report::render(r, &mut std::io::stdout().lock())?;
-    println!("\nwrote {}", dir.display());
+    print::write_files(r, dir)?;
+    print::text::render(r, &mut std::io::stdout().lock())?;
+    println!(
+        "\nwrote {} (report.html, report.json, charts)",
+        dir.display()
+    );
     Ok(())
 }
 
@@ -45,6 +50,7 @@ fn run_command(a: RunArgs) -> anyhow::Result<ExitCode> {
     PriceTable::load(a.price.prices.as_deref())?;
     std::fs::create_dir_all(&a.out)
         .with_context(|| format!("--out: cannot create {}", a.out.display()))?;
+    let interval = a.interval.for_run(a.duration);
     let cfg = RunConfig {
         url: a.url.clone(),
         rate: a.rate,
@@ -53,17 +59,16 @@ fn run_command(a: RunArgs) -> anyhow::Result<ExitCode> {
         label: a.label.clone(),
         timeout: a.timeout,
         max_in_flight: a.max_in_flight,
-        interval: a.interval,
+        interval,
         samples_csv: a.samples_csv.then(|| a.out.join("samples.csv")),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let progress = Progress::new(a.duration, a.interval);
+    let progress = Progress::new(a.duration, interval);
     let r = runtime.block_on(run::run(cfg, progress))?;
     let interrupted = r.runs.iter().any(|r| r.interrupted);
-    let r = with_cost(r, &a.price)?;
-    publish(&r, &a.out, true)?;
+    publish(&derive(r, &a.price)?, &a.out)?;
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     Ok(if interrupted {
         ExitCode::from(EXIT_INTERRUPTED)
@@ -77,29 +82,39 @@ fn main_inner() -> anyhow::Result<ExitCode> {
         Command::Run(a) => run_command(a),
         Command::Report(a) => {
             let path = report_path(&a.dir);
-            let r = with_cost(Report::read(&path)?, &a.price)?;
-            let dir = path.parent().unwrap_or(Path::new("."));
-            if a.no_charts {
-                report::render(&r, &mut std::io::stdout().lock())?;
-            } else {
-                kvbench::chart::write_all(&r, dir)?;
-                report::render(&r, &mut std::io::stdout().lock())?;
+            let r = derive(Report::read(&path)?, &a.price)?;
+            if !a.no_charts {
+                let dir = path.parent().unwrap_or(Path::new("."));
+                print::write_files(&r, dir)?;
             }
+            print::text::render(&r, &mut std::io::stdout().lock())?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Import(a) => match a.source {
+            ImportSource::K6(k) => {
+                PriceTable::load(k.price.prices.as_deref())?;
+                let options = ImportOptions {
+                    label: k.label.clone(),
+                    interval: k.interval.fixed(),
+                };
+                let r = import_k6(&k.files, &options)?;
+                publish(&derive(r, &k.price)?, &k.out)?;
+                Ok(ExitCode::SUCCESS)
+            }
+        },
         Command::Merge(a) => {
             let reports = a
                 .reports
                 .iter()
                 .map(|p| Report::read(&report_path(p)))
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            let merged = kvbench::merge::merge(reports)?;
-            publish(&with_cost(merged, &a.price)?, &a.out, true)?;
+            let merged = Report::merge(reports)?;
+            publish(&derive(merged, &a.price)?, &a.out)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Cost(a) => {
-            let r = with_cost(Report::read(&report_path(&a.dir))?, &a.price)?;
-            cost::render(
+            let r = derive(Report::read(&report_path(&a.dir))?, &a.price)?;
+            print::text::render_cost(
                 r.cost.as_ref().expect("just computed"),
                 &mut std::io::stdout().lock(),
             )?;

@@ -1,16 +1,14 @@
-//! The report: a serializable model (the `report.json` schema, see REPORT.md) that runs produce,
-//! `merge` adds up and `report` re-renders, plus the terminal rendering as a pure function over
-//! `impl Write`.
+//! The report's schema: the `report.json` model (see REPORT.md) that runs and imports produce,
+//! merging as methods on its types, and the derived summary every printer shows. No printing here:
+//! the terminal, HTML and chart printers in [`crate::print`] read this model.
 
 use std::collections::BTreeMap;
-use std::io::{self, Write};
 use std::path::Path;
 
 use anyhow::{bail, Context as _};
 use serde::{Deserialize, Serialize};
 
-use crate::cost::Estimate;
-use crate::hist::{fmt_ms, Hist, Packed};
+use crate::hist::{Hist, Packed};
 
 /// Bumped whenever a field changes meaning or is removed; readers refuse other versions.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -33,6 +31,10 @@ pub struct Report {
     /// Derived from `total` and a price table when the file was written; recomputed on re-render.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<Estimate>,
+    /// Derived from the histograms when the file was written (the numbers every printer shows,
+    /// in milliseconds, for readers without an HdrHistogram decoder); recomputed on re-render.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<Summary>,
 }
 
 /// How one run was configured and how it went.
@@ -51,8 +53,42 @@ pub struct RunInfo {
     pub timeout_s: f64,
     pub max_in_flight: u64,
     pub interrupted: bool,
-    /// How late the pacer woke for each request, µs.
+    /// How late the pacer woke for each request, µs (empty for imported runs).
     pub pacer_lag_us: Hist,
+    /// What sent the load: `kvbench` (`kvbench run`) or `k6` (`kvbench import k6`).
+    #[serde(default = "default_engine")]
+    pub engine: String,
+    /// Where end-to-end latency starts: `intended` (the pacer's schedule, so queueing and pacer
+    /// lag count: kvbench) or `sent` (the moment the request was sent: k6's `http_req_duration`).
+    #[serde(default = "default_latency_from")]
+    pub latency_from: String,
+    /// For imported runs: what was read and what could not be used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub import: Option<ImportInfo>,
+}
+
+fn default_engine() -> String {
+    "kvbench".into()
+}
+
+fn default_latency_from() -> String {
+    "intended".into()
+}
+
+/// The input of an imported run and what was skipped, so nothing is lost silently.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ImportInfo {
+    /// The files read (several when a label spans runner files).
+    pub files: Vec<String>,
+    /// Lines read.
+    pub lines: u64,
+    /// Lines that are not JSON (or not k6's shape), including a truncated last line.
+    pub malformed_lines: u64,
+    /// Whether the file ended in the middle of a line (a run cut short).
+    pub truncated: bool,
+    /// Requests whose per-store points were read but whose closing point never came (cut short);
+    /// not in any count.
+    pub incomplete_requests: u64,
 }
 
 /// Counters and histograms for a set of requests (all, or one label).
@@ -140,6 +176,9 @@ pub struct Interval {
     pub latency_us: Packed,
     /// Successful read latency per store, µs.
     pub read_us: BTreeMap<String, Packed>,
+    /// Successful reads that found the key (`hit: true`), per store, µs.
+    #[serde(default)]
+    pub read_hit_us: BTreeMap<String, Packed>,
     /// Successful write latency per store, µs.
     #[serde(default)]
     pub write_us: BTreeMap<String, Packed>,
@@ -184,194 +223,332 @@ impl Report {
     }
 }
 
-/// `p50 p90 p95 p99 max mean` columns, ms.
-fn quantile_cells(h: &Hist) -> String {
-    if h.is_empty() {
-        return format!(
-            "{:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
-            "-", "-", "-", "-", "-", "-"
-        );
-    }
-    format!(
-        "{:>8} {:>8} {:>8} {:>8} {:>8} {:>8.2}",
-        fmt_ms(h.quantile(0.50)),
-        fmt_ms(h.quantile(0.90)),
-        fmt_ms(h.quantile(0.95)),
-        fmt_ms(h.quantile(0.99)),
-        fmt_ms(h.max()),
-        h.mean() / 1000.0
-    )
+/// The cost projection and everything it was computed from (see [`crate::cost`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    /// Requests per second the month is projected at.
+    pub project_rps: f64,
+    /// `measured` (the run's achieved rate) or `--project-rps`.
+    pub rps_source: String,
+    pub seconds_per_month: f64,
+    pub lines: Vec<CostLine>,
 }
 
-fn p50_p99(h: &Hist) -> String {
-    if h.is_empty() {
-        format!("{:>8} {:>8}", "-", "-")
-    } else {
-        format!(
-            "{:>8} {:>8}",
-            fmt_ms(h.quantile(0.5)),
-            fmt_ms(h.quantile(0.99))
-        )
+/// One store × plan of the projection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CostLine {
+    pub store: String,
+    pub plan: String,
+    pub as_of: String,
+    pub source: String,
+    /// Measured: operations and billing units per answered request.
+    pub reads_per_request: f64,
+    pub writes_per_request: f64,
+    pub read_units_per_request: f64,
+    pub write_units_per_request: f64,
+    pub read_per_million: f64,
+    pub write_per_million: f64,
+    pub monthly_read_units: f64,
+    pub monthly_write_units: f64,
+    pub monthly_usd: f64,
+}
+
+/// Percentiles of one histogram in milliseconds (`null` when it is empty), as every printer
+/// shows them.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Quantiles {
+    pub count: u64,
+    pub p50_ms: Option<f64>,
+    pub p90_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    pub mean_ms: Option<f64>,
+}
+
+impl Quantiles {
+    pub fn of(h: &Hist) -> Quantiles {
+        if h.is_empty() {
+            return Quantiles::default();
+        }
+        let ms = |us: u64| Some(us as f64 / 1000.0);
+        Quantiles {
+            count: h.len(),
+            p50_ms: ms(h.quantile(0.50)),
+            p90_ms: ms(h.quantile(0.90)),
+            p95_ms: ms(h.quantile(0.95)),
+            p99_ms: ms(h.quantile(0.99)),
+            max_ms: ms(h.max()),
+            // Rounded to the microsecond like the rest, so printed and stored values agree.
+            mean_ms: Some((h.mean()).round() / 1000.0),
+        }
     }
 }
 
-/// Renders the terminal report.
-pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
-    let t = &report.total;
-    let labels: Vec<&str> = report.labels.keys().map(String::as_str).collect();
-    writeln!(
-        out,
-        "kvbench report ({} run(s); labels: {})",
-        report.runs.len(),
-        labels.join(", ")
-    )?;
-    for r in &report.runs {
-        writeln!(
-            out,
-            "  run {:<12} {} started {}: {:.1} req/s requested for {}, sent for {:.1} s{}",
-            r.label,
-            r.url,
-            r.started_at,
-            r.requested_rate,
-            humantime::format_duration(std::time::Duration::from_secs_f64(r.planned_duration_s)),
-            r.send_window_s,
-            if r.interrupted {
-                " (INTERRUPTED: partial report)"
-            } else {
-                ""
-            }
-        )?;
-        writeln!(
-            out,
-            "      pacer lag ms: p50 {} p99 {} max {}",
-            fmt_ms(r.pacer_lag_us.quantile(0.5)),
-            fmt_ms(r.pacer_lag_us.quantile(0.99)),
-            fmt_ms(r.pacer_lag_us.max())
-        )?;
-    }
-    writeln!(
-        out,
-        "achieved rate {:.2} req/s over {:.1} s; scheduled {}, sent {}, answered {}, failed {} (not sent {})",
-        t.achieved_rate,
-        t.send_window_s,
-        t.scheduled,
-        t.sent,
-        t.answered,
-        t.failed(),
-        t.not_sent()
-    )?;
-    writeln!(out)?;
-    writeln!(
-        out,
-        "{:<22} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7}",
-        "latency (ms)", "count", "p50", "p90", "p95", "p99", "max", "mean", "errors"
-    )?;
-    writeln!(
-        out,
-        "{:<22} {:>8} {} {:>7}",
-        "end-to-end (intended)",
-        t.latency_us.len(),
-        quantile_cells(&t.latency_us),
-        t.failed()
-    )?;
-    for (name, s) in &t.stores {
-        let read_errors = s.errors_for(false);
-        let rows = [
-            ("read all", &s.read_us, read_errors.to_string()),
-            ("read hit", &s.read_hit_us, String::new()),
-            ("read miss", &s.read_miss_us, String::new()),
-            ("write", &s.write_us, s.errors_for(true).to_string()),
-            ("connect", &s.connect_us, String::new()),
-        ];
-        for (set, h, errors) in rows {
-            if set == "connect" && h.is_empty() {
-                continue;
-            }
-            // Stores that do not report hit/miss (hit = null) get no empty hit/miss rows.
-            if (set == "read hit" || set == "read miss")
-                && s.read_hit_us.is_empty()
-                && s.read_miss_us.is_empty()
-            {
-                continue;
-            }
-            if set == "write" && s.writes == 0 {
-                continue;
-            }
-            writeln!(
-                out,
-                "{:<22} {:>8} {} {:>7}",
-                format!("{name} {set}"),
-                h.len(),
-                quantile_cells(h),
-                errors
-            )?;
-        }
-    }
-    if t.failures.is_empty() && t.stores.values().all(|s| s.errors.is_empty()) {
-        writeln!(out, "\nno errors")?;
-    } else {
-        writeln!(out, "\nerrors by kind:")?;
-        for (kind, n) in &t.failures {
-            let example = t.failure_examples.get(kind).and_then(|e| e.first());
-            match example {
-                Some(e) if !e.is_empty() => writeln!(out, "  request {kind:<16} {n:>8}  e.g. {e}")?,
-                _ => writeln!(out, "  request {kind:<16} {n:>8}")?,
+/// One row of the latency table: end to end, or one store's reads/writes/connects.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyRow {
+    /// `end-to-end`, or `<store> read all|read hit|read miss|write|connect`.
+    pub name: String,
+    /// The store, when the row is one store's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
+    /// Failed operations of this kind (requests for end-to-end); `null` for rows that do not
+    /// count errors (hit/miss/connect).
+    pub errors: Option<u64>,
+    #[serde(flatten)]
+    pub quantiles: Quantiles,
+}
+
+/// Per label: the vantage point's counts and end-to-end percentiles.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabelSummary {
+    pub sent: u64,
+    pub answered: u64,
+    pub failed: u64,
+    pub achieved_rate: f64,
+    pub latency: Quantiles,
+    /// Successful reads per store.
+    pub read: BTreeMap<String, Quantiles>,
+}
+
+/// Per colo: answers, end-to-end and per-store read percentiles.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColoSummary {
+    pub answered: u64,
+    pub latency: Quantiles,
+    pub read: BTreeMap<String, Quantiles>,
+}
+
+/// The numbers every printer shows, derived from the histograms.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Summary {
+    /// All runs: end-to-end, then per store (in name order) its read/hit/miss/write/connect rows.
+    /// A store's hit/miss rows are left out when it reports no hit/miss, write when it made no
+    /// write, connect when it made no connect.
+    pub latency: Vec<LatencyRow>,
+    pub labels: BTreeMap<String, LabelSummary>,
+    pub colos: BTreeMap<String, ColoSummary>,
+}
+
+impl Summary {
+    pub fn of(report: &Report) -> Summary {
+        let t = &report.total;
+        let mut latency = vec![LatencyRow {
+            name: "end-to-end".into(),
+            store: None,
+            errors: Some(t.failed()),
+            quantiles: Quantiles::of(&t.latency_us),
+        }];
+        for (name, s) in &t.stores {
+            let has_hit_miss = !(s.read_hit_us.is_empty() && s.read_miss_us.is_empty());
+            let rows = [
+                ("read all", &s.read_us, Some(s.errors_for(false)), true),
+                ("read hit", &s.read_hit_us, None, has_hit_miss),
+                ("read miss", &s.read_miss_us, None, has_hit_miss),
+                ("write", &s.write_us, Some(s.errors_for(true)), s.writes > 0),
+                ("connect", &s.connect_us, None, !s.connect_us.is_empty()),
+            ];
+            for (set, h, errors, shown) in rows {
+                if shown {
+                    latency.push(LatencyRow {
+                        name: format!("{name} {set}"),
+                        store: Some(name.clone()),
+                        errors,
+                        quantiles: Quantiles::of(h),
+                    });
+                }
             }
         }
-        for (store, s) in &t.stores {
-            for (kind, n) in &s.errors {
-                writeln!(out, "  {store:<7} {kind:<16} {n:>8}")?;
+        let reads = |m: &BTreeMap<String, StoreStats>| {
+            m.iter()
+                .map(|(k, s)| (k.clone(), Quantiles::of(&s.read_us)))
+                .collect()
+        };
+        Summary {
+            latency,
+            labels: report
+                .labels
+                .iter()
+                .map(|(label, s)| {
+                    let l = LabelSummary {
+                        sent: s.sent,
+                        answered: s.answered,
+                        failed: s.failed(),
+                        achieved_rate: s.achieved_rate,
+                        latency: Quantiles::of(&s.latency_us),
+                        read: reads(&s.stores),
+                    };
+                    (label.clone(), l)
+                })
+                .collect(),
+            colos: report
+                .colos
+                .iter()
+                .map(|(colo, c)| {
+                    let s = ColoSummary {
+                        answered: c.answered,
+                        latency: Quantiles::of(&c.latency_us),
+                        read: c
+                            .read_us
+                            .iter()
+                            .map(|(k, h)| (k.clone(), Quantiles::of(h)))
+                            .collect(),
+                    };
+                    (colo.clone(), s)
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Why reports cannot be merged.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum MergeError {
+    #[error("nothing to merge: give at least one report.json")]
+    Empty,
+    #[error("timeline intervals differ ({0} s vs {1} s): rerun with the same --interval")]
+    IntervalMismatch(f64, f64),
+}
+
+fn add_counts(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
+    for (k, n) in from {
+        *into.entry(k.clone()).or_default() += n;
+    }
+}
+
+fn add_hists(into: &mut BTreeMap<String, Hist>, from: &BTreeMap<String, Hist>) {
+    for (k, h) in from {
+        into.entry(k.clone()).or_default().add(h);
+    }
+}
+
+fn add_packed(into: &mut BTreeMap<String, Packed>, from: &BTreeMap<String, Packed>) {
+    for (k, p) in from {
+        let mut h = into.get(k).map(Packed::unpack).unwrap_or_default();
+        h.add(&p.unpack());
+        into.insert(k.clone(), Packed::pack(&h));
+    }
+}
+
+/// Distinct example messages kept per failure kind.
+pub const EXAMPLES_PER_KIND: usize = 3;
+
+impl StoreStats {
+    /// Adds another set of answers' figures (histograms add exactly).
+    pub fn add(&mut self, from: &StoreStats) {
+        self.answers += from.answers;
+        self.reads += from.reads;
+        self.writes += from.writes;
+        self.read_us.add(&from.read_us);
+        self.read_hit_us.add(&from.read_hit_us);
+        self.read_miss_us.add(&from.read_miss_us);
+        self.write_us.add(&from.write_us);
+        self.connect_us.add(&from.connect_us);
+        self.read_bytes.add(&from.read_bytes);
+        self.write_bytes.add(&from.write_bytes);
+        self.read_units_4k += from.read_units_4k;
+        self.write_units_1k += from.write_units_1k;
+        add_counts(&mut self.errors, &from.errors);
+    }
+}
+
+impl Section {
+    /// Adds a section of requests sent concurrently (another vantage point): counts and
+    /// histograms add, rates add, the send window is the longest.
+    pub fn add(&mut self, from: &Section) {
+        self.scheduled += from.scheduled;
+        self.sent += from.sent;
+        self.answered += from.answered;
+        add_counts(&mut self.failures, &from.failures);
+        for (kind, examples) in &from.failure_examples {
+            let mine = self.failure_examples.entry(kind.clone()).or_default();
+            for e in examples {
+                if mine.len() < EXAMPLES_PER_KIND && !mine.contains(e) {
+                    mine.push(e.clone());
+                }
             }
         }
-    }
-    if report.labels.len() > 1 {
-        writeln!(
-            out,
-            "\n{:<16} {:>8} {:>8} {:>8} {:>10} {:>8} {:>8}",
-            "label", "sent", "answered", "failed", "rate/s", "e2e p50", "e2e p99"
-        )?;
-        for (label, s) in &report.labels {
-            writeln!(
-                out,
-                "{:<16} {:>8} {:>8} {:>8} {:>10.2} {}",
-                label,
-                s.sent,
-                s.answered,
-                s.failed(),
-                s.achieved_rate,
-                p50_p99(&s.latency_us)
-            )?;
+        self.achieved_rate += from.achieved_rate;
+        self.send_window_s = self.send_window_s.max(from.send_window_s);
+        self.latency_us.add(&from.latency_us);
+        for (name, s) in &from.stores {
+            self.stores.entry(name.clone()).or_default().add(s);
         }
     }
-    if !report.colos.is_empty() {
-        let stores: Vec<&String> = t.stores.keys().collect();
-        write!(
-            out,
-            "\n{:<8} {:>8} {:>17}",
-            "colo", "answered", "e2e p50/p99 ms"
-        )?;
-        for s in &stores {
-            write!(out, " {:>17}", format!("{s} p50/p99"))?;
+}
+
+impl ColoStats {
+    pub fn add(&mut self, from: &ColoStats) {
+        self.answered += from.answered;
+        self.latency_us.add(&from.latency_us);
+        add_hists(&mut self.read_us, &from.read_us);
+    }
+}
+
+impl Interval {
+    pub fn add(&mut self, from: &Interval) {
+        self.scheduled += from.scheduled;
+        self.failed += from.failed;
+        let mut h = self.latency_us.unpack();
+        h.add(&from.latency_us.unpack());
+        self.latency_us = Packed::pack(&h);
+        add_packed(&mut self.read_us, &from.read_us);
+        add_packed(&mut self.read_hit_us, &from.read_hit_us);
+        add_packed(&mut self.write_us, &from.write_us);
+    }
+}
+
+impl Timeline {
+    /// Adds another run's timeline, aligned on the time since each run's start.
+    pub fn add(&mut self, from: &Timeline) -> Result<(), MergeError> {
+        if from.intervals.is_empty() {
+            return Ok(());
         }
-        writeln!(out)?;
-        for (colo, c) in &report.colos {
-            write!(
-                out,
-                "{:<8} {:>8} {}",
-                colo,
-                c.answered,
-                p50_p99(&c.latency_us)
-            )?;
-            for s in &stores {
-                let h = c.read_us.get(*s).cloned().unwrap_or_default();
-                write!(out, " {}", p50_p99(&h))?;
+        if self.intervals.is_empty() {
+            self.interval_s = from.interval_s;
+        } else if (self.interval_s - from.interval_s).abs() > 1e-9 {
+            return Err(MergeError::IntervalMismatch(
+                self.interval_s,
+                from.interval_s,
+            ));
+        }
+        for (i, iv) in from.intervals.iter().enumerate() {
+            match self.intervals.get_mut(i) {
+                Some(mine) => mine.add(iv),
+                None => self.intervals.push(iv.clone()),
             }
-            writeln!(out)?;
         }
+        Ok(())
     }
-    if let Some(cost) = &report.cost {
-        writeln!(out)?;
-        crate::cost::render(cost, out)?;
+}
+
+impl Report {
+    /// Adds reports up (runs from several vantage points): the result equals one run over the
+    /// union of their samples. Derived parts (cost, summary) are dropped for the caller to
+    /// recompute over the merged mix.
+    pub fn merge(reports: Vec<Report>) -> Result<Report, MergeError> {
+        let mut iter = reports.into_iter();
+        let mut out = iter.next().ok_or(MergeError::Empty)?;
+        out.cost = None;
+        out.summary = None;
+        out.tool = tool_name();
+        for r in iter {
+            out.runs.extend(r.runs);
+            out.total.add(&r.total);
+            for (label, s) in &r.labels {
+                out.labels.entry(label.clone()).or_default().add(s);
+            }
+            for (colo, c) in &r.colos {
+                out.colos.entry(colo.clone()).or_default().add(c);
+            }
+            out.timeline.add(&r.timeline)?;
+        }
+        Ok(out)
     }
-    Ok(())
+}
+
+/// `kvbench <version>`, as written into `tool`.
+pub fn tool_name() -> String {
+    format!("kvbench {}", env!("CARGO_PKG_VERSION"))
 }

@@ -6,7 +6,8 @@ mod common;
 use std::path::Path;
 
 use kvbench::cost::{estimate, PriceTable};
-use kvbench::report::{render, Report};
+use kvbench::print::text::render;
+use kvbench::report::Report;
 
 fn check(name: &str, actual: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))

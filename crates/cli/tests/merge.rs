@@ -3,7 +3,11 @@
 mod common;
 
 use common::{answer, collect, kvbench, read_json, run_info, samples, scratch, serve, Reply};
-use kvbench::merge::{merge, MergeError};
+use kvbench::report::{MergeError, Report};
+
+fn merge(reports: Vec<Report>) -> Result<Report, MergeError> {
+    Report::merge(reports)
+}
 
 #[test]
 fn merge_equals_a_single_run_over_the_union() {

@@ -115,13 +115,15 @@ fn counts_and_percentiles_match_the_known_latencies() {
         .iter()
         .any(|l| l["store"] == "kv"));
 
-    for file in ["timeline.svg", "latency.svg"] {
+    for file in ["timeline.svg", "timeline-hits.svg", "latency.svg"] {
         let svg = std::fs::read_to_string(out.join(file)).unwrap();
         assert!(
-            svg.contains("<svg") && svg.contains("latency (ms)"),
+            svg.contains("<svg") && svg.contains("latency (ms") && svg.contains("\nkv"),
             "{file}"
         );
     }
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains(r#"data-row="kv read all""#));
     let csv = std::fs::read_to_string(out.join("samples.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 200 * 2);
     for needle in [

@@ -222,6 +222,9 @@ pub fn run_info(label: &str, rate: f64, span_s: f64) -> kvbench::report::RunInfo
         max_in_flight: 512,
         interrupted: false,
         pacer_lag_us: lag,
+        engine: "kvbench".into(),
+        latency_from: "intended".into(),
+        import: None,
     }
 }
 

@@ -1,0 +1,417 @@
+//! Charts as SVG text (plotters, no font or system dependencies) that compare the stores on shared
+//! axes, the way the published comparison does: one timeline per percentile with every store as a
+//! line (`timeline.svg` over all reads, `timeline-hits.svg` over hits only), and every store's
+//! latency-by-percentile curve on one log-scaled percentile axis (`latency.svg`). A store keeps
+//! one colour in every chart.
+
+use std::collections::BTreeMap;
+
+use anyhow::anyhow;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::hist::{Hist, Packed};
+use crate::report::{Interval, Report};
+
+const WIDTH: u32 = 1000;
+const PANEL_HEIGHT: u32 = 330;
+/// Timelines with more intervals than this are drawn over wider bins (histograms added), so a
+/// line stays readable and each point holds enough samples for its p99.
+pub const MAX_POINTS: usize = 120;
+const TIMELINE_QUANTILES: [(f64, &str); 3] = [(0.50, "p50"), (0.90, "p90"), (0.99, "p99")];
+/// The end-to-end line in every timeline.
+const E2E: &str = "end-to-end";
+
+type Fallible = Result<(), Box<dyn std::error::Error>>;
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+/// One rendered chart.
+#[derive(Debug, Clone)]
+pub struct Chart {
+    /// File name in the report directory.
+    pub file: &'static str,
+    /// What it shows, for the HTML page.
+    pub title: &'static str,
+    pub svg: String,
+}
+
+/// A store's colour: fixed for the stores the worker knows (so every report and chart agrees),
+/// then a spare palette in name order for any other.
+pub fn color(store: &str, others: &[&str]) -> RGBColor {
+    const KNOWN: [(&str, RGBColor); 9] = [
+        ("kv", RGBColor(243, 128, 32)),     // Cloudflare orange
+        ("upstash", RGBColor(0, 163, 108)), // Upstash green
+        ("denokv", RGBColor(40, 40, 40)),   // Deno black
+        ("do", RGBColor(31, 119, 180)),     // blue
+        ("d1", RGBColor(148, 103, 189)),    // purple
+        ("r2", RGBColor(140, 86, 75)),      // brown
+        ("cache", RGBColor(188, 189, 34)),  // olive
+        ("redis", RGBColor(214, 39, 40)),   // red
+        (E2E, RGBColor(150, 150, 150)),     // grey
+    ];
+    const SPARE: [RGBColor; 4] = [
+        RGBColor(23, 190, 207),
+        RGBColor(227, 119, 194),
+        RGBColor(127, 127, 127),
+        RGBColor(255, 187, 120),
+    ];
+    if let Some((_, c)) = KNOWN.iter().find(|(n, _)| *n == store) {
+        return *c;
+    }
+    let i = others.iter().position(|o| *o == store).unwrap_or(0);
+    SPARE[i % SPARE.len()]
+}
+
+/// Hex form of a store's colour, for the HTML page's legend and bars.
+pub fn color_hex(store: &str, report: &Report) -> String {
+    let c = color(store, &unknown_stores(report));
+    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
+}
+
+fn unknown_stores(report: &Report) -> Vec<&str> {
+    let known = [
+        "kv", "upstash", "denokv", "do", "d1", "r2", "cache", "redis",
+    ];
+    report
+        .total
+        .stores
+        .keys()
+        .map(String::as_str)
+        .filter(|s| !known.contains(s))
+        .collect()
+}
+
+fn ms(us: u64) -> f64 {
+    us as f64 / 1000.0
+}
+
+fn no_data(area: &Area<'_>, title: &str) -> Fallible {
+    area.titled(title, ("sans-serif", 20))?.draw(&Text::new(
+        "no data",
+        (20, 20),
+        ("sans-serif", 16).into_font(),
+    ))?;
+    Ok(())
+}
+
+/// One line per series (store or end-to-end): per-bin histograms.
+struct Series {
+    name: String,
+    bins: Vec<Hist>,
+}
+
+/// Groups the report's intervals into at most [`MAX_POINTS`] bins; returns the bin width (s).
+fn bins(report: &Report) -> (f64, Vec<Vec<&Interval>>) {
+    let tl = &report.timeline;
+    let per_bin = tl.intervals.len().div_ceil(MAX_POINTS).max(1);
+    let groups = tl
+        .intervals
+        .chunks(per_bin)
+        .map(|c| c.iter().collect())
+        .collect();
+    (tl.interval_s * per_bin as f64, groups)
+}
+
+fn add_all<'a>(parts: impl Iterator<Item = Option<&'a Packed>>) -> Hist {
+    let mut h = Hist::default();
+    for p in parts.flatten() {
+        h.add(&p.unpack());
+    }
+    h
+}
+
+/// The timeline's series: every store's reads (all, or hits only), then end-to-end.
+fn timeline_series(report: &Report, hits_only: bool) -> (f64, Vec<Series>) {
+    let (width_s, groups) = bins(report);
+    let mut series: Vec<Series> = report
+        .total
+        .stores
+        .keys()
+        .map(|store| Series {
+            name: store.clone(),
+            bins: groups
+                .iter()
+                .map(|g| {
+                    add_all(g.iter().map(|iv| {
+                        if hits_only {
+                            iv.read_hit_us.get(store)
+                        } else {
+                            iv.read_us.get(store)
+                        }
+                    }))
+                })
+                .collect(),
+        })
+        .collect();
+    series.push(Series {
+        name: E2E.into(),
+        bins: groups
+            .iter()
+            .map(|g| add_all(g.iter().map(|iv| Some(&iv.latency_us))))
+            .collect(),
+    });
+    (width_s, series)
+}
+
+/// One percentile over time, every series a line on the same axes.
+fn timeline_panel(
+    area: &Area<'_>,
+    title: &str,
+    q: f64,
+    width_s: f64,
+    series: &[Series],
+    others: &[&str],
+) -> Fallible {
+    let points = |s: &Series| -> Vec<(f64, f64)> {
+        s.bins
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| !h.is_empty())
+            .map(|(i, h)| ((i as f64 + 0.5) * width_s, ms(h.quantile(q))))
+            .collect()
+    };
+    let lines: Vec<(&Series, Vec<(f64, f64)>)> = series.iter().map(|s| (s, points(s))).collect();
+    if lines.iter().all(|(_, p)| p.is_empty()) {
+        return no_data(area, title);
+    }
+    let n_bins = series.first().map_or(1, |s| s.bins.len()).max(1);
+    let x_max = n_bins as f64 * width_s;
+    let y_max = lines
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|(_, y)| *y))
+        .fold(0.0, f64::max)
+        .max(0.001)
+        * 1.1;
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 20))
+        .margin(10)
+        .margin_right(20)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
+    chart
+        .configure_mesh()
+        .x_desc("time since start (s)")
+        .y_desc("latency (ms)")
+        .draw()?;
+    for (s, pts) in lines {
+        if pts.is_empty() {
+            continue;
+        }
+        let c = color(&s.name, others);
+        let style = if s.name == E2E {
+            c.stroke_width(1)
+        } else {
+            c.stroke_width(2)
+        };
+        // A single bin is a point, not a line: mark every point so short runs still show.
+        chart
+            .draw_series(LineSeries::new(pts.clone(), style))?
+            .label(s.name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+        chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 2, c.filled())))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    Ok(())
+}
+
+fn draw_timeline(report: &Report, hits_only: bool, svg: &mut String) -> Fallible {
+    let others = unknown_stores(report);
+    let (width_s, series) = timeline_series(report, hits_only);
+    let root = SVGBackend::with_string(svg, (WIDTH, PANEL_HEIGHT * 3)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let areas = root.split_evenly((3, 1));
+    let what = if hits_only {
+        "reads that hit"
+    } else {
+        "all reads"
+    };
+    for (area, (q, name)) in areas.iter().zip(TIMELINE_QUANTILES) {
+        let title = format!(
+            "{name} read latency, {what} (worker-timed), per {} s; end-to-end in grey",
+            fmt_s(width_s)
+        );
+        timeline_panel(area, &title, q, width_s, &series, &others)?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+fn fmt_s(s: f64) -> String {
+    if (s - s.round()).abs() < 1e-9 {
+        format!("{}", s.round() as u64)
+    } else {
+        format!("{s:.1}")
+    }
+}
+
+/// x = -log10(1 - q): 0 → p0, 1 → p90, 2 → p99, 3 → p99.9 — the tail gets room.
+fn nines(q: f64) -> f64 {
+    -(1.0 - q).log10()
+}
+
+fn percentile_label(x: &f64) -> String {
+    let q = 1.0 - 10f64.powf(-x);
+    format!("p{}", (q * 1000.0).round() / 10.0)
+}
+
+/// Latency by percentile: every store's curve of one operation on shared axes.
+fn distribution_panel(
+    area: &Area<'_>,
+    title: &str,
+    curves: &[(&str, &Hist)],
+    others: &[&str],
+) -> Fallible {
+    let curves: Vec<_> = curves.iter().filter(|(_, h)| !h.is_empty()).collect();
+    if curves.is_empty() {
+        return no_data(area, title);
+    }
+    let x_max = 3.0; // p99.9
+                     // Log-scaled latency too: stores differ by orders of magnitude (a KV cache miss against an
+                     // in-region Redis hit), and a linear axis would flatten the faster ones onto zero.
+    let floor = 0.05;
+    let y_min = curves
+        .iter()
+        .map(|(_, h)| ms(h.quantile(0.0)))
+        .fold(f64::INFINITY, f64::min)
+        .max(floor)
+        * 0.8;
+    let y_max = curves
+        .iter()
+        .map(|(_, h)| ms(h.max()))
+        .fold(0.0, f64::max)
+        .max(y_min * 2.0)
+        * 1.25;
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 20))
+        .margin(10)
+        .margin_right(40)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..x_max, (y_min..y_max).log_scale())?;
+    chart
+        .configure_mesh()
+        .x_desc("percentile (log scale of 1 - q)")
+        .y_desc("latency (ms, log scale)")
+        .x_label_formatter(&percentile_label)
+        .x_labels(4)
+        .draw()?;
+    for (name, h) in curves {
+        let c = color(name, others);
+        let points = (0..=300).map(|i| {
+            let x = i as f64 * x_max / 300.0;
+            let q = 1.0 - 10f64.powf(-x);
+            (nines(q).min(x_max), ms(h.quantile(q)).max(y_min))
+        });
+        chart
+            .draw_series(LineSeries::new(points, c.stroke_width(2)))?
+            .label(format!("{name} (n={})", h.len()))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    Ok(())
+}
+
+fn draw_distribution(report: &Report, svg: &mut String) -> Fallible {
+    let others = unknown_stores(report);
+    let stores = &report.total.stores;
+    let root = SVGBackend::with_string(svg, (WIDTH, PANEL_HEIGHT * 3)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let areas = root.split_evenly((3, 1));
+    type Pick = fn(&crate::report::StoreStats) -> &Hist;
+    let panels: [(&str, Pick); 3] = [
+        ("reads, all (worker-timed): latency by percentile", |s| {
+            &s.read_us
+        }),
+        (
+            "reads that hit (worker-timed): latency by percentile",
+            |s| &s.read_hit_us,
+        ),
+        (
+            "writes on a miss (worker-timed): latency by percentile",
+            |s| &s.write_us,
+        ),
+    ];
+    for (area, (title, pick)) in areas.iter().zip(panels) {
+        let curves: Vec<(&str, &Hist)> =
+            stores.iter().map(|(n, s)| (n.as_str(), pick(s))).collect();
+        distribution_panel(area, title, &curves, &others)?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+/// Renders every chart of a report.
+pub fn render_all(report: &Report) -> anyhow::Result<Vec<Chart>> {
+    type Draw = fn(&Report, &mut String) -> Fallible;
+    let charts: [(&'static str, &'static str, Draw); 3] = [
+        (
+            "timeline.svg",
+            "Read latency over time, all reads: p50, p90, p99, every store on the same axes",
+            |r, s| draw_timeline(r, false, s),
+        ),
+        (
+            "timeline-hits.svg",
+            "Read latency over time, reads that hit: p50, p90, p99",
+            |r, s| draw_timeline(r, true, s),
+        ),
+        (
+            "latency.svg",
+            "Latency by percentile: reads, hits and writes, every store on shared axes",
+            draw_distribution,
+        ),
+    ];
+    charts
+        .into_iter()
+        .map(|(file, title, draw)| {
+            let mut svg = String::new();
+            draw(report, &mut svg).map_err(|e| anyhow!("{file}: {e}"))?;
+            Ok(Chart { file, title, svg })
+        })
+        .collect()
+}
+
+/// Per store, the number of bins each timeline line has points in (for tests and the page).
+pub fn timeline_points(report: &Report, hits_only: bool) -> BTreeMap<String, usize> {
+    let (_, series) = timeline_series(report, hits_only);
+    series
+        .into_iter()
+        .map(|s| (s.name, s.bins.iter().filter(|h| !h.is_empty()).count()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nines_axis_table() {
+        for (q, x, label) in [
+            (0.0, 0.0, "p0"),
+            (0.9, 1.0, "p90"),
+            (0.99, 2.0, "p99"),
+            (0.999, 3.0, "p99.9"),
+        ] {
+            assert!((nines(q) - x).abs() < 1e-9, "q={q}");
+            assert_eq!(percentile_label(&x), label);
+        }
+    }
+
+    #[test]
+    fn a_store_keeps_its_colour() {
+        assert_eq!(color("kv", &[]), color("kv", &["zz"]));
+        assert_ne!(color("kv", &[]), color("upstash", &[]));
+        let others = ["aa", "bb"];
+        assert_ne!(color("aa", &others), color("bb", &others));
+    }
+}

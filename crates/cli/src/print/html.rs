@@ -1,0 +1,395 @@
+//! `report.html`: one self-contained page (inline CSS and SVG; no script, font or image from the
+//! network) with the runs, the latency table, the comparative charts, errors, per label and per
+//! colo table-charts and the cost projection. Every number comes from the derived [`Summary`]
+//! (the same one `report.json` carries), and each figure cell carries its exact value in
+//! `data-value`, so a test can check the page against the file.
+
+use std::fmt::Write as _;
+
+use crate::print::chart::{color_hex, Chart};
+use crate::print::text::{latency_origin, ms_cell};
+use crate::report::{Quantiles, Report, Summary};
+
+const CSS: &str = r#"
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222;margin:0;background:#fafafa}
+main{max-width:1060px;margin:0 auto;padding:24px}
+h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:32px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+p.lead{color:#555;margin:0 0 16px}
+table{border-collapse:collapse;background:#fff;margin:8px 0;font-variant-numeric:tabular-nums}
+th,td{border:1px solid #ddd;padding:4px 8px;text-align:right;white-space:nowrap}
+th:first-child,td:first-child{text-align:left}
+thead th{background:#f0f0f0}
+td.text{text-align:left;white-space:normal}
+.swatch{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:6px;vertical-align:-1px}
+.legend span{margin-right:16px}
+figure{margin:16px 0;background:#fff;border:1px solid #ddd;padding:8px}
+figure svg{width:100%;height:auto;display:block}
+figcaption{color:#555;margin-bottom:6px}
+.bar{display:block;height:6px;border-radius:3px;margin-top:3px}
+td.best{background:#eef8ee}
+.warn{background:#fff4e5;border:1px solid #f0c36d;padding:8px 12px;margin:8px 0}
+.note{color:#666;font-size:13px}
+"#;
+
+/// `&`, `<`, `>`, `"` and `'` escaped for text and attribute values.
+pub fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A figure cell: two decimals shown, the exact value in `data-value`.
+fn ms_td(row: &str, col: &str, ms: Option<f64>) -> String {
+    let value = ms.map(|v| v.to_string()).unwrap_or_default();
+    format!(
+        r#"<td data-row="{}" data-col="{col}" data-value="{value}">{}</td>"#,
+        esc(row),
+        ms_cell(ms)
+    )
+}
+
+fn count_td(row: &str, col: &str, n: impl std::fmt::Display) -> String {
+    format!(
+        r#"<td data-row="{}" data-col="{col}" data-value="{n}">{n}</td>"#,
+        esc(row)
+    )
+}
+
+fn swatch(store: &str, report: &Report) -> String {
+    format!(
+        r#"<span class="swatch" style="background:{}"></span>{}"#,
+        color_hex(store, report),
+        esc(store)
+    )
+}
+
+fn header(report: &Report, out: &mut String) {
+    let t = &report.total;
+    let labels: Vec<&str> = report.labels.keys().map(String::as_str).collect();
+    let _ = write!(
+        out,
+        r#"<h1>kvbench report</h1><p class="lead">{} run(s) · labels: {} · written by {}</p>"#,
+        report.runs.len(),
+        esc(&labels.join(", ")),
+        esc(&report.tool)
+    );
+    if report.runs.iter().any(|r| r.interrupted) {
+        out.push_str(r#"<p class="warn">A run was interrupted: this report is partial.</p>"#);
+    }
+    out.push_str(
+        "<table><thead><tr><th>label</th><th>engine</th><th>URL</th><th>started</th>\
+         <th>requested req/s</th><th>planned s</th><th>sent for s</th><th>pacer lag p99 ms</th></tr></thead><tbody>",
+    );
+    for r in &report.runs {
+        let lag = if r.pacer_lag_us.is_empty() {
+            "-".to_string()
+        } else {
+            crate::hist::fmt_ms(r.pacer_lag_us.quantile(0.99))
+        };
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td class=\"text\">{}</td><td>{}</td><td>{:.1}</td><td>{:.0}</td><td>{:.1}</td><td>{}</td></tr>",
+            esc(&r.label),
+            esc(&r.engine),
+            esc(&r.url),
+            esc(&r.started_at),
+            r.requested_rate,
+            r.planned_duration_s,
+            r.send_window_s,
+            lag
+        );
+        if let Some(i) = &r.import {
+            let _ = write!(
+                out,
+                "<tr><td></td><td colspan=\"7\" class=\"text note\">imported {} line(s) from {}: \
+                 {} malformed line(s), {} incomplete request(s){}</td></tr>",
+                i.lines,
+                esc(&i.files.join(", ")),
+                i.malformed_lines,
+                i.incomplete_requests,
+                if i.truncated { ", file cut short" } else { "" }
+            );
+        }
+    }
+    out.push_str("</tbody></table>");
+    let _ = write!(
+        out,
+        r#"<table><thead><tr><th>requests</th><th>scheduled</th><th>sent</th><th>answered</th><th>failed</th><th>not sent</th><th>achieved req/s</th><th>send window s</th></tr></thead><tbody><tr><td>all runs</td>{}{}{}{}{}<td data-row="total" data-col="achieved_rate" data-value="{}">{:.2}</td><td>{:.1}</td></tr></tbody></table>"#,
+        count_td("total", "scheduled", t.scheduled),
+        count_td("total", "sent", t.sent),
+        count_td("total", "answered", t.answered),
+        count_td("total", "failed", t.failed()),
+        count_td("total", "not_sent", t.not_sent()),
+        t.achieved_rate,
+        t.achieved_rate,
+        t.send_window_s
+    );
+    let _ = write!(
+        out,
+        r#"<p class="note">Store latencies are timed by the worker around each store call. End-to-end latency is measured by the load generator {}.</p>"#,
+        esc(latency_origin(report))
+    );
+}
+
+fn latency_table(report: &Report, summary: &Summary, out: &mut String) {
+    out.push_str("<h2>Latency (ms)</h2>");
+    out.push_str(
+        "<table id=\"latency\"><thead><tr><th>operation</th><th>count</th><th>p50</th><th>p90</th>\
+         <th>p95</th><th>p99</th><th>max</th><th>mean</th><th>errors</th></tr></thead><tbody>",
+    );
+    for row in &summary.latency {
+        let q = &row.quantiles;
+        let name = match &row.store {
+            Some(store) => format!("{}{}", swatch(store, report), esc(&row.name[store.len()..])),
+            None => esc(&row.name),
+        };
+        let _ = write!(
+            out,
+            "<tr><td>{name}</td>{}{}{}{}{}{}{}{}</tr>",
+            count_td(&row.name, "count", q.count),
+            ms_td(&row.name, "p50_ms", q.p50_ms),
+            ms_td(&row.name, "p90_ms", q.p90_ms),
+            ms_td(&row.name, "p95_ms", q.p95_ms),
+            ms_td(&row.name, "p99_ms", q.p99_ms),
+            ms_td(&row.name, "max_ms", q.max_ms),
+            ms_td(&row.name, "mean_ms", q.mean_ms),
+            match row.errors {
+                Some(e) => count_td(&row.name, "errors", e),
+                None => "<td></td>".into(),
+            }
+        );
+    }
+    out.push_str("</tbody></table>");
+}
+
+fn charts(report: &Report, charts: &[Chart], out: &mut String) {
+    out.push_str("<h2>Charts</h2><p class=\"legend\">");
+    for store in report.total.stores.keys() {
+        let _ = write!(out, "<span>{}</span>", swatch(store, report));
+    }
+    let _ = write!(out, "<span>{}</span></p>", swatch("end-to-end", report));
+    for c in charts {
+        // plotters writes a bare <svg> element: inline it as it is.
+        let svg = c.svg.trim_start_matches(|ch: char| ch != '<');
+        let svg = match svg.strip_prefix("<?xml") {
+            Some(rest) => &rest[rest.find("?>").map_or(0, |i| i + 2)..],
+            None => svg,
+        };
+        let _ = write!(
+            out,
+            "<figure id=\"{}\"><figcaption>{} <span class=\"note\">({})</span></figcaption>{}</figure>",
+            esc(c.file),
+            esc(c.title),
+            esc(c.file),
+            svg
+        );
+    }
+}
+
+fn errors(report: &Report, out: &mut String) {
+    let t = &report.total;
+    out.push_str("<h2>Errors</h2>");
+    if t.failures.is_empty() && t.stores.values().all(|s| s.errors.is_empty()) {
+        out.push_str("<p>No errors.</p>");
+        return;
+    }
+    out.push_str(
+        "<table id=\"errors\"><thead><tr><th>where</th><th>kind</th><th>count</th><th>example</th></tr></thead><tbody>",
+    );
+    for (kind, n) in &t.failures {
+        let example = t
+            .failure_examples
+            .get(kind)
+            .and_then(|e| e.first())
+            .map(String::as_str)
+            .unwrap_or("");
+        let _ = write!(
+            out,
+            "<tr><td>request</td><td>{}</td>{}<td class=\"text\">{}</td></tr>",
+            esc(kind),
+            count_td(&format!("request {kind}"), "count", n),
+            esc(example)
+        );
+    }
+    for (store, s) in &t.stores {
+        for (kind, n) in &s.errors {
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td>{}</td>{}<td></td></tr>",
+                swatch(store, report),
+                esc(kind),
+                count_td(&format!("{store} {kind}"), "count", n)
+            );
+        }
+    }
+    out.push_str("</tbody></table>");
+}
+
+/// A table-chart: one row per label or colo, one cell per store with its read p50/p99 and a bar
+/// scaled to the row's slowest p99; the store with the lowest p50 in the row is highlighted.
+fn per_row_chart<'a>(
+    report: &Report,
+    id: &str,
+    title: &str,
+    rows: impl Iterator<
+        Item = (
+            &'a String,
+            u64,
+            &'a Quantiles,
+            &'a std::collections::BTreeMap<String, Quantiles>,
+        ),
+    >,
+    out: &mut String,
+) {
+    let stores: Vec<&String> = report.total.stores.keys().collect();
+    let _ = write!(
+        out,
+        "<h2>{}</h2><table id=\"{id}\"><thead><tr><th>{}</th><th>answered</th><th>end-to-end p50 / p99</th>",
+        esc(title),
+        if id == "labels" { "label" } else { "colo" }
+    );
+    for s in &stores {
+        let _ = write!(out, "<th>{} read p50 / p99</th>", swatch(s, report));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for (name, answered, e2e, reads) in rows {
+        let row_max = reads.values().filter_map(|q| q.p99_ms).fold(0.0, f64::max);
+        let best = reads
+            .iter()
+            .filter_map(|(s, q)| q.p50_ms.map(|p| (s, p)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(s, _)| s.clone());
+        let _ = write!(
+            out,
+            "<tr><td>{}</td>{}<td>{} / {}</td>",
+            esc(name),
+            count_td(&format!("{id} {name}"), "answered", answered),
+            ms_cell(e2e.p50_ms),
+            ms_cell(e2e.p99_ms)
+        );
+        for s in &stores {
+            let q = reads.get(*s).cloned().unwrap_or_default();
+            let width = match (q.p99_ms, row_max > 0.0) {
+                (Some(p), true) => (p / row_max * 100.0).clamp(2.0, 100.0),
+                _ => 0.0,
+            };
+            let class = if best.as_deref() == Some(s.as_str()) && reads.len() > 1 {
+                " class=\"best\""
+            } else {
+                ""
+            };
+            let _ = write!(
+                out,
+                "<td{class} data-row=\"{} {}\" data-col=\"p50_ms\" data-value=\"{}\">{} / {}<span class=\"bar\" style=\"width:{width:.0}%;background:{}\"></span></td>",
+                esc(&format!("{id} {name}")),
+                esc(s),
+                q.p50_ms.map(|v| v.to_string()).unwrap_or_default(),
+                ms_cell(q.p50_ms),
+                ms_cell(q.p99_ms),
+                color_hex(s, report)
+            );
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table><p class=\"note\">Successful reads as timed by the worker; the bar is the p99 relative to the row's slowest store; the shaded cell has the lowest p50.</p>");
+}
+
+fn cost(report: &Report, out: &mut String) {
+    let Some(e) = &report.cost else {
+        return;
+    };
+    let _ = write!(
+        out,
+        "<h2>Cost</h2><p>Per 30-day month at {:.2} requests/s ({}), USD; billing units per request as measured in this report.</p>",
+        e.project_rps,
+        esc(&e.rps_source)
+    );
+    out.push_str(
+        "<table id=\"cost\"><thead><tr><th>store</th><th>read units/req</th><th>write units/req</th>\
+         <th>$/M read</th><th>$/M write</th><th>$/month</th><th>plan</th><th>prices as of</th></tr></thead><tbody>",
+    );
+    for l in &e.lines {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{:.3}</td><td>{:.3}</td><td>{:.2}</td><td>{:.2}</td><td data-row=\"cost {} {}\" data-col=\"monthly_usd\" data-value=\"{}\">{:.2}</td><td class=\"text\">{}</td><td class=\"text\">{}<br><span class=\"note\">{}</span></td></tr>",
+            swatch(&l.store, report),
+            l.read_units_per_request,
+            l.write_units_per_request,
+            l.read_per_million,
+            l.write_per_million,
+            esc(&l.store),
+            esc(&l.plan),
+            l.monthly_usd,
+            l.monthly_usd,
+            esc(&l.plan),
+            esc(&l.as_of),
+            esc(&l.source)
+        );
+    }
+    out.push_str("</tbody></table>");
+}
+
+/// The whole page.
+pub fn render(report: &Report, rendered: &[Chart]) -> String {
+    let summary = Summary::of(report);
+    let mut out = String::with_capacity(64 * 1024);
+    out.push_str("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">");
+    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
+    out.push_str("<title>kvbench report</title><style>");
+    out.push_str(CSS);
+    out.push_str("</style></head><body><main>");
+    header(report, &mut out);
+    latency_table(report, &summary, &mut out);
+    charts(report, rendered, &mut out);
+    errors(report, &mut out);
+    if summary.labels.len() > 1 {
+        per_row_chart(
+            report,
+            "labels",
+            "Per label (vantage point)",
+            summary
+                .labels
+                .iter()
+                .map(|(k, l)| (k, l.answered, &l.latency, &l.read)),
+            &mut out,
+        );
+    }
+    if !summary.colos.is_empty() {
+        per_row_chart(
+            report,
+            "colos",
+            "Per colo (Cloudflare data center that ran the worker)",
+            summary
+                .colos
+                .iter()
+                .map(|(k, c)| (k, c.answered, &c.latency, &c.read)),
+            &mut out,
+        );
+    }
+    cost(report, &mut out);
+    out.push_str("<p class=\"note\">Regenerate with <code>kvbench report DIR</code>. Histograms, counts and the schema are in report.json (see REPORT.md).</p>");
+    out.push_str("</main></body></html>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(
+            esc(r#"<a href="x">'&'</a>"#),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+        );
+    }
+}

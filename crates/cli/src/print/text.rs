@@ -1,0 +1,219 @@
+//! The terminal report: a pure function of the report over `impl Write`, showing the derived
+//! [`Summary`] so the terminal, `report.html` and `report.json` agree to the digit.
+
+use std::io::{self, Write};
+
+use crate::hist::fmt_ms;
+use crate::report::{Estimate, Quantiles, Report, Summary};
+
+/// A millisecond figure as every printer shows it: two decimals, `-` when there is none.
+pub fn ms_cell(ms: Option<f64>) -> String {
+    match ms {
+        Some(ms) => format!("{ms:.2}"),
+        None => "-".into(),
+    }
+}
+
+/// `p50 p90 p95 p99 max mean` columns, ms.
+fn quantile_cells(q: &Quantiles) -> String {
+    format!(
+        "{:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        ms_cell(q.p50_ms),
+        ms_cell(q.p90_ms),
+        ms_cell(q.p95_ms),
+        ms_cell(q.p99_ms),
+        ms_cell(q.max_ms),
+        ms_cell(q.mean_ms)
+    )
+}
+
+fn p50_p99(q: &Quantiles) -> String {
+    format!("{:>8} {:>8}", ms_cell(q.p50_ms), ms_cell(q.p99_ms))
+}
+
+/// What the end-to-end latency includes, in words.
+pub fn latency_origin(report: &Report) -> &'static str {
+    let from_sent = report.runs.iter().any(|r| r.latency_from == "sent");
+    let from_intended = report.runs.iter().any(|r| r.latency_from != "sent");
+    match (from_intended, from_sent) {
+        (true, true) => "mixed: kvbench runs from the intended start, k6 runs from the send",
+        (false, true) => "from the actual send (k6 http_req_duration)",
+        _ => "from the intended start (queueing and pacer lag count)",
+    }
+}
+
+/// Renders the terminal report.
+pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
+    let summary = Summary::of(report);
+    let t = &report.total;
+    let labels: Vec<&str> = report.labels.keys().map(String::as_str).collect();
+    writeln!(
+        out,
+        "kvbench report ({} run(s); labels: {})",
+        report.runs.len(),
+        labels.join(", ")
+    )?;
+    for r in &report.runs {
+        writeln!(
+            out,
+            "  run {:<12} {} started {}: {:.1} req/s requested for {}, sent for {:.1} s{}{}",
+            r.label,
+            r.url,
+            r.started_at,
+            r.requested_rate,
+            humantime::format_duration(std::time::Duration::from_secs_f64(r.planned_duration_s)),
+            r.send_window_s,
+            if r.engine == "kvbench" {
+                String::new()
+            } else {
+                format!(" (engine {})", r.engine)
+            },
+            if r.interrupted {
+                " (INTERRUPTED: partial report)"
+            } else {
+                ""
+            }
+        )?;
+        if !r.pacer_lag_us.is_empty() {
+            writeln!(
+                out,
+                "      pacer lag ms: p50 {} p99 {} max {}",
+                fmt_ms(r.pacer_lag_us.quantile(0.5)),
+                fmt_ms(r.pacer_lag_us.quantile(0.99)),
+                fmt_ms(r.pacer_lag_us.max())
+            )?;
+        }
+        if let Some(i) = &r.import {
+            writeln!(
+                out,
+                "      imported {} line(s) from {}; malformed lines {}, incomplete requests {}{}",
+                i.lines,
+                i.files.join(", "),
+                i.malformed_lines,
+                i.incomplete_requests,
+                if i.truncated { " (file cut short)" } else { "" }
+            )?;
+        }
+    }
+    writeln!(
+        out,
+        "achieved rate {:.2} req/s over {:.1} s; scheduled {}, sent {}, answered {}, failed {} (not sent {})",
+        t.achieved_rate,
+        t.send_window_s,
+        t.scheduled,
+        t.sent,
+        t.answered,
+        t.failed(),
+        t.not_sent()
+    )?;
+    writeln!(out, "end-to-end latency: {}", latency_origin(report))?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:<22} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7}",
+        "latency (ms)", "count", "p50", "p90", "p95", "p99", "max", "mean", "errors"
+    )?;
+    for row in &summary.latency {
+        writeln!(
+            out,
+            "{:<22} {:>8} {} {:>7}",
+            row.name,
+            row.quantiles.count,
+            quantile_cells(&row.quantiles),
+            row.errors.map(|e| e.to_string()).unwrap_or_default()
+        )?;
+    }
+    if t.failures.is_empty() && t.stores.values().all(|s| s.errors.is_empty()) {
+        writeln!(out, "\nno errors")?;
+    } else {
+        writeln!(out, "\nerrors by kind:")?;
+        for (kind, n) in &t.failures {
+            let example = t.failure_examples.get(kind).and_then(|e| e.first());
+            match example {
+                Some(e) if !e.is_empty() => writeln!(out, "  request {kind:<16} {n:>8}  e.g. {e}")?,
+                _ => writeln!(out, "  request {kind:<16} {n:>8}")?,
+            }
+        }
+        for (store, s) in &t.stores {
+            for (kind, n) in &s.errors {
+                writeln!(out, "  {store:<7} {kind:<16} {n:>8}")?;
+            }
+        }
+    }
+    if summary.labels.len() > 1 {
+        writeln!(
+            out,
+            "\n{:<16} {:>8} {:>8} {:>8} {:>10} {:>8} {:>8}",
+            "label", "sent", "answered", "failed", "rate/s", "e2e p50", "e2e p99"
+        )?;
+        for (label, s) in &summary.labels {
+            writeln!(
+                out,
+                "{:<16} {:>8} {:>8} {:>8} {:>10.2} {}",
+                label,
+                s.sent,
+                s.answered,
+                s.failed,
+                s.achieved_rate,
+                p50_p99(&s.latency)
+            )?;
+        }
+    }
+    if !summary.colos.is_empty() {
+        let stores: Vec<&String> = t.stores.keys().collect();
+        write!(
+            out,
+            "\n{:<8} {:>8} {:>17}",
+            "colo", "answered", "e2e p50/p99 ms"
+        )?;
+        for s in &stores {
+            write!(out, " {:>17}", format!("{s} p50/p99"))?;
+        }
+        writeln!(out)?;
+        for (colo, c) in &summary.colos {
+            write!(out, "{:<8} {:>8} {}", colo, c.answered, p50_p99(&c.latency))?;
+            for s in &stores {
+                let q = c.read.get(*s).cloned().unwrap_or_default();
+                write!(out, " {}", p50_p99(&q))?;
+            }
+            writeln!(out)?;
+        }
+    }
+    if let Some(cost) = &report.cost {
+        writeln!(out)?;
+        render_cost(cost, out)?;
+    }
+    Ok(())
+}
+
+/// The cost projection as a table, with every input and the date of every price.
+pub fn render_cost(e: &Estimate, out: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "cost per 30-day month at {:.2} req/s ({}), USD; units/request measured in this run:",
+        e.project_rps, e.rps_source
+    )?;
+    writeln!(
+        out,
+        "{:<8} {:>9} {:>9} {:>9} {:>9} {:>12}  plan (prices as of)",
+        "store", "rd u/req", "wr u/req", "$/M rd", "$/M wr", "$/month"
+    )?;
+    for l in &e.lines {
+        writeln!(
+            out,
+            "{:<8} {:>9.3} {:>9.3} {:>9.2} {:>9.2} {:>12.2}  {} ({})",
+            l.store,
+            l.read_units_per_request,
+            l.write_units_per_request,
+            l.read_per_million,
+            l.write_per_million,
+            l.monthly_usd,
+            l.plan,
+            l.as_of
+        )?;
+    }
+    if e.lines.is_empty() {
+        writeln!(out, "  (no priced store in this report)")?;
+    }
+    Ok(())
+}
