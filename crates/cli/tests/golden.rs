@@ -7,7 +7,7 @@ use std::path::Path;
 
 use kvbench::cost::{estimate, PriceTable};
 use kvbench::print::text::render;
-use kvbench::report::Report;
+use kvbench::report::{Report, Summary};
 
 fn check(name: &str, actual: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -33,6 +33,7 @@ fn golden_report() -> Report {
     let samples = common::samples(7, 600, 60);
     let mut r = common::collect(&samples, 10, common::run_info("fra-1", 10.0, 60.0));
     r.cost = Some(estimate(&r.total, &PriceTable::default_table(), None));
+    r.summary = Some(Summary::of(&r));
     r
 }
 

@@ -1,0 +1,214 @@
+// k6 script for the kvbench worker: an open-loop (constant-arrival-rate) load against /test that
+// records the worker's own timings as k6 metrics, so one k6 run (local, k6-operator, or Grafana
+// Cloud k6 load zones) gives both k6's dashboards and, through `kvbench import k6`, the same
+// report.json / report.html / charts as `kvbench run`.
+//
+//   k6 run -e KVBENCH_URL=https://<worker>/test -e KVBENCH_RATE=10 -e KVBENCH_DURATION=30m \
+//          --out json=results.json.gz k6/kvbench.js
+//   kvbench import k6 results.json.gz --out report-dir
+//
+// Variables (k6 -e): KVBENCH_URL (required, the full /test URL), KVBENCH_RATE (requests/s,
+// default 10), KVBENCH_DURATION (k6 duration, default 30m), KVBENCH_TOKEN (optional bearer for
+// BENCH_TOKEN), KVBENCH_QUERY (optional extra query, e.g. "stores=kv,upstash&ttl=60"),
+// KVBENCH_VUS (pre-allocated VUs, default rate × 2, at least 10) and KVBENCH_MAX_VUS (default
+// VUS × 4): a request that finds no free VU is not delayed but counted by k6's
+// `dropped_iterations`, which kvbench reports as `not_sent` (open loop, like `kvbench run`).
+// KVBENCH_PROFILE picks ready-made options: `regions` (the published 20 load zones × 10 req/s ×
+// 30 min) or `single` (one load zone × 400 req/s × 10 min); both for `k6 cloud run`.
+//
+// The contract with `kvbench import k6` (crates/cli/src/import.rs): every sample of an iteration
+// carries the metadata `kvbench_req`; per store in the answer, `kvbench_store_value_bytes`
+// (always, it marks the store present), `kvbench_store_read_ms` (tag result = hit|miss|unknown|
+// error), `kvbench_store_write_ms` (result = ok|error), `kvbench_store_connect_ms`,
+// `kvbench_store_errors` (kind, op); then, last, `kvbench_request_ms` (k6's http_req_duration;
+// tags outcome = ok|http_<status>|malformed|timeout|connect|transport, colo, detail).
+// A malformed or non-200 answer is counted, never throws.
+
+import http from 'k6/http';
+import exec from 'k6/execution';
+import { Counter, Trend, Gauge } from 'k6/metrics';
+
+const URL_BASE = __ENV.KVBENCH_URL;
+const RATE = Number(__ENV.KVBENCH_RATE || 10);
+const DURATION = __ENV.KVBENCH_DURATION || '30m';
+const QUERY = __ENV.KVBENCH_QUERY || '';
+const TOKEN = (__ENV.KVBENCH_TOKEN || '').trim();
+const PROFILE = __ENV.KVBENCH_PROFILE || '';
+
+if (!URL_BASE || !/^https?:\/\//.test(URL_BASE)) {
+  throw new Error('KVBENCH_URL must be the full http(s) URL of the worker\'s /test route');
+}
+if (!(RATE > 0)) {
+  throw new Error('KVBENCH_RATE must be a number of requests per second above 0');
+}
+
+function withQuery(base, query) {
+  if (!query) return base;
+  return base + (base.includes('?') ? '&' : '?') + query.replace(/^[?&]/, '');
+}
+const TARGET = withQuery(URL_BASE, QUERY);
+
+// The published runs, for `k6 cloud run` (Grafana Cloud k6 load zones).
+const ZONES_20 = [
+  'amazon:us:ashburn', 'amazon:us:columbus', 'amazon:us:palo alto', 'amazon:us:portland',
+  'amazon:ca:montreal', 'amazon:br:sao paulo', 'amazon:ie:dublin', 'amazon:gb:london',
+  'amazon:de:frankfurt', 'amazon:fr:paris', 'amazon:it:milan', 'amazon:se:stockholm',
+  'amazon:in:mumbai', 'amazon:sg:singapore', 'amazon:jp:tokyo', 'amazon:kr:seoul',
+  'amazon:au:sydney', 'amazon:cn:hong kong', 'amazon:za:cape town', 'amazon:bh:bahrain',
+];
+
+function scenario(rate, duration) {
+  const vus = Number(__ENV.KVBENCH_VUS || Math.max(10, Math.ceil(rate * 2)));
+  return {
+    executor: 'constant-arrival-rate',
+    rate,
+    timeUnit: '1s',
+    duration,
+    preAllocatedVUs: vus,
+    maxVUs: Number(__ENV.KVBENCH_MAX_VUS || vus * 4),
+    gracefulStop: '60s',
+  };
+}
+
+function profileOptions() {
+  if (PROFILE === 'regions') {
+    // 20 zones × 10 req/s: the cloud splits the arrival rate across the zones by percent.
+    const percent = 100 / ZONES_20.length;
+    return {
+      scenarios: { kvbench: scenario(10 * ZONES_20.length, '30m') },
+      cloud: {
+        name: 'kvbench: 20 regions x 10 req/s x 30 min',
+        distribution: Object.fromEntries(
+          ZONES_20.map((z, i) => [`zone${i}`, { loadZone: z, percent }])),
+      },
+    };
+  }
+  if (PROFILE === 'single') {
+    return {
+      scenarios: { kvbench: scenario(400, '10m') },
+      cloud: {
+        name: 'kvbench: 1 region x 400 req/s x 10 min',
+        distribution: { zone: { loadZone: __ENV.KVBENCH_ZONE || 'amazon:de:frankfurt', percent: 100 } },
+      },
+    };
+  }
+  if (PROFILE) throw new Error(`KVBENCH_PROFILE must be "regions" or "single", got "${PROFILE}"`);
+  return { scenarios: { kvbench: scenario(RATE, DURATION) } };
+}
+
+const PROFILE_OPTIONS = profileOptions();
+const SCENARIO = PROFILE_OPTIONS.scenarios.kvbench;
+
+export const options = Object.assign(PROFILE_OPTIONS, {
+  // Only the end-of-test summary needs these; the JSON output has every sample.
+  summaryTrendStats: ['med', 'p(90)', 'p(99)', 'max', 'count'],
+  discardResponseBodies: false,
+});
+
+const config = new Gauge('kvbench_config');
+const requestMs = new Trend('kvbench_request_ms', true);
+const readMs = new Trend('kvbench_store_read_ms', true);
+const writeMs = new Trend('kvbench_store_write_ms', true);
+const connectMs = new Trend('kvbench_store_connect_ms', true);
+const valueBytes = new Trend('kvbench_store_value_bytes');
+const storeErrors = new Counter('kvbench_store_errors');
+
+export function setup() {
+  const sc = SCENARIO;
+  // The URL without its query (which may name stores but never a secret: tokens go in headers).
+  config.add(sc.rate, { url: URL_BASE.split('?')[0], duration: sc.duration });
+}
+
+const params = {
+  headers: TOKEN ? { Authorization: `Bearer ${TOKEN}` } : {},
+  tags: { name: '/test' },
+  responseType: 'text',
+};
+
+function short(text) {
+  const s = String(text || '').replace(/\s+/g, ' ');
+  return s.length > 120 ? `${s.slice(0, 117)}...` : s;
+}
+
+// k6 error codes: https://grafana.com/docs/k6/latest/javascript-api/error-codes/
+function transportOutcome(res) {
+  const code = res.error_code || 0;
+  if (code === 1050) return 'timeout';
+  if ((code >= 1100 && code < 1300) || (code >= 1300 && code < 1400)) return 'connect';
+  return 'transport';
+}
+
+function describeError(body) {
+  try {
+    const e = JSON.parse(body).error;
+    if (typeof e === 'string') return short(e);
+    if (e && typeof e === 'object') return short(e.parameter ? `${e.parameter}: ${e.message}` : e.message);
+  } catch (_) { /* not JSON */ }
+  return short(body);
+}
+
+function isTime(v) {
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0;
+}
+
+// Validates the answer the way kvbench's parser does; returns a reason or null.
+function invalid(a) {
+  if (!a || typeof a !== 'object' || !a.stores || typeof a.stores !== 'object') return 'no stores object';
+  const names = Object.keys(a.stores);
+  if (names.length === 0) return 'stores is empty';
+  for (const n of names) {
+    const s = a.stores[n];
+    if (!s || typeof s !== 'object') return `stores.${n} is not an object`;
+    for (const f of ['read_ms', 'write_ms', 'connect_ms']) {
+      if (s[f] != null && !isTime(s[f])) return `stores.${n}.${f} is not a duration`;
+    }
+    if (s.error && s.error.op != null && s.error.op !== 'read' && s.error.op !== 'write') {
+      return `stores.${n}.error.op must be "read" or "write"`;
+    }
+  }
+  return null;
+}
+
+export default function () {
+  exec.vu.metrics.metadata.kvbench_req = `${exec.vu.idInTest}:${exec.vu.iterationInScenario}`;
+  const res = http.get(TARGET, params);
+  const duration = res.timings.duration;
+  if (res.status === 0) {
+    requestMs.add(duration, { outcome: transportOutcome(res), detail: short(res.error) });
+    return;
+  }
+  if (res.status !== 200) {
+    requestMs.add(duration, { outcome: `http_${res.status}`, detail: describeError(res.body) });
+    return;
+  }
+  let answer;
+  try {
+    answer = JSON.parse(res.body);
+  } catch (e) {
+    requestMs.add(duration, { outcome: 'malformed', detail: short(`body is not JSON: ${e.message}`) });
+    return;
+  }
+  const why = invalid(answer);
+  if (why) {
+    requestMs.add(duration, { outcome: 'malformed', detail: short(why) });
+    return;
+  }
+  const colo = typeof answer.colo === 'string' ? answer.colo : 'unknown';
+  for (const [store, s] of Object.entries(answer.stores)) {
+    const err = s.error || null;
+    const readFailed = err && err.op !== 'write';
+    const writeFailed = err && err.op === 'write';
+    valueBytes.add(Number.isFinite(s.value_bytes) ? s.value_bytes : 0, { store, colo });
+    if (s.read_ms != null) {
+      let result = 'unknown';
+      if (readFailed) result = 'error';
+      else if (s.hit === true) result = 'hit';
+      else if (s.hit === false) result = 'miss';
+      readMs.add(s.read_ms, { store, colo, result });
+    }
+    if (s.write_ms != null) writeMs.add(s.write_ms, { store, colo, result: writeFailed ? 'error' : 'ok' });
+    if (s.connect_ms != null) connectMs.add(s.connect_ms, { store, colo });
+    if (err) storeErrors.add(1, { store, colo, kind: String(err.kind || 'unknown'), op: err.op || '' });
+  }
+  requestMs.add(duration, { outcome: 'ok', colo });
+}
