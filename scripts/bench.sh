@@ -6,12 +6,15 @@
 # the stack. Knobs (env): BENCH_RATE (default 50 req/s), BENCH_DURATION (60s), BENCH_ARGS (extra
 # `kvbench run` flags), BENCH_QUERY (extra /test query, e.g. "min_bytes=1024&max_bytes=1024"),
 # BENCH_FAULTS (gateway fault flags, e.g. "--fault-delay-ms 5-20 --fault-status-fraction 0.01"),
-# BENCH_WARMUP (10s: load sent at the same rate before the measured run and not reported; 0 = none).
+# BENCH_WARMUP (10s: load sent at the same rate before the measured run and not reported; 0 = none),
+# BENCH_ENGINE (kvbench, or k6: k6/kvbench.js sends the load and `kvbench import k6` reports it).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$ROOT/scripts/stack.sh"
 cd "$ROOT"
 
 RATE=${BENCH_RATE:-50}
+ENGINE=${BENCH_ENGINE:-kvbench}
+case "$ENGINE" in kvbench | k6) ;; *) die "BENCH_ENGINE must be kvbench or k6, got '$ENGINE'" ;; esac
 DURATION=${BENCH_DURATION:-60s}
 WARMUP=${BENCH_WARMUP:-10s}
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
@@ -54,15 +57,24 @@ if [ "$WARMUP" != 0 ] && [ "$WARMUP" != 0s ]; then
     die "the warm-up run failed (exit $?)"
 fi
 
-log "kvbench run --rate $RATE --duration $DURATION"
 set +e
-# shellcheck disable=SC2086  # BENCH_ARGS is a list of flags
-"$ROOT/target/native/kvbench" run --url "$url" --rate "$RATE" --duration "$DURATION" --label local \
-  --interval 5s --out "$OUT" ${BENCH_ARGS:-} &
+if [ "$ENGINE" = k6 ]; then
+  # k6 drives the same open-loop schedule (constant-arrival-rate); its raw samples are kept
+  # next to the report and imported into the same report.json / report.html / charts.
+  log "k6 run k6/kvbench.js: $RATE req/s for $DURATION (BENCH_ENGINE=k6)"
+  k6 run --quiet --no-usage-report -e KVBENCH_URL="http://127.0.0.1:$WORKER_PORT/test" \
+    -e KVBENCH_QUERY="${BENCH_QUERY:-}" -e KVBENCH_RATE="$RATE" -e KVBENCH_DURATION="$DURATION" \
+    --out "json=$OUT/k6.json.gz" "$ROOT/k6/kvbench.js" &
+else
+  log "kvbench run --rate $RATE --duration $DURATION"
+  # shellcheck disable=SC2086  # BENCH_ARGS is a list of flags
+  "$ROOT/target/native/kvbench" run --url "$url" --rate "$RATE" --duration "$DURATION" --label local \
+    --out "$OUT" ${BENCH_ARGS:-} &
+fi
 kv_pid=$!
-# Resident memory of kvbench and workerd, sampled every 5 s while kvbench runs (ends with it).
+# Resident memory of the load generator and workerd, sampled every 5 s while it runs.
 rss_log="$OUT/rss.csv"
-echo "elapsed_s,kvbench_mib,workerd_mib" >"$rss_log"
+echo "elapsed_s,loadgen_mib,workerd_mib" >"$rss_log"
 (
   t=0
   while kill -0 "$kv_pid" 2>/dev/null; do
@@ -76,6 +88,12 @@ status=$?
 wait "$sampler" 2>/dev/null
 set -e
 awk -F, 'NR == 2 { k0 = $2; w0 = $3 } NR > 1 && $2 != "" { k1 = $2; w1 = $3 }
-  END { if (NR > 1) printf "[kvbench] resident memory (MiB) first sample -> last: kvbench %s -> %s, workerd %s -> %s (rss.csv)\n", k0, k1, w0, w1 }' "$rss_log" >&2
-[ "$status" = 0 ] || die "kvbench run failed (exit $status)"
-log "report written to bench-results/$STAMP/ (report.json, timeline.svg, latency.svg)"
+  END { if (NR > 1) printf "[kvbench] resident memory (MiB) first sample -> last: load generator %s -> %s, workerd %s -> %s (rss.csv)\n", k0, k1, w0, w1 }' "$rss_log" >&2
+if [ "$ENGINE" = k6 ]; then
+  [ "$status" = 0 ] || die "k6 run failed (exit $status)"
+  "$ROOT/target/native/kvbench" import k6 "$OUT/k6.json.gz" --label local --out "$OUT" ||
+    die "kvbench import k6 failed (exit $?)"
+else
+  [ "$status" = 0 ] || die "kvbench run failed (exit $status)"
+fi
+log "report written to bench-results/$STAMP/ (report.html, report.json, timeline.svg, timeline-hits.svg, latency.svg)"

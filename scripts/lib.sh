@@ -3,7 +3,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-export PATH="$HOME/.cargo/bin:$ROOT/node_modules/.bin:$PATH"
+export PATH="$HOME/.cargo/bin:$ROOT/node_modules/.bin:$ROOT/.tools/k6/bin:$PATH"
 export WRANGLER_SEND_METRICS=false
 export CLOUDFLARE_CF_FETCH_ENABLED=false
 

@@ -73,7 +73,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "512", value_name = "N", value_parser = parse_max_in_flight)]
     pub max_in_flight: u64,
     /// Timeline resolution and period of the plain progress lines; `auto`: 1/60 of --duration,
-    /// between 1 s and 60 s (30 s for a 30-minute run).
+    /// between 5 s and 60 s (30 s for a 30-minute run).
     #[arg(long, default_value = "auto", value_parser = parse_interval)]
     pub interval: Interval,
     /// Also write samples.csv (one row per request and store).
@@ -139,7 +139,7 @@ pub struct K6Args {
     /// tag, when present, wins).
     #[arg(long, value_parser = parse_label)]
     pub label: Option<String>,
-    /// Timeline resolution; `auto`: 1/60 of the run's duration, between 1 s and 60 s.
+    /// Timeline resolution; `auto`: 1/60 of the run's duration, between 5 s and 60 s.
     #[arg(long, default_value = "auto", value_parser = parse_interval)]
     pub interval: Interval,
     #[command(flatten)]

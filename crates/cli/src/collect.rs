@@ -78,10 +78,11 @@ pub struct Collector {
     closed: BTreeMap<u64, Interval>,
 }
 
-/// The timeline interval for a run of this length: 60 points across it, between 1 s and 60 s
-/// (a 30-minute run gets 30 s intervals; a minute-long local run 1 s).
+/// The timeline interval for a run of this length: 60 points across it, between 5 s and 60 s
+/// (a 30-minute run gets 30 s intervals, enough to see KV move data closer; short runs get 5 s so
+/// each point still holds enough samples for its p99).
 pub fn auto_interval(duration: Duration) -> Duration {
-    let s = (duration.as_secs_f64() / 60.0).round().clamp(1.0, 60.0);
+    let s = (duration.as_secs_f64() / 60.0).round().clamp(5.0, 60.0);
     Duration::from_secs(s as u64)
 }
 
@@ -324,7 +325,14 @@ mod tests {
 
     #[test]
     fn auto_interval_table() {
-        for (run_s, want_s) in [(10, 1), (60, 1), (600, 10), (1800, 30), (36_000, 60)] {
+        for (run_s, want_s) in [
+            (10, 5),
+            (60, 5),
+            (300, 5),
+            (600, 10),
+            (1800, 30),
+            (36_000, 60),
+        ] {
             assert_eq!(
                 auto_interval(Duration::from_secs(run_s)),
                 Duration::from_secs(want_s),
