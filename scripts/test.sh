@@ -11,6 +11,9 @@ export GATEWAY_BIN="$ROOT/target/debug/upstash-gateway"
 DENOKV_BIN="${DENOKV_BIN:-$(command -v denokv || true)}"
 [ -n "$DENOKV_BIN" ] || die "denokv is missing: run npm run setup (cargo install denokv --version 0.14.0 --locked)"
 export DENOKV_BIN
+# The report.html test loads the page in Debian's chromium (setup.sh installs it): here a missing
+# browser is a failure, not a skip.
+export KVBENCH_REQUIRE_BROWSER=1
 
 step() { log "── $* ──"; }
 
@@ -25,6 +28,7 @@ cargo clippy -p kvbench-worker -p kvbench-core --target wasm32-unknown-unknown -
 step "native tests (core + mocked bindings, gateway against a real redis-server)"
 cargo test --workspace --locked
 cargo build -p upstash-gateway --locked  # the binary the JS suites spawn
+cargo build -p kvbench --locked  # the CLI the report (and k6) e2e suites run
 
 step "wasm tests (wasm-bindgen-test under Node)"
 cargo test -p kvbench-worker --lib --target wasm32-unknown-unknown --locked
