@@ -113,10 +113,28 @@ const connectMs = new Trend('kvbench_store_connect_ms', true);
 const valueBytes = new Trend('kvbench_store_value_bytes');
 const storeErrors = new Counter('kvbench_store_errors');
 
+// This instance's share of the arrival rate: 1, or its execution segment's width when the test is
+// split across instances (k6-operator parallelism, `k6 run --execution-segment`).
+function segmentShare() {
+  const frac = (x) => {
+    const [n, d] = String(x).split('/');
+    return d === undefined ? Number(n) : Number(n) / Number(d);
+  };
+  try {
+    const seg = exec.test.options.executionSegment;
+    if (!seg) return 1;
+    const [from, to] = String(seg).split(':');
+    const share = frac(to) - frac(from);
+    return share > 0 && share <= 1 ? share : 1;
+  } catch (_) {
+    return 1;
+  }
+}
+
 export function setup() {
   const sc = SCENARIO;
   // The URL without its query (which may name stores but never a secret: tokens go in headers).
-  config.add(sc.rate, { url: URL_BASE.split('?')[0], duration: sc.duration });
+  config.add(sc.rate * segmentShare(), { url: URL_BASE.split('?')[0], duration: sc.duration });
 }
 
 const params = {
