@@ -182,8 +182,10 @@ fn timeline_panel(
         .fold(0.0, f64::max)
         .max(0.001)
         * 1.1;
-    let mut chart = ChartBuilder::on(area)
-        .caption(title, ("sans-serif", 20))
+    // Title, then a band for the legend row (so it never hides a point), then the plot.
+    let body = area.titled(title, ("sans-serif", 20))?;
+    let (band, plot) = body.split_vertically(LEGEND_BAND);
+    let mut chart = ChartBuilder::on(&plot)
         .margin(10)
         .margin_right(20)
         .x_label_area_size(40)
@@ -193,6 +195,8 @@ fn timeline_panel(
         .configure_mesh()
         .x_desc("time since start (s)")
         .y_desc("latency (ms)")
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 14))
         .draw()?;
     for (s, pts) in lines {
         if pts.is_empty() {
@@ -205,18 +209,37 @@ fn timeline_panel(
             c.stroke_width(2)
         };
         // A single bin is a point, not a line: mark every point so short runs still show.
-        chart
-            .draw_series(LineSeries::new(pts.clone(), style))?
-            .label(s.name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+        chart.draw_series(LineSeries::new(pts.clone(), style))?;
         chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 2, c.filled())))?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()?;
+    let items: Vec<(&str, RGBColor)> = series
+        .iter()
+        .map(|s| (s.name.as_str(), color(&s.name, others)))
+        .collect();
+    legend_row(&band, &items)?;
+    Ok(())
+}
+
+/// Height of the band above a timeline's plot that holds its legend.
+const LEGEND_BAND: u32 = 26;
+
+/// The legend as one row in the band under the caption: a coloured stroke and the name per
+/// series, left to right.
+fn legend_row(area: &Area<'_>, items: &[(&str, RGBColor)]) -> Fallible {
+    let y = (LEGEND_BAND as i32) / 2;
+    let mut x = 80;
+    for (name, c) in items {
+        area.draw(&PathElement::new(
+            vec![(x, y), (x + 22, y)],
+            c.stroke_width(3),
+        ))?;
+        area.draw(&Text::new(
+            name.to_string(),
+            (x + 28, y - 8),
+            ("sans-serif", 15).into_font(),
+        ))?;
+        x += 28 + 9 * name.len() as i32 + 24;
+    }
     Ok(())
 }
 
@@ -293,13 +316,22 @@ fn distribution_panel(
         .margin_right(40)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(0.0..x_max, (y_min..y_max).log_scale())?;
+        .build_cartesian_2d(
+            0.0..x_max,
+            (y_min..y_max)
+                .log_scale()
+                .with_key_points(log_ticks(y_min, y_max)),
+        )?;
     chart
         .configure_mesh()
         .x_desc("percentile (log scale of 1 - q)")
         .y_desc("latency (ms, log scale)")
         .x_label_formatter(&percentile_label)
+        .y_label_formatter(&|v| tick_label(*v))
         .x_labels(4)
+        .y_max_light_lines(0)
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 14))
         .draw()?;
     for (name, h) in curves {
         let c = color(name, others);
@@ -313,13 +345,44 @@ fn distribution_panel(
             .label(format!("{name} (n={})", h.len()))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
     }
+    // Percentile curves only rise: the lower right corner is always free.
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.8))
+        .position(SeriesLabelPosition::LowerRight)
+        .label_font(("sans-serif", 14))
+        .background_style(WHITE.mix(0.9))
         .border_style(BLACK)
         .draw()?;
     Ok(())
+}
+
+/// 1-2-5 ticks across [lo, hi] for a log axis, always including one at or below `lo`'s decade
+/// so the low end is labelled.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let mut ticks = Vec::new();
+    let mut decade = 10f64.powf(lo.log10().floor());
+    while decade <= hi {
+        for m in [1.0, 2.0, 5.0] {
+            let t = decade * m;
+            if t >= lo && t <= hi {
+                ticks.push(t);
+            }
+        }
+        decade *= 10.0;
+    }
+    if ticks.len() < 2 {
+        ticks = vec![lo, hi];
+    }
+    ticks
+}
+
+fn tick_label(v: f64) -> String {
+    if v >= 1.0 {
+        format!("{v:.0}")
+    } else {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').to_string()
+    }
 }
 
 fn draw_distribution(report: &Report, svg: &mut String) -> Fallible {
@@ -405,6 +468,14 @@ mod tests {
             assert!((nines(q) - x).abs() < 1e-9, "q={q}");
             assert_eq!(percentile_label(&x), label);
         }
+    }
+
+    #[test]
+    fn log_ticks_are_one_two_five() {
+        assert_eq!(log_ticks(0.4, 37.0), [0.5, 1.0, 2.0, 5.0, 10.0, 20.0]);
+        assert_eq!(log_ticks(3.0, 4.0), [3.0, 4.0]);
+        assert_eq!(tick_label(0.5), "0.5");
+        assert_eq!(tick_label(20.0), "20");
     }
 
     #[test]

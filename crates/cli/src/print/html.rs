@@ -17,7 +17,7 @@ h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:32px 0 8px;border-bott
 p.lead{color:#555;margin:0 0 16px}
 table{border-collapse:collapse;background:#fff;margin:8px 0;font-variant-numeric:tabular-nums}
 th,td{border:1px solid #ddd;padding:4px 8px;text-align:right;white-space:nowrap}
-th:first-child,td:first-child{text-align:left}
+th:first-child,td:first-child,th.text{text-align:left}
 thead th{background:#f0f0f0}
 td.text{text-align:left;white-space:normal}
 .swatch{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:6px;vertical-align:-1px}
@@ -86,7 +86,7 @@ fn header(report: &Report, out: &mut String) {
         out.push_str(r#"<p class="warn">A run was interrupted: this report is partial.</p>"#);
     }
     out.push_str(
-        "<table><thead><tr><th>label</th><th>engine</th><th>URL</th><th>started</th>\
+        "<table><thead><tr><th>label</th><th class=\"text\">engine</th><th class=\"text\">URL</th><th>started</th>\
          <th>requested req/s</th><th>planned s</th><th>sent for s</th><th>pacer lag p99 ms</th></tr></thead><tbody>",
     );
     for r in &report.runs {
@@ -203,7 +203,7 @@ fn errors(report: &Report, out: &mut String) {
         return;
     }
     out.push_str(
-        "<table id=\"errors\"><thead><tr><th>where</th><th>kind</th><th>count</th><th>example</th></tr></thead><tbody>",
+        "<table id=\"errors\"><thead><tr><th>where</th><th>kind</th><th>count</th><th class=\"text\">example</th></tr></thead><tbody>",
     );
     for (kind, n) in &t.failures {
         let example = t
@@ -315,7 +315,7 @@ fn cost(report: &Report, out: &mut String) {
     );
     out.push_str(
         "<table id=\"cost\"><thead><tr><th>store</th><th>read units/req</th><th>write units/req</th>\
-         <th>$/M read</th><th>$/M write</th><th>$/month</th><th>plan</th><th>prices as of</th></tr></thead><tbody>",
+         <th>$/M read</th><th>$/M write</th><th>$/month</th><th class=\"text\">plan</th><th class=\"text\">prices as of</th></tr></thead><tbody>",
     );
     for l in &e.lines {
         let _ = write!(
