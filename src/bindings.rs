@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use kvbench_core::store::ReadOptions;
+use kvbench_core::store::{Deferred, Fetched, ReadOptions};
 use kvbench_core::{
     Clock, DenoKvStore, ErrorKind, HttpRequest, HttpResponse, HttpTransport, MetadataCache, Store,
     StoreError, Timer, UpstashStore, ValueGen,
@@ -18,13 +18,20 @@ pub const UPSTASH_TOKEN: &str = "UPSTASH_REDIS_REST_TOKEN";
 pub const DENO_KV_URL: &str = "DENO_KV_URL";
 pub const DENO_KV_ACCESS_TOKEN: &str = "DENO_KV_ACCESS_TOKEN";
 
-/// A var or secret as text; empty counts as unset.
-pub fn env_text(env: &Env, name: &str) -> Option<String> {
+/// A var or secret exactly as stored, `None` when it is not set.
+pub fn env_raw(env: &Env, name: &str) -> Option<String> {
     env.secret(name)
         .map(|s| s.to_string())
         .or_else(|_| env.var(name).map(|v| v.to_string()))
         .ok()
-        .filter(|s| !s.trim().is_empty())
+}
+
+/// A var or secret as text, trimmed (a secret saved with a trailing newline or space works);
+/// blank counts as unset.
+pub fn env_text(env: &Env, name: &str) -> Option<String> {
+    env_raw(env, name)
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
 }
 
 /// `request.cf.colo`, read defensively: locally there is no `cf`, and the SDK's getter panics then.
@@ -68,24 +75,40 @@ fn runtime(e: impl std::fmt::Display) -> StoreError {
     StoreError::new(ErrorKind::Runtime, e.to_string())
 }
 
+/// A KV binding error, classified from what the binding raised (e.g. `KV PUT failed: 429 Too Many
+/// Requests` when a key is written more than once a second).
+fn kv_error(e: impl std::fmt::Display) -> StoreError {
+    let text = e.to_string();
+    StoreError::new(kvbench_core::error::classify_binding_error(&text), text)
+}
+
 #[async_trait(?Send)]
 impl Store for KvBinding {
-    async fn get(&self, key: &str, options: ReadOptions) -> Result<Option<Vec<u8>>, StoreError> {
+    async fn get(&self, key: &str, options: ReadOptions) -> Result<Fetched, StoreError> {
         let mut get = self.0.get(key);
         if let Some(ttl) = options.cache_ttl_s {
             get = get.cache_ttl(u64::from(ttl));
         }
-        get.bytes().await.map_err(runtime)
+        Ok(match get.bytes().await.map_err(kv_error)? {
+            None => Fetched::Miss,
+            Some(bytes) => Fetched::Hit(Deferred::ready(bytes.len() as u64)),
+        })
     }
 
-    async fn put(&self, key: &str, value: &[u8], ttl_s: u32) -> Result<(), StoreError> {
+    async fn put(
+        &self,
+        key: &str,
+        value: &[u8],
+        ttl_s: u32,
+        _body: Vec<u8>,
+    ) -> Result<(), StoreError> {
         self.0
             .put_bytes(key, value)
-            .map_err(runtime)?
+            .map_err(kv_error)?
             .expiration_ttl(u64::from(ttl_s))
             .execute()
             .await
-            .map_err(runtime)
+            .map_err(kv_error)
     }
 }
 

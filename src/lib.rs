@@ -6,42 +6,57 @@ mod respond;
 
 use std::cell::{Cell, RefCell};
 
+use kvbench_core::budget::ISOLATE_BUDGET_BYTES;
 use kvbench_core::{
-    handle, Call, Defaults, Isolate, MetadataCache, Store, StoreError, StoreId, StoreSet, ValueGen,
+    handle, Budget, Call, Defaults, Isolate, MetadataCache, Store, StoreError, StoreId, StoreSet,
+    ValueGen,
 };
-use worker::{event, Context, Env, Request, Response, Result, RouteContext, Router};
+use worker::{event, Context, Env, Method, Request, Response, Result, RouteContext, Router};
 
-use crate::bindings::{colo, deno_kv_store, env_text, upstash_store, JsClock, JsTimer, KvBinding};
+use crate::bindings::{
+    colo, deno_kv_store, env_raw, env_text, upstash_store, JsClock, JsTimer, KvBinding,
+};
 
 thread_local! {
     static REQUESTS: Cell<u64> = const { Cell::new(0) };
     static GEN: &'static RefCell<ValueGen> = Box::leak(Box::new(RefCell::new(bindings::seeded_gen())));
     /// Deno KV's KV Connect metadata (endpoints, short-lived token), shared by this isolate's requests.
     static DENO_KV_META: &'static MetadataCache = Box::leak(Box::default());
+    /// Value bytes in flight across this isolate's concurrent requests.
+    static BUDGET: &'static Budget = Box::leak(Box::new(Budget::new(ISOLATE_BUDGET_BYTES)));
 }
 
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
     REQUESTS.with(|r| r.set(r.get() + 1));
-    Router::new()
+    let head = req.method() == Method::Head;
+    // HEAD is GET without the body (RFC 9110): same handlers, same status and headers.
+    let response = Router::new()
         .get_async("/", handle_index)
+        .head_async("/", handle_index)
         .get("/healthz", |_, _| respond::text("ok"))
+        .head("/healthz", |_, _| respond::text("ok"))
         .get_async("/test", handle_test)
+        .head_async("/test", handle_test)
         .run(req, env)
-        .await
+        .await?;
+    if response.status_code() == 405 {
+        return respond::method_not_allowed();
+    }
+    if head {
+        return respond::without_body(response);
+    }
+    Ok(response)
 }
 
 async fn handle_test(req: Request, ctx: RouteContext<()>) -> Result<Response> {
     let env = &ctx.env;
-    let query: Vec<(String, String)> = req
-        .url()?
-        .query_pairs()
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect();
+    let url = req.url()?;
+    let query = url.query().unwrap_or("");
     let authorization = req.headers().get("Authorization").ok().flatten();
-    let token = env_text(env, "BENCH_TOKEN");
+    let token = env_raw(env, kvbench_core::auth::TOKEN_VAR);
     let call = Call {
-        query: &query,
+        query,
         authorization: authorization.as_deref(),
         token: token.as_deref(),
         defaults: Defaults::from_vars(|name| env_text(env, name)),
@@ -60,6 +75,7 @@ async fn handle_test(req: Request, ctx: RouteContext<()>) -> Result<Response> {
         timer: &JsTimer,
         requests: REQUESTS.with(Cell::get),
         colo: colo(&req),
+        budget: BUDGET.with(|b| *b),
     };
     let reply = handle(call, &stores, &isolate).await;
     let mut response = respond::json(reply.status, &reply.body)?;
@@ -67,6 +83,9 @@ async fn handle_test(req: Request, ctx: RouteContext<()>) -> Result<Response> {
         response
             .headers_mut()
             .set("WWW-Authenticate", "Bearer realm=\"kvbench\"")?;
+    }
+    if reply.status == 503 {
+        response.headers_mut().set("Retry-After", "1")?;
     }
     Ok(response)
 }
@@ -89,7 +108,9 @@ async fn handle_index(_req: Request, ctx: RouteContext<()>) -> Result<Response> 
         KvBinding::from_env(env).is_ok(),
         upstash_store(env).is_ok(),
         deno_kv_store(env, DENO_KV_META.with(|m| *m)).is_ok(),
-        env_text(env, "BENCH_TOKEN").is_some(),
+        kvbench_core::auth::TokenConfig::from_raw(
+            env_raw(env, kvbench_core::auth::TOKEN_VAR).as_deref(),
+        ),
     );
     respond::json(200, &body)
 }

@@ -1,5 +1,6 @@
 //! HTTP answers of the worker: JSON with `Cache-Control: no-store`, and the shapes of its errors.
 
+use kvbench_core::auth::TokenConfig;
 use kvbench_core::params::{ParamError, PARAMETERS, VARS};
 use kvbench_core::{Defaults, Order};
 use serde_json::json;
@@ -19,14 +20,42 @@ pub fn text(body: &str) -> Result<Response> {
     Ok(response)
 }
 
+/// The methods every route answers.
+pub const ALLOW: &str = "GET, HEAD";
+
+/// 405 for any other method, with the `Allow` header RFC 9110 requires.
+pub fn method_not_allowed() -> Result<Response> {
+    let body =
+        json!({ "error": { "parameter": "method", "message": "only GET and HEAD are allowed" } });
+    let mut response = json(405, &body.to_string())?;
+    response.headers_mut().set("Allow", ALLOW)?;
+    Ok(response)
+}
+
+/// A HEAD answer: the GET answer's status and headers, no body.
+pub fn without_body(response: Response) -> Result<Response> {
+    let headers = response.headers().clone();
+    Ok(Response::empty()?
+        .with_status(response.status_code())
+        .with_headers(headers))
+}
+
 /// The body of `GET /`: routes and active configuration, never a secret's value.
 pub fn index(
     defaults: std::result::Result<Defaults, ParamError>,
     kv: bool,
     upstash: bool,
     denokv: bool,
-    token_required: bool,
+    token: TokenConfig,
 ) -> String {
+    let auth = match token {
+        TokenConfig::Open => json!({ "bearer_token_required": false }),
+        TokenConfig::Required(_) => json!({ "bearer_token_required": true }),
+        TokenConfig::Blank => json!({
+            "bearer_token_required": true,
+            "error": "BENCH_TOKEN is set but blank: /test answers 500 until it is fixed",
+        }),
+    };
     let defaults = match defaults {
         Ok(d) => json!({
             "keys": d.keys,
@@ -60,7 +89,7 @@ pub fn index(
             "upstash": { "configured": upstash },
             "denokv": { "configured": denokv },
         },
-        "auth": { "bearer_token_required": token_required },
+        "auth": auth,
     })
     .to_string()
 }

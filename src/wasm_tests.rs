@@ -58,7 +58,13 @@ fn answers_serialize_on_wasm_like_on_the_host() {
 
 #[wasm_bindgen_test]
 fn index_describes_config_without_secrets() {
-    let body = respond::index(Ok(Defaults::default()), true, false, false, true);
+    let body = respond::index(
+        Ok(Defaults::default()),
+        true,
+        false,
+        false,
+        kvbench_core::auth::TokenConfig::Required("t".into()),
+    );
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["stores"]["upstash"]["configured"], false);
     assert_eq!(v["stores"]["denokv"]["configured"], false);
@@ -66,6 +72,19 @@ fn index_describes_config_without_secrets() {
     assert_eq!(v["auth"]["bearer_token_required"], true);
     assert_eq!(v["defaults"]["ttl"], 60);
     assert_eq!(v["defaults"]["order"], "random");
+    let blank = respond::index(
+        Ok(Defaults::default()),
+        true,
+        true,
+        true,
+        kvbench_core::auth::TokenConfig::Blank,
+    );
+    let v: serde_json::Value = serde_json::from_str(&blank).unwrap();
+    assert_eq!(
+        v["auth"]["bearer_token_required"], true,
+        "a blank token never reads as open"
+    );
+    assert!(v["auth"]["error"].as_str().unwrap().contains("BENCH_TOKEN"));
 }
 
 #[wasm_bindgen_test]

@@ -3,6 +3,7 @@
 // right `error.kind` for upstash while KV is still measured.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import net from "node:net";
 import { startRedis, startGateway, startWorker, stop, redisCommand } from "./procs.mjs";
 
 const TOKEN = "stack-e2e-token-" + process.pid;
@@ -92,4 +93,31 @@ test("a delay below the timeout is measured, not an error", async () => {
   } finally {
     await faults({});
   }
+});
+
+/** SET key <bytes> straight into redis-server (RESP), as another client would. */
+function redisSetRaw(port, key, bytes) {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(port, "127.0.0.1");
+    const k = Buffer.from(key);
+    sock.on("connect", () =>
+      sock.write(Buffer.concat([
+        Buffer.from(`*3\r\n$3\r\nSET\r\n$${k.length}\r\n`), k,
+        Buffer.from(`\r\n$${bytes.length}\r\n`), bytes, Buffer.from("\r\n"),
+      ])),
+    );
+    sock.once("data", (d) => {
+      sock.destroy();
+      d.toString().startsWith("+OK") ? resolve() : reject(new Error(d.toString()));
+    });
+    sock.on("error", reject);
+  });
+}
+
+test("bytes that are not UTF-8, written by another client, are measured at their stored length", async () => {
+  await redisSetRaw(redis.port, "stack-binary", Buffer.alloc(1000, 0xff));
+  const a = await probe("key=stack-binary");
+  assert.equal(a.stores.upstash.error, null, JSON.stringify(a.stores.upstash));
+  assert.equal(a.stores.upstash.hit, true);
+  assert.equal(a.stores.upstash.value_bytes, 1000, "not 3,000 bytes of U+FFFD");
 });

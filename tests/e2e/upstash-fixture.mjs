@@ -8,6 +8,7 @@ export async function startFixture(token) {
     data: new Map(),
     commands: [],
     auth: [],
+    gets: [],
     fault: null, // { status, body } | { hang: true }
   };
   const server = http.createServer((req, res) => {
@@ -30,7 +31,15 @@ export async function startFixture(token) {
       }
       state.commands.push(cmd);
       const [name, key, value, ex, ttl] = cmd;
-      if (name === "GET") return send(200, { result: state.data.get(key)?.value ?? null });
+      if (name === "GET") {
+        // Like Upstash: with `Upstash-Encoding: base64` every string result is base64 (stored
+        // values are Buffers here, so bytes that are not UTF-8 survive).
+        const stored = state.data.get(key)?.value ?? null;
+        const bytes = stored === null ? null : Buffer.isBuffer(stored) ? stored : Buffer.from(stored, "utf8");
+        const base64 = req.headers["upstash-encoding"] === "base64";
+        state.gets.push({ base64 });
+        return send(200, { result: bytes === null ? null : base64 ? bytes.toString("base64") : bytes.toString("utf8") });
+      }
       if (name === "SET" && ex === "EX" && Number.isInteger(ttl)) {
         state.data.set(key, { value, ttl });
         return send(200, { result: "OK" });

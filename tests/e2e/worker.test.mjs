@@ -180,3 +180,68 @@ test("BENCH_TOKEN guards /test", async () => {
     await guarded.dispose();
   }
 });
+
+test("binary values come back byte for byte: the GET asks for base64 and value_bytes is the stored length", async () => {
+  fixture.state.fault = null;
+  // 1,000 bytes of 0xFF, written by another client: not UTF-8, so without base64 they would
+  // arrive as 1,000 U+FFFD (3,000 bytes).
+  fixture.state.data.set("e2e-binary", { value: Buffer.alloc(1000, 0xff), ttl: 60 });
+  const { res, json } = await get(mf, "/test?key=e2e-binary&stores=upstash");
+  assert.equal(res.status, 200);
+  assert.equal(json.stores.upstash.error, null, JSON.stringify(json.stores.upstash));
+  assert.equal(json.stores.upstash.hit, true);
+  assert.equal(json.stores.upstash.value_bytes, 1000);
+  assert.equal(fixture.state.gets.at(-1).base64, true, "GET sent Upstash-Encoding: base64");
+});
+
+test("a key that does not percent-decode to UTF-8 is a 400 naming key, never a lossy key", async () => {
+  const before = fixture.state.commands.length;
+  for (const raw of ["%FF%FE", "%C0%AF", "%ED%A0%80"]) {
+    const { res, json } = await get(mf, `/test?key=${raw}`);
+    assert.equal(res.status, 400, raw);
+    assert.equal(json.error.parameter, "key", raw);
+  }
+  assert.equal(fixture.state.commands.length, before, "nothing reached a store");
+  const ok = await get(mf, "/test?key=%E2%82%AC&stores=upstash");
+  assert.equal(ok.json.key, "€");
+});
+
+test("other methods get 405 with Allow; HEAD answers like GET without a body", async () => {
+  for (const method of ["POST", "PUT", "DELETE", "PATCH"]) {
+    const { res, json } = await get(mf, "/test", { method });
+    assert.equal(res.status, 405, method);
+    assert.equal(res.headers.get("allow"), "GET, HEAD", method);
+    assert.equal(json.error.parameter, "method");
+  }
+  for (const path of ["/", "/healthz", "/test?key=e2e-head&stores=upstash"]) {
+    const head = await mf.dispatchFetch(`http://localhost${path}`, { method: "HEAD" });
+    assert.equal(head.status, 200, path);
+    assert.equal(await head.text(), "", path);
+    assert.equal(head.headers.get("cache-control"), "no-store", path);
+  }
+});
+
+test("a blank BENCH_TOKEN refuses /test instead of opening it; a saved newline still matches", async () => {
+  for (const blank of [" ", "\n"]) {
+    const misconfigured = await worker({ UPSTASH_REDIS_REST_URL: fixture.url, UPSTASH_REDIS_REST_TOKEN: TOKEN, BENCH_TOKEN: blank });
+    try {
+      const before = fixture.state.commands.length;
+      const { res, json } = await get(misconfigured, "/test?key=e2e-blank");
+      assert.equal(res.status, 500);
+      assert.equal(json.error.parameter, "BENCH_TOKEN");
+      assert.equal(fixture.state.commands.length, before);
+      const index = await get(misconfigured, "/");
+      assert.equal(index.json.auth.bearer_token_required, true);
+    } finally {
+      await misconfigured.dispose();
+    }
+  }
+  const padded = await worker({ UPSTASH_REDIS_REST_URL: fixture.url, UPSTASH_REDIS_REST_TOKEN: ` ${TOKEN}\n`, BENCH_TOKEN: `${BENCH_TOKEN}\n` });
+  try {
+    const ok = await get(padded, "/test?key=e2e-padded&stores=upstash", { headers: { Authorization: `Bearer ${BENCH_TOKEN}` } });
+    assert.equal(ok.res.status, 200);
+    assert.equal(ok.json.stores.upstash.error, null, "the trimmed Upstash token works");
+  } finally {
+    await padded.dispose();
+  }
+});

@@ -8,12 +8,36 @@ use std::collections::{HashMap, VecDeque};
 
 use async_trait::async_trait;
 use kvbench_core::denokv::proto;
-use kvbench_core::store::ReadOptions;
+use kvbench_core::store::{Deferred, Fetched, ReadOptions};
 use kvbench_core::{
     Clock, ErrorKind, HttpRequest, HttpResponse, HttpTransport, Store, StoreError, Timer,
 };
 use prost::Message;
 use serde_json::{json, Value};
+
+/// A store's read as the probe sees it once every span is over: the value's size on a hit,
+/// `None` on a miss.
+pub async fn read(
+    store: &dyn Store,
+    key: &str,
+    options: ReadOptions,
+) -> Result<Option<u64>, StoreError> {
+    match store.get(key, options).await? {
+        Fetched::Miss => Ok(None),
+        Fetched::Hit(decode) => decode.finish().map(Some),
+    }
+}
+
+/// A store's write as the probe makes it: the body encoded first, then sent.
+pub async fn write(
+    store: &dyn Store,
+    key: &str,
+    value: &[u8],
+    ttl_s: u32,
+) -> Result<(), StoreError> {
+    let body = store.encode_put(key, &kvbench_core::Value::from_bytes(value.to_vec()), ttl_s)?;
+    store.put(key, value, ttl_s, body).await
+}
 
 /// One operation as a store saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,14 +67,70 @@ pub enum Fault {
 }
 
 /// A fake clock in milliseconds; each store call advances it by a scripted latency.
+///
+/// [`FakeClock::deployed`] models a deployed worker's clock instead: what the code reads moves
+/// only when control re-enters the isolate (an I/O completes, a request arrives), to the hidden
+/// real time then, and stands still while CPU runs in between. The hidden real time is this
+/// thread's CPU time plus every scripted I/O latency so far, so CPU the code spends between two
+/// I/Os lands in whichever span is open — exactly what a deployed worker would report.
 #[derive(Default)]
 pub struct FakeClock {
     pub now: Cell<f64>,
+    deployed: Cell<bool>,
+    io_ms: Cell<f64>,
+    cpu_origin_ms: Cell<f64>,
+}
+
+/// CPU time this thread has used, ms (preemption by other processes does not count).
+pub fn thread_cpu_ms() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into the pointer it is given.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    ts.tv_sec as f64 * 1000.0 + ts.tv_nsec as f64 / 1e6
 }
 
 impl FakeClock {
+    /// The deployed-worker model (see the type's documentation).
+    pub fn deployed() -> FakeClock {
+        let clock = FakeClock::default();
+        clock.deployed.set(true);
+        clock.cpu_origin_ms.set(thread_cpu_ms());
+        clock
+    }
+
+    /// An I/O of `ms` completed (or, for the plain fake, time moved on by `ms`).
     pub fn advance(&self, ms: f64) {
-        self.now.set(self.now.get() + ms);
+        if self.deployed.get() {
+            self.io_ms.set(self.io_ms.get() + ms);
+            self.sync();
+        } else {
+            self.now.set(self.now.get() + ms);
+        }
+    }
+
+    /// Runs a mock server's own work: on the deployed model its CPU is not the worker's, so it
+    /// is taken out of the hidden real time (the scripted latency stands for the server).
+    pub fn server<T>(&self, work: impl FnOnce() -> T) -> T {
+        let before = thread_cpu_ms();
+        let out = work();
+        if self.deployed.get() {
+            self.io_ms
+                .set(self.io_ms.get() - (thread_cpu_ms() - before));
+        }
+        out
+    }
+
+    /// Control enters the isolate (a request arrives): the deployed clock catches up with the
+    /// hidden real time. No-op for the plain fake.
+    pub fn sync(&self) {
+        if self.deployed.get() {
+            let cpu = thread_cpu_ms() - self.cpu_origin_ms.get();
+            self.now.set(cpu + self.io_ms.get());
+        }
     }
 }
 
@@ -106,7 +186,7 @@ impl<'a> MockKv<'a> {
 
 #[async_trait(?Send)]
 impl Store for MockKv<'_> {
-    async fn get(&self, key: &str, options: ReadOptions) -> Result<Option<Vec<u8>>, StoreError> {
+    async fn get(&self, key: &str, options: ReadOptions) -> Result<Fetched, StoreError> {
         self.ops.borrow_mut().push(Op::Get {
             key: key.into(),
             cache_ttl_s: options.cache_ttl_s,
@@ -116,11 +196,23 @@ impl Store for MockKv<'_> {
             Fault::Fail(kind) => return Err(StoreError::new(kind, "injected")),
             _ => {}
         }
+        let found = self
+            .clock
+            .server(|| self.data.borrow().get(key).map(|v| v.len() as u64));
         self.clock.advance(self.latency_ms);
-        Ok(self.data.borrow().get(key).cloned())
+        Ok(match found {
+            None => Fetched::Miss,
+            Some(len) => Fetched::Hit(Deferred::ready(len)),
+        })
     }
 
-    async fn put(&self, key: &str, value: &[u8], ttl_s: u32) -> Result<(), StoreError> {
+    async fn put(
+        &self,
+        key: &str,
+        value: &[u8],
+        ttl_s: u32,
+        _body: Vec<u8>,
+    ) -> Result<(), StoreError> {
         self.ops.borrow_mut().push(Op::Put {
             key: key.into(),
             len: value.len(),
@@ -138,8 +230,9 @@ impl Store for MockKv<'_> {
                 "400 Invalid expiration_ttl",
             ));
         }
+        self.clock
+            .server(|| self.data.borrow_mut().insert(key.into(), value.to_vec()));
         self.clock.advance(self.latency_ms);
-        self.data.borrow_mut().insert(key.into(), value.to_vec());
         Ok(())
     }
 }
@@ -199,6 +292,14 @@ impl<'a> MockUpstash<'a> {
         match s(0).as_deref() {
             Some("GET") => {
                 let value = s(1).and_then(|k| self.data.borrow().get(&k).cloned());
+                let base64 = header(request, "upstash-encoding") == Some("base64");
+                let value = value.map(|v| {
+                    if base64 {
+                        base64_encode(v.as_bytes())
+                    } else {
+                        v
+                    }
+                });
                 reply(200, json!({ "result": value }))
             }
             Some("SET") => match (
@@ -221,18 +322,20 @@ impl<'a> MockUpstash<'a> {
 #[async_trait(?Send)]
 impl HttpTransport for &MockUpstash<'_> {
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse, StoreError> {
-        self.requests.borrow_mut().push(request.clone());
+        self.clock
+            .server(|| self.requests.borrow_mut().push(request.clone()));
         if self.hang.get() {
             futures::future::pending::<()>().await;
         }
-        self.clock.advance(self.latency_ms);
-        if let Some(s) = self.script.borrow().clone() {
-            return Ok(HttpResponse {
+        let response = self.clock.server(|| match self.script.borrow().clone() {
+            Some(s) => HttpResponse {
                 status: s.status,
                 body: s.body.into_bytes(),
-            });
-        }
-        Ok(self.execute(&request))
+            },
+            None => self.execute(&request),
+        });
+        self.clock.advance(self.latency_ms);
+        Ok(response)
     }
 }
 
@@ -420,6 +523,28 @@ impl<'a> MockDenoKv<'a> {
     }
 }
 
+/// Standard base64 with padding (what Upstash sends with `Upstash-Encoding: base64`).
+pub fn base64_encode(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 fn header<'r>(request: &'r HttpRequest, name: &str) -> Option<&'r str> {
     request
         .headers
@@ -431,15 +556,19 @@ fn header<'r>(request: &'r HttpRequest, name: &str) -> Option<&'r str> {
 #[async_trait(?Send)]
 impl HttpTransport for &MockDenoKv<'_> {
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse, StoreError> {
-        self.requests.borrow_mut().push(request.clone());
+        self.clock
+            .server(|| self.requests.borrow_mut().push(request.clone()));
         if self.hang.get() {
             futures::future::pending::<()>().await;
         }
+        // The server answers as of the end of the latency (token expiries are checked then).
         self.clock.advance(self.latency_ms);
-        if let Some(scripted) = self.script.borrow_mut().pop_front() {
-            return Ok(scripted);
-        }
-        Ok(self.execute(&request))
+        Ok(self.clock.server(|| {
+            self.script
+                .borrow_mut()
+                .pop_front()
+                .unwrap_or_else(|| self.execute(&request))
+        }))
     }
 }
 

@@ -6,7 +6,7 @@ use futures::executor::block_on;
 use kvbench_core::denokv::{proto, DenoKvStore, MetadataCache};
 use kvbench_core::store::ReadOptions;
 use kvbench_core::{Consistency, ErrorKind, Store, StoreError};
-use kvbench_tests::{rfc3339, FakeClock, MockDenoKv};
+use kvbench_tests::{read, rfc3339, write, FakeClock, MockDenoKv};
 use prost::Message;
 use serde_json::{json, Value};
 
@@ -60,11 +60,11 @@ fn metadata_exchange_happens_once_and_is_cached() {
     let store = s.store(&server);
     assert_eq!(block_on(store.connect()), Ok(true));
     assert_eq!(block_on(store.connect()), Ok(false));
-    assert_eq!(block_on(store.get("k", strong())), Ok(None));
+    assert_eq!(block_on(read(&store, "k", strong())), Ok(None));
     // A second store in the same isolate (the next request) shares the cache.
     let again = s.store(&server);
     assert_eq!(block_on(again.connect()), Ok(false));
-    assert_eq!(block_on(again.get("k", strong())), Ok(None));
+    assert_eq!(block_on(read(&again, "k", strong())), Ok(None));
     assert_eq!(server.exchanges(), 1);
 
     let requests = server.requests.borrow();
@@ -110,7 +110,7 @@ fn token_is_refreshed_before_it_expires_not_before() {
     s.clock.advance(530_000.0); // 8 min 50 s in: still fresh
     assert_eq!(block_on(store.connect()), Ok(false));
     s.clock.advance(10_000.0); // within the last minute
-    assert_eq!(block_on(store.get("k", strong())), Ok(None));
+    assert_eq!(block_on(read(&store, "k", strong())), Ok(None));
     assert_eq!(server.exchanges(), 2);
     let reads = server.data_requests("snapshot_read");
     assert!(reads[0]
@@ -118,7 +118,7 @@ fn token_is_refreshed_before_it_expires_not_before() {
         .contains(&("Authorization".into(), "Bearer data-token-2".into())));
     // Long past expiry (an idle isolate): the read exchanges first, then succeeds.
     s.clock.advance(3_600_000.0);
-    assert_eq!(block_on(store.get("k", strong())), Ok(None));
+    assert_eq!(block_on(read(&store, "k", strong())), Ok(None));
     assert_eq!(server.exchanges(), 3);
 }
 
@@ -127,7 +127,7 @@ fn a_missing_key_reads_as_none_with_the_exact_snapshot_read() {
     let s = Setup::new();
     let server = s.server();
     let store = s.store(&server);
-    assert_eq!(block_on(store.get("k", strong())), Ok(None));
+    assert_eq!(block_on(read(&store, "k", strong())), Ok(None));
     let read = &server.data_requests("snapshot_read")[0];
     assert_eq!(read.url, format!("{}/v2/snapshot_read", MockDenoKv::URL));
     // SnapshotRead { ranges: [ReadRange { start: [0x02 'k' 0x00], end: start + 0x00, limit: 1 }] }
@@ -155,25 +155,19 @@ fn a_value_reads_back_as_its_bytes_whatever_the_encoding() {
             0,
         ),
     );
-    assert_eq!(
-        block_on(store.get("hit", strong())),
-        Ok(Some(b"value-bytes".to_vec()))
-    );
+    assert_eq!(block_on(read(&store, "hit", strong())), Ok(Some(11)));
     // A neighbour key (["hit", "x"], or ["hit\0"]) is not this key.
     server
         .data
         .borrow_mut()
         .insert(b"\x02hi\x00\xff\x00".to_vec(), (b"x".to_vec(), 3, 0));
-    assert_eq!(block_on(store.get("hi", strong())), Ok(None));
+    assert_eq!(block_on(read(&store, "hi", strong())), Ok(None));
     // A string written by Deno code is V8-serialized: still a hit, sized as stored.
     server.data.borrow_mut().insert(
         b"\x02v8\x00".to_vec(),
         (vec![0xff, 0x0f, 0x22, 0x01, b'a'], 1, 0),
     );
-    assert_eq!(
-        block_on(store.get("v8", strong())).unwrap().unwrap().len(),
-        5
-    );
+    assert_eq!(block_on(read(&store, "v8", strong())).unwrap().unwrap(), 5);
 }
 
 #[test]
@@ -183,7 +177,7 @@ fn a_write_sends_the_exact_atomic_write_with_expiry_in_milliseconds() {
     let store = s.store(&server);
     assert_eq!(block_on(store.connect()), Ok(true));
     // The exchange took 5 ms of mock time; the write expires 60 s after it starts.
-    assert_eq!(block_on(store.put("k", b"v", 60)), Ok(()));
+    assert_eq!(block_on(write(&store, "k", b"v", 60)), Ok(()));
     let write = &server.data_requests("atomic_write")[0];
     assert_eq!(write.url, format!("{}/v2/atomic_write", MockDenoKv::URL));
     let expire_at_ms: i64 = 1_700_000_000_005 + 60_000;
@@ -202,9 +196,9 @@ fn a_write_sends_the_exact_atomic_write_with_expiry_in_milliseconds() {
     expected.extend_from_slice(&mutation);
     assert_eq!(write.body, expected);
     // What was written reads back, and stops reading back once expired.
-    assert_eq!(block_on(store.get("k", strong())), Ok(Some(b"v".to_vec())));
+    assert_eq!(block_on(read(&store, "k", strong())), Ok(Some(1)));
     s.clock.advance(60_000.0);
-    assert_eq!(block_on(store.get("k", strong())), Ok(None));
+    assert_eq!(block_on(read(&store, "k", strong())), Ok(None));
 }
 
 #[test]
@@ -231,14 +225,14 @@ fn server_errors_are_classified_and_never_quote_a_token() {
         let store = s.store(&server);
         block_on(store.connect()).unwrap();
         server.push_script(status, body.clone());
-        let e = block_on(store.get("k", strong())).unwrap_err();
+        let e = block_on(read(&store, "k", strong())).unwrap_err();
         assert_eq!(e.kind, kind, "{status} {body}");
         assert!(e.message.starts_with("snapshot_read: HTTP"), "{e}");
         no_secret(&e);
         // (After a 401 the next call exchanges again first.)
         block_on(store.connect()).unwrap();
         server.push_script(status, body.clone());
-        let e = block_on(store.put("k", b"v", 60)).unwrap_err();
+        let e = block_on(write(&store, "k", b"v", 60)).unwrap_err();
         assert_eq!(e.kind, kind);
         assert!(e.message.starts_with("atomic_write: HTTP"), "{e}");
         no_secret(&e);
@@ -266,10 +260,10 @@ fn a_data_path_401_forces_a_new_exchange() {
     let store = s.store(&server);
     block_on(store.connect()).unwrap();
     server.tokens.borrow_mut().clear(); // the server forgot (revoked) the token
-    let e = block_on(store.get("k", strong())).unwrap_err();
+    let e = block_on(read(&store, "k", strong())).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Auth);
     assert_eq!(block_on(store.connect()), Ok(true));
-    assert_eq!(block_on(store.get("k", strong())), Ok(None));
+    assert_eq!(block_on(read(&store, "k", strong())), Ok(None));
 }
 
 #[test]
@@ -283,7 +277,7 @@ fn a_wrong_access_token_is_an_auth_error() {
         &s.clock,
         &s.cache,
     );
-    let e = block_on(store.get("k", strong())).unwrap_err();
+    let e = block_on(read(&store, "k", strong())).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Auth);
     assert_eq!(
         e.message,
@@ -318,14 +312,14 @@ fn malformed_answers_are_decode_errors() {
     // Truncated protobuf: a LEN field claiming 50 bytes, with 2.
     for garbage in [vec![0x0a, 0x32, 0x01, 0x02], b"<html>502</html>".to_vec()] {
         server.push_script(200, garbage.clone());
-        let e = block_on(store.get("k", strong())).unwrap_err();
+        let e = block_on(read(&store, "k", strong())).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Decode, "{e}");
         assert!(
             e.message.starts_with("snapshot_read: invalid protobuf"),
             "{e}"
         );
         server.push_script(200, garbage);
-        let e = block_on(store.put("k", b"v", 60)).unwrap_err();
+        let e = block_on(write(&store, "k", b"v", 60)).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Decode, "{e}");
     }
     // Well-formed but wrong: no range answered, an unspecified status, a failed write.
@@ -336,12 +330,12 @@ fn malformed_answers_are_decode_errors() {
     };
     server.push_script(200, no_ranges.encode_to_vec());
     assert_eq!(
-        block_on(store.get("k", strong())).unwrap_err().kind,
+        block_on(read(&store, "k", strong())).unwrap_err().kind,
         ErrorKind::Decode
     );
     server.push_script(200, Vec::new()); // all defaults: status SR_UNSPECIFIED
     assert_eq!(
-        block_on(store.get("k", strong())).unwrap_err().kind,
+        block_on(read(&store, "k", strong())).unwrap_err().kind,
         ErrorKind::Http
     );
     let check_failed = proto::AtomicWriteOutput {
@@ -349,7 +343,7 @@ fn malformed_answers_are_decode_errors() {
         ..Default::default()
     };
     server.push_script(200, check_failed.encode_to_vec());
-    let e = block_on(store.put("k", b"v", 60)).unwrap_err();
+    let e = block_on(write(&store, "k", b"v", 60)).unwrap_err();
     assert_eq!(
         (e.kind, e.message.as_str()),
         (ErrorKind::Http, "atomic_write: a check failed")
@@ -369,7 +363,7 @@ fn disabled_or_weak_answers_force_a_new_exchange() {
         ..Default::default()
     };
     server.push_script(200, weak.encode_to_vec());
-    assert!(block_on(store.get("k", strong())).is_err());
+    assert!(block_on(read(&store, "k", strong())).is_err());
     assert_eq!(block_on(store.connect()), Ok(true));
     // The same answer is fine for an eventual read.
     server.push_script(200, weak.encode_to_vec());
@@ -377,13 +371,13 @@ fn disabled_or_weak_answers_force_a_new_exchange() {
         consistency: Consistency::Eventual,
         ..Default::default()
     };
-    assert_eq!(block_on(store.get("k", eventual)), Ok(None));
+    assert_eq!(block_on(read(&store, "k", eventual)), Ok(None));
     let disabled = proto::SnapshotReadOutput {
         status: proto::SnapshotReadStatus::SrReadDisabled as i32,
         ..weak
     };
     server.push_script(200, disabled.encode_to_vec());
-    assert!(block_on(store.get("k", eventual)).is_err());
+    assert!(block_on(read(&store, "k", eventual)).is_err());
     assert!(s.cache.borrow().is_none());
 }
 
@@ -393,7 +387,7 @@ fn protocol_version_1_uses_the_transaction_domain_header() {
     let mut server = s.server();
     server.version = 1;
     let store = s.store(&server);
-    assert_eq!(block_on(store.put("k", b"v1", 60)), Ok(()));
+    assert_eq!(block_on(write(&store, "k", b"v1", 60)), Ok(()));
     let write = &server.data_requests("atomic_write")[0];
     assert!(write.headers.contains(&(
         "x-transaction-domain-id".into(),

@@ -16,6 +16,8 @@ use kvbench_core::{
     Clock, Consistency, ErrorKind, HttpRequest, HttpResponse, HttpTransport, Store, StoreError,
 };
 
+use kvbench_tests::{read, write};
+
 const ACCESS_TOKEN: &str = "native-denokv-token-8f1e2d";
 
 /// A running `denokv`, killed (and its database removed) on drop.
@@ -162,17 +164,23 @@ fn reads_and_writes_against_a_real_denokv() {
 
     // Miss, write, hit: the same bytes; the key is the tuple ["kvbench-native"].
     let key = "kvbench-native";
-    assert_eq!(block_on(store.get(key, strong)), Ok(None));
+    assert_eq!(block_on(read(&store, key, strong)), Ok(None));
     let value: Vec<u8> = (0..65_536u32).map(|i| b'A' + (i % 26) as u8).collect();
     let before = WallClock.now_ms();
-    assert_eq!(block_on(store.put(key, &value, 120)), Ok(()));
+    assert_eq!(block_on(write(&store, key, &value, 120)), Ok(()));
     let after = WallClock.now_ms();
-    assert_eq!(block_on(store.get(key, strong)), Ok(Some(value.clone())));
+    assert_eq!(
+        block_on(read(&store, key, strong)),
+        Ok(Some(value.len() as u64))
+    );
     let eventual = ReadOptions {
         consistency: Consistency::Eventual,
         ..Default::default()
     };
-    assert_eq!(block_on(store.get(key, eventual)), Ok(Some(value.clone())));
+    assert_eq!(
+        block_on(read(&store, key, eventual)),
+        Ok(Some(value.len() as u64))
+    );
 
     // Stored as raw bytes (VE_BYTES = 3), expiring 120 s (not 120 ms) after the write.
     let hex_key: String = kvbench_core::denokv::key::encode(&[key])
@@ -188,7 +196,7 @@ fn reads_and_writes_against_a_real_denokv() {
     );
 
     // Deno KV's limits are real: one byte over the value limit is refused by the server.
-    let e = block_on(store.put(key, &vec![b'x'; 65_537], 60)).unwrap_err();
+    let e = block_on(write(&store, key, &vec![b'x'; 65_537], 60)).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Http);
     assert!(e.message.contains("value size limit"), "{e}");
 
@@ -201,14 +209,14 @@ fn reads_and_writes_against_a_real_denokv() {
         &WallClock,
         &other,
     );
-    let e = block_on(wrong.get(key, strong)).unwrap_err();
+    let e = block_on(read(&wrong, key, strong)).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Auth, "{e}");
     assert!(!e.message.contains("wrong-token") && !e.message.contains(ACCESS_TOKEN));
 
     // A stopped server is a runtime error, whether metadata is cached or not.
     server.stop();
     assert_eq!(
-        block_on(store.get(key, strong)).unwrap_err().kind,
+        block_on(read(&store, key, strong)).unwrap_err().kind,
         ErrorKind::Runtime
     );
     let cold = MetadataCache::default();

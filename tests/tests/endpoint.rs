@@ -5,7 +5,7 @@ use std::cell::RefCell;
 
 use kvbench_core::params::Defaults;
 use kvbench_core::{
-    handle, Call, DenoKvStore, ErrorKind, Isolate, MetadataCache, Reply, Store, StoreError,
+    handle, Budget, Call, DenoKvStore, ErrorKind, Isolate, MetadataCache, Reply, Store, StoreError,
     StoreId, StoreSet, UpstashStore, ValueGen,
 };
 use kvbench_tests::{FakeClock, FakeTimer, Fault, MockDenoKv, MockKv, MockUpstash, Op, Scripted};
@@ -26,6 +26,7 @@ struct World<'a> {
     deno_configured: std::cell::Cell<bool>,
     gen: RefCell<ValueGen>,
     requests: RefCell<u64>,
+    budget: Budget,
 }
 
 impl<'a> World<'a> {
@@ -39,6 +40,7 @@ impl<'a> World<'a> {
             deno_configured: std::cell::Cell::new(true),
             gen: RefCell::new(ValueGen::from_seed([42; 32])),
             requests: RefCell::new(0),
+            budget: Budget::new(kvbench_core::budget::ISOLATE_BUDGET_BYTES),
         }
     }
 
@@ -54,14 +56,6 @@ impl<'a> World<'a> {
         defaults: Result<Defaults, kvbench_core::ParamError>,
         upstash_configured: bool,
     ) -> (u16, Value) {
-        let query: Vec<(String, String)> = query
-            .split('&')
-            .filter(|p| !p.is_empty())
-            .map(|p| match p.split_once('=') {
-                Some((k, v)) => (k.to_string(), v.to_string()),
-                None => (p.to_string(), String::new()),
-            })
-            .collect();
         let upstash = UpstashStore::new("https://mock.upstash.io", TOKEN, &self.upstash);
         let upstash_entry: Result<&dyn Store, StoreError> = if upstash_configured {
             Ok(&upstash)
@@ -94,6 +88,8 @@ impl<'a> World<'a> {
             ),
         ];
         *self.requests.borrow_mut() += 1;
+        // A request arriving is control entering the isolate: a deployed clock syncs here.
+        self.clock.sync();
         let timer = FakeTimer(self.clock);
         let isolate = Isolate {
             gen: &self.gen,
@@ -101,9 +97,10 @@ impl<'a> World<'a> {
             timer: &timer,
             requests: *self.requests.borrow(),
             colo: "local".into(),
+            budget: &self.budget,
         };
         let call = Call {
-            query: &query,
+            query,
             authorization,
             token,
             defaults,
@@ -158,8 +155,9 @@ fn miss_writes_then_hit_reads_the_same_value_in_every_store() {
     let (deno_value, encoding, expire_at_ms) = w.denokv.data.borrow()[&b"\x02417\x00"[..]].clone();
     assert_eq!(deno_value, kv_value);
     assert_eq!(encoding, 3, "stored as bytes (a Uint8Array to Deno)");
-    // The write started at 12 + 12 + 3 + 3 + 5 (exchange) + 5 (read) ms of mock time; TTL 60 s.
-    assert_eq!(expire_at_ms, 40 + 60_000);
+    // The write bodies are encoded before the first store call (at 0 ms of mock time), so the
+    // absolute expiry is the request's start + TTL 60 s.
+    assert_eq!(expire_at_ms, 60_000);
     // Read and write latencies are what the mocks took (12 ms KV, 3 ms Upstash per call).
     assert_eq!(store(&first, "kv")["read_ms"], 12.0);
     assert_eq!(store(&first, "kv")["write_ms"], 12.0);
@@ -357,7 +355,21 @@ fn bench_token_guards_the_endpoint_and_is_never_echoed() {
     let (status, _) = w.call_with("", Some(&wrong), Some(BENCH_TOKEN), ok.clone(), true);
     assert_eq!(status, 401);
     assert_eq!(w.touched(), 0);
+    // A blank token is a misconfiguration: 500 naming the variable, nothing touched, never open.
+    for blank in ["", " ", "\n"] {
+        let before = w.touched();
+        let (status, body) = w.call_with("", None, Some(blank), ok.clone(), true);
+        assert_eq!(
+            (status, body["error"]["parameter"].as_str()),
+            (500, Some("BENCH_TOKEN"))
+        );
+        assert_eq!(w.touched(), before);
+    }
+    // A token saved with a trailing newline is still the token.
+    let saved = format!("{BENCH_TOKEN}\n");
     let right = format!("Bearer {BENCH_TOKEN}");
+    let (status, _) = w.call_with("", Some(&right), Some(&saved), ok.clone(), true);
+    assert_eq!(status, 200);
     let (status, _) = w.call_with("", Some(&right), Some(BENCH_TOKEN), ok, true);
     assert_eq!(status, 200);
 }
@@ -556,8 +568,104 @@ fn consistency_is_accepted_and_ttl_reaches_deno_kv_in_milliseconds() {
     assert_eq!(status, 200);
     assert_eq!(store(&a, "denokv")["hit"], false);
     let expire_at_ms = w.denokv.data.borrow()[&b"\x02c\x00"[..]].2;
-    // Exchange (5 ms) and read (5 ms) happened before the write.
-    assert_eq!(expire_at_ms, 1_700_000_000_010 + 3_600_000);
+    // Encoded before the first store call: the request's start + TTL.
+    assert_eq!(expire_at_ms, 1_700_000_000_000 + 3_600_000);
     let (_, a) = w.call("key=c&stores=denokv&consistency=eventual");
     assert_eq!(store(&a, "denokv")["hit"], true);
+}
+
+/// On a deployed worker the clock moves only at I/O, so any CPU between two store calls would be
+/// counted in the next call. With the deployed-clock model (hidden real time = this thread's CPU
+/// time + scripted I/O), every reported read and write must be its I/O time alone: generating
+/// 1 MiB values, encoding write bodies and decoding 1 MiB hits all happen outside the spans.
+#[test]
+fn on_a_deployed_clock_every_span_is_the_io_alone() {
+    let clock = FakeClock::deployed();
+    let w = World::new(&clock);
+    let latency = |store: &str| match store {
+        "kv" => 12.0,
+        "upstash" => 3.0,
+        _ => 5.0,
+    };
+    // Tolerance for the probe's own bookkeeping between an I/O and the next span (microseconds);
+    // generating or decoding 1 MiB takes tens of milliseconds of CPU in this (debug) build. The
+    // first span of a request may also hold the write bodies' encoding, done up front: a copy of
+    // the value per store (the value itself was generated after the previous request).
+    let tolerance_ms = 0.5;
+    let first_span_tolerance_ms = 3.0;
+    let big = "min_bytes=1048576&max_bytes=1048576&stores=kv,upstash";
+    let small = "min_bytes=65536&max_bytes=65536";
+    let mut checked = 0;
+    // Request 1 of each size range is cold (its value is generated inside its first span); from
+    // then on values are prepared after each request's last I/O.
+    for (i, query) in [
+        format!("key=a&{big}"),
+        format!("key=a&{big}"),
+        format!("key=b&{big}&order=upstash,kv"),
+        format!("key=b&{big}&order=upstash,kv"),
+        format!("key=c&{small}"),
+        format!("key=c&{small}"),
+        format!("key=d&{small}"),
+        format!("key=d&{small}"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let (status, a) = w.call(query);
+        assert_eq!(status, 200, "{a}");
+        if i == 0 || i == 4 {
+            continue;
+        }
+        let first = a["order"][0].as_str().unwrap().to_string();
+        for (name, s) in a["stores"].as_object().unwrap() {
+            assert!(s["error"].is_null(), "{query}: {name}: {s}");
+            for field in ["read_ms", "write_ms"] {
+                let Some(ms) = s[field].as_f64() else {
+                    continue;
+                };
+                let extra = ms - latency(name);
+                let allowed = if *name == first && field == "read_ms" {
+                    first_span_tolerance_ms
+                } else {
+                    tolerance_ms
+                };
+                assert!(
+                    (0.0..=allowed).contains(&extra),
+                    "{query}: {name}.{field} = {ms} ms, I/O took {} ms: {extra:.3} ms of CPU counted",
+                    latency(name)
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 14, "{checked} spans checked");
+}
+
+/// Value bytes in flight are bounded per isolate: a request that does not fit next to the ones in
+/// flight is a 503 naming `max_bytes`, touching no store; once they finish it runs.
+#[test]
+fn a_request_over_the_isolate_budget_is_refused_before_touching_a_store() {
+    let clock = FakeClock::default();
+    let w = World::new(&clock);
+    let held = w
+        .budget
+        .reserve(w.budget.limit() - (1 << 20))
+        .expect("the budget is free");
+    let before = w.touched();
+    let (status, body) = w.call("key=big&min_bytes=1048576&max_bytes=1048576&stores=kv,upstash");
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"]["parameter"], "max_bytes");
+    assert_eq!(w.touched(), before, "nothing reached a store");
+    // Small values still fit next to what is in flight.
+    let (status, _) = w.call("key=small&min_bytes=100&max_bytes=100&stores=kv");
+    assert_eq!(status, 200);
+    drop(held);
+    assert_eq!(
+        w.budget.reserved(),
+        0,
+        "every finished request released its bytes"
+    );
+    let (status, _) = w.call("key=big&min_bytes=1048576&max_bytes=1048576&stores=kv,upstash");
+    assert_eq!(status, 200);
+    assert_eq!(w.budget.reserved(), 0);
 }

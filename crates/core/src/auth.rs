@@ -10,9 +10,33 @@ pub enum AuthError {
     Wrong,
 }
 
+/// The variable that holds the token `/test` requires.
+pub const TOKEN_VAR: &str = "BENCH_TOKEN";
+
+/// What the deployment configured: no token (open access), a token (trimmed like a presented
+/// one, so a secret saved with a trailing newline still matches), or a token that is set but
+/// blank — which must not silently open `/test` to everyone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenConfig {
+    Open,
+    Required(String),
+    Blank,
+}
+
+impl TokenConfig {
+    /// From the raw secret (`None` = not set).
+    pub fn from_raw(raw: Option<&str>) -> TokenConfig {
+        match raw.map(str::trim) {
+            None => TokenConfig::Open,
+            Some("") => TokenConfig::Blank,
+            Some(t) => TokenConfig::Required(t.to_string()),
+        }
+    }
+}
+
 /// Checks an `Authorization` header against the configured token (`None` = open access).
 pub fn check(authorization: Option<&str>, token: Option<&str>) -> Result<(), AuthError> {
-    let Some(token) = token.filter(|t| !t.is_empty()) else {
+    let Some(token) = token.map(str::trim).filter(|t| !t.is_empty()) else {
         return Ok(());
     };
     let presented = authorization
@@ -60,5 +84,26 @@ mod tests {
         assert_eq!(check(Some("Bearer s3cret-token"), t), Ok(()));
         assert_eq!(check(Some("bearer  s3cret-token "), t), Ok(()));
         assert!(!AuthError::Wrong.to_string().contains("s3cret"));
+        // A configured token with stray whitespace is the token.
+        assert_eq!(
+            check(Some("Bearer s3cret-token"), Some("s3cret-token\n")),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn token_config_table() {
+        assert_eq!(TokenConfig::from_raw(None), TokenConfig::Open);
+        for blank in ["", " ", "\n", " \t\r\n"] {
+            assert_eq!(
+                TokenConfig::from_raw(Some(blank)),
+                TokenConfig::Blank,
+                "{blank:?}"
+            );
+        }
+        assert_eq!(
+            TokenConfig::from_raw(Some(" tok\n")),
+            TokenConfig::Required("tok".into())
+        );
     }
 }

@@ -74,6 +74,23 @@ impl StoreError {
     }
 }
 
+/// The kind of an error a Workers binding raised, from its text. workerd's KV binding throws
+/// `KV <METHOD> failed: <status> <status text>` for a non-2xx answer of the KV service (e.g.
+/// `KV PUT failed: 429 Too Many Requests` when a key is written more than once a second), so the
+/// status is classified like an HTTP store's; anything else is the platform failing the call.
+pub fn classify_binding_error(text: &str) -> ErrorKind {
+    let status = text.split_once(" failed: ").and_then(|(_, rest)| {
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse::<u16>().ok()
+    });
+    match status {
+        Some(401 | 403) => ErrorKind::Auth,
+        Some(429) => ErrorKind::RateLimited,
+        Some(400..=599) => ErrorKind::Http,
+        _ => ErrorKind::Runtime,
+    }
+}
+
 /// Replaces every occurrence of a secret in foreign text. Runs on the whole text *before* it is
 /// shortened by [`quote`], so a secret cut in half by the shortening cannot survive as a prefix.
 pub fn redact(text: &str, secrets: &[&str]) -> String {
@@ -102,6 +119,28 @@ pub fn quote(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn binding_errors_table() {
+        let cases = [
+            (
+                "Error: KV PUT failed: 429 Too Many Requests",
+                ErrorKind::RateLimited,
+            ),
+            ("KV GET failed: 401 Unauthorized", ErrorKind::Auth),
+            (
+                "KV PUT failed: 414 UTF-8 encoded length of 600 exceeds",
+                ErrorKind::Http,
+            ),
+            ("KV GET failed: 503 Service Unavailable", ErrorKind::Http),
+            ("TypeError: Key name cannot be empty.", ErrorKind::Runtime),
+            ("Network connection lost.", ErrorKind::Runtime),
+            ("KV PUT failed: soon", ErrorKind::Runtime),
+        ];
+        for (text, kind) in cases {
+            assert_eq!(classify_binding_error(text), kind, "{text}");
+        }
+    }
 
     #[test]
     fn statuses_map_to_kinds() {

@@ -3,6 +3,7 @@
 
 pub mod answer;
 pub mod auth;
+pub mod budget;
 pub mod clock;
 pub mod denokv;
 pub mod endpoint;
@@ -15,6 +16,7 @@ pub mod upstash;
 pub mod value;
 
 pub use answer::{Answer, ErrorBody, StoreResult};
+pub use budget::Budget;
 pub use clock::{Clock, Timer};
 pub use denokv::{DenoKvStore, MetadataCache};
 pub use endpoint::{handle, Call, Reply};
@@ -24,4 +26,4 @@ pub use params::{Defaults, Order, ParamError, Params};
 pub use probe::{probe, Isolate, StoreSet};
 pub use store::{Consistency, Store, StoreId};
 pub use upstash::UpstashStore;
-pub use value::ValueGen;
+pub use value::{Value, ValueGen};

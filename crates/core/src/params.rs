@@ -40,6 +40,36 @@ impl ParamError {
     }
 }
 
+/// Splits and percent-decodes a raw query string (`a=1&b=x%20y`, `+` is a space) strictly: a name
+/// or value that does not decode to valid UTF-8 is an error naming the parameter, never replaced
+/// with U+FFFD (which would make `%FF%FE` and `%C0%AF` the same key).
+pub fn parse_query(raw: &str) -> Result<Vec<(String, String)>, ParamError> {
+    fn decode(text: &str) -> Result<String, ()> {
+        let spaced = text.replace('+', " ");
+        percent_encoding::percent_decode_str(&spaced)
+            .decode_utf8()
+            .map(|s| s.into_owned())
+            .map_err(|_| ())
+    }
+    raw.split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let name = decode(name).map_err(|_| {
+                ParamError::new(
+                    &String::from_utf8_lossy(
+                        &percent_encoding::percent_decode_str(name).collect::<Vec<u8>>(),
+                    ),
+                    "the parameter name is not valid UTF-8 once percent-decoded",
+                )
+            })?;
+            let value = decode(value)
+                .map_err(|_| ParamError::new(&name, "not valid UTF-8 once percent-decoded"))?;
+            Ok((name, value))
+        })
+        .collect()
+}
+
 /// In which order the stores of one request are measured.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Order {
@@ -384,6 +414,27 @@ fn valid_key(key: &str, stores: &[StoreId]) -> Result<String, ParamError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn query_decoding_is_strict() {
+        let ok = parse_query("key=a%20b&stores=kv,upstash&x=1+2&flag&&").unwrap();
+        assert_eq!(
+            ok,
+            [
+                ("key".to_string(), "a b".to_string()),
+                ("stores".into(), "kv,upstash".into()),
+                ("x".into(), "1 2".into()),
+                ("flag".into(), String::new()),
+            ]
+        );
+        assert_eq!(parse_query("key=%E2%82%AC").unwrap()[0].1, "€");
+        for bad in ["key=%FF%FE", "key=%C0%AF", "ttl=60&key=%ED%A0%80"] {
+            let e = parse_query(bad).unwrap_err();
+            assert_eq!(e.parameter, "key", "{bad}");
+        }
+        assert!(parse_query("%FF=1").is_err());
+        assert_eq!(parse_query("").unwrap(), []);
+    }
 
     fn q(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs

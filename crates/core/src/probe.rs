@@ -1,6 +1,12 @@
 //! One `/test` call: pick the key and the order, read every store, write on a miss, time each
 //! awaited call. Stores run one after another, never concurrently, so they do not compete for the
 //! isolate's network; the shuffled order keeps any first-call advantage from favouring one store.
+//!
+//! A deployed worker's clock only moves at I/O (workerd syncs it when control re-enters the
+//! isolate; timers cannot refresh it, see README), so CPU spent between two store calls is counted
+//! in the next call's time. The probe therefore keeps CPU out of the gaps: the value is generated
+//! after the previous request's last I/O (`ValueGen::prepare`), every write body is encoded before
+//! the first span, and decoding a hit is deferred until the last span is over.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -11,7 +17,7 @@ use crate::answer::{round_ms, Answer, ErrorBody, Op, StoreResult};
 use crate::clock::{Clock, Timer};
 use crate::error::{ErrorKind, StoreError};
 use crate::params::{Order, Params};
-use crate::store::{ReadOptions, Store, StoreId};
+use crate::store::{Deferred, Fetched, ReadOptions, Store, StoreId};
 use crate::value::ValueGen;
 
 /// The stores of this deployment; an `Err` is a store that is not configured (and why).
@@ -26,11 +32,21 @@ pub struct Isolate<'a> {
     /// Requests this isolate has served, this one included.
     pub requests: u64,
     pub colo: String,
+    /// Value bytes this isolate may hold in flight (see [`crate::budget`]).
+    pub budget: &'a crate::budget::Budget,
+}
+
+/// One store's part of the answer while the request runs: its result so far and the decoding
+/// of a hit, if one is pending.
+struct Measured {
+    id: StoreId,
+    result: StoreResult,
+    pending: Option<Deferred>,
 }
 
 /// Runs one measurement. Never fails: every store failure is data in the answer.
 pub async fn probe(params: &Params, stores: &StoreSet<'_>, isolate: &Isolate<'_>) -> Answer {
-    let (key, order) = {
+    let (key, order, value) = {
         let mut gen = isolate.gen.borrow_mut();
         let key = params.key.clone().unwrap_or_else(|| gen.key(params.keys));
         let order = match &params.order {
@@ -41,72 +57,147 @@ pub async fn probe(params: &Params, stores: &StoreSet<'_>, isolate: &Isolate<'_>
                 list
             }
         };
-        (key, order)
+        // The value a miss writes, the same bytes for every store.
+        (
+            key,
+            order,
+            gen.take_value(params.min_bytes, params.max_bytes),
+        )
     };
-
-    let mut answer = Answer::new(key.clone(), isolate.colo.clone(), isolate.requests);
-    // The value written on a miss: generated at most once, so every store gets the same bytes.
-    let mut value: Option<Vec<u8>> = None;
     let options = ReadOptions {
         cache_ttl_s: params.cache_ttl_s,
         consistency: params.consistency,
     };
-    for id in order {
-        let store = match stores.iter().find(|(s, _)| *s == id) {
-            Some((_, Ok(store))) => *store,
-            Some((_, Err(e))) => {
-                answer.push(id, not_configured(e.clone()));
-                continue;
-            }
-            None => {
-                let e = StoreError::new(ErrorKind::NotConfigured, "store not available");
-                answer.push(id, not_configured(e));
-                continue;
+    let resolved: Vec<(StoreId, Result<&dyn Store, StoreError>)> = order
+        .iter()
+        .map(|&id| {
+            let store = match stores.iter().find(|(s, _)| *s == id) {
+                Some((_, Ok(store))) => Ok(*store),
+                Some((_, Err(e))) => Err(e.clone()),
+                None => Err(StoreError::new(
+                    ErrorKind::NotConfigured,
+                    "store not available",
+                )),
+            };
+            (id, store)
+        })
+        .collect();
+    // Every write body, encoded before the first span (most are a copy of the value).
+    let bodies: Vec<Result<Vec<u8>, StoreError>> = resolved
+        .iter()
+        .map(|(_, store)| match store {
+            Ok(store) => store.encode_put(&key, &value, params.ttl_s),
+            Err(_) => Ok(Vec::new()),
+        })
+        .collect();
+
+    let mut measured = Vec::with_capacity(resolved.len());
+    let mut wrote = false;
+    for ((id, store), body) in resolved.into_iter().zip(bodies) {
+        let m = match store {
+            Err(e) => Measured {
+                id,
+                result: not_configured(e),
+                pending: None,
+            },
+            Ok(store) => {
+                let (result, pending) =
+                    measure(params, isolate, store, &key, options, value.bytes(), body).await;
+                wrote |= result.write_ms.is_some();
+                Measured {
+                    id,
+                    result,
+                    pending,
+                }
             }
         };
-        let mut result = StoreResult::default();
-        // Setup (Deno KV's metadata exchange) is timed apart, so reads and writes stay comparable.
-        if let Err(e) = connect(isolate, params.timeout_ms, store, &mut result).await {
-            result.error = Some(ErrorBody::new(e, Op::Read));
-            answer.push(id, result);
-            continue;
-        }
-        let (read, read_ms) = timed(isolate, params.timeout_ms, store.get(&key, options)).await;
-        result.read_ms = Some(read_ms);
-        match read {
-            Err(e) => result.error = Some(ErrorBody::new(e, Op::Read)),
-            Ok(Some(bytes)) => {
-                result.hit = Some(true);
-                result.value_bytes = Some(bytes.len() as u64);
-            }
-            Ok(None) => {
-                result.hit = Some(false);
-                let bytes = value.get_or_insert_with(|| {
-                    let mut gen = isolate.gen.borrow_mut();
-                    let size = gen.size(params.min_bytes, params.max_bytes);
-                    gen.value(size as usize)
-                });
-                result.value_bytes = Some(bytes.len() as u64);
-                if let Err(e) = connect(isolate, params.timeout_ms, store, &mut result).await {
-                    result.error = Some(ErrorBody::new(e, Op::Write));
-                    answer.push(id, result);
-                    continue;
-                }
-                let (write, write_ms) = timed(
-                    isolate,
-                    params.timeout_ms,
-                    store.put(&key, bytes, params.ttl_s),
-                )
-                .await;
-                result.write_ms = Some(write_ms);
-                if let Err(e) = write {
-                    result.error = Some(ErrorBody::new(e, Op::Write));
+        measured.push(m);
+    }
+
+    // Every span is over: decode the hits, then prepare the next request's value.
+    let mut answer = Answer::new(key, isolate.colo.clone(), isolate.requests);
+    for Measured {
+        id,
+        mut result,
+        pending,
+    } in measured
+    {
+        if let Some(decode) = pending {
+            match decode.finish() {
+                Ok(bytes) => result.value_bytes = Some(bytes),
+                Err(e) => {
+                    result.hit = None;
+                    result.error = Some(ErrorBody::new(e, Op::Read));
                 }
             }
         }
         answer.push(id, result);
     }
+    let mut gen = isolate.gen.borrow_mut();
+    if wrote {
+        gen.prepare(params.min_bytes, params.max_bytes);
+    } else {
+        gen.keep(params.min_bytes, params.max_bytes, value);
+    }
     answer
+}
+
+/// One store: setup if due, the read, and on a miss the write of `body`. Returns the result and
+/// the decoding of a hit, still to run.
+async fn measure(
+    params: &Params,
+    isolate: &Isolate<'_>,
+    store: &dyn Store,
+    key: &str,
+    options: ReadOptions,
+    value: &[u8],
+    body: Result<Vec<u8>, StoreError>,
+) -> (StoreResult, Option<Deferred>) {
+    let mut result = StoreResult::default();
+    let done = |result: StoreResult, pending| (result, pending);
+    // Setup (Deno KV's metadata exchange) is timed apart, so reads and writes stay comparable.
+    if let Err(e) = connect(isolate, params.timeout_ms, store, &mut result).await {
+        result.error = Some(ErrorBody::new(e, Op::Read));
+        return done(result, None);
+    }
+    let (read, read_ms) = timed(isolate, params.timeout_ms, store.get(key, options)).await;
+    result.read_ms = Some(read_ms);
+    match read {
+        Err(e) => {
+            result.error = Some(ErrorBody::new(e, Op::Read));
+            done(result, None)
+        }
+        Ok(Fetched::Hit(decode)) => {
+            result.hit = Some(true);
+            done(result, Some(decode))
+        }
+        Ok(Fetched::Miss) => {
+            result.hit = Some(false);
+            result.value_bytes = Some(value.len() as u64);
+            let body = match body {
+                Ok(body) => body,
+                Err(e) => {
+                    result.error = Some(ErrorBody::new(e, Op::Write));
+                    return done(result, None);
+                }
+            };
+            if let Err(e) = connect(isolate, params.timeout_ms, store, &mut result).await {
+                result.error = Some(ErrorBody::new(e, Op::Write));
+                return done(result, None);
+            }
+            let (write, write_ms) = timed(
+                isolate,
+                params.timeout_ms,
+                store.put(key, value, params.ttl_s, body),
+            )
+            .await;
+            result.write_ms = Some(write_ms);
+            if let Err(e) = write {
+                result.error = Some(ErrorBody::new(e, Op::Write));
+            }
+            done(result, None)
+        }
+    }
 }
 
 /// Runs the store's setup if due, adding its time to `connect_ms` when it did any work (a failed

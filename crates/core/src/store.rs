@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use crate::error::StoreError;
+use crate::value::Value;
 
 /// The stores this benchmark knows. The wire name is what appears in `stores`, `order` and `?stores=`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -63,6 +64,42 @@ pub struct ReadOptions {
     pub consistency: Consistency,
 }
 
+/// The CPU-heavy rest of a read (decoding a large answer), run only after every timed span of the
+/// request: a deployed worker's clock moves only at I/O, so CPU spent between two store calls
+/// would be counted in the next call's time.
+pub struct Deferred(Box<dyn FnOnce() -> Result<u64, StoreError>>);
+
+impl Deferred {
+    /// A hit whose size is already known.
+    pub fn ready(value_bytes: u64) -> Deferred {
+        Deferred(Box::new(move || Ok(value_bytes)))
+    }
+
+    /// A hit whose answer still has to be decoded: `decode` yields the value's size in bytes.
+    pub fn later(decode: impl FnOnce() -> Result<u64, StoreError> + 'static) -> Deferred {
+        Deferred(Box::new(decode))
+    }
+
+    /// Runs the deferred decoding.
+    pub fn finish(self) -> Result<u64, StoreError> {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for Deferred {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Deferred")
+    }
+}
+
+/// What a read found. Deciding hit or miss is cheap and happens at once (a miss is followed by a
+/// write); measuring a hit's value may be deferred.
+#[derive(Debug)]
+pub enum Fetched {
+    Miss,
+    Hit(Deferred),
+}
+
 /// A key-value store as the benchmark sees it.
 #[async_trait(?Send)]
 pub trait Store {
@@ -72,8 +109,20 @@ pub trait Store {
     async fn connect(&self) -> Result<bool, StoreError> {
         Ok(false)
     }
-    /// Reads `key`; `Ok(None)` is a miss. A hit returns the whole value, fully read.
-    async fn get(&self, key: &str, options: ReadOptions) -> Result<Option<Vec<u8>>, StoreError>;
-    /// Writes `value` under `key`, expiring after `ttl_s` seconds.
-    async fn put(&self, key: &str, value: &[u8], ttl_s: u32) -> Result<(), StoreError>;
+    /// Reads `key` until the whole answer is in hand; decoding a hit may be deferred.
+    async fn get(&self, key: &str, options: ReadOptions) -> Result<Fetched, StoreError>;
+    /// Encodes the request body that writes `value` under `key` (CPU), before any timed span;
+    /// stores that need no body (a binding taking the bytes as they are) keep the default.
+    fn encode_put(&self, _key: &str, _value: &Value, _ttl_s: u32) -> Result<Vec<u8>, StoreError> {
+        Ok(Vec::new())
+    }
+    /// Writes `value` under `key`, expiring after `ttl_s` seconds; `body` is what
+    /// [`Store::encode_put`] returned for the same arguments.
+    async fn put(
+        &self,
+        key: &str,
+        value: &[u8],
+        ttl_s: u32,
+        body: Vec<u8>,
+    ) -> Result<(), StoreError>;
 }

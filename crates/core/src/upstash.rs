@@ -1,12 +1,21 @@
 //! Upstash Redis over its REST API: one `POST` of a JSON command array per operation,
-//! `Authorization: Bearer`, answer `{"result": ...}` or `{"error": "..."}`.
+//! `Authorization: Bearer`, answer `{"result": ...}` or `{"error": "..."}`. Reads ask for
+//! `Upstash-Encoding: base64` (as the official client does), so a value that is not UTF-8 comes
+//! back byte for byte and `value_bytes` is its stored length.
 
 use async_trait::async_trait;
+use base64::Engine as _;
 use serde_json::{json, Value};
 
 use crate::error::{quote, redact, ErrorKind, StoreError};
 use crate::http::{HttpRequest, HttpResponse, HttpTransport};
-use crate::store::{ReadOptions, Store};
+use crate::store::{Deferred, Fetched, ReadOptions, Store};
+use crate::value::Value as WriteValue;
+
+/// Answers up to this size are decoded at once (a miss, an error, a tiny value): cheap, and they
+/// decide whether a write follows. Larger ones can only be a hit and are decoded after every
+/// timed span of the request.
+const DECODE_NOW_BYTES: usize = 256;
 
 /// Upstash REST endpoint and credentials (`UPSTASH_REDIS_REST_URL`, `UPSTASH_REDIS_REST_TOKEN`).
 pub struct UpstashStore<T> {
@@ -26,6 +35,10 @@ impl<T: HttpTransport> UpstashStore<T> {
 
     /// The request for one command, exactly as sent.
     pub fn request(&self, command: &Value) -> HttpRequest {
+        self.request_with_body(command.to_string().into_bytes())
+    }
+
+    fn request_with_body(&self, body: Vec<u8>) -> HttpRequest {
         HttpRequest {
             method: "POST",
             url: self.url.clone(),
@@ -33,26 +46,37 @@ impl<T: HttpTransport> UpstashStore<T> {
                 ("Authorization".into(), format!("Bearer {}", self.token)),
                 ("Content-Type".into(), "application/json".into()),
             ],
-            body: command.to_string().into_bytes(),
+            body,
         }
     }
 
-    async fn call(&self, command: Value) -> Result<Value, StoreError> {
-        let response = self
-            .transport
-            .send(self.request(&command))
+    /// The `GET` request: results come back base64-encoded.
+    pub fn get_request(&self, key: &str) -> HttpRequest {
+        let mut request = self.request(&json!(["GET", key]));
+        request
+            .headers
+            .push(("Upstash-Encoding".into(), "base64".into()));
+        request
+    }
+
+    async fn send(&self, request: HttpRequest) -> Result<HttpResponse, StoreError> {
+        self.transport
+            .send(request)
             .await
-            .map_err(|e| self.redact(e))?;
-        decode(&response, &[&self.token]).map_err(|e| self.redact(e))
+            .map_err(|e| self.redact(e))
     }
 
-    /// Belt and braces: no message leaves this store with the token in it, whatever a server echoes.
-    fn redact(&self, mut error: StoreError) -> StoreError {
-        if !self.token.is_empty() && error.message.contains(&self.token) {
-            error.message = error.message.replace(&self.token, "[redacted]");
-        }
-        error
+    fn redact(&self, error: StoreError) -> StoreError {
+        without_token(&self.token, error)
     }
+}
+
+/// Belt and braces: no message leaves this store with the token in it, whatever a server echoes.
+fn without_token(token: &str, mut error: StoreError) -> StoreError {
+    if !token.is_empty() && error.message.contains(token) {
+        error.message = error.message.replace(token, "[redacted]");
+    }
+    error
 }
 
 /// Decodes an Upstash REST answer into its `result`, or a classified error. Foreign text quoted in
@@ -83,26 +107,80 @@ pub fn decode(response: &HttpResponse, secrets: &[&str]) -> Result<Value, StoreE
     })
 }
 
+/// The stored size of a base64 `GET` result.
+fn get_result(result: Value) -> Result<Option<u64>, StoreError> {
+    match result {
+        Value::Null => Ok(None),
+        Value::String(s) => base64::engine::general_purpose::STANDARD
+            .decode(s.as_bytes())
+            .map(|bytes| Some(bytes.len() as u64))
+            .map_err(|_| {
+                StoreError::new(
+                    ErrorKind::Decode,
+                    "GET result is not base64 (was Upstash-Encoding: base64 honoured?)",
+                )
+            }),
+        other => Err(StoreError::new(
+            ErrorKind::Decode,
+            format!(
+                "GET result is not a string or null: {}",
+                quote(&other.to_string())
+            ),
+        )),
+    }
+}
+
 #[async_trait(?Send)]
 impl<T: HttpTransport> Store for UpstashStore<T> {
-    async fn get(&self, key: &str, _options: ReadOptions) -> Result<Option<Vec<u8>>, StoreError> {
-        match self.call(json!(["GET", key])).await? {
-            Value::Null => Ok(None),
-            Value::String(s) => Ok(Some(s.into_bytes())),
-            other => Err(StoreError::new(
-                ErrorKind::Decode,
-                format!(
-                    "GET result is not a string or null: {}",
-                    quote(&other.to_string())
-                ),
-            )),
+    async fn get(&self, key: &str, _options: ReadOptions) -> Result<Fetched, StoreError> {
+        let response = self.send(self.get_request(key)).await?;
+        let token = self.token.clone();
+        let size = move |response: &HttpResponse| {
+            decode(response, &[&token])
+                .and_then(get_result)
+                .map_err(|e| without_token(&token, e))
+        };
+        let ok = (200..300).contains(&response.status);
+        if !ok || response.body.len() <= DECODE_NOW_BYTES {
+            return Ok(match size(&response)? {
+                None => Fetched::Miss,
+                Some(bytes) => Fetched::Hit(Deferred::ready(bytes)),
+            });
         }
+        Ok(Fetched::Hit(Deferred::later(move || {
+            size(&response)?.ok_or_else(|| {
+                StoreError::new(ErrorKind::Decode, "a large GET answer decoded to null")
+            })
+        })))
     }
 
-    async fn put(&self, key: &str, value: &[u8], ttl_s: u32) -> Result<(), StoreError> {
-        let value = std::str::from_utf8(value)
-            .map_err(|_| StoreError::new(ErrorKind::Runtime, "value is not UTF-8"))?;
-        match self.call(json!(["SET", key, value, "EX", ttl_s])).await? {
+    fn encode_put(&self, key: &str, value: &WriteValue, ttl_s: u32) -> Result<Vec<u8>, StoreError> {
+        let json_error = |e: serde_json::Error| StoreError::new(ErrorKind::Runtime, e.to_string());
+        let Some(plain) = value.plain_str() else {
+            let text = std::str::from_utf8(value.bytes())
+                .map_err(|_| StoreError::new(ErrorKind::Runtime, "value is not UTF-8"))?;
+            return serde_json::to_vec(&json!(["SET", key, text, "EX", ttl_s])).map_err(json_error);
+        };
+        // A plain value is its own JSON string body: copied, not scanned.
+        let key = serde_json::to_vec(key).map_err(json_error)?;
+        let mut body = Vec::with_capacity(plain.len() + key.len() + 32);
+        body.extend_from_slice(b"[\"SET\",");
+        body.extend_from_slice(&key);
+        body.extend_from_slice(b",\"");
+        body.extend_from_slice(plain.as_bytes());
+        body.extend_from_slice(format!("\",\"EX\",{ttl_s}]").as_bytes());
+        Ok(body)
+    }
+
+    async fn put(
+        &self,
+        _key: &str,
+        _value: &[u8],
+        _ttl_s: u32,
+        body: Vec<u8>,
+    ) -> Result<(), StoreError> {
+        let response = self.send(self.request_with_body(body)).await?;
+        match decode(&response, &[&self.token]).map_err(|e| self.redact(e))? {
             Value::String(s) if s == "OK" => Ok(()),
             other => Err(StoreError::new(
                 ErrorKind::Decode,
@@ -115,6 +193,45 @@ impl<T: HttpTransport> Store for UpstashStore<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn set_bodies_are_the_same_json_whether_copied_or_encoded() {
+        let store = UpstashStore::new("https://x", "t", NoTransport);
+        let mut gen = crate::value::ValueGen::from_seed([1; 32]);
+        let plain = gen.take_value(100, 100);
+        let copied = store.encode_put("k\"1", &plain, 60).unwrap();
+        let encoded = store
+            .encode_put("k\"1", &WriteValue::from_bytes(plain.bytes().to_vec()), 60)
+            .unwrap();
+        assert_eq!(copied, encoded);
+        let v: Value = serde_json::from_slice(&copied).unwrap();
+        assert_eq!(v[0], "SET");
+        assert_eq!(v[1], "k\"1");
+        assert_eq!(v[3], "EX");
+        assert_eq!(v[4], 60);
+    }
+
+    struct NoTransport;
+
+    #[async_trait(?Send)]
+    impl HttpTransport for NoTransport {
+        async fn send(&self, _: HttpRequest) -> Result<HttpResponse, StoreError> {
+            unreachable!("encoding only")
+        }
+    }
+
+    #[test]
+    fn get_results_are_sized_as_stored() {
+        assert_eq!(get_result(Value::Null), Ok(None));
+        // 1,000 bytes of 0xFF (not UTF-8) as base64: 1,000 bytes, not 3,000 U+FFFD bytes.
+        let b64 = base64::engine::general_purpose::STANDARD.encode([0xFFu8; 1000]);
+        assert_eq!(get_result(json!(b64)), Ok(Some(1000)));
+        assert_eq!(
+            get_result(json!("not base64!")).unwrap_err().kind,
+            ErrorKind::Decode
+        );
+        assert_eq!(get_result(json!(3)).unwrap_err().kind, ErrorKind::Decode);
+    }
 
     fn resp(status: u16, body: &str) -> HttpResponse {
         HttpResponse {

@@ -10,9 +10,52 @@ use rand::{Rng, RngExt, SeedableRng};
 /// 64 printable, URL- and JSON-safe characters: one random byte's low 6 bits pick one, unbiased.
 const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
+/// A value to write. The generator's values use only `A–Z a–z 0–9 - _`, which need no escaping in
+/// JSON or a URL: `plain` records that, so encoders can copy the bytes instead of scanning them
+/// (a scan of 1 MiB is CPU a deployed worker's clock would count in the next store call).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Value {
+    bytes: Vec<u8>,
+    plain: bool,
+}
+
+impl Value {
+    /// Any bytes (not known to be plain).
+    pub fn from_bytes(bytes: Vec<u8>) -> Value {
+        Value {
+            bytes,
+            plain: false,
+        }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// The bytes as text that needs no escaping, when they are known to be.
+    pub fn plain_str(&self) -> Option<&str> {
+        if self.plain {
+            std::str::from_utf8(&self.bytes).ok()
+        } else {
+            None
+        }
+    }
+}
+
 /// The per-isolate random source.
 pub struct ValueGen {
     rng: Xoshiro256PlusPlus,
+    /// The next write's value, generated after the previous request's last I/O: `(min, max,
+    /// bytes)`, its size drawn uniformly from `[min, max]`.
+    ready: Option<(u32, u32, Value)>,
 }
 
 impl ValueGen {
@@ -20,6 +63,39 @@ impl ValueGen {
     pub fn from_seed(seed: [u8; 32]) -> Self {
         Self {
             rng: Xoshiro256PlusPlus::from_seed(seed),
+            ready: None,
+        }
+    }
+
+    /// The value a write on a miss gets: the one prepared ahead for this size range if there is
+    /// one, else a fresh one (a cold isolate, or the range changed). Its size is uniform in
+    /// `[min, max]` either way.
+    pub fn take_value(&mut self, min: u32, max: u32) -> Value {
+        match self.ready.take() {
+            Some((lo, hi, value)) if (lo, hi) == (min, max) => value,
+            _ => self.sized_value(min, max),
+        }
+    }
+
+    fn sized_value(&mut self, min: u32, max: u32) -> Value {
+        let size = self.size(min, max);
+        Value {
+            bytes: self.value(size as usize),
+            plain: true,
+        }
+    }
+
+    /// Gives back a value no write used, for the next request with the same range.
+    pub fn keep(&mut self, min: u32, max: u32, value: Value) {
+        self.ready = Some((min, max, value));
+    }
+
+    /// Prepares the next request's value now, when no span is being timed (generating up to
+    /// 1 MiB is CPU that a deployed worker's clock would otherwise add to a store's time).
+    pub fn prepare(&mut self, min: u32, max: u32) {
+        if !matches!(&self.ready, Some((lo, hi, _)) if (*lo, *hi) == (min, max)) {
+            let value = self.sized_value(min, max);
+            self.ready = Some((min, max, value));
         }
     }
 
@@ -53,6 +129,23 @@ impl ValueGen {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prepared_values_match_their_range_and_are_used_once() {
+        let mut g = ValueGen::from_seed([3; 32]);
+        g.prepare(10, 20);
+        let a = g.take_value(10, 20);
+        assert!((10..=20).contains(&a.len()));
+        assert_eq!(a.plain_str().map(str::len), Some(a.len()));
+        assert_eq!(Value::from_bytes(b"x".to_vec()).plain_str(), None);
+        // Taken: the next one is fresh, and a different range never reuses a prepared value.
+        g.prepare(10, 20);
+        let b = g.take_value(5, 5);
+        assert_eq!(b.len(), 5);
+        g.keep(5, 5, b.clone());
+        assert_eq!(g.take_value(5, 5), b);
+        assert_ne!(g.take_value(5, 5), b, "a kept value is handed out once");
+    }
 
     #[test]
     fn values_have_exact_length_and_are_printable_ascii() {

@@ -268,11 +268,14 @@ impl<'a, T: HttpTransport> KvConnect<'a, T> {
 
     /// Applies `write` atomically; `Ok` carries the commit's versionstamp.
     pub async fn atomic_write(&self, write: proto::AtomicWrite) -> Result<Vec<u8>, StoreError> {
+        self.atomic_write_encoded(write.encode_to_vec()).await
+    }
+
+    /// [`KvConnect::atomic_write`] of an `AtomicWrite` already encoded (before a timed span).
+    pub async fn atomic_write_encoded(&self, body: Vec<u8>) -> Result<Vec<u8>, StoreError> {
         let (meta, _) = self.metadata().await?;
         let endpoint = meta.strong.first().map_or("", String::as_str);
-        let bytes = self
-            .call(&meta, endpoint, "atomic_write", write.encode_to_vec())
-            .await?;
+        let bytes = self.call(&meta, endpoint, "atomic_write", body).await?;
         let output = proto::AtomicWriteOutput::decode(bytes.as_slice())
             .map_err(|e| decode_error("atomic_write", &e))?;
         match proto::AtomicWriteStatus::try_from(output.status) {

@@ -1,0 +1,99 @@
+//! The isolate's memory budget for value bytes in flight. A request writing values of up to
+//! `max_bytes` holds several copies of one (the value, each store's encoded write body, a value
+//! read back), and a Workers isolate's wasm memory grows but never shrinks: without a bound, a
+//! burst of concurrent 1 MiB requests would ratchet it towards the 128 MB isolate limit. A request
+//! reserves its worst case before touching a store; one that does not fit is answered 503 at once
+//! (the client retries), never queued, so a burst cannot pile up either.
+
+use std::cell::Cell;
+
+/// Bytes of values one isolate may hold in flight across its concurrent requests.
+pub const ISOLATE_BUDGET_BYTES: u64 = 32 << 20;
+
+/// Copies of a value a request may hold per store measured, besides the value itself: the
+/// store's encoded write body and the value it reads back.
+const COPIES_PER_STORE: u64 = 2;
+
+/// What a request with these parameters may hold at its peak, bytes.
+pub fn request_cost(max_bytes: u32, stores: usize) -> u64 {
+    u64::from(max_bytes) * (1 + COPIES_PER_STORE * stores as u64)
+}
+
+/// The isolate's counter of reserved bytes.
+#[derive(Debug, Default)]
+pub struct Budget {
+    reserved: Cell<u64>,
+    limit: Cell<u64>,
+}
+
+/// A reservation, released when dropped (also when a request is cancelled mid-flight).
+#[derive(Debug)]
+pub struct Reservation<'a> {
+    budget: &'a Budget,
+    bytes: u64,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        let b = self.budget;
+        b.reserved.set(b.reserved.get().saturating_sub(self.bytes));
+    }
+}
+
+impl Budget {
+    /// A budget of `limit` bytes (the worker uses [`ISOLATE_BUDGET_BYTES`]).
+    pub fn new(limit: u64) -> Budget {
+        Budget {
+            reserved: Cell::new(0),
+            limit: Cell::new(limit),
+        }
+    }
+
+    pub fn limit(&self) -> u64 {
+        self.limit.get()
+    }
+
+    pub fn reserved(&self) -> u64 {
+        self.reserved.get()
+    }
+
+    /// Reserves `bytes`, or `None` when they do not fit next to what is already in flight. A
+    /// request larger than the whole budget can never fit; params bound `max_bytes` so it does.
+    pub fn reserve(&self, bytes: u64) -> Option<Reservation<'_>> {
+        let now = self.reserved.get();
+        if now.saturating_add(bytes) > self.limit.get() {
+            return None;
+        }
+        self.reserved.set(now + bytes);
+        Some(Reservation {
+            budget: self,
+            bytes,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reservations_fit_and_are_released() {
+        let b = Budget::new(100);
+        let a = b.reserve(60).unwrap();
+        assert!(b.reserve(41).is_none());
+        let c = b.reserve(40).unwrap();
+        assert_eq!(b.reserved(), 100);
+        drop(a);
+        assert_eq!(b.reserved(), 40);
+        drop(c);
+        assert_eq!(b.reserved(), 0);
+    }
+
+    #[test]
+    fn the_largest_request_fits_an_idle_isolate() {
+        // 1 MiB values across 3 stores: 7 MiB, well inside the budget.
+        let cost = request_cost(1 << 20, 3);
+        assert_eq!(cost, 7 << 20);
+        assert!(cost <= ISOLATE_BUDGET_BYTES / 4);
+    }
+}
