@@ -258,7 +258,9 @@ impl<'o> FileImport<'o> {
             .to_string();
         match metric {
             "kvbench_config" => {
-                self.origin.get_or_insert(time);
+                // The run's clock starts at its first request, not at setup(): k6 spends a
+                // moment between the two, which would leave a sliver of the run in a last
+                // timeline interval of its own.
                 self.config = Config {
                     url: tags.url.map(Cow::into_owned),
                     rate: Some(value),
