@@ -51,6 +51,9 @@ cat >&2 <<MSG
   redis-server    127.0.0.1:$REDIS               (no persistence)
   denokv          http://127.0.0.1:$DENOKV        (SQLite in $DIR; token in $DIR/worker.env)
   logs            $DIR/*.log
+$(if [ -n "${KVBENCH_INSPECTOR_PORT:-}" ]; then
+  echo "  devtools        127.0.0.1:$INSPECTOR_PORT  (KVBENCH_INSPECTOR_PORT; no auth: loopback only)"
+fi)
 
   Try:  curl -s 'http://127.0.0.1:$PORT/test?key=1' ; curl -s 'http://127.0.0.1:$PORT/test?key=1'
   Ctrl-C stops everything.

@@ -66,12 +66,15 @@ start_gateway() {
   check_alive gateway
 }
 
-# Self-hosted Deno KV (KV Connect) with a SQLite file in the state dir.
+# Self-hosted Deno KV (KV Connect) with a SQLite file in the state dir. The access token goes
+# through the environment (denokv reads DENO_KV_ACCESS_TOKEN), not the command line, where any
+# local user could read it in `ps`.
 start_denokv() {
   DENOKV_PORT=$1
   require_free_port "$DENOKV_PORT" denokv KVBENCH_DENOKV_PORT
-  spawn denokv denokv --sqlite-path "$STACK_DIR/denokv.sqlite" serve \
-    --access-token "$STACK_DENO_TOKEN" --addr "127.0.0.1:$DENOKV_PORT"
+  DENO_KV_ACCESS_TOKEN="$STACK_DENO_TOKEN" \
+    spawn denokv denokv --sqlite-path "$STACK_DIR/denokv.sqlite" serve \
+    --addr "127.0.0.1:$DENOKV_PORT"
   wait_port "$DENOKV_PORT" denokv
   check_alive denokv
 }
@@ -93,11 +96,19 @@ write_worker_env() {
 }
 
 # wrangler dev with local KV persisted under the state dir (what `npm run dev` runs).
+# Its devtools inspector runs code in the worker and has no auth. wrangler 4.86's CLI cannot turn
+# it off (only its programmatic API can), and by default it takes the well-known 127.0.0.1:9229.
+# So: KVBENCH_INSPECTOR_PORT when set (to attach devtools), else a random free loopback port that
+# nothing advertises. workerd's own inspector, which wrangler's proxy attaches to, stays on an
+# ephemeral loopback port either way (wrangler has no switch for it).
 start_wrangler() {
   WORKER_PORT=$1
   require_free_port "$WORKER_PORT" "wrangler dev" KVBENCH_PORT
+  INSPECTOR_PORT=${KVBENCH_INSPECTOR_PORT:-$(free_port)}
+  require_free_port "$INSPECTOR_PORT" "wrangler dev's inspector" KVBENCH_INSPECTOR_PORT
   write_worker_env
   spawn worker wrangler dev --local --ip 127.0.0.1 --port "$WORKER_PORT" \
+    --inspector-ip 127.0.0.1 --inspector-port "$INSPECTOR_PORT" \
     --show-interactive-dev-session=false --env-file "$WORKER_ENV_FILE" \
     --persist-to "$STACK_DIR/wrangler-state"
   wait_port "$WORKER_PORT" "wrangler dev" 600

@@ -1,9 +1,12 @@
 //! A Redis command as the REST surface receives it: parsed from a JSON array or from URL path
-//! segments, and checked against commands that would corrupt the shared Redis connection.
+//! segments, then checked against the [`allowlist`](crate::allowlist). JSON numbers are passed
+//! to Redis as the exact text the client wrote (`123456789012345678901234567890` stays that, not
+//! `1.2345678901234568e29`), which is why the body is read as raw JSON, not as `serde_json::Value`.
 
 use percent_encoding::percent_decode_str;
-use serde_json::Value as Json;
+use serde_json::value::RawValue;
 
+use crate::allowlist;
 use crate::error::ApiError;
 
 /// One Redis command: the name first, then its arguments, all as raw bytes.
@@ -12,15 +15,60 @@ pub struct Command {
     pub args: Vec<Vec<u8>>,
 }
 
+/// Longest command name quoted in logs and error messages.
+const MAX_NAME_CHARS: usize = 40;
+
 impl Command {
-    /// The command name in upper case, for checks and logs (never the arguments: they may be secrets).
+    /// The command name in upper case, for checks (never the arguments: they may be secrets).
     pub fn name(&self) -> String {
         String::from_utf8_lossy(&self.args[0]).to_ascii_uppercase()
     }
 
-    /// A command from one JSON value that must be a non-empty array of strings or numbers.
-    pub fn from_json(value: &Json) -> Result<Self, ApiError> {
-        let items = value.as_array().ok_or_else(|| {
+    /// The name for logs and error messages: upper case, printable ASCII only (anything else
+    /// escaped, so a name cannot forge log lines or terminal escapes), at most 40 characters.
+    pub fn display_name(&self) -> String {
+        display_name(&self.args[0])
+    }
+
+    /// Whether this runs a Lua script or a function (and so gets the script time limit).
+    pub fn is_script(&self) -> bool {
+        matches!(
+            self.name().as_str(),
+            "EVAL" | "EVALSHA" | "EVAL_RO" | "EVALSHA_RO" | "FCALL" | "FCALL_RO"
+        )
+    }
+
+    /// A command from a JSON body that must be a non-empty array of strings or numbers.
+    pub fn from_json(body: &[u8]) -> Result<Self, ApiError> {
+        let raw = parse_raw(body)?;
+        let command = Self::from_raw(raw)?;
+        command.check_allowed()?;
+        Ok(command)
+    }
+
+    /// A list of commands (for `/pipeline` and `/multi-exec`): a non-empty JSON array of commands.
+    pub fn list_from_json(body: &[u8]) -> Result<Vec<Self>, ApiError> {
+        let raw = parse_raw(body)?;
+        let items = array_items(raw).ok_or_else(|| {
+            ApiError::bad_request(
+                "ERR body must be a JSON array of commands (arrays of strings or numbers)",
+            )
+        })?;
+        if items.is_empty() {
+            return Err(ApiError::bad_request("ERR empty pipeline"));
+        }
+        items
+            .into_iter()
+            .map(|item| {
+                let command = Self::from_raw(item)?;
+                command.check_allowed()?;
+                Ok(command)
+            })
+            .collect()
+    }
+
+    fn from_raw(raw: &RawValue) -> Result<Self, ApiError> {
+        let items = array_items(raw).ok_or_else(|| {
             ApiError::bad_request("ERR command must be a JSON array of strings or numbers")
         })?;
         if items.is_empty() {
@@ -28,11 +76,15 @@ impl Command {
         }
         let mut args = Vec::with_capacity(items.len());
         for item in items {
-            match item {
-                Json::String(s) => args.push(s.clone().into_bytes()),
-                // serde_json prints integers without a fraction and floats in shortest form,
-                // which is what Redis parses.
-                Json::Number(n) => args.push(n.to_string().into_bytes()),
+            let text = item.get();
+            match text.as_bytes()[0] {
+                b'"' => args.push(
+                    serde_json::from_str::<String>(text)
+                        .map_err(|e| ApiError::bad_request(format!("ERR bad JSON string: {e}")))?
+                        .into_bytes(),
+                ),
+                // The exact digits the client sent: serde_json already checked it is a number.
+                b'-' | b'0'..=b'9' => args.push(text.as_bytes().to_vec()),
                 other => {
                     return Err(ApiError::bad_request(format!(
                         "ERR command arguments must be strings or numbers, got {}",
@@ -41,22 +93,7 @@ impl Command {
                 }
             }
         }
-        let command = Self { args };
-        command.check_supported()?;
-        Ok(command)
-    }
-
-    /// A list of commands (for `/pipeline` and `/multi-exec`): a non-empty JSON array of commands.
-    pub fn list_from_json(value: &Json) -> Result<Vec<Self>, ApiError> {
-        let items = value.as_array().ok_or_else(|| {
-            ApiError::bad_request(
-                "ERR body must be a JSON array of commands (arrays of strings or numbers)",
-            )
-        })?;
-        if items.is_empty() {
-            return Err(ApiError::bad_request("ERR empty pipeline"));
-        }
-        items.iter().map(Self::from_json).collect()
+        Ok(Self { args })
     }
 
     /// A command from a URL path `/set/k/v/EX/60`: percent-decoded segments, empty ones skipped;
@@ -74,60 +111,64 @@ impl Command {
             args.push(body.to_vec());
         }
         let command = Self { args };
-        command.check_supported()?;
+        command.check_allowed()?;
         Ok(command)
     }
 
-    /// Rejects commands that would change the state of the one connection all requests share,
-    /// or block it for everyone.
-    fn check_supported(&self) -> Result<(), ApiError> {
-        let name = self.name();
-        let reason = match name.as_str() {
-            "MULTI" | "EXEC" | "DISCARD" | "WATCH" | "UNWATCH" => {
-                "transactions across requests are not supported: use /multi-exec"
-            }
-            "SELECT" | "AUTH" | "HELLO" | "QUIT" | "RESET" => {
-                "connection state cannot be changed through the gateway"
-            }
-            "SUBSCRIBE" | "PSUBSCRIBE" | "SSUBSCRIBE" | "UNSUBSCRIBE" | "PUNSUBSCRIBE"
-            | "SUNSUBSCRIBE" | "MONITOR" | "SYNC" | "PSYNC" => {
-                "streaming commands are not supported by the gateway"
-            }
-            "BLPOP" | "BRPOP" | "BRPOPLPUSH" | "BLMOVE" | "BLMPOP" | "BZPOPMIN" | "BZPOPMAX"
-            | "BZMPOP" | "WAIT" | "WAITAOF" => "blocking commands are not supported by the gateway",
-            "XREAD" | "XREADGROUP"
-                if self.args.iter().any(|a| a.eq_ignore_ascii_case(b"BLOCK")) =>
-            {
-                "blocking commands are not supported by the gateway"
-            }
-            "CLIENT"
-                if self.args.get(1).is_some_and(|a| {
-                    a.eq_ignore_ascii_case(b"REPLY") || a.eq_ignore_ascii_case(b"TRACKING")
-                }) =>
-            {
-                "connection state cannot be changed through the gateway"
-            }
-            _ => return Ok(()),
-        };
-        Err(ApiError::bad_request(format!("ERR {name}: {reason}")))
+    fn check_allowed(&self) -> Result<(), ApiError> {
+        allowlist::check(&self.args).map_err(|refusal| {
+            tracing::debug!(command = %self.display_name(), "refused command");
+            ApiError::bad_request(refusal.message(&self.args))
+        })
     }
 }
 
-fn json_kind(value: &Json) -> &'static str {
-    match value {
-        Json::Null => "null",
-        Json::Bool(_) => "a boolean",
-        Json::Number(_) => "a number",
-        Json::String(_) => "a string",
-        Json::Array(_) => "an array",
-        Json::Object(_) => "an object",
+/// Printable, bounded rendering of a command (or subcommand) name.
+pub fn display_name(name: &[u8]) -> String {
+    let mut out = String::new();
+    for (i, &b) in name.iter().enumerate() {
+        if i == MAX_NAME_CHARS {
+            out.push('…');
+            break;
+        }
+        let upper = b.to_ascii_uppercase();
+        if upper.is_ascii_graphic() {
+            out.push(char::from(upper));
+        } else {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+fn parse_raw(body: &[u8]) -> Result<&RawValue, ApiError> {
+    serde_json::from_slice::<&RawValue>(body)
+        .map_err(|err| ApiError::bad_request(format!("ERR request body is not valid JSON: {err}")))
+}
+
+/// The elements of a JSON array, each as its raw text; `None` when `raw` is not an array.
+fn array_items(raw: &RawValue) -> Option<Vec<&RawValue>> {
+    if !raw.get().starts_with('[') {
+        return None;
+    }
+    // A RawValue is valid JSON, so an array always parses into its elements.
+    serde_json::from_str::<Vec<&RawValue>>(raw.get()).ok()
+}
+
+/// What a JSON value is, from its first character.
+fn json_kind(first: u8) -> &'static str {
+    match first {
+        b'n' => "null",
+        b't' | b'f' => "a boolean",
+        b'[' => "an array",
+        b'{' => "an object",
+        _ => "something else",
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     fn strings(c: &Command) -> Vec<String> {
         c.args
@@ -136,25 +177,46 @@ mod tests {
             .collect()
     }
 
+    fn parse(body: &str) -> Result<Command, ApiError> {
+        Command::from_json(body.as_bytes())
+    }
+
     #[test]
-    fn json_commands_accept_strings_and_numbers() {
-        let c = Command::from_json(&json!(["SET", "k", "v", "EX", 60, 1.5])).unwrap();
+    fn json_commands_accept_strings_and_numbers_as_written() {
+        let c = parse(r#"["SET", "k", "v", "EX", 60, 1.5]"#).unwrap();
         assert_eq!(strings(&c), ["SET", "k", "v", "EX", "60", "1.5"]);
         assert_eq!(c.name(), "SET");
+        // Large and exotic numbers pass as their exact text, not as a rounded float.
+        let c = parse(
+            r#" ["SET","k",123456789012345678901234567890, -0.000000000000000000001, 1E400] "#,
+        )
+        .unwrap();
+        assert_eq!(
+            strings(&c)[2..],
+            [
+                "123456789012345678901234567890",
+                "-0.000000000000000000001",
+                "1E400"
+            ]
+        );
+        let c = parse(r#"["SET","k","a\"b\u00e9\n"]"#).unwrap();
+        assert_eq!(c.args[2], "a\"bé\n".as_bytes());
     }
 
     #[test]
     fn json_commands_reject_bad_shapes() {
         for (body, needle) in [
-            (json!({"cmd": "GET"}), "JSON array"),
-            (json!("GET"), "JSON array"),
-            (json!([]), "empty command"),
-            (json!(["GET", null]), "null"),
-            (json!(["GET", true]), "boolean"),
-            (json!(["GET", ["k"]]), "array"),
-            (json!(["GET", {"k": 1}]), "object"),
+            (r#"{"cmd": "GET"}"#, "JSON array"),
+            (r#""GET""#, "JSON array"),
+            ("[]", "empty command"),
+            (r#"["GET", null]"#, "null"),
+            (r#"["GET", true]"#, "boolean"),
+            (r#"["GET", ["k"]]"#, "array"),
+            (r#"["GET", {"k": 1}]"#, "object"),
+            ("[\"GET\", 01]", "not valid JSON"),
+            ("[\"GET\"", "not valid JSON"),
         ] {
-            let err = Command::from_json(&body).unwrap_err();
+            let err = parse(body).unwrap_err();
             assert_eq!(err.status, 400, "{body}");
             assert!(err.message.contains(needle), "{body}: {}", err.message);
         }
@@ -162,15 +224,14 @@ mod tests {
 
     #[test]
     fn command_lists_must_be_non_empty_arrays_of_commands() {
-        assert_eq!(
-            Command::list_from_json(&json!([["GET", "a"], ["GET", "b"]]))
-                .unwrap()
-                .len(),
-            2
-        );
-        assert!(Command::list_from_json(&json!([])).is_err());
-        assert!(Command::list_from_json(&json!(["GET", "a"])).is_err());
-        assert!(Command::list_from_json(&json!({"a": 1})).is_err());
+        let list = Command::list_from_json(br#"[["GET", "a"], ["GET", "b"]]"#).unwrap();
+        assert_eq!(list.len(), 2);
+        assert!(Command::list_from_json(b"[]").is_err());
+        assert!(Command::list_from_json(br#"["GET", "a"]"#).is_err());
+        assert!(Command::list_from_json(br#"{"a": 1}"#).is_err());
+        let err =
+            Command::list_from_json(br#"[["GET", "a"], ["CONFIG", "SET", "x", "y"]]"#).unwrap_err();
+        assert!(err.message.contains("CONFIG"), "{}", err.message);
     }
 
     #[test]
@@ -182,22 +243,36 @@ mod tests {
         let c = Command::from_path("/set/%FF", b"").unwrap();
         assert_eq!(c.args[1], vec![0xFF]);
         assert!(Command::from_path("/", b"").is_err());
+        assert!(Command::from_path("/config/set/x/y", b"").is_err());
     }
 
     #[test]
-    fn connection_altering_commands_are_refused() {
-        for cmd in [
-            json!(["multi"]),
-            json!(["SELECT", 1]),
-            json!(["subscribe", "ch"]),
-            json!(["BLPOP", "l", 0]),
-            json!(["XREAD", "BLOCK", 0, "STREAMS", "s", "$"]),
-            json!(["CLIENT", "REPLY", "OFF"]),
+    fn names_in_messages_are_printable_and_bounded() {
+        let evil = Command::from_path("/x%0A%1B%5B31mFAKE%20LOG%20LINE", b"").unwrap_err();
+        assert!(
+            !evil.message.chars().any(|c| c.is_control()),
+            "{:?}",
+            evil.message
+        );
+        assert!(
+            evil.message.contains("X\\x0a\\x1b[31MFAKE\\x20LOG"),
+            "{}",
+            evil.message
+        );
+        let long = format!("/{}", "a".repeat(10_000));
+        let err = Command::from_path(&long, b"").unwrap_err();
+        assert!(err.message.len() < 200, "{}", err.message);
+    }
+
+    #[test]
+    fn scripts_are_recognised() {
+        for (body, script) in [
+            (r#"["eval", "return 1", 0]"#, true),
+            (r#"["EVALSHA_RO", "abc", 0]"#, true),
+            (r#"["fcall", "f", 0]"#, true),
+            (r#"["GET", "k"]"#, false),
         ] {
-            let err = Command::from_json(&cmd).unwrap_err();
-            assert!(err.message.starts_with("ERR "), "{}", err.message);
+            assert_eq!(parse(body).unwrap().is_script(), script, "{body}");
         }
-        assert!(Command::from_json(&json!(["XREAD", "STREAMS", "s", "0"])).is_ok());
-        assert!(Command::from_json(&json!(["CLIENT", "LIST"])).is_ok());
     }
 }

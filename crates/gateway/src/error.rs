@@ -27,10 +27,10 @@ impl ApiError {
         }
     }
 
-    /// Redis could not be reached or did not answer: the gateway's upstream failed.
-    pub fn bad_gateway(message: impl Into<String>) -> Self {
+    /// The request body did not arrive in time (`--body-read-timeout-ms`).
+    pub fn request_timeout(message: impl Into<String>) -> Self {
         Self {
-            status: StatusCode::BAD_GATEWAY,
+            status: StatusCode::REQUEST_TIMEOUT,
             message: message.into(),
         }
     }
@@ -45,10 +45,18 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (
+        let mut response = (
             self.status,
             Json(serde_json::json!({ "error": self.message })),
         )
-            .into_response()
+            .into_response();
+        if self.status == StatusCode::REQUEST_TIMEOUT {
+            // The rest of a body that arrived too slowly is not worth waiting for.
+            response.headers_mut().insert(
+                axum::http::header::CONNECTION,
+                axum::http::HeaderValue::from_static("close"),
+            );
+        }
+        response
     }
 }

@@ -51,8 +51,12 @@ impl FaultConfig {
                 return Err(format!("{name} must be between 0 and 1"));
             }
         }
-        if !(100..=599).contains(&self.status) {
-            return Err("status must be an HTTP status code (100..=599)".into());
+        if !(200..=599).contains(&self.status) || matches!(self.status, 204 | 205 | 304) {
+            // 1xx are not final answers, and 204/205/304 cannot carry the JSON error body.
+            return Err(
+                "status must be an HTTP status with a body: 200..=599 except 204, 205 and 304"
+                    .into(),
+            );
         }
         Ok(())
     }
@@ -242,10 +246,21 @@ mod tests {
             status_fraction: -0.1,
             ..Default::default()
         }));
-        assert!(bad(FaultConfig {
-            status: 42,
-            ..Default::default()
-        }));
+        for status in [42, 100, 101, 199, 204, 205, 304, 600] {
+            assert!(
+                bad(FaultConfig {
+                    status,
+                    ..Default::default()
+                }),
+                "{status}"
+            );
+        }
+        for status in [200, 302, 400, 429, 500, 503, 599] {
+            assert!(!bad(FaultConfig {
+                status,
+                ..Default::default()
+            }));
+        }
         assert_eq!(FaultConfig::parse_delay_ms("50"), Ok((50, 50)));
         assert_eq!(FaultConfig::parse_delay_ms("20-80"), Ok((20, 80)));
         assert!(FaultConfig::parse_delay_ms("fast").is_err());

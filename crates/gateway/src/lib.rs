@@ -2,11 +2,14 @@
 //! run locally on the same protocol it meets in production. `app` builds the router (drive it with
 //! `tower::ServiceExt::oneshot` in tests); `server::serve` runs it on a socket.
 
+pub mod allowlist;
 pub mod auth;
 pub mod command;
 pub mod config;
+pub mod connection;
 pub mod error;
 pub mod fault;
+pub mod pool;
 pub mod resp;
 pub mod server;
 pub mod store;
@@ -18,39 +21,72 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde_json::{json, Value as JsonValue};
+use serde_json::json;
 
 use crate::command::Command;
+use crate::connection::Limits;
 use crate::error::ApiError;
 use crate::fault::{DropConnection, FaultConfig, FaultInjector, Outcome};
-use crate::resp::Encoding;
-use crate::store::{Reply, Store};
+use crate::resp::{Encoding, Reply};
+use crate::store::{Store, StoreConfig};
 
 /// Everything the gateway needs to run; built from flags by `config::Args::into_settings`.
+/// Its `Debug` leaves the tokens out.
+#[derive(Clone)]
 pub struct Settings {
     pub redis_url: String,
     pub token: String,
     pub admin_token: Option<String>,
     pub max_request_bytes: usize,
+    /// Largest answer (JSON bytes) one request may get back; Upstash's documented 10 MB.
+    pub max_response_bytes: usize,
     pub redis_timeout_ms: u64,
+    /// A request that runs a script is stopped (`SCRIPT KILL`) after this long.
+    pub script_timeout_ms: u64,
+    /// Redis connections in use at once.
+    pub redis_pool_size: usize,
+    /// A request body must arrive within this long after its head.
+    pub body_read_timeout_ms: u64,
+    pub connections: Limits,
     pub faults: FaultConfig,
     pub fault_seed: Option<u64>,
 }
 
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("admin_route", &self.admin_token.is_some())
+            .field("max_request_bytes", &self.max_request_bytes)
+            .field("max_response_bytes", &self.max_response_bytes)
+            .field("redis_timeout_ms", &self.redis_timeout_ms)
+            .field("script_timeout_ms", &self.script_timeout_ms)
+            .field("redis_pool_size", &self.redis_pool_size)
+            .field("body_read_timeout_ms", &self.body_read_timeout_ms)
+            .field("connections", &self.connections)
+            .field("faults", &self.faults)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Settings {
-    /// Defaults for tests and embedding: no faults, no admin route, 10 MB limit.
+    /// Defaults for tests and embedding: no faults, no admin route, the flags' default limits.
     pub fn new(redis_url: impl Into<String>, token: impl Into<String>) -> Self {
         Self {
             redis_url: redis_url.into(),
             token: token.into(),
             admin_token: None,
             max_request_bytes: 10 * 1024 * 1024,
+            max_response_bytes: 10 * 1024 * 1024,
             redis_timeout_ms: 10_000,
+            script_timeout_ms: 5_000,
+            redis_pool_size: 64,
+            body_read_timeout_ms: 30_000,
+            connections: Limits::default(),
             faults: FaultConfig::default(),
             fault_seed: None,
         }
@@ -66,6 +102,7 @@ struct Inner {
     token: Vec<u8>,
     admin_token: Option<Vec<u8>>,
     max_request_bytes: usize,
+    body_read_timeout: Duration,
     faults: FaultInjector,
 }
 
@@ -74,14 +111,21 @@ impl AppState {
     pub fn new(settings: Settings) -> anyhow::Result<Self> {
         let store = Store::new(
             &settings.redis_url,
-            Duration::from_millis(settings.redis_timeout_ms),
-        )?;
+            StoreConfig {
+                timeout: Duration::from_millis(settings.redis_timeout_ms),
+                script_timeout: Duration::from_millis(settings.script_timeout_ms),
+                max_response_bytes: settings.max_response_bytes,
+                pool_size: settings.redis_pool_size,
+            },
+        )
+        .map_err(anyhow::Error::msg)?;
         let seed = settings.fault_seed.unwrap_or_else(random_seed);
         Ok(Self(Arc::new(Inner {
             store,
             token: settings.token.into_bytes(),
             admin_token: settings.admin_token.map(String::into_bytes),
             max_request_bytes: settings.max_request_bytes,
+            body_read_timeout: Duration::from_millis(settings.body_read_timeout_ms),
             faults: FaultInjector::new(settings.faults, seed),
         })))
     }
@@ -150,10 +194,20 @@ async fn inject_faults(State(state): State<AppState>, req: Request, next: Next) 
     }
 }
 
-/// Reads the whole body, refusing more than the configured limit as Upstash does.
+/// Reads the whole body within the body-read timeout, refusing more than the configured limit
+/// as Upstash does.
 async fn read_body(state: &AppState, body: Body) -> Result<Bytes, ApiError> {
     let limit = state.0.max_request_bytes;
-    axum::body::to_bytes(body, limit).await.map_err(|err| {
+    let timeout = state.0.body_read_timeout;
+    let read = tokio::time::timeout(timeout, axum::body::to_bytes(body, limit))
+        .await
+        .map_err(|_| {
+            ApiError::request_timeout(format!(
+                "ERR request body not received within {} ms",
+                timeout.as_millis()
+            ))
+        })?;
+    read.map_err(|err| {
         let too_large =
             std::iter::successors(Some(&err as &(dyn std::error::Error + 'static)), |e| {
                 e.source()
@@ -167,36 +221,62 @@ async fn read_body(state: &AppState, body: Body) -> Result<Bytes, ApiError> {
     })
 }
 
-async fn read_json(state: &AppState, body: Body) -> Result<JsonValue, ApiError> {
-    let bytes = read_body(state, body).await?;
-    serde_json::from_slice(&bytes)
-        .map_err(|err| ApiError::bad_request(format!("ERR request body is not valid JSON: {err}")))
-}
-
 fn encoding(headers: &HeaderMap) -> Encoding {
     Encoding::from_header(headers.get("upstash-encoding").map(|v| v.as_bytes()))
 }
 
+fn json_response(body: Vec<u8>) -> Response {
+    let mut response = Response::new(Body::from(body));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
 /// `{"result": ...}`, or `{"error": ...}` with 400 for a Redis error reply.
-fn single(reply: Reply, encoding: Encoding) -> Response {
+fn single(reply: Reply) -> Response {
     match reply {
-        Reply::Value(value) => {
-            Json(json!({ "result": resp::to_json(&value, encoding) })).into_response()
+        Reply::Json(result) => {
+            let mut body = Vec::with_capacity(result.len() + 11);
+            body.extend_from_slice(b"{\"result\":");
+            body.extend_from_slice(&result);
+            body.push(b'}');
+            json_response(body)
         }
         Reply::Error(message) => ApiError::bad_request(message).into_response(),
     }
 }
 
 /// The per-command entries of `/pipeline` and `/multi-exec` answers.
-fn entries(replies: Vec<Reply>, encoding: Encoding) -> Response {
-    let items: Vec<JsonValue> = replies
-        .into_iter()
-        .map(|reply| match reply {
-            Reply::Value(value) => json!({ "result": resp::to_json(&value, encoding) }),
-            Reply::Error(message) => json!({ "error": message }),
-        })
-        .collect();
-    Json(JsonValue::Array(items)).into_response()
+fn entries(replies: Vec<Reply>) -> Response {
+    let size: usize = replies
+        .iter()
+        .map(|r| match r {
+            Reply::Json(j) => j.len(),
+            Reply::Error(m) => m.len(),
+        } + resp::ENTRY_OVERHEAD)
+        .sum();
+    let mut body = Vec::with_capacity(size + 2);
+    body.push(b'[');
+    for (i, reply) in replies.into_iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        match reply {
+            Reply::Json(result) => {
+                body.extend_from_slice(b"{\"result\":");
+                body.extend_from_slice(&result);
+            }
+            Reply::Error(message) => {
+                body.extend_from_slice(b"{\"error\":");
+                resp::write_json_str(&mut body, &message);
+            }
+        }
+        body.push(b'}');
+    }
+    body.push(b']');
+    json_response(body)
 }
 
 async fn handle_command(
@@ -204,11 +284,10 @@ async fn handle_command(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let command = Command::from_json(&read_json(&state, body).await?)?;
-    tracing::debug!(command = %command.name(), "command");
+    let command = Command::from_json(&read_body(&state, body).await?)?;
+    tracing::debug!(command = %command.display_name(), "command");
     Ok(single(
-        state.0.store.run(&command).await?,
-        encoding(&headers),
+        state.0.store.run(&command, encoding(&headers)).await?,
     ))
 }
 
@@ -216,10 +295,13 @@ async fn handle_path(State(state): State<AppState>, req: Request) -> Result<Resp
     let (parts, body) = req.into_parts();
     let body = read_body(&state, body).await?;
     let command = Command::from_path(parts.uri.path(), &body)?;
-    tracing::debug!(command = %command.name(), "path command");
+    tracing::debug!(command = %command.display_name(), "path command");
     Ok(single(
-        state.0.store.run(&command).await?,
-        encoding(&parts.headers),
+        state
+            .0
+            .store
+            .run(&command, encoding(&parts.headers))
+            .await?,
     ))
 }
 
@@ -228,11 +310,14 @@ async fn handle_pipeline(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let commands = Command::list_from_json(&read_json(&state, body).await?)?;
+    let commands = Command::list_from_json(&read_body(&state, body).await?)?;
     tracing::debug!(commands = commands.len(), "pipeline");
     Ok(entries(
-        state.0.store.pipeline(&commands).await?,
-        encoding(&headers),
+        state
+            .0
+            .store
+            .pipeline(&commands, encoding(&headers))
+            .await?,
     ))
 }
 
@@ -241,10 +326,15 @@ async fn handle_multi_exec(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let commands = Command::list_from_json(&read_json(&state, body).await?)?;
+    let commands = Command::list_from_json(&read_body(&state, body).await?)?;
     tracing::debug!(commands = commands.len(), "multi-exec");
-    match state.0.store.transaction(&commands).await? {
-        Ok(replies) => Ok(entries(replies, encoding(&headers))),
+    match state
+        .0
+        .store
+        .transaction(&commands, encoding(&headers))
+        .await?
+    {
+        Ok(replies) => Ok(entries(replies)),
         Err(message) => Err(ApiError::bad_request(message)),
     }
 }

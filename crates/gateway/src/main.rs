@@ -25,6 +25,7 @@ async fn main() -> anyhow::Result<()> {
     let redis_url = redacted(&settings.redis_url);
     let admin = settings.admin_token.is_some();
     let faults = settings.faults.clone();
+    let limits = settings.connections.clone();
     let state = AppState::new(settings).context("invalid redis url")?;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
@@ -34,9 +35,10 @@ async fn main() -> anyhow::Result<()> {
         redis = %redis_url,
         admin_route = admin,
         ?faults,
+        ?limits,
         "upstash-gateway ready"
     );
-    server::serve(listener, app(state), shutdown_signal()).await?;
+    server::serve_with(listener, app(state), limits, shutdown_signal()).await?;
     tracing::info!("upstash-gateway stopped");
     Ok(())
 }

@@ -1,127 +1,409 @@
-//! The Redis side: one reconnecting, multiplexed connection that runs single commands,
-//! non-atomic pipelines and MULTI/EXEC transactions, keeping Redis error replies as data.
+//! The Redis side: single commands, non-atomic pipelines and MULTI/EXEC transactions, each on a
+//! connection of its own from the [`Pool`], each with a deadline. Scripts get a shorter one: past
+//! it the gateway stops the script from another connection (`SCRIPT KILL`, or `FUNCTION KILL`
+//! for a function) and answers with Redis' error. Failures say whether the command reached Redis:
+//! "not sent" (safe to retry) or "unknown outcome" (it may have run).
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{RedisError, Value};
+use axum::http::StatusCode;
+use tokio::time::{timeout_at, Instant};
 
 use crate::command::Command;
 use crate::error::ApiError;
-use crate::resp::server_error_message;
+use crate::pool::{Conn, Pool, PoolError, RedisAddr};
+use crate::resp::{self, Budget, Encoding, ReadError, Reply};
 
-/// The answer to one command: a reply, or the message of a Redis error reply.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Reply {
-    Value(Value),
-    Error(String),
+/// Limits on how Redis is used; built from flags.
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    /// How long to wait for a reply (and for a connection) before giving up.
+    pub timeout: Duration,
+    /// How long a request with `EVAL`/`EVALSHA`/`FCALL` may run before its script is stopped.
+    pub script_timeout: Duration,
+    /// Largest answer one request may get back (JSON bytes); larger is refused.
+    pub max_response_bytes: usize,
+    /// Redis connections in use at once.
+    pub pool_size: usize,
 }
 
-impl Reply {
-    fn from_value(value: Value) -> Self {
-        match value {
-            Value::ServerError(err) => Self::Error(server_error_message(&err)),
-            other => Self::Value(other),
+/// Why a request got no answer from Redis.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Redis was not reached; nothing ran.
+    #[error("ERR redis unavailable: {0} (the command was not sent)")]
+    NotSent(String),
+    /// Every connection stayed busy until the deadline; nothing was sent.
+    #[error("ERR gateway busy: {0} (the command was not sent)")]
+    Saturated(String),
+    /// The command was sent but no complete answer came back: it may have run.
+    #[error("ERR unknown outcome: {0}; the command may have run")]
+    UnknownOutcome(String),
+    /// The answer would be larger than allowed. The commands ran; their answers are withheld.
+    #[error("ERR max response size exceeded: the reply is over {limit} bytes (--max-response-bytes); the commands ran")]
+    TooLarge { limit: usize },
+}
+
+impl StoreError {
+    /// A short, stable name for logs and tests.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::NotSent(_) => "not_sent",
+            Self::Saturated(_) => "saturated",
+            Self::UnknownOutcome(_) => "unknown_outcome",
+            Self::TooLarge { .. } => "too_large",
+        }
+    }
+
+    /// 502/503: not sent, safe to retry. 504: sent, no answer, outcome unknown (never 502, which
+    /// clients and proxies take as "did not run"). 400: too large, like Upstash's size errors.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::NotSent(_) => StatusCode::BAD_GATEWAY,
+            Self::Saturated(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::UnknownOutcome(_) => StatusCode::GATEWAY_TIMEOUT,
+            Self::TooLarge { .. } => StatusCode::BAD_REQUEST,
         }
     }
 }
 
-/// A handle on Redis; cheap to clone, all clones share one connection.
+impl From<StoreError> for ApiError {
+    fn from(err: StoreError) -> Self {
+        if !matches!(err, StoreError::TooLarge { .. }) {
+            tracing::warn!(kind = err.kind(), error = %err, "redis request failed");
+        }
+        ApiError {
+            status: err.status(),
+            message: err.to_string(),
+        }
+    }
+}
+
+impl From<PoolError> for StoreError {
+    fn from(err: PoolError) -> Self {
+        match err {
+            PoolError::Saturated { .. } => Self::Saturated(err.to_string()),
+            PoolError::Connect { .. } => Self::NotSent(err.to_string()),
+        }
+    }
+}
+
+impl From<ReadError> for StoreError {
+    fn from(err: ReadError) -> Self {
+        match err {
+            ReadError::TooLarge { limit } => Self::TooLarge { limit },
+            ReadError::Io(e) => Self::UnknownOutcome(format!(
+                "the connection to redis failed before the reply: {e}"
+            )),
+            ReadError::Protocol(_) => Self::UnknownOutcome(err.to_string()),
+        }
+    }
+}
+
+/// What a request expects back.
+enum Plan {
+    /// One reply per command.
+    Replies(usize),
+    /// `MULTI`, this many commands, `EXEC`.
+    Transaction(usize),
+}
+
+enum Answer {
+    Replies(Vec<Reply>),
+    Transaction(Result<Vec<Reply>, String>),
+}
+
+impl Answer {
+    /// Adds to the error of a script the gateway stopped why it was stopped.
+    fn explain_kill(self, note: &str) -> Self {
+        let explain = |reply: Reply| match reply {
+            Reply::Error(msg) if msg.contains("killed by user") => Reply::Error(msg + note),
+            other => other,
+        };
+        match self {
+            Self::Replies(r) => Self::Replies(r.into_iter().map(explain).collect()),
+            Self::Transaction(Ok(r)) => Self::Transaction(Ok(r.into_iter().map(explain).collect())),
+            Self::Transaction(Err(msg)) => Self::Transaction(Err(msg)),
+        }
+    }
+}
+
+/// What `SCRIPT KILL` achieved.
+enum Kill {
+    Stopped,
+    NotBusy,
+    Refused(String),
+    Failed(String),
+}
+
+/// A handle on Redis, shared by every request; clones share the pool.
 #[derive(Clone)]
-pub struct Store {
-    conn: ConnectionManager,
+pub struct Store(Arc<Shared>);
+
+struct Shared {
+    pool: Pool,
+    config: StoreConfig,
 }
 
 impl Store {
-    /// Prepares a connection to `url` without connecting: the first command connects, and a lost
-    /// connection is re-established in the background (the commands in flight fail).
-    pub fn new(url: &str, response_timeout: Duration) -> Result<Self, RedisError> {
-        let client = redis::Client::open(url)?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(2)))
-            .set_response_timeout(Some(response_timeout))
-            .set_number_of_retries(3);
-        Ok(Self {
-            conn: client.get_connection_manager_lazy(config)?,
-        })
+    /// Prepares connections to `url`; nothing is connected until the first command.
+    pub fn new(url: &str, config: StoreConfig) -> Result<Self, String> {
+        let addr = RedisAddr::parse(url)?;
+        Ok(Self(Arc::new(Shared {
+            pool: Pool::new(addr, config.pool_size),
+            config,
+        })))
     }
 
-    /// Runs one command. `Err` only when Redis could not be asked or did not answer.
-    pub async fn run(&self, command: &Command) -> Result<Reply, ApiError> {
-        let mut conn = self.conn.clone();
-        match to_cmd(command).query_async::<Value>(&mut conn).await {
-            Ok(value) => Ok(Reply::from_value(value)),
-            Err(err) => server_reply(err),
+    /// Runs one command.
+    pub async fn run(&self, command: &Command, encoding: Encoding) -> Result<Reply, StoreError> {
+        let mut wire = Vec::new();
+        resp::encode_command(&mut wire, &command.args);
+        let answer = self
+            .exchange(wire, Plan::Replies(1), command.is_script(), encoding)
+            .await?;
+        match answer {
+            Answer::Replies(mut replies) if replies.len() == 1 => Ok(replies.remove(0)),
+            _ => unreachable!("a plan of one reply yields one reply"),
         }
     }
 
     /// Runs commands in one round trip, not atomically: each gets its own reply or error.
-    pub async fn pipeline(&self, commands: &[Command]) -> Result<Vec<Reply>, ApiError> {
-        let mut pipe = redis::pipe();
-        pipe.ignore_errors();
+    pub async fn pipeline(
+        &self,
+        commands: &[Command],
+        encoding: Encoding,
+    ) -> Result<Vec<Reply>, StoreError> {
+        let mut wire = Vec::new();
         for command in commands {
-            pipe.add_command(to_cmd(command));
+            resp::encode_command(&mut wire, &command.args);
         }
-        let values = self.query_pipe(&pipe).await?;
-        Ok(values.into_iter().map(Reply::from_value).collect())
+        let scripted = commands.iter().any(Command::is_script);
+        match self
+            .exchange(wire, Plan::Replies(commands.len()), scripted, encoding)
+            .await?
+        {
+            Answer::Replies(replies) => Ok(replies),
+            Answer::Transaction(_) => unreachable!("a pipeline plan yields replies"),
+        }
     }
 
-    /// Runs commands inside MULTI/EXEC. The outer `Ok(Err(msg))` is a transaction Redis refused
-    /// as a whole (e.g. `EXECABORT` after a command failed to queue).
+    /// Runs commands inside MULTI/EXEC. The inner `Err(msg)` is a transaction Redis refused as a
+    /// whole (e.g. `EXECABORT` after a command failed to queue).
     pub async fn transaction(
         &self,
         commands: &[Command],
-    ) -> Result<Result<Vec<Reply>, String>, ApiError> {
-        // MULTI, the commands and EXEC go out as one pipeline: the multiplexed connection writes a
-        // pipeline contiguously, so no other request's command can land inside the transaction.
-        let mut pipe = redis::pipe();
-        pipe.ignore_errors();
-        pipe.cmd("MULTI");
+        encoding: Encoding,
+    ) -> Result<Result<Vec<Reply>, String>, StoreError> {
+        let mut wire = Vec::new();
+        resp::encode_command(&mut wire, &[b"MULTI".to_vec()]);
         for command in commands {
-            pipe.add_command(to_cmd(command));
+            resp::encode_command(&mut wire, &command.args);
         }
-        pipe.cmd("EXEC");
-        let mut values = self.query_pipe(&pipe).await?;
-        match values.pop() {
-            Some(Value::Array(results)) => {
-                Ok(Ok(results.into_iter().map(Reply::from_value).collect()))
+        resp::encode_command(&mut wire, &[b"EXEC".to_vec()]);
+        let scripted = commands.iter().any(Command::is_script);
+        match self
+            .exchange(wire, Plan::Transaction(commands.len()), scripted, encoding)
+            .await?
+        {
+            Answer::Transaction(result) => Ok(result),
+            Answer::Replies(_) => unreachable!("a transaction plan yields a transaction"),
+        }
+    }
+
+    /// Sends `wire` and reads what `plan` expects. A request that runs a script is carried out
+    /// by a task of its own, so that if its client goes away (and this future is dropped) the
+    /// script is still stopped at the limit instead of keeping Redis busy for everyone.
+    async fn exchange(
+        &self,
+        wire: Vec<u8>,
+        plan: Plan,
+        scripted: bool,
+        encoding: Encoding,
+    ) -> Result<Answer, StoreError> {
+        if !scripted {
+            return self.0.exchange(&wire, plan, false, encoding).await;
+        }
+        let shared = self.0.clone();
+        let task = tokio::spawn(async move { shared.exchange(&wire, plan, true, encoding).await });
+        match task.await {
+            Ok(answer) => answer,
+            // Only a panic in the task gets here; whether the script ran is unknown.
+            Err(err) => Err(StoreError::UnknownOutcome(format!(
+                "the request failed: {err}"
+            ))),
+        }
+    }
+}
+
+impl Shared {
+    /// Sends `wire` on a connection of its own and reads what `plan` expects, within the
+    /// deadlines. The connection goes back to the pool only when every reply was read.
+    async fn exchange(
+        &self,
+        wire: &[u8],
+        plan: Plan,
+        scripted: bool,
+        encoding: Encoding,
+    ) -> Result<Answer, StoreError> {
+        let start = Instant::now();
+        let deadline = start + self.config.timeout;
+        let mut lease = self.pool.lease(deadline).await?;
+        if let Err(e) = lease.conn().send(wire, deadline).await {
+            if e.written > 0 {
+                return Err(lost_while_sending(&e.error));
             }
-            Some(Value::ServerError(err)) => Ok(Err(server_error_message(&err))),
-            Some(Value::Nil) => Ok(Err("EXECABORT Transaction discarded".to_owned())),
-            other => Err(ApiError::bad_gateway(format!(
-                "ERR unexpected EXEC reply from redis: {other:?}"
+            // Nothing reached Redis, so nothing ran: the connection was dead. Once more on a
+            // new one.
+            lease.reconnect(deadline).await?;
+            if let Err(e) = lease.conn().send(wire, deadline).await {
+                return Err(if e.written == 0 {
+                    StoreError::NotSent(e.error.to_string())
+                } else {
+                    lost_while_sending(&e.error)
+                });
+            }
+        }
+        let mut budget = Budget::new(self.config.max_response_bytes);
+        let outcome = {
+            let read = read_plan(lease.conn(), &plan, encoding, &mut budget);
+            tokio::pin!(read);
+            if scripted {
+                self.await_script(read, start).await
+            } else {
+                match timeout_at(deadline, read).await {
+                    Ok(answer) => answer.map_err(StoreError::from),
+                    Err(_) => Err(self.no_reply()),
+                }
+            }
+        };
+        if outcome.is_ok() {
+            lease.release();
+        }
+        outcome
+    }
+
+    /// Waits for a request that runs a script; past the script limit, stops the script and
+    /// waits (bounded) for Redis' answer to the killed script.
+    async fn await_script<F>(
+        &self,
+        mut read: Pin<&mut F>,
+        start: Instant,
+    ) -> Result<Answer, StoreError>
+    where
+        F: Future<Output = Result<Answer, ReadError>>,
+    {
+        let limit_ms = self.config.script_timeout.as_millis();
+        if let Ok(answer) = timeout_at(start + self.config.script_timeout, read.as_mut()).await {
+            return answer.map_err(StoreError::from);
+        }
+        // The read is paused, not dropped: what Redis sends meanwhile waits in the socket.
+        let until = Instant::now() + self.config.timeout;
+        match self.kill_script(until).await {
+            Kill::Stopped => {
+                tracing::warn!(limit_ms = %limit_ms, "stopped a script that ran past the limit");
+                let note = format!(" (stopped by the gateway after {limit_ms} ms: --script-timeout-ms)");
+                match timeout_at(Instant::now() + self.config.timeout, read).await {
+                    Ok(answer) => Ok(answer?.explain_kill(&note)),
+                    Err(_) => Err(self.no_reply()),
+                }
+            }
+            // Finished meanwhile (its answer is on the way) or the wait is elsewhere.
+            Kill::NotBusy => match timeout_at(until, read).await {
+                Ok(answer) => answer.map_err(StoreError::from),
+                Err(_) => Err(self.no_reply()),
+            },
+            Kill::Refused(msg) => Err(StoreError::UnknownOutcome(format!(
+                "the script ran past the {limit_ms} ms limit (--script-timeout-ms) and redis refused to stop it ({msg}); it may still be running"
+            ))),
+            Kill::Failed(msg) => Err(StoreError::UnknownOutcome(format!(
+                "the script ran past the {limit_ms} ms limit (--script-timeout-ms) and could not be stopped: {msg}"
             ))),
         }
     }
 
-    async fn query_pipe(&self, pipe: &redis::Pipeline) -> Result<Vec<Value>, ApiError> {
-        let mut conn = self.conn.clone();
-        pipe.query_async::<Vec<Value>>(&mut conn)
-            .await
-            .map_err(unavailable)
+    /// `SCRIPT KILL` from a connection outside the pool; `FUNCTION KILL` when Redis says the
+    /// busy script is a function. Redis only reads it once the script has run for its
+    /// `busy-reply-threshold` (default 5 s). If another script started meanwhile, that one is
+    /// stopped instead: Redis names no script in `SCRIPT KILL`.
+    async fn kill_script(&self, deadline: Instant) -> Kill {
+        let attempt = async {
+            let mut conn: Conn = self
+                .pool
+                .connect_unpooled(deadline)
+                .await
+                .map_err(|e| e.to_string())?;
+            for kind in ["SCRIPT", "FUNCTION"] {
+                let mut wire = Vec::new();
+                resp::encode_command(&mut wire, &[kind.as_bytes().to_vec(), b"KILL".to_vec()]);
+                conn.send(&wire, deadline)
+                    .await
+                    .map_err(|e| e.error.to_string())?;
+                match conn
+                    .read(Encoding::Utf8, &mut Budget::new(4096))
+                    .await
+                    .map_err(|e| e.to_string())?
+                {
+                    Reply::Json(_) => return Ok(Kill::Stopped),
+                    Reply::Error(msg) if msg.starts_with("NOTBUSY") => return Ok(Kill::NotBusy),
+                    // "BUSY ... You can only call FUNCTION KILL": the other kind is running.
+                    Reply::Error(msg) if msg.starts_with("BUSY") => continue,
+                    Reply::Error(msg) => return Ok(Kill::Refused(msg)),
+                }
+            }
+            Err("redis answered BUSY to both SCRIPT KILL and FUNCTION KILL".to_owned())
+        };
+        match timeout_at(deadline, attempt).await {
+            Ok(Ok(kill)) => kill,
+            Ok(Err(msg)) => Kill::Failed(msg),
+            Err(_) => Kill::Failed("no answer to SCRIPT KILL in time".to_owned()),
+        }
+    }
+
+    fn no_reply(&self) -> StoreError {
+        StoreError::UnknownOutcome(format!(
+            "no reply from redis within {} ms (--redis-timeout-ms)",
+            self.config.timeout.as_millis()
+        ))
     }
 }
 
-fn to_cmd(command: &Command) -> redis::Cmd {
-    let mut cmd = redis::Cmd::new();
-    for arg in &command.args {
-        cmd.arg(arg.as_slice());
-    }
-    cmd
+fn lost_while_sending(err: &std::io::Error) -> StoreError {
+    StoreError::UnknownOutcome(format!(
+        "the connection to redis failed while sending: {err}"
+    ))
 }
 
-/// A Redis error reply is an answer (400 upstream of here); anything else means Redis is unreachable.
-fn server_reply(err: RedisError) -> Result<Reply, ApiError> {
-    match err.code() {
-        Some(code) => Ok(Reply::Error(match err.detail() {
-            Some(detail) => format!("{code} {detail}"),
-            None => code.to_owned(),
-        })),
-        None => Err(unavailable(err)),
+async fn read_plan(
+    conn: &mut Conn,
+    plan: &Plan,
+    encoding: Encoding,
+    budget: &mut Budget,
+) -> Result<Answer, ReadError> {
+    match *plan {
+        Plan::Replies(n) => {
+            let mut replies = Vec::with_capacity(n.min(4096));
+            for _ in 0..n {
+                replies.push(conn.read(encoding, budget).await?);
+            }
+            Ok(Answer::Replies(replies))
+        }
+        Plan::Transaction(n) => {
+            // `+OK` to MULTI, then `+QUEUED` or an error per command (an error makes EXEC
+            // answer EXECABORT, which is what the client gets). Not counted in the answer.
+            for _ in 0..=n {
+                conn.read(Encoding::Utf8, &mut Budget::new(budget_for_queueing()))
+                    .await?;
+            }
+            Ok(Answer::Transaction(conn.read_exec(encoding, budget).await?))
+        }
     }
 }
 
-fn unavailable(err: RedisError) -> ApiError {
-    tracing::warn!(error = %err, "redis request failed");
-    ApiError::bad_gateway(format!("ERR redis unavailable: {err}"))
+/// Room for one `+QUEUED` or queueing error (an error quotes at most a little of the command).
+fn budget_for_queueing() -> usize {
+    64 * 1024
 }

@@ -16,11 +16,18 @@ impl RedisServer {
     /// Starts redis-server and waits (bounded) until it accepts connections. Panics with a clear
     /// message when it is missing or does not come up.
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// Like [`RedisServer::start`], with extra `redis-server` arguments
+    /// (e.g. `["--busy-reply-threshold", "100"]`).
+    pub fn start_with(extra_args: &[&str]) -> Self {
         let bin = std::env::var("REDIS_SERVER_BIN").unwrap_or_else(|_| "redis-server".to_owned());
         let port = free_port();
         let child = Command::new(&bin)
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
+            .args(extra_args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -141,6 +141,10 @@ async fn admin_route_needs_its_own_token_and_validates() {
         r#"{"drop_fraction": 2}"#,
         r#"{"delay_min_ms": 10, "delay_max_ms": 1}"#,
         r#"{"status": 42}"#,
+        // Statuses that cannot carry the JSON error body.
+        r#"{"status_fraction": 1, "status": 101}"#,
+        r#"{"status_fraction": 1, "status": 204}"#,
+        r#"{"status_fraction": 1, "status": 304}"#,
         r#"{"unknown_field": 1}"#,
         "not json",
     ] {
