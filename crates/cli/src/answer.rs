@@ -1,7 +1,9 @@
 //! The worker's `/test` answer: parsing and validation of the JSON contract. Anything that does
 //! not conform is reported as `malformed` with the reason, never dropped.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::Deserialize;
 
@@ -59,13 +61,138 @@ impl StoreError {
     }
 }
 
+/// An answer as parsed, borrowing its names from the body (no allocation for them): what the
+/// collector records. [`parse`] is the same parse, owned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnswerRef<'a> {
+    pub key: Option<Cow<'a, str>>,
+    pub colo: Cow<'a, str>,
+    /// Sorted by store name, each name once (the last one wins, as in a JSON object).
+    pub stores: Vec<(Cow<'a, str>, StoreResult)>,
+}
+
+impl AnswerRef<'_> {
+    pub fn into_owned(self) -> Answer {
+        Answer {
+            key: self.key.map(Cow::into_owned),
+            colo: self.colo.into_owned(),
+            stores: self
+                .stores
+                .into_iter()
+                .map(|(name, r)| (name.into_owned(), r))
+                .collect(),
+        }
+    }
+}
+
+/// A JSON string, borrowed from the body unless it had escapes.
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Text<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Text<'a>, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Text<'a>, E> {
+                Ok(Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Text<'a>, E> {
+                Ok(Text(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V(std::marker::PhantomData))
+    }
+}
+
+/// `key`: a string, or any other JSON value as its JSON text (a numeric key reads `417`).
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Key<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'a>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key<'a>, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Key<'a>, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Key<'a>, E> {
+                Ok(Key(Cow::Owned(v.to_string())))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Key<'a>, E> {
+                Ok(Key(Cow::Owned(v.to_string())))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Key<'a>, E> {
+                Ok(Key(Cow::Owned(v.to_string())))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Key<'a>, E> {
+                Ok(Key(Cow::Owned(serde_json::Value::from(v).to_string())))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, a: A) -> Result<Key<'a>, A::Error> {
+                let v = serde_json::Value::deserialize(
+                    serde::de::value::SeqAccessDeserializer::new(a),
+                )?;
+                Ok(Key(Cow::Owned(v.to_string())))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, a: A) -> Result<Key<'a>, A::Error> {
+                let v = serde_json::Value::deserialize(
+                    serde::de::value::MapAccessDeserializer::new(a),
+                )?;
+                Ok(Key(Cow::Owned(v.to_string())))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+/// `stores`: the object's entries in body order (duplicates included; [`parse_ref`] resolves them).
+struct Stores<'a>(Vec<(Cow<'a, str>, WireStore)>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Stores<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Stores<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object of stores")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<Stores<'a>, A::Error> {
+                let mut stores = Vec::with_capacity(a.size_hint().unwrap_or(4));
+                while let Some((Text(name), store)) = a.next_entry::<Text<'a>, WireStore>()? {
+                    stores.push((name, store));
+                }
+                Ok(Stores(stores))
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
 #[derive(Deserialize)]
-struct WireAnswer {
-    #[serde(default)]
-    key: Option<serde_json::Value>,
-    #[serde(default)]
-    colo: Option<String>,
-    stores: BTreeMap<String, WireStore>,
+struct WireAnswer<'a> {
+    #[serde(default, borrow)]
+    key: Option<Key<'a>>,
+    #[serde(default, borrow)]
+    colo: Option<Text<'a>>,
+    #[serde(borrow)]
+    stores: Stores<'a>,
 }
 
 #[derive(Deserialize)]
@@ -93,42 +220,54 @@ fn time(store: &str, field: &str, ms: Option<f64>) -> Result<Option<u64>, Answer
     }
 }
 
-/// Parses a 200 body.
-pub fn parse(body: &[u8]) -> Result<Answer, AnswerError> {
-    let wire: WireAnswer = serde_json::from_slice(body)?;
-    if wire.stores.is_empty() {
+/// Parses a 200 body, borrowing names from it.
+pub fn parse_ref(body: &[u8]) -> Result<AnswerRef<'_>, AnswerError> {
+    let wire: WireAnswer<'_> = serde_json::from_slice(body)?;
+    let mut wire_stores = wire.stores.0;
+    if wire_stores.is_empty() {
         return Err(AnswerError::Invalid("stores is empty".into()));
     }
-    let mut stores = BTreeMap::new();
-    for (name, s) in wire.stores {
-        if let Some(e) = &s.error {
-            if let Some(op) = &e.op {
+    // Stable sort, then keep the last of equal names: what a JSON object (a map) means.
+    wire_stores.sort_by(|a, b| a.0.cmp(&b.0));
+    wire_stores.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        if same {
+            std::mem::swap(later, kept);
+        }
+        same
+    });
+    // Converted in place (same layout), so an answer costs one vector.
+    let stores = wire_stores
+        .into_iter()
+        .map(|(name, s)| {
+            if let Some(op) = s.error.as_ref().and_then(|e| e.op.as_ref()) {
                 if op != "read" && op != "write" {
                     return Err(AnswerError::Invalid(format!(
                         "stores.{name}.error.op must be \"read\" or \"write\", got {op:?}"
                     )));
                 }
             }
-        }
-        let result = StoreResult {
-            read_us: time(&name, "read_ms", s.read_ms)?,
-            hit: s.hit,
-            value_bytes: s.value_bytes,
-            write_us: time(&name, "write_ms", s.write_ms)?,
-            connect_us: time(&name, "connect_ms", s.connect_ms)?,
-            error: s.error,
-        };
-        stores.insert(name, result);
-    }
-    let key = wire.key.map(|k| match k {
-        serde_json::Value::String(s) => s,
-        other => other.to_string(),
-    });
-    Ok(Answer {
-        key,
-        colo: wire.colo.unwrap_or_else(|| "unknown".into()),
+            let result = StoreResult {
+                read_us: time(&name, "read_ms", s.read_ms)?,
+                hit: s.hit,
+                value_bytes: s.value_bytes,
+                write_us: time(&name, "write_ms", s.write_ms)?,
+                connect_us: time(&name, "connect_ms", s.connect_ms)?,
+                error: s.error,
+            };
+            Ok((name, result))
+        })
+        .collect::<Result<Vec<_>, AnswerError>>()?;
+    Ok(AnswerRef {
+        key: wire.key.map(|k| k.0),
+        colo: wire.colo.map_or(Cow::Borrowed("unknown"), |c| c.0),
         stores,
     })
+}
+
+/// Parses a 200 body.
+pub fn parse(body: &[u8]) -> Result<Answer, AnswerError> {
+    parse_ref(body).map(AnswerRef::into_owned)
 }
 
 /// A one-line description of a non-200 body, e.g. `limit: must be at most 1000` for the worker's

@@ -1,10 +1,13 @@
-//! The one collector: every sample arrives here over a channel and is folded into histograms and
-//! counters — nothing per sample is kept, so memory stays flat however long the run.
+//! The one collector: every result is folded into histograms and counters as it arrives —
+//! nothing per request is kept, so memory stays flat however long the run. Store and colo names
+//! are interned to small indices, so an answer costs one pass over its stores and no string
+//! allocation; the report's name-keyed maps are built when an interval closes and at the end.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::answer::Answer;
+use crate::answer::{AnswerRef, StoreResult};
+use crate::batch::Read;
 use crate::hist::{Hist, Packed};
 use crate::report::{
     tool_name, ColoStats, Interval, Report, RunInfo, Section, StoreStats, Timeline,
@@ -12,22 +15,69 @@ use crate::report::{
 };
 use crate::sample::{FailureKind, Outcome, Sample};
 
+/// Names seen so far, each with its index; the last one found is tried first (one colo answers
+/// almost every request of a run, and a handful of stores appear in every answer in order).
+#[derive(Default)]
+struct Names {
+    names: Vec<String>,
+    last: usize,
+}
+
+impl Names {
+    fn id(&mut self, name: &str) -> usize {
+        if self.names.get(self.last).is_some_and(|n| n == name) {
+            return self.last;
+        }
+        let id = match self.names.iter().position(|n| n == name) {
+            Some(id) => id,
+            None => {
+                self.names.push(name.to_owned());
+                self.names.len() - 1
+            }
+        };
+        self.last = id;
+        id
+    }
+
+    fn name(&self, id: usize) -> &str {
+        &self.names[id]
+    }
+}
+
+/// Per-store histograms of a timeline interval still receiving samples.
+#[derive(Default, Clone)]
+struct StoreLive {
+    read_us: Hist,
+    read_hit_us: Hist,
+    write_us: Hist,
+}
+
 /// A timeline interval still receiving samples.
 #[derive(Default)]
 struct LiveInterval {
     scheduled: u64,
     failed: u64,
     latency_us: Hist,
-    read_us: BTreeMap<String, Hist>,
-    read_hit_us: BTreeMap<String, Hist>,
-    write_us: BTreeMap<String, Hist>,
+    /// By store index.
+    stores: Vec<StoreLive>,
 }
 
 impl LiveInterval {
-    fn pack(&self, index: u64, interval_s: f64) -> Interval {
-        let pack_map = |m: &BTreeMap<String, Hist>| {
-            m.iter()
-                .map(|(k, h)| (k.clone(), Packed::pack(h)))
+    fn store(&mut self, id: usize) -> &mut StoreLive {
+        if self.stores.len() <= id {
+            self.stores.resize_with(id + 1, StoreLive::default);
+        }
+        &mut self.stores[id]
+    }
+
+    fn pack(&self, index: u64, interval_s: f64, names: &Names) -> Interval {
+        // Only stores with a value recorded get an entry, as if the maps were filled directly.
+        let pack_map = |pick: fn(&StoreLive) -> &Hist| {
+            self.stores
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| !pick(s).is_empty())
+                .map(|(id, s)| (names.name(id).to_owned(), Packed::pack(pick(s))))
                 .collect()
         };
         Interval {
@@ -35,24 +85,40 @@ impl LiveInterval {
             scheduled: self.scheduled,
             failed: self.failed,
             latency_us: Packed::pack(&self.latency_us),
-            read_us: pack_map(&self.read_us),
-            read_hit_us: pack_map(&self.read_hit_us),
-            write_us: pack_map(&self.write_us),
+            read_us: pack_map(|s| &s.read_us),
+            read_hit_us: pack_map(|s| &s.read_hit_us),
+            write_us: pack_map(|s| &s.write_us),
         }
     }
 
-    fn unpack(iv: &Interval) -> LiveInterval {
-        let unpack_map =
-            |m: &BTreeMap<String, Packed>| m.iter().map(|(k, p)| (k.clone(), p.unpack())).collect();
-        LiveInterval {
+    fn unpack(iv: &Interval, names: &mut Names) -> LiveInterval {
+        let mut live = LiveInterval {
             scheduled: iv.scheduled,
             failed: iv.failed,
             latency_us: iv.latency_us.unpack(),
-            read_us: unpack_map(&iv.read_us),
-            read_hit_us: unpack_map(&iv.read_hit_us),
-            write_us: unpack_map(&iv.write_us),
+            stores: Vec::new(),
+        };
+        type Pick = fn(&mut StoreLive) -> &mut Hist;
+        let maps: [(&BTreeMap<String, Packed>, Pick); 3] = [
+            (&iv.read_us, |s| &mut s.read_us),
+            (&iv.read_hit_us, |s| &mut s.read_hit_us),
+            (&iv.write_us, |s| &mut s.write_us),
+        ];
+        for (map, pick) in maps {
+            for (name, p) in map {
+                *pick(live.store(names.id(name))) = p.unpack();
+            }
         }
+        live
     }
+}
+
+/// Per colo, stores by index.
+#[derive(Default)]
+struct ColoLive {
+    answered: u64,
+    latency_us: Hist,
+    read_us: Vec<Hist>,
 }
 
 /// Live figures for the progress display.
@@ -72,8 +138,18 @@ pub struct Collector {
     interval_us: u64,
     /// Intervals kept live behind the newest one seen: answers arrive up to a timeout late.
     keep_open: u64,
-    section: Section,
-    colos: BTreeMap<String, ColoStats>,
+    scheduled: u64,
+    sent: u64,
+    answered: u64,
+    failures: BTreeMap<FailureKind, u64>,
+    failure_examples: BTreeMap<FailureKind, Vec<String>>,
+    latency_us: Hist,
+    store_names: Names,
+    /// By store index.
+    stores: Vec<StoreStats>,
+    colo_names: Names,
+    /// By colo index.
+    colos: Vec<ColoLive>,
     live: BTreeMap<u64, LiveInterval>,
     closed: BTreeMap<u64, Interval>,
 }
@@ -98,15 +174,43 @@ impl Collector {
         Collector {
             interval_us,
             keep_open: timeout_us.div_ceil(interval_us) + 1,
-            section: Section::default(),
-            colos: BTreeMap::new(),
+            scheduled: 0,
+            sent: 0,
+            answered: 0,
+            failures: BTreeMap::new(),
+            failure_examples: BTreeMap::new(),
+            latency_us: Hist::default(),
+            store_names: Names::default(),
+            stores: Vec::new(),
+            colo_names: Names::default(),
+            colos: Vec::new(),
             live: BTreeMap::new(),
             closed: BTreeMap::new(),
         }
     }
 
-    pub fn section(&self) -> &Section {
-        &self.section
+    /// The figures so far, as the report's section (built on demand: for tests and checks).
+    pub fn section(&self) -> Section {
+        Section {
+            scheduled: self.scheduled,
+            sent: self.sent,
+            answered: self.answered,
+            failures: self.failures.iter().map(|(k, n)| (k.name(), *n)).collect(),
+            failure_examples: self
+                .failure_examples
+                .iter()
+                .map(|(k, e)| (k.name(), e.clone()))
+                .collect(),
+            achieved_rate: 0.0,
+            send_window_s: 0.0,
+            latency_us: self.latency_us.clone(),
+            stores: self
+                .stores
+                .iter()
+                .enumerate()
+                .map(|(id, s)| (self.store_names.name(id).to_owned(), s.clone()))
+                .collect(),
+        }
     }
 
     /// Live-interval count, for the memory-flatness test.
@@ -117,32 +221,39 @@ impl Collector {
     pub fn snapshot(&self) -> Snapshot {
         // "Current" percentiles: the intervals still open (the latest `interval` + `timeout`),
         // so a late degradation shows up live instead of drowning in the whole run's history.
-        let mut recent: BTreeMap<String, Hist> = BTreeMap::new();
+        let mut recent: BTreeMap<&str, Hist> = BTreeMap::new();
         for iv in self.live.values() {
-            for (name, h) in &iv.read_us {
-                recent.entry(name.clone()).or_default().add(h);
+            for (id, s) in iv.stores.iter().enumerate() {
+                if !s.read_us.is_empty() {
+                    recent
+                        .entry(self.store_names.name(id))
+                        .or_default()
+                        .add(&s.read_us);
+                }
             }
         }
         Snapshot {
-            scheduled: self.section.scheduled,
-            sent: self.section.sent,
-            answered: self.section.answered,
-            failed: self.section.failed(),
+            scheduled: self.scheduled,
+            sent: self.sent,
+            answered: self.answered,
+            failed: self.failures.values().sum(),
             stores: recent
                 .into_iter()
-                // A store with no successful read yet has no percentiles to show (not "0 ms").
-                .filter(|(_, h)| !h.is_empty())
-                .map(|(name, h)| (name, h.quantile(0.5), h.quantile(0.99)))
+                .map(|(name, h)| (name.to_owned(), h.quantile(0.5), h.quantile(0.99)))
                 .collect(),
         }
     }
 
     fn interval(&mut self, index: u64) -> &mut LiveInterval {
-        if let Some(late) = self.closed.remove(&index) {
-            // Rare: an answer later than the keep-open window. Reopen rather than drop it.
-            self.live.insert(index, LiveInterval::unpack(&late));
+        if !self.live.contains_key(&index) {
+            let live = match self.closed.remove(&index) {
+                // Rare: an answer later than the keep-open window. Reopen rather than drop it.
+                Some(late) => LiveInterval::unpack(&late, &mut self.store_names),
+                None => LiveInterval::default(),
+            };
+            self.live.insert(index, live);
         }
-        self.live.entry(index).or_default()
+        self.live.get_mut(&index).expect("just ensured")
     }
 
     fn close_before(&mut self, newest: u64) {
@@ -152,82 +263,150 @@ impl Collector {
                 break;
             }
             let live = self.live.remove(&index).expect("key just seen");
-            self.closed.insert(index, live.pack(index, interval_s));
+            self.closed
+                .insert(index, live.pack(index, interval_s, &self.store_names));
         }
     }
 
+    /// Records one sample (as `kvbench import` builds them).
     pub fn record(&mut self, sample: &Sample) {
-        let index = sample.intended_us / self.interval_us;
-        self.section.scheduled += 1;
         match &sample.outcome {
             Outcome::Failure(f) => {
-                let name = f.kind.name();
-                if f.kind != FailureKind::NotSent {
-                    self.section.sent += 1;
-                }
-                *self.section.failures.entry(name.clone()).or_default() += 1;
-                if !f.detail.is_empty() {
-                    let examples = self.section.failure_examples.entry(name).or_default();
-                    if examples.len() < EXAMPLES_PER_KIND && !examples.contains(&f.detail) {
-                        examples.push(f.detail.clone());
-                    }
-                }
-                if f.kind.answered() {
-                    self.section.latency_us.record(sample.latency_us);
-                }
-                let iv = self.interval(index);
-                iv.scheduled += 1;
-                iv.failed += 1;
-                if f.kind.answered() {
-                    iv.latency_us.record(sample.latency_us);
+                self.record_failure(sample.intended_us, sample.latency_us, f.kind, || {
+                    f.detail.clone()
+                })
+            }
+            Outcome::Answer(a) => self.record_answer(
+                sample.intended_us,
+                sample.latency_us,
+                &a.colo,
+                a.stores.iter().map(|(name, r)| (name.as_str(), r)),
+            ),
+        }
+    }
+
+    /// Records one result as read from the connections' batch (see [`crate::batch::read`]).
+    pub fn record_read(&mut self, intended_us: u64, latency_us: u64, read: &Read<'_>) {
+        match read {
+            Read::Answer(a) => self.record_answer_ref(intended_us, latency_us, a),
+            Read::Failure(kind, detail) => {
+                self.record_failure(intended_us, latency_us, *kind, || detail.describe())
+            }
+        }
+    }
+
+    fn record_answer_ref(&mut self, intended_us: u64, latency_us: u64, a: &AnswerRef<'_>) {
+        self.record_answer(
+            intended_us,
+            latency_us,
+            &a.colo,
+            a.stores.iter().map(|(name, r)| (name.as_ref(), r)),
+        );
+    }
+
+    /// `detail` is only built while the kind still has room for examples.
+    fn record_failure(
+        &mut self,
+        intended_us: u64,
+        latency_us: u64,
+        kind: FailureKind,
+        detail: impl FnOnce() -> String,
+    ) {
+        let index = intended_us / self.interval_us;
+        self.scheduled += 1;
+        if kind != FailureKind::NotSent {
+            self.sent += 1;
+        }
+        *self.failures.entry(kind).or_default() += 1;
+        let full = self
+            .failure_examples
+            .get(&kind)
+            .is_some_and(|e| e.len() >= EXAMPLES_PER_KIND);
+        if !full {
+            let detail = detail();
+            if !detail.is_empty() {
+                let examples = self.failure_examples.entry(kind).or_default();
+                if !examples.contains(&detail) {
+                    examples.push(detail);
                 }
             }
-            Outcome::Answer(a) => {
-                self.section.sent += 1;
-                self.section.answered += 1;
-                self.section.latency_us.record(sample.latency_us);
-                self.record_answer(a, index, sample.latency_us);
-            }
+        }
+        let answered = kind.answered();
+        if answered {
+            self.latency_us.record(latency_us);
+        }
+        let iv = self.interval(index);
+        iv.scheduled += 1;
+        iv.failed += 1;
+        if answered {
+            iv.latency_us.record(latency_us);
         }
         self.close_before(index);
     }
 
-    fn record_answer(&mut self, a: &Answer, index: u64, latency_us: u64) {
-        let colo = self.colos.entry(a.colo.clone()).or_default();
-        colo.answered += 1;
-        colo.latency_us.record(latency_us);
-        for (name, r) in &a.stores {
-            // Successful reads only, like the per-store rows.
-            let read_failed = r.error.as_ref().is_some_and(|e| !e.is_write());
-            if let Some(us) = r.read_us.filter(|_| !read_failed) {
-                colo.read_us.entry(name.clone()).or_default().record(us);
-            }
-        }
+    /// One pass over the answer's stores updates the run's, the colo's and the interval's figures.
+    fn record_answer<'s>(
+        &mut self,
+        intended_us: u64,
+        latency_us: u64,
+        colo: &str,
+        stores: impl Iterator<Item = (&'s str, &'s StoreResult)>,
+    ) {
+        let index = intended_us / self.interval_us;
+        self.scheduled += 1;
+        self.sent += 1;
+        self.answered += 1;
+        self.latency_us.record(latency_us);
 
-        let iv = self.interval(index);
-        iv.scheduled += 1;
-        iv.latency_us.record(latency_us);
-        for (name, r) in &a.stores {
-            // Latency percentiles are over successful operations only; failures are counted by kind.
+        let colo_id = self.colo_names.id(colo);
+        if self.colos.len() <= colo_id {
+            self.colos.resize_with(colo_id + 1, ColoLive::default);
+        }
+        self.colos[colo_id].answered += 1;
+        self.colos[colo_id].latency_us.record(latency_us);
+        {
+            let iv = self.interval(index);
+            iv.scheduled += 1;
+            iv.latency_us.record(latency_us);
+        }
+        for (name, r) in stores {
+            let id = self.store_names.id(name);
+            if self.stores.len() <= id {
+                self.stores.resize_with(id + 1, StoreStats::default);
+            }
+            // Latency percentiles are over successful operations only; failures are counted by
+            // kind.
             let read_failed = r.error.as_ref().is_some_and(|e| !e.is_write());
             let write_failed = r.error.as_ref().is_some_and(|e| e.is_write());
-            if let Some(us) = r.read_us.filter(|_| !read_failed) {
-                iv.read_us.entry(name.clone()).or_default().record(us);
+            let ok_read_us = r.read_us.filter(|_| !read_failed);
+            let ok_write_us = r.write_us.filter(|_| !write_failed);
+
+            if let Some(us) = ok_read_us {
+                let colo = &mut self.colos[colo_id];
+                if colo.read_us.len() <= id {
+                    colo.read_us.resize_with(id + 1, Hist::default);
+                }
+                colo.read_us[id].record(us);
+            }
+
+            let live = self
+                .live
+                .get_mut(&index)
+                .expect("interval opened above")
+                .store(id);
+            if let Some(us) = ok_read_us {
+                live.read_us.record(us);
                 if r.hit == Some(true) {
-                    iv.read_hit_us.entry(name.clone()).or_default().record(us);
+                    live.read_hit_us.record(us);
                 }
             }
-            if let Some(us) = r.write_us.filter(|_| !write_failed) {
-                iv.write_us.entry(name.clone()).or_default().record(us);
+            if let Some(us) = ok_write_us {
+                live.write_us.record(us);
             }
-        }
 
-        for (name, r) in &a.stores {
-            let s: &mut StoreStats = self.section.stores.entry(name.clone()).or_default();
+            let s = &mut self.stores[id];
             s.answers += 1;
             let bytes = r.value_bytes.unwrap_or(0);
-            let read_failed = r.error.as_ref().is_some_and(|e| !e.is_write());
-            let write_failed = r.error.as_ref().is_some_and(|e| e.is_write());
             // An operation is billed when it reached the store (it has a time); a store that is
             // not configured has none, so it is never billed.
             if r.read_us.is_some() {
@@ -243,7 +422,15 @@ impl Collector {
                 s.write_bytes.record(bytes);
                 s.write_units_1k += units(bytes, 1024);
             }
-            if let Some(us) = r.read_us.filter(|_| !read_failed) {
+            // Failed operations are counted apart, so the cost leaves them out.
+            if r.read_us.is_some() && ok_read_us.is_none() {
+                s.failed_reads += 1;
+            }
+            if r.write_us.is_some() && ok_write_us.is_none() {
+                s.failed_writes += 1;
+                s.failed_write_units_1k += units(bytes, 1024);
+            }
+            if let Some(us) = ok_read_us {
                 s.read_us.record(us);
                 match r.hit {
                     Some(true) => s.read_hit_us.record(us),
@@ -251,7 +438,7 @@ impl Collector {
                     None => {}
                 }
             }
-            if let Some(us) = r.write_us.filter(|_| !write_failed) {
+            if let Some(us) = ok_write_us {
                 s.write_us.record(us);
             }
             if let Some(us) = r.connect_us {
@@ -261,39 +448,61 @@ impl Collector {
                 *s.errors.entry(e.key()).or_default() += 1;
             }
         }
+        self.close_before(index);
     }
 
     /// Closes every interval and builds the report of this run.
     pub fn finish(mut self, run: RunInfo) -> Report {
         let interval_s = self.interval_us as f64 / 1e6;
         for (index, live) in std::mem::take(&mut self.live) {
-            self.closed.insert(index, live.pack(index, interval_s));
+            self.closed
+                .insert(index, live.pack(index, interval_s, &self.store_names));
         }
         let last = self.closed.keys().next_back().copied();
         let intervals = match last {
             None => Vec::new(),
             Some(last) => (0..=last)
                 .map(|i| {
-                    self.closed
-                        .remove(&i)
-                        .unwrap_or_else(|| LiveInterval::default().pack(i, interval_s))
+                    self.closed.remove(&i).unwrap_or_else(|| {
+                        LiveInterval::default().pack(i, interval_s, &self.store_names)
+                    })
                 })
                 .collect(),
         };
-        let mut section = self.section;
+        let mut section = self.section();
         section.send_window_s = run.send_window_s;
         section.achieved_rate = if run.send_window_s > 0.0 {
             section.sent as f64 / run.send_window_s
         } else {
             0.0
         };
+        let colos = self
+            .colos
+            .into_iter()
+            .enumerate()
+            .map(|(id, c)| {
+                let read_us = c
+                    .read_us
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(_, h)| !h.is_empty())
+                    .map(|(store, h)| (self.store_names.name(store).to_owned(), h))
+                    .collect();
+                let stats = ColoStats {
+                    answered: c.answered,
+                    latency_us: c.latency_us,
+                    read_us,
+                };
+                (self.colo_names.name(id).to_owned(), stats)
+            })
+            .collect();
         Report {
             schema_version: crate::report::SCHEMA_VERSION,
             tool: tool_name(),
             labels: BTreeMap::from([(run.label.clone(), section.clone())]),
             total: section,
             runs: vec![run],
-            colos: self.colos,
+            colos,
             timeline: Timeline {
                 interval_s,
                 intervals,
@@ -407,7 +616,8 @@ mod tests {
                 0,
                 &format!(r#"{{"colo":"X","stores":{{"s":{store}}}}}"#),
             ));
-            let s = &c.section().stores["s"];
+            let section = c.section();
+            let s = &section.stores["s"];
             let got = (
                 s.reads,
                 s.writes,
@@ -471,7 +681,8 @@ mod tests {
                 ),
             ));
         }
-        let d = &c.section().stores["d"];
+        let section = c.section();
+        let d = &section.stores["d"];
         assert_eq!(d.reads, 10);
         // Hits: max(1, ceil(bytes / 4 KiB)); each miss read is the minimum of one unit.
         assert_eq!(d.read_units_4k, (1 + 1 + 1 + 2 + 3) + 5);

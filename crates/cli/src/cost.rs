@@ -1,5 +1,8 @@
 //! Cost projection: measured operations per request (reads, writes, value sizes) × a request rate
-//! × a dated price table → a monthly bill per store and plan, with every input shown.
+//! × a dated price table → a monthly bill per store and plan, with every input shown. Only
+//! operations that succeeded are priced; failed ones (auth, 5xx, timeouts — the store may or may
+//! not bill them) are shown apart per request, and requests never sent cost nothing. Bandwidth is
+//! priced where the provider bills it beyond an included amount (Upstash).
 
 use std::path::Path;
 
@@ -34,6 +37,11 @@ pub struct Price {
     pub read_unit_bytes: u64,
     #[serde(default)]
     pub write_unit_bytes: u64,
+    /// USD per GB of values moved (read and written) beyond `included_gb_per_month`; 0 = free.
+    #[serde(default)]
+    pub bandwidth_per_gb: f64,
+    #[serde(default)]
+    pub included_gb_per_month: f64,
 }
 
 impl PriceTable {
@@ -78,6 +86,13 @@ fn units(count: u64, exact: Option<u64>, bytes: &crate::hist::Hist, unit_bytes: 
         .sum()
 }
 
+/// Bytes of values moved per request: what successful reads returned and writes sent (from the
+/// size histograms: within their 0.1% precision).
+fn bytes_moved(store: &StoreStats) -> f64 {
+    let total = |h: &crate::hist::Hist| h.mean() * h.len() as f64;
+    total(&store.read_bytes) + total(&store.write_bytes)
+}
+
 fn line(store: &StoreStats, p: &Price) -> CostLine {
     let per = |x: f64| {
         if store.answers == 0 {
@@ -86,31 +101,47 @@ fn line(store: &StoreStats, p: &Price) -> CostLine {
             x / store.answers as f64
         }
     };
-    let read_exact = (p.read_unit_bytes == 4096).then_some(store.read_units_4k);
-    let write_exact = (p.write_unit_bytes == 1024).then_some(store.write_units_1k);
+    // Priced: successful operations. A failed read counted one (minimum) unit and a failed
+    // write its attempted size in the unit counters; they come off here.
+    let ok_reads = store.reads.saturating_sub(store.failed_reads);
+    let ok_writes = store.writes.saturating_sub(store.failed_writes);
+    let read_exact = (p.read_unit_bytes == 4096)
+        .then_some(store.read_units_4k.saturating_sub(store.failed_reads));
+    let write_exact = (p.write_unit_bytes == 1024).then_some(
+        store
+            .write_units_1k
+            .saturating_sub(store.failed_write_units_1k),
+    );
     CostLine {
         store: p.store.clone(),
         plan: p.plan.clone(),
         as_of: p.as_of.clone(),
         source: p.source.clone(),
-        reads_per_request: per(store.reads as f64),
-        writes_per_request: per(store.writes as f64),
+        reads_per_request: per(ok_reads as f64),
+        writes_per_request: per(ok_writes as f64),
+        failed_reads_per_request: per(store.failed_reads as f64),
+        failed_writes_per_request: per(store.failed_writes as f64),
+        bytes_per_request: per(bytes_moved(store)),
         read_units_per_request: per(units(
-            store.reads,
+            ok_reads,
             read_exact,
             &store.read_bytes,
             p.read_unit_bytes,
         )),
         write_units_per_request: per(units(
-            store.writes,
+            ok_writes,
             write_exact,
             &store.write_bytes,
             p.write_unit_bytes,
         )),
         read_per_million: p.read_per_million,
         write_per_million: p.write_per_million,
+        bandwidth_per_gb: p.bandwidth_per_gb,
+        included_gb_per_month: p.included_gb_per_month,
         monthly_read_units: 0.0,
         monthly_write_units: 0.0,
+        monthly_gb: 0.0,
+        bandwidth_usd: 0.0,
         monthly_usd: 0.0,
     }
 }
@@ -130,9 +161,12 @@ pub fn estimate(section: &Section, prices: &PriceTable, project_rps: Option<f64>
         let mut l = line(store, p);
         l.monthly_read_units = l.read_units_per_request * requests;
         l.monthly_write_units = l.write_units_per_request * requests;
+        l.monthly_gb = l.bytes_per_request * requests / 1e9;
+        l.bandwidth_usd = (l.monthly_gb - p.included_gb_per_month).max(0.0) * p.bandwidth_per_gb;
         l.monthly_usd = (l.monthly_read_units * p.read_per_million
             + l.monthly_write_units * p.write_per_million)
-            / 1e6;
+            / 1e6
+            + l.bandwidth_usd;
         lines.push(l);
     }
     Estimate {
@@ -233,8 +267,76 @@ mod tests {
             write_per_million: 1.0,
             read_unit_bytes: 1000,
             write_unit_bytes: 0,
+            bandwidth_per_gb: 0.0,
+            included_gb_per_month: 0.0,
         };
         assert_eq!(line(&st, &p).read_units_per_request, 2.0); // (1 + 3) / 2
+    }
+
+    #[test]
+    fn failed_operations_are_not_priced_and_bandwidth_beyond_the_included_is() {
+        let mut st = StoreStats {
+            answers: 10,
+            reads: 10,
+            writes: 4,
+            failed_reads: 2,
+            failed_writes: 1,
+            ..Default::default()
+        };
+        // 8 successful reads of 1 MB; 3 successful writes of 1 MB (the failed one moved nothing).
+        for _ in 0..8 {
+            st.read_bytes.record(1_000_000);
+        }
+        for _ in 0..3 {
+            st.write_bytes.record(1_000_000);
+        }
+        let p = Price {
+            store: "up".into(),
+            plan: String::new(),
+            as_of: String::new(),
+            source: String::new(),
+            read_per_million: 2.0,
+            write_per_million: 2.0,
+            read_unit_bytes: 0,
+            write_unit_bytes: 0,
+            bandwidth_per_gb: 0.03,
+            included_gb_per_month: 200.0,
+        };
+        let mut s = Section {
+            achieved_rate: 1.0,
+            ..Section::default()
+        };
+        s.stores.insert("up".into(), st);
+        let e = estimate(&s, &PriceTable { price: vec![p] }, Some(10.0));
+        let l = &e.lines[0];
+        assert_eq!((l.reads_per_request, l.writes_per_request), (0.8, 0.3));
+        assert_eq!(
+            (l.failed_reads_per_request, l.failed_writes_per_request),
+            (0.2, 0.1)
+        );
+        let requests = 10.0 * SECONDS_PER_MONTH;
+        // 1.1 MB per request (within the size histogram's 0.1%).
+        assert!(
+            (l.bytes_per_request / 1.1e6 - 1.0).abs() < 0.002,
+            "{}",
+            l.bytes_per_request
+        );
+        let gb = l.bytes_per_request * requests / 1e9;
+        assert!((l.monthly_gb - gb).abs() < 1e-6);
+        assert!((l.bandwidth_usd - (gb - 200.0) * 0.03).abs() < 1e-6);
+        let ops = (0.8 + 0.3) * requests * 2.0 / 1e6;
+        assert!((l.monthly_usd - (ops + l.bandwidth_usd)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn upstash_bandwidth_is_in_the_embedded_table() {
+        let t = PriceTable::default_table();
+        let up = t.price.iter().find(|p| p.store == "upstash").unwrap();
+        assert_eq!(
+            (up.bandwidth_per_gb, up.included_gb_per_month),
+            (0.03, 200.0)
+        );
+        assert!(t.price.iter().all(|p| p.as_of.starts_with("20")));
     }
 
     #[test]

@@ -2,22 +2,29 @@
 //! percentiles, timelines, mergeable reports, comparative charts, an HTML report, a cost
 //! projection, and an importer for k6's JSON output (k6 as the distributed engine).
 //!
-//! Shape (after vegeta and oha): [`pacer`] decides when, [`attack`] sends and returns a
-//! [`sample::Sample`], [`collect`] folds samples into the [`report`] schema, [`print`] renders it,
-//! [`run`] orchestrates a run; [`import`] turns k6 output into the same samples.
+//! Shape (after vegeta, oha and wrk2): [`pacer`] decides when (inside the runtime, on a precise
+//! [`timer`]), [`pool`] holds the fixed set of connections the requests queue for, [`attack`]
+//! sends one request on one of them, [`batch`] carries raw results to the collector in bulk,
+//! [`collect`] folds them into the [`report`] schema, [`print`] renders it; [`shard`] runs pacer
+//! and pool on a thread of their own, [`run`] orchestrates a run; [`import`] turns k6 output into
+//! [`sample::Sample`]s for the same collector.
 //! The binary (`src/main.rs`) is thin glue over these modules so tests can drive each piece.
 
 pub mod answer;
 pub mod args;
 pub mod attack;
+pub mod batch;
 pub mod collect;
 pub mod cost;
 pub mod hist;
 pub mod import;
 pub mod pacer;
+pub mod pool;
 pub mod print;
 pub mod progress;
 pub mod report;
 pub mod run;
 pub mod sample;
+pub mod shard;
 pub mod signal;
+pub mod timer;

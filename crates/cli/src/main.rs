@@ -58,11 +58,14 @@ fn run_command(a: RunArgs) -> anyhow::Result<ExitCode> {
         headers,
         label: a.label.clone(),
         timeout: a.timeout,
-        max_in_flight: a.max_in_flight,
+        max_in_flight: a.max_in_flight(),
+        connections: a.connections(),
+        threads: a.threads,
         interval,
         samples_csv: a.samples_csv.then(|| a.out.join("samples.csv")),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // The main thread collects and reports; the shards send from threads of their own.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let progress = Progress::new(a.duration, interval);

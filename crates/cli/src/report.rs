@@ -139,6 +139,15 @@ pub struct StoreStats {
     pub write_units_1k: u64,
     /// Store errors by `kind/op`.
     pub errors: BTreeMap<String, u64>,
+    /// Of `reads` / `writes`: the ones that failed (they reached the store, so they have a time,
+    /// but are not billed as successful operations).
+    #[serde(default)]
+    pub failed_reads: u64,
+    #[serde(default)]
+    pub failed_writes: u64,
+    /// Σ max(1, ceil(bytes / 1024)) over the failed writes (part of `write_units_1k`).
+    #[serde(default)]
+    pub failed_write_units_1k: u64,
 }
 
 impl StoreStats {
@@ -241,15 +250,33 @@ pub struct CostLine {
     pub plan: String,
     pub as_of: String,
     pub source: String,
-    /// Measured: operations and billing units per answered request.
+    /// Measured: successful operations and their billing units per answered request.
     pub reads_per_request: f64,
     pub writes_per_request: f64,
     pub read_units_per_request: f64,
     pub write_units_per_request: f64,
+    /// Failed operations per answered request, not priced (shown apart).
+    #[serde(default)]
+    pub failed_reads_per_request: f64,
+    #[serde(default)]
+    pub failed_writes_per_request: f64,
+    /// Bytes of values read and written per answered request.
+    #[serde(default)]
+    pub bytes_per_request: f64,
     pub read_per_million: f64,
     pub write_per_million: f64,
+    #[serde(default)]
+    pub bandwidth_per_gb: f64,
+    #[serde(default)]
+    pub included_gb_per_month: f64,
     pub monthly_read_units: f64,
     pub monthly_write_units: f64,
+    /// GB of values moved per month, and what the part beyond the included amount costs.
+    #[serde(default)]
+    pub monthly_gb: f64,
+    #[serde(default)]
+    pub bandwidth_usd: f64,
+    /// Operations plus bandwidth.
     pub monthly_usd: f64,
 }
 
@@ -450,6 +477,9 @@ impl StoreStats {
         self.read_units_4k += from.read_units_4k;
         self.write_units_1k += from.write_units_1k;
         add_counts(&mut self.errors, &from.errors);
+        self.failed_reads += from.failed_reads;
+        self.failed_writes += from.failed_writes;
+        self.failed_write_units_1k += from.failed_write_units_1k;
     }
 }
 

@@ -1,9 +1,10 @@
-//! One request's result, as it travels from its task to the collector, and its optional raw row
-//! in `samples.csv`.
+//! One request's result as the report reads it — what `kvbench import` builds for the collector
+//! (a run's connections hand over raw [`crate::batch`] results instead) — and its optional raw
+//! rows in `samples.csv`.
 
 use std::io::{self, Write};
 
-use crate::answer::Answer;
+use crate::answer::{Answer, StoreResult};
 
 /// One scheduled request.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,7 +32,7 @@ pub struct Failure {
 }
 
 /// Why a request did not yield an answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FailureKind {
     /// `--max-in-flight` was reached at its intended start: not sent, not delayed.
     NotSent,
@@ -107,34 +108,55 @@ fn csv_field(text: &str) -> String {
 /// Writes the rows of one sample.
 pub fn write_csv(out: &mut impl Write, s: &Sample) -> io::Result<()> {
     match &s.outcome {
-        Outcome::Failure(f) => writeln!(
+        Outcome::Failure(f) => write_failure_csv(out, s.intended_us, s.latency_us, f.kind),
+        Outcome::Answer(a) => write_answer_csv(
             out,
-            "{},{},{},,,,,,,,,",
             s.intended_us,
             s.latency_us,
-            f.kind.name()
+            &a.colo,
+            a.key.as_deref(),
+            a.stores.iter().map(|(name, r)| (name.as_str(), r)),
         ),
-        Outcome::Answer(a) => {
-            for (store, r) in &a.stores {
-                writeln!(
-                    out,
-                    "{},{},ok,{},{},{},{},{},{},{},{},{}",
-                    s.intended_us,
-                    s.latency_us,
-                    csv_field(&a.colo),
-                    csv_field(a.key.as_deref().unwrap_or("")),
-                    csv_field(store),
-                    opt(&r.read_us),
-                    opt(&r.hit),
-                    opt(&r.value_bytes),
-                    opt(&r.write_us),
-                    opt(&r.connect_us),
-                    csv_field(&r.error.as_ref().map(|e| e.key()).unwrap_or_default()),
-                )?;
-            }
-            Ok(())
-        }
     }
+}
+
+/// The one row of a failed request.
+pub fn write_failure_csv(
+    out: &mut impl Write,
+    intended_us: u64,
+    latency_us: u64,
+    kind: FailureKind,
+) -> io::Result<()> {
+    writeln!(out, "{intended_us},{latency_us},{},,,,,,,,,", kind.name())
+}
+
+/// One row per store of an answer.
+pub fn write_answer_csv<'s>(
+    out: &mut impl Write,
+    intended_us: u64,
+    latency_us: u64,
+    colo: &str,
+    key: Option<&str>,
+    stores: impl Iterator<Item = (&'s str, &'s StoreResult)>,
+) -> io::Result<()> {
+    for (store, r) in stores {
+        writeln!(
+            out,
+            "{},{},ok,{},{},{},{},{},{},{},{},{}",
+            intended_us,
+            latency_us,
+            csv_field(colo),
+            csv_field(key.unwrap_or("")),
+            csv_field(store),
+            opt(&r.read_us),
+            opt(&r.hit),
+            opt(&r.value_bytes),
+            opt(&r.write_us),
+            opt(&r.connect_us),
+            csv_field(&r.error.as_ref().map(|e| e.key()).unwrap_or_default()),
+        )?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

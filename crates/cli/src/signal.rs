@@ -1,5 +1,6 @@
-//! Ctrl-C as a count: the first stops the pacer, a second cuts the drain short. A task counts
-//! SIGINTs into an atomic the pacer thread and the drain loop can read without awaiting.
+//! Ctrl-C as a count: the first stops the pacers, a second cuts the drain short. A task counts
+//! SIGINTs into an atomic the shards' pacers and drain loops, on threads of their own, read
+//! without awaiting.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

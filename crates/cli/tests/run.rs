@@ -6,7 +6,9 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{answer, kvbench, read_json, scratch, serve, Reply};
+use common::{
+    answer, kvbench, read_json, scratch, serve, serve_closing_idle, serve_counted, Reply,
+};
 use kvbench::hist::Hist;
 
 fn hist(v: &serde_json::Value) -> Hist {
@@ -262,6 +264,119 @@ fn connection_errors_and_max_in_flight_are_counted() {
         (Some(25), Some(1), Some(1))
     );
     assert_eq!(t["failures"]["not_sent"], 24);
+}
+
+#[test]
+fn the_pool_is_fixed_and_requests_beyond_max_in_flight_are_not_sent() {
+    // 3 connections to a server that takes 200 ms per answer can carry 15 req/s: at 100 req/s the
+    // queue fills to --max-in-flight and the rest is refused — never a fourth connection.
+    let (addr, connections) = serve_counted(|_| Reply {
+        status: 200,
+        body: answer("TST", r#""kv":{"read_ms":1}"#),
+        delay: Duration::from_millis(200),
+    });
+    let out = scratch("fixed-pool");
+    let url = format!("http://{addr}/test");
+    let o = kvbench(&[
+        "run",
+        "--url",
+        &url,
+        "--rate",
+        "100",
+        "--duration",
+        "1s",
+        "--connections",
+        "3",
+        "--max-in-flight",
+        "10",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 3);
+    let r = read_json(&out.join("report.json"));
+    let t = &r["total"];
+    let not_sent = t["failures"]["not_sent"].as_u64().unwrap();
+    assert!(not_sent > 0, "{t}");
+    let failed: u64 = t["failures"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(t["answered"].as_u64().unwrap() + failed, 100);
+    assert_eq!(t["scheduled"], 100);
+    assert_eq!(r["runs"][0]["max_in_flight"], 10);
+}
+
+#[test]
+fn a_connection_the_server_closed_while_idle_is_reopened_not_failed() {
+    let (addr, requests) = serve_closing_idle(
+        answer("TST", r#""kv":{"read_ms":1}"#),
+        Duration::from_millis(30),
+    );
+    let out = scratch("closed-idle");
+    let url = format!("http://{addr}/test");
+    let o = kvbench(&[
+        "run",
+        "--url",
+        &url,
+        "--rate",
+        "10",
+        "--duration",
+        "1s",
+        "--connections",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let t = &read_json(&out.join("report.json"))["total"];
+    assert_eq!(
+        (t["scheduled"].as_u64(), t["answered"].as_u64()),
+        (Some(10), Some(10)),
+        "{t}"
+    );
+    assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 10);
+}
+
+#[test]
+fn threads_split_the_schedule_exactly() {
+    let (addr, _) = serve_counted(|_| Reply::ok(answer("TST", r#""kv":{"read_ms":1}"#)));
+    let out = scratch("threads");
+    let url = format!("http://{addr}/test");
+    let o = kvbench(&[
+        "run",
+        "--url",
+        &url,
+        "--rate",
+        "300",
+        "--duration",
+        "1s",
+        "--threads",
+        "3",
+        "--connections",
+        "4",
+        "--samples-csv",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let t = &read_json(&out.join("report.json"))["total"];
+    assert_eq!(
+        (t["scheduled"].as_u64(), t["answered"].as_u64()),
+        (Some(300), Some(300))
+    );
+    // Every intended start of the schedule, once: i / 300 s.
+    let csv = std::fs::read_to_string(out.join("samples.csv")).unwrap();
+    let mut intended: Vec<u64> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap().parse().unwrap())
+        .collect();
+    intended.sort_unstable();
+    let want: Vec<u64> = (0..300u64).map(|i| i * 1_000_000 / 300).collect();
+    assert_eq!(intended, want);
 }
 
 #[test]

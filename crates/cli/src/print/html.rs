@@ -309,23 +309,26 @@ fn cost(report: &Report, out: &mut String) {
     };
     let _ = write!(
         out,
-        "<h2>Cost</h2><p>Per 30-day month at {:.2} requests/s ({}), USD; billing units per request as measured in this report.</p>",
+        "<h2>Cost</h2><p>Per 30-day month at {:.2} requests/s ({}), USD; billing units per request as measured in this report, successful operations only (failed ones are counted apart: a store may or may not bill them); bandwidth where the provider bills it beyond an included amount.</p>",
         e.project_rps,
         esc(&e.rps_source)
     );
     out.push_str(
         "<table id=\"cost\"><thead><tr><th>store</th><th>read units/req</th><th>write units/req</th>\
-         <th>$/M read</th><th>$/M write</th><th>$/month</th><th class=\"text\">plan</th><th class=\"text\">prices as of</th></tr></thead><tbody>",
+         <th>failed ops/req</th><th>$/M read</th><th>$/M write</th><th>GB/month</th><th>bandwidth $</th><th>$/month</th><th class=\"text\">plan</th><th class=\"text\">prices as of</th></tr></thead><tbody>",
     );
     for l in &e.lines {
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{:.3}</td><td>{:.3}</td><td>{:.2}</td><td>{:.2}</td><td data-row=\"cost {} {}\" data-col=\"monthly_usd\" data-value=\"{}\">{:.2}</td><td class=\"text\">{}</td><td class=\"text\">{}<br><span class=\"note\">{}</span></td></tr>",
+            "<tr><td>{}</td><td>{:.3}</td><td>{:.3}</td><td>{:.4}</td><td>{:.2}</td><td>{:.2}</td><td>{:.1}</td><td>{:.2}</td><td data-row=\"cost {} {}\" data-col=\"monthly_usd\" data-value=\"{}\">{:.2}</td><td class=\"text\">{}</td><td class=\"text\">{}<br><span class=\"note\">{}</span></td></tr>",
             swatch(&l.store, report),
             l.read_units_per_request,
             l.write_units_per_request,
+            l.failed_reads_per_request + l.failed_writes_per_request,
             l.read_per_million,
             l.write_per_million,
+            l.monthly_gb,
+            l.bandwidth_usd,
             esc(&l.store),
             esc(&l.plan),
             l.monthly_usd,

@@ -190,26 +190,48 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
 pub fn render_cost(e: &Estimate, out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
-        "cost per 30-day month at {:.2} req/s ({}), USD; units/request measured in this run:",
+        "cost per 30-day month at {:.2} req/s ({}), USD; units/request measured in this run (successful operations only):",
         e.project_rps, e.rps_source
     )?;
     writeln!(
         out,
-        "{:<8} {:>9} {:>9} {:>9} {:>9} {:>12}  plan (prices as of)",
-        "store", "rd u/req", "wr u/req", "$/M rd", "$/M wr", "$/month"
+        "{:<8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>12}  plan (prices as of)",
+        "store", "rd u/req", "wr u/req", "$/M rd", "$/M wr", "GB/month", "bandwidth", "$/month"
     )?;
     for l in &e.lines {
         writeln!(
             out,
-            "{:<8} {:>9.3} {:>9.3} {:>9.2} {:>9.2} {:>12.2}  {} ({})",
+            "{:<8} {:>9.3} {:>9.3} {:>9.2} {:>9.2} {:>9.1} {:>10.2} {:>12.2}  {} ({})",
             l.store,
             l.read_units_per_request,
             l.write_units_per_request,
             l.read_per_million,
             l.write_per_million,
+            l.monthly_gb,
+            l.bandwidth_usd,
             l.monthly_usd,
             l.plan,
             l.as_of
+        )?;
+    }
+    let failed: Vec<String> = e
+        .lines
+        .iter()
+        .filter(|l| l.failed_reads_per_request > 0.0 || l.failed_writes_per_request > 0.0)
+        .map(|l| {
+            format!(
+                "{} {:.4} reads + {:.4} writes",
+                l.store, l.failed_reads_per_request, l.failed_writes_per_request
+            )
+        })
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if !failed.is_empty() {
+        writeln!(
+            out,
+            "failed operations per request, not priced above (a store may still bill them): {}",
+            failed.join("; ")
         )?;
     }
     if e.lines.is_empty() {

@@ -37,7 +37,16 @@ impl Reply {
 
 /// Starts the server on its own thread; it lives until the test process ends.
 pub fn serve(handler: impl Fn(u64) -> Reply + Send + Sync + 'static) -> SocketAddr {
+    serve_counted(handler).0
+}
+
+/// [`serve`], also counting the connections it accepted.
+pub fn serve_counted(
+    handler: impl Fn(u64) -> Reply + Send + Sync + 'static,
+) -> (SocketAddr, Arc<AtomicU64>) {
     let handler = Arc::new(handler);
+    let connections = Arc::new(AtomicU64::new(0));
+    let accepted = connections.clone();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -50,6 +59,7 @@ pub fn serve(handler: impl Fn(u64) -> Reply + Send + Sync + 'static) -> SocketAd
             let counter = Arc::new(AtomicU64::new(0));
             loop {
                 let (stream, _) = listener.accept().await.unwrap();
+                accepted.fetch_add(1, Ordering::SeqCst);
                 stream.set_nodelay(true).unwrap();
                 let (handler, counter) = (handler.clone(), counter.clone());
                 tokio::spawn(async move {
@@ -73,8 +83,55 @@ pub fn serve(handler: impl Fn(u64) -> Reply + Send + Sync + 'static) -> SocketAd
             }
         });
     });
-    rx.recv_timeout(Duration::from_secs(5))
-        .expect("server started")
+    let addr = rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("server started");
+    (addr, connections)
+}
+
+/// A bare HTTP/1.1 server that answers `body` with keep-alive, then closes a connection left
+/// idle for `idle_close` without saying so (as servers and proxies do); counts the requests.
+pub fn serve_closing_idle(body: String, idle_close: Duration) -> (SocketAddr, Arc<AtomicU64>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let requests = Arc::new(AtomicU64::new(0));
+    let counted = requests.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let (body, counted) = (body.clone(), counted.clone());
+            std::thread::spawn(move || {
+                stream.set_nodelay(true).unwrap();
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                // The first request may take its time; later ones must come within idle_close.
+                let mut first = true;
+                loop {
+                    stream
+                        .set_read_timeout(if first { None } else { Some(idle_close) })
+                        .unwrap();
+                    match stream.read(&mut chunk) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                    while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        buf.drain(..end + 4);
+                        counted.fetch_add(1, Ordering::SeqCst);
+                        let head = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                            body.len()
+                        );
+                        if stream.write_all((head + &body).as_bytes()).is_err() {
+                            return;
+                        }
+                        first = false;
+                    }
+                }
+            });
+        }
+    });
+    (addr, requests)
 }
 
 /// A fresh, empty directory under the crate's target dir.
