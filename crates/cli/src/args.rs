@@ -64,11 +64,12 @@ pub struct RunArgs {
     /// Directory for report.json, report.html, the charts (and samples.csv).
     #[arg(long, default_value = "kvbench-out", value_name = "DIR")]
     pub out: PathBuf,
-    /// Give up on a request after this long (counted as `timeout`). The default is above the
-    /// worker's worst case (3 stores × connect/read/write × its 10 s per-call timeout), so a slow
-    /// store comes back as that store's `timeout` error instead of losing the whole answer.
-    #[arg(long, default_value = "90s", value_parser = parse_duration)]
-    pub timeout: Duration,
+    /// Give up on a request after this long (counted as `timeout`). Default: the worker's worst
+    /// case for the URL's query — every measured store's setup, read, setup again and write, each
+    /// bounded by `timeout_ms` — plus 5 s, so a slow store comes back as that store's `timeout`
+    /// error instead of losing the whole answer (printed at the start, with what it assumed).
+    #[arg(long, value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
     /// Requests allowed in flight (queued for a connection or being sent); beyond it a request is
     /// counted `not_sent`, never delayed. Default: 512, or 100 ms of the schedule when that is
     /// more (3,000 at 30,000 req/s), so a short stall of the machine is latency, not a refusal.
@@ -236,7 +237,69 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// The worker's per-call timeout when the query does not set `timeout_ms` (its `TIMEOUT_MS`
+/// default in wrangler.toml; a deployment may change it).
+pub const WORKER_TIMEOUT_MS: u64 = 10_000;
+/// Stores the worker measures when the query names none (its `STORES` default).
+pub const WORKER_DEFAULT_STORES: usize = 3;
+/// Timed calls per store at worst: setup, read, setup again (a token refresh), write.
+const CALLS_PER_STORE: u64 = 4;
+
+/// The request timeout that covers the worker's worst case for this `/test` URL, and how it was
+/// derived (said at the start of a run, since a deployment's defaults cannot be seen from here).
+pub fn worst_case_timeout(url: &Uri) -> (Duration, String) {
+    let pairs: Vec<(String, String)> = url
+        .query()
+        .map(|q| {
+            q.split('&')
+                .filter_map(|p| p.split_once('=').or(Some((p, ""))))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let get = |name: &str| {
+        pairs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let (timeout_ms, ms_from) = match get("timeout_ms").and_then(|v| v.parse::<u64>().ok()) {
+        Some(ms) => (ms, "timeout_ms in the URL"),
+        None => (
+            WORKER_TIMEOUT_MS,
+            "the worker's default timeout_ms, if the deployment kept it",
+        ),
+    };
+    let listed = get("stores").or_else(|| get("order").filter(|o| *o != "random"));
+    let (stores, stores_from) = match listed {
+        Some(list) => (
+            list.split([',', '%'])
+                .filter(|s| !s.is_empty() && *s != "2C")
+                .count()
+                .max(1),
+            "stores in the URL",
+        ),
+        None => (
+            WORKER_DEFAULT_STORES,
+            "the worker's default stores, if the deployment kept them",
+        ),
+    };
+    let ms = timeout_ms * CALLS_PER_STORE * stores as u64 + 5_000;
+    let why = format!(
+        "{stores} store(s) ({stores_from}) x {CALLS_PER_STORE} calls x {timeout_ms} ms ({ms_from}) + 5 s"
+    );
+    (Duration::from_millis(ms), why)
+}
+
 impl RunArgs {
+    /// `--timeout`, or the worker's worst case for the URL (with the reason).
+    pub fn timeout(&self) -> (Duration, String) {
+        match self.timeout {
+            Some(t) => (t, "--timeout".into()),
+            None => worst_case_timeout(&self.url),
+        }
+    }
+
     /// The `--header` values as header pairs; an error names the flag and the header's position,
     /// never its value.
     pub fn parsed_headers(&self) -> Result<Vec<(HeaderName, HeaderValue)>, String> {
@@ -350,6 +413,21 @@ mod tests {
         }
         assert!(parse_max_in_flight("0").is_err());
         assert!(parse_label("").is_err());
+    }
+
+    #[test]
+    fn default_timeout_covers_the_workers_worst_case() {
+        let t = |url: &str| worst_case_timeout(&parse_url(url).unwrap()).0.as_secs();
+        assert_eq!(t("http://w/test"), 3 * 4 * 10 + 5);
+        assert_eq!(
+            t("http://w/test?stores=kv,upstash&timeout_ms=2000"),
+            2 * 4 * 2 + 5
+        );
+        assert_eq!(t("http://w/test?stores=kv%2Cupstash"), 2 * 4 * 10 + 5);
+        assert_eq!(t("http://w/test?order=upstash,kv,denokv"), 3 * 4 * 10 + 5);
+        assert_eq!(t("http://w/test?order=random&stores=kv"), 4 * 10 + 5);
+        let (_, why) = worst_case_timeout(&parse_url("http://w/test").unwrap());
+        assert!(why.contains("if the deployment kept"), "{why}");
     }
 
     #[test]

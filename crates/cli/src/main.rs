@@ -51,13 +51,20 @@ fn run_command(a: RunArgs) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&a.out)
         .with_context(|| format!("--out: cannot create {}", a.out.display()))?;
     let interval = a.interval.for_run(a.duration);
+    let (timeout, why) = a.timeout();
+    if a.timeout.is_none() {
+        eprintln!(
+            "kvbench: --timeout {} = {why}",
+            humantime::format_duration(timeout)
+        );
+    }
     let cfg = RunConfig {
         url: a.url.clone(),
         rate: a.rate,
         duration: a.duration,
         headers,
         label: a.label.clone(),
-        timeout: a.timeout,
+        timeout,
         max_in_flight: a.max_in_flight(),
         connections: a.connections(),
         threads: a.threads,
