@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `npm run bench`: installs what is missing, builds, starts the local stack on free loopback
 # ports (redis-server → upstash-gateway, denokv, and the worker under Miniflare with its local
-# KV), runs
+# KV, Durable Objects, D1, R2 and Cache API; `redis` goes to the same redis-server), runs
 # `kvbench run` against it, prints the report, writes it to bench-results/<timestamp>/ and stops
 # the stack. Knobs (env): BENCH_RATE (default 50 req/s), BENCH_DURATION (60s), BENCH_ARGS (extra
 # `kvbench run` flags), BENCH_QUERY (extra /test query, e.g. "min_bytes=1024&max_bytes=1024"),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `npm run dev`: the whole local stack in the foreground — redis-server, upstash-gateway, denokv
-# and `wrangler dev` on 127.0.0.1:8787 with its local KV — until Ctrl-C or SIGTERM, which stop
-# every process it started (by PID) and nothing else.
+# and `wrangler dev` on 127.0.0.1:8787 with its local KV, Durable Objects, D1, R2 and Cache API —
+# until Ctrl-C or SIGTERM, which stop every process it started (by PID) and nothing else.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$ROOT/scripts/stack.sh"
 cd "$ROOT"
@@ -41,14 +41,15 @@ stack_init "$DIR"
 start_redis "$REDIS"
 start_gateway "$GATEWAY"
 start_denokv "$DENOKV"
+apply_d1_migrations
 log "starting wrangler dev (builds the worker, ~20 s)"
 start_wrangler "$PORT"
 
 cat >&2 <<MSG
 
-  worker          http://127.0.0.1:$PORT/test      (local KV persisted in $DIR/wrangler-state)
+  worker          http://127.0.0.1:$PORT/test      (local KV, DO, D1, R2 in $DIR/wrangler-state)
   upstash-gateway http://127.0.0.1:$GATEWAY        (token in $DIR/worker.env)
-  redis-server    127.0.0.1:$REDIS               (no persistence)
+  redis-server    127.0.0.1:$REDIS               (no persistence; also the worker's REDIS_URL)
   denokv          http://127.0.0.1:$DENOKV        (SQLite in $DIR; token in $DIR/worker.env)
   logs            $DIR/*.log
 $(if [ -n "${KVBENCH_INSPECTOR_PORT:-}" ]; then

@@ -1,11 +1,12 @@
-// Serves the built worker (build/index.js) over HTTP with Miniflare: local KV in memory, the
-// variables of wrangler.toml's [vars], plus a dotenv file (--env-file) for the local services.
+// Serves the built worker (build/index.js) over HTTP with Miniflare: local KV, Durable Objects,
+// D1 (migrated) and R2 in memory, the Cache API, the variables of wrangler.toml's [vars], plus a
+// dotenv file (--env-file) for the local services.
 // Usage: node scripts/serve-worker.mjs --port 8787 [--env-file FILE]
 import fs from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { Miniflare } from "miniflare";
-import { ROOT, workerOptions } from "./worker-options.mjs";
+import { ROOT, applyMigrations, workerOptions } from "./worker-options.mjs";
 const { values } = parseArgs({
   options: { port: { type: "string", default: "8787" }, "env-file": { type: "string" } },
 });
@@ -58,6 +59,7 @@ const mf = new Miniflare(
   ),
 );
 await mf.ready;
+await applyMigrations(mf);
 const url = await mf.unsafeGetDirectURL();
 console.log(`worker listening on ${url}`);
 const stop = async () => {

@@ -1,8 +1,9 @@
 # The local stack on real parts, as a library for dev.sh and bench.sh (sourced, not run):
 # redis-server (private port, no persistence) → upstash-gateway (Upstash REST), a self-hosted
 # denokv (KV Connect, SQLite in the state dir), and the worker (wrangler dev or Miniflare) with its
-# local KV. Every process is started in its own process
-# group, its PID recorded under $STACK_DIR, and stopped by that PID only.
+# local KV, Durable Objects, D1 (migrated), R2 and Cache API; the `redis` store talks RESP to the
+# same redis-server as the gateway (its keys are namespaced). Every process is started in its own
+# process group, its PID recorded under $STACK_DIR, and stopped by that PID only.
 # shellcheck shell=bash
 
 STACK_PIDS=()
@@ -86,6 +87,10 @@ write_worker_env() {
   {
     echo "UPSTASH_REDIS_REST_URL=http://127.0.0.1:$GATEWAY_PORT"
     echo "UPSTASH_REDIS_REST_TOKEN=$STACK_TOKEN"
+    if [ -n "${REDIS_PORT:-}" ]; then
+      # The same database over TCP: `redis` and `upstash` compare the two protocols.
+      echo "REDIS_URL=redis://127.0.0.1:$REDIS_PORT"
+    fi
     if [ -n "${DENOKV_PORT:-}" ]; then
       echo "DENO_KV_URL=http://127.0.0.1:$DENOKV_PORT"
       echo "DENO_KV_ACCESS_TOKEN=$STACK_DENO_TOKEN"
@@ -95,7 +100,16 @@ write_worker_env() {
   WORKER_ENV_FILE=$file
 }
 
-# wrangler dev with local KV persisted under the state dir (what `npm run dev` runs).
+# D1's table (migrations/) in wrangler dev's local database under the state dir: run before
+# start_wrangler (Miniflare's server applies them itself, scripts/serve-worker.mjs).
+apply_d1_migrations() {
+  wrangler d1 migrations apply BENCH_D1 --local --persist-to "$STACK_DIR/wrangler-state" \
+    >"$STACK_DIR/d1-migrations.log" 2>&1 </dev/null ||
+    { tail -n 20 "$STACK_DIR/d1-migrations.log" >&2; die "wrangler d1 migrations apply failed"; }
+}
+
+# wrangler dev with its local bindings (KV, Durable Objects, D1, R2) persisted under the state dir
+# (what `npm run dev` runs).
 # Its devtools inspector runs code in the worker and has no auth. wrangler 4.86's CLI cannot turn
 # it off (only its programmatic API can), and by default it takes the well-known 127.0.0.1:9229.
 # So: KVBENCH_INSPECTOR_PORT when set (to attach devtools), else a random free loopback port that

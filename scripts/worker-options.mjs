@@ -1,11 +1,23 @@
 // Miniflare options for the built worker (build/index.js + its wasm), shared by the local bench
-// server (scripts/serve-worker.mjs) and the end-to-end tests (tests/e2e/procs.mjs).
+// server (scripts/serve-worker.mjs) and the end-to-end tests (tests/e2e/procs.mjs): the bindings
+// of wrangler.toml, emulated locally — KV, the SQLite Durable Object class, D1 (with the
+// migrations of migrations/, applied by applyMigrations) and R2; the Cache API is Miniflare's own.
+import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
-/** Options for `new Miniflare(...)`: the bundle, a local `BENCH_KV` namespace, `bindings`. */
+/** Binding names, as in wrangler.toml (and crates/core/src/spec.rs `env`). */
+export const BINDINGS = {
+  kv: "BENCH_KV",
+  durableObject: "BENCH_DO",
+  durableObjectClass: "BenchObject",
+  d1: "BENCH_D1",
+  r2: "BENCH_R2",
+};
+
+/** Options for `new Miniflare(...)`: the bundle, every local binding, and `bindings` (vars). */
 export function workerOptions(bindings, extra = {}) {
   return {
     modules: true,
@@ -17,8 +29,39 @@ export function workerOptions(bindings, extra = {}) {
     ],
     // Must be on or before the bundled workerd's date (see wrangler.toml).
     compatibilityDate: "2026-04-01",
-    kvNamespaces: ["BENCH_KV"],
+    kvNamespaces: [BINDINGS.kv],
+    // wrangler.toml's [[migrations]] new_sqlite_classes: the class keeps its rows in SQLite.
+    durableObjects: {
+      [BINDINGS.durableObject]: { className: BINDINGS.durableObjectClass, useSQLite: true },
+    },
+    d1Databases: [BINDINGS.d1],
+    r2Buckets: [BINDINGS.r2],
     bindings,
     ...extra,
   };
+}
+
+/** The statements of migrations/*.sql, in file order (what `wrangler d1 migrations apply` runs). */
+export function migrationStatements() {
+  const dir = path.join(ROOT, "migrations");
+  return fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith(".sql"))
+    .sort()
+    .flatMap((f) =>
+      fs
+        .readFileSync(path.join(dir, f), "utf8")
+        .split("\n")
+        .filter((line) => !line.trim().startsWith("--"))
+        .join("\n")
+        .split(";")
+        .map((s) => s.trim())
+        .filter(Boolean),
+    );
+}
+
+/** Applies the D1 migrations to a running Miniflare's local database. */
+export async function applyMigrations(mf) {
+  const db = await mf.getD1Database(BINDINGS.d1);
+  for (const statement of migrationStatements()) await db.prepare(statement).run();
 }

@@ -1,22 +1,22 @@
-//! Implementations of the core's seams on the Workers runtime: the `BENCH_KV` binding, `fetch`
-//! with an abort signal, `Date.now()` and JS timers, and the per-isolate CSPRNG seed.
+//! Implementations of the core's seams on the Workers runtime shared by every store: the
+//! environment, `fetch` with an abort signal, `Date.now()` and JS timers, the per-isolate CSPRNG
+//! seed — and the stores that are one call each: the `BENCH_KV` binding, Upstash, Deno KV.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
-use kvbench_core::store::{Deferred, Fetched, ReadOptions};
+use kvbench_core::spec::env::{
+    BENCH_KV as KV_BINDING, DENO_KV_ACCESS_TOKEN, DENO_KV_URL,
+    UPSTASH_REDIS_REST_TOKEN as UPSTASH_TOKEN, UPSTASH_REDIS_REST_URL as UPSTASH_URL,
+};
+use kvbench_core::store::{Deferred, Fetched, Options};
 use kvbench_core::{
     Clock, DenoKvStore, ErrorKind, HttpRequest, HttpResponse, HttpTransport, MetadataCache, Store,
     StoreError, Timer, UpstashStore, ValueGen,
 };
+use wasm_bindgen::JsCast;
 use worker::kv::KvStore;
-use worker::{AbortController, Delay, Env, Fetch, Headers, Method, Request, RequestInit};
-
-pub const KV_BINDING: &str = "BENCH_KV";
-pub const UPSTASH_URL: &str = "UPSTASH_REDIS_REST_URL";
-pub const UPSTASH_TOKEN: &str = "UPSTASH_REDIS_REST_TOKEN";
-pub const DENO_KV_URL: &str = "DENO_KV_URL";
-pub const DENO_KV_ACCESS_TOKEN: &str = "DENO_KV_ACCESS_TOKEN";
+use worker::{AbortController, Delay, Env, Fetch, Request, Response};
 
 /// A var or secret exactly as stored, `None` when it is not set.
 pub fn env_raw(env: &Env, name: &str) -> Option<String> {
@@ -62,17 +62,45 @@ pub struct KvBinding(KvStore);
 
 impl KvBinding {
     pub fn from_env(env: &Env) -> Result<Self, StoreError> {
-        env.kv(KV_BINDING).map(KvBinding).map_err(|_| {
-            StoreError::new(
-                ErrorKind::NotConfigured,
-                format!("KV namespace binding {KV_BINDING} is missing"),
-            )
-        })
+        env.kv(KV_BINDING)
+            .map(KvBinding)
+            .map_err(|_| missing_binding("KV namespace", KV_BINDING))
     }
 }
 
-fn runtime(e: impl std::fmt::Display) -> StoreError {
+pub fn runtime(e: impl std::fmt::Display) -> StoreError {
     StoreError::new(ErrorKind::Runtime, e.to_string())
+}
+
+/// A binding that is missing from the environment.
+pub fn missing_binding(what: &str, name: &str) -> StoreError {
+    StoreError::new(
+        ErrorKind::NotConfigured,
+        format!("{what} binding {name} is missing"),
+    )
+}
+
+/// The length of a response's whole body, read as one `ArrayBuffer` that never enters wasm
+/// memory: the body is in hand when this returns, and nothing is copied.
+pub async fn body_len(response: Response) -> Result<u64, StoreError> {
+    let response: worker::web_sys::Response = response.into();
+    let buffer = response.array_buffer().map_err(|e| runtime(js_text(&e)))?;
+    let buffer = worker::wasm_bindgen_futures::JsFuture::from(buffer)
+        .await
+        .map_err(|e| runtime(js_text(&e)))?;
+    Ok(buffer
+        .dyn_into::<js_sys::ArrayBuffer>()
+        .map_err(|_| runtime("a body that is not an ArrayBuffer"))?
+        .byte_length() as u64)
+}
+
+/// A JS exception's message.
+pub fn js_text(value: &wasm_bindgen::JsValue) -> String {
+    value
+        .dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.message()))
+        .or_else(|| value.as_string())
+        .unwrap_or_else(|| format!("{value:?}"))
 }
 
 /// A KV binding error, classified from what the binding raised (e.g. `KV PUT failed: 429 Too Many
@@ -84,7 +112,7 @@ fn kv_error(e: impl std::fmt::Display) -> StoreError {
 
 #[async_trait(?Send)]
 impl Store for KvBinding {
-    async fn get(&self, key: &str, options: ReadOptions) -> Result<Fetched, StoreError> {
+    async fn get(&self, key: &str, options: &Options) -> Result<Fetched, StoreError> {
         let mut get = self.0.get(key);
         if let Some(ttl) = options.cache_ttl_s {
             get = get.cache_ttl(u64::from(ttl));
@@ -101,6 +129,7 @@ impl Store for KvBinding {
         value: &[u8],
         ttl_s: u32,
         _body: Vec<u8>,
+        _options: &Options,
     ) -> Result<(), StoreError> {
         self.0
             .put_bytes(key, value)
@@ -155,20 +184,20 @@ pub struct FetchTransport;
 #[async_trait(?Send)]
 impl HttpTransport for FetchTransport {
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse, StoreError> {
-        let headers = Headers::new();
+        let headers = worker::web_sys::Headers::new().map_err(|e| runtime(js_text(&e)))?;
         for (name, value) in &request.headers {
             // The error of a bad header would quote its value, which may be a token: say less.
             headers
                 .set(name, value)
                 .map_err(|_| runtime(format!("invalid header {name}")))?;
         }
-        let method = Method::from(request.method.to_string());
-        let body = js_sys::Uint8Array::from(request.body.as_slice());
-        let mut init = RequestInit::new();
-        init.with_method(method)
-            .with_headers(headers)
-            .with_body(Some(body.into()));
-        let req = Request::new_with_init(&request.url, &init).map_err(runtime)?;
+        let init = worker::web_sys::RequestInit::new();
+        init.set_method(request.method);
+        init.set_headers(&headers);
+        init.set_body(&js_sys::Uint8Array::from(request.body.as_slice()));
+        let req = worker::web_sys::Request::new_with_str_and_init(&request.url, &init)
+            .map(Request::from)
+            .map_err(|e| runtime(js_text(&e)))?;
         let controller = AbortController::default();
         let signal = controller.signal();
         let mut guard = AbortOnDrop(Some(controller));

@@ -1,21 +1,26 @@
 //! The benchmark worker: routes and glue only. What `/test` measures is decided in
-//! `kvbench-core`; this crate connects it to the KV binding, `fetch`, the clock and timers.
+//! `kvbench-core`; this crate connects it to the bindings (KV, Durable Objects, D1, R2, the
+//! Cache API), `fetch`, TCP sockets, the clock and timers.
 
 mod bindings;
+mod cache;
+mod d1;
+mod durable;
+mod r2;
 mod respond;
+mod socket;
+mod stores;
 
 use std::cell::{Cell, RefCell};
 
 use kvbench_core::budget::ISOLATE_BUDGET_BYTES;
-use kvbench_core::{
-    handle, Budget, Call, Defaults, Isolate, MetadataCache, Store, StoreError, StoreId, StoreSet,
-    ValueGen,
-};
+use kvbench_core::{handle, Budget, Call, Defaults, Isolate, MetadataCache, ValueGen};
 use worker::{event, Context, Env, Method, Request, Response, Result, RouteContext, Router};
 
-use crate::bindings::{
-    colo, deno_kv_store, env_raw, env_text, upstash_store, JsClock, JsTimer, KvBinding,
-};
+use crate::bindings::{colo, env_raw, env_text, JsClock, JsTimer};
+use crate::stores::Stores;
+
+pub use crate::durable::BenchObject;
 
 thread_local! {
     static REQUESTS: Cell<u64> = const { Cell::new(0) };
@@ -61,14 +66,7 @@ async fn handle_test(req: Request, ctx: RouteContext<()>) -> Result<Response> {
         token: token.as_deref(),
         defaults: Defaults::from_vars(|name| env_text(env, name)),
     };
-    let kv = KvBinding::from_env(env);
-    let upstash = upstash_store(env);
-    let denokv = deno_kv_store(env, DENO_KV_META.with(|m| *m));
-    let stores: StoreSet = vec![
-        (StoreId::Kv, entry(&kv)),
-        (StoreId::Upstash, entry(&upstash)),
-        (StoreId::DenoKv, entry(&denokv)),
-    ];
+    let stores = Stores::from_env(env, &url, DENO_KV_META.with(|m| *m));
     let isolate = Isolate {
         gen: GEN.with(|g| *g),
         clock: &JsClock,
@@ -77,7 +75,8 @@ async fn handle_test(req: Request, ctx: RouteContext<()>) -> Result<Response> {
         colo: colo(&req),
         budget: BUDGET.with(|b| *b),
     };
-    let reply = handle(call, &stores, &isolate).await;
+    let reply = handle(call, &stores.set(), &isolate).await;
+    stores.finish().await;
     let mut response = respond::json(reply.status, &reply.body)?;
     if reply.status == 401 {
         response
@@ -90,24 +89,18 @@ async fn handle_test(req: Request, ctx: RouteContext<()>) -> Result<Response> {
     Ok(response)
 }
 
-/// A store as the probe takes it: the store, or why it is not configured.
-fn entry<S: Store>(
-    store: &std::result::Result<S, StoreError>,
-) -> std::result::Result<&dyn Store, StoreError> {
-    store
-        .as_ref()
-        .map(|s| s as &dyn Store)
-        .map_err(Clone::clone)
-}
-
-async fn handle_index(_req: Request, ctx: RouteContext<()>) -> Result<Response> {
+async fn handle_index(req: Request, ctx: RouteContext<()>) -> Result<Response> {
     let env = &ctx.env;
     let defaults = Defaults::from_vars(|name| env_text(env, name));
+    let stores = Stores::from_env(env, &req.url()?, DENO_KV_META.with(|m| *m));
+    let configured: Vec<_> = stores
+        .set()
+        .into_iter()
+        .map(|(id, store)| (id, store.map(|_| ())))
+        .collect();
     let body = respond::index(
         defaults,
-        KvBinding::from_env(env).is_ok(),
-        upstash_store(env).is_ok(),
-        deno_kv_store(env, DENO_KV_META.with(|m| *m)).is_ok(),
+        &configured,
         kvbench_core::auth::TokenConfig::from_raw(
             env_raw(env, kvbench_core::auth::TOKEN_VAR).as_deref(),
         ),

@@ -2,7 +2,7 @@
 
 use kvbench_core::auth::TokenConfig;
 use kvbench_core::params::{ParamError, PARAMETERS, VARS};
-use kvbench_core::{Defaults, Order};
+use kvbench_core::{Defaults, Order, StoreError, StoreId};
 use serde_json::json;
 use worker::{Response, Result};
 
@@ -40,12 +40,11 @@ pub fn without_body(response: Response) -> Result<Response> {
         .with_headers(headers))
 }
 
-/// The body of `GET /`: routes and active configuration, never a secret's value.
+/// The body of `GET /`: routes, active configuration and every store's description with
+/// whether it is configured here (and why not) — never a secret's value.
 pub fn index(
     defaults: std::result::Result<Defaults, ParamError>,
-    kv: bool,
-    upstash: bool,
-    denokv: bool,
+    configured: &[(StoreId, std::result::Result<(), StoreError>)],
     token: TokenConfig,
 ) -> String {
     let auth = match token {
@@ -70,25 +69,35 @@ pub fn index(
             "cache_ttl": d.cache_ttl_s,
             "timeout_ms": d.timeout_ms,
             "consistency": d.consistency.as_str(),
+            "do_scope": d.do_scope.as_str(),
+            "do_location": d.do_location.map(|h| h.as_str()),
+            "d1_session": d.d1_session.map(|s| s.as_str()),
         }),
         Err(e) => json!({ "error": e }),
     };
+    let mut stores = serde_json::Map::new();
+    for (id, state) in configured {
+        let mut description = serde_json::to_value(id.spec()).unwrap_or_default();
+        if let Some(object) = description.as_object_mut() {
+            object.insert("configured".into(), json!(state.is_ok()));
+            if let Err(e) = state {
+                object.insert("not_configured".into(), json!(e.message));
+            }
+        }
+        stores.insert(id.as_str().into(), description);
+    }
     json!({
         "name": "kvbench-worker",
         "version": env!("CARGO_PKG_VERSION"),
         "routes": {
             "GET /": "this description",
             "GET /healthz": "liveness: answers `ok`",
-            "GET /test": "one measurement of every configured store (see README)",
+            "GET /test": "one measurement of every selected store (see README)",
         },
         "parameters": PARAMETERS,
         "vars": VARS.iter().map(|(v, _)| *v).collect::<Vec<_>>(),
         "defaults": defaults,
-        "stores": {
-            "kv": { "configured": kv },
-            "upstash": { "configured": upstash },
-            "denokv": { "configured": denokv },
-        },
+        "stores": stores,
         "auth": auth,
     })
     .to_string()

@@ -3,7 +3,7 @@
 
 use kvbench_core::answer::{Answer, StoreResult};
 use kvbench_core::params::Defaults;
-use kvbench_core::StoreId;
+use kvbench_core::{ErrorKind, StoreError, StoreId};
 use wasm_bindgen_test::wasm_bindgen_test;
 
 use crate::bindings::seeded_gen;
@@ -56,27 +56,53 @@ fn answers_serialize_on_wasm_like_on_the_host() {
     assert_eq!(v["redisLatency"], serde_json::Value::Null);
 }
 
+/// Every store configured but one (`which`), as `/` takes them.
+fn all_but(which: &[StoreId]) -> Vec<(StoreId, Result<(), StoreError>)> {
+    StoreId::ALL
+        .into_iter()
+        .map(|id| {
+            let state = if which.contains(&id) {
+                Err(StoreError::new(
+                    ErrorKind::NotConfigured,
+                    format!("{} is missing", id.as_str()),
+                ))
+            } else {
+                Ok(())
+            };
+            (id, state)
+        })
+        .collect()
+}
+
 #[wasm_bindgen_test]
 fn index_describes_config_without_secrets() {
     let body = respond::index(
         Ok(Defaults::default()),
-        true,
-        false,
-        false,
+        &all_but(&[StoreId::Upstash, StoreId::DenoKv]),
         kvbench_core::auth::TokenConfig::Required("t".into()),
     );
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["stores"]["upstash"]["configured"], false);
+    assert_eq!(
+        v["stores"]["upstash"]["not_configured"],
+        "upstash is missing"
+    );
     assert_eq!(v["stores"]["denokv"]["configured"], false);
+    assert_eq!(v["stores"]["kv"]["configured"], true);
+    assert_eq!(v["stores"]["r2"]["key_namespace"], "kvbench:r2:");
+    assert_eq!(
+        v["stores"]["do"]["billing"]["write"][1]["unit"],
+        "SQLite row written"
+    );
     assert_eq!(v["defaults"]["consistency"], "strong");
+    assert_eq!(v["defaults"]["do_scope"], "key");
+    assert_eq!(v["defaults"]["stores"].as_array().unwrap().len(), 8);
     assert_eq!(v["auth"]["bearer_token_required"], true);
     assert_eq!(v["defaults"]["ttl"], 60);
     assert_eq!(v["defaults"]["order"], "random");
     let blank = respond::index(
         Ok(Defaults::default()),
-        true,
-        true,
-        true,
+        &all_but(&[]),
         kvbench_core::auth::TokenConfig::Blank,
     );
     let v: serde_json::Value = serde_json::from_str(&blank).unwrap();
@@ -92,4 +118,21 @@ fn colo_is_local_without_cf() {
     let req = worker::Request::new("https://example.com/test", worker::Method::Get)
         .expect("a plain Request");
     assert_eq!(crate::bindings::colo(&req), "local");
+}
+
+#[wasm_bindgen_test]
+fn d1_values_are_sized_as_stored() {
+    use wasm_bindgen::JsValue;
+    // Text (how this worker writes), a BLOB (D1 returns an array of byte values), an ArrayBuffer.
+    assert_eq!(crate::d1::stored_len(&JsValue::from_str("héllo")), Ok(6));
+    let blob = js_sys::Array::new();
+    for b in [1, 2, 255] {
+        blob.push(&JsValue::from(b));
+    }
+    assert_eq!(crate::d1::stored_len(&blob.into()), Ok(3));
+    assert_eq!(
+        crate::d1::stored_len(&js_sys::ArrayBuffer::new(7).into()),
+        Ok(7)
+    );
+    assert!(crate::d1::stored_len(&JsValue::from(5)).is_err());
 }

@@ -1,6 +1,7 @@
 // Processes for the end-to-end suites: a private redis-server and the upstash-gateway on free
-// loopback ports, started and stopped by PID. Env: GATEWAY_BIN (default
-// target/debug/upstash-gateway), REDIS_SERVER_BIN (default redis-server on PATH).
+// loopback ports, started and stopped by PID, and the built worker under Miniflare. Env:
+// GATEWAY_BIN (default target/debug/upstash-gateway), REDIS_SERVER_BIN (default redis-server on
+// PATH).
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import net from "node:net";
@@ -85,16 +86,36 @@ export async function waitUntil(child, what, tries, ready) {
 }
 
 
-/** A redis-server with no persistence on a free port: { proc, port }. */
-export async function startRedis() {
+/** A redis-server with no persistence on a free port: { proc, port }. `extraArgs` adds flags
+ * (e.g. `--requirepass`; PING then answers NOAUTH, which still means "up"). */
+export async function startRedis(extraArgs = []) {
   const port = await freePort();
   const proc = start(REDIS_SERVER_BIN, [
-    "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+    "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", ...extraArgs,
   ]);
+  const up = extraArgs.includes("--requirepass") ? (p) => redisAnswers(p) : redisPing;
   await waitUntil(proc, `redis-server (${REDIS_SERVER_BIN}; set REDIS_SERVER_BIN)`, 200, () =>
-    redisPing(port),
+    up(port),
   );
   return { proc, port };
+}
+
+/** True when something on `port` answers a RESP PING with any reply. */
+function redisAnswers(port) {
+  return new Promise((resolve) => {
+    const sock = net.connect(port, "127.0.0.1");
+    sock.setTimeout(1000);
+    sock.on("connect", () => sock.write("PING\r\n"));
+    sock.on("data", () => {
+      sock.destroy();
+      resolve(true);
+    });
+    sock.on("error", () => resolve(false));
+    sock.on("timeout", () => {
+      sock.destroy();
+      resolve(false);
+    });
+  });
 }
 
 /** The gateway in front of `redisPort`: { proc, url }. `extraArgs` adds flags (e.g. faults). */
@@ -136,11 +157,14 @@ export async function redisCommand(url, token, command) {
   return body.result;
 }
 
-/** The built worker (build/index.js + wasm) under Miniflare, with its local KV namespace. */
-export async function startWorker(bindings) {
+/** The built worker (build/index.js + wasm) under Miniflare with its local bindings (KV, the
+ * Durable Object class, D1 with migrations/ applied, R2, the Cache API). */
+export async function startWorker(bindings, extra = {}) {
   const { Miniflare } = await import("miniflare");
-  const { workerOptions } = await import("../../scripts/worker-options.mjs");
-  const mf = new Miniflare(workerOptions(bindings, { cf: false }));
+  const { applyMigrations, workerOptions } = await import("../../scripts/worker-options.mjs");
+  const mf = new Miniflare(workerOptions(bindings, { cf: false, ...extra }));
   await mf.ready;
+  // `extra` may leave D1 out (a deployment without the binding).
+  if (!extra.d1Databases || extra.d1Databases.length) await applyMigrations(mf);
   return mf;
 }

@@ -1,16 +1,21 @@
 //! Mocks of the bindings for the native companion tests: an in-memory KV namespace with
-//! Cloudflare's rules, and Upstash REST and Deno KV (KV Connect) "servers" behind the HTTP
-//! transport seam. All record every call, so tests can assert what reached a store — and that
-//! nothing did.
+//! Cloudflare's rules, the Durable Object, D1, R2 and Cache API bindings with theirs
+//! ([`MockBinding`]), Upstash REST and Deno KV (KV Connect) "servers" behind the HTTP transport
+//! seam, and a RESP server behind the socket seam ([`MockRedis`]). All record every call, so
+//! tests can assert what reached a store — and that nothing did.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
 
 use async_trait::async_trait;
 use kvbench_core::denokv::proto;
-use kvbench_core::store::{Deferred, Fetched, ReadOptions};
+use kvbench_core::durable::{self, LocationHint};
+use kvbench_core::redis::{Connection, Connector};
+use kvbench_core::sql::D1Session;
+use kvbench_core::store::{Deferred, Fetched, Options};
 use kvbench_core::{
-    Clock, ErrorKind, HttpRequest, HttpResponse, HttpTransport, Store, StoreError, Timer,
+    Clock, ErrorKind, HttpRequest, HttpResponse, HttpTransport, Store, StoreError, StoreId, Timer,
 };
 use prost::Message;
 use serde_json::{json, Value};
@@ -20,9 +25,9 @@ use serde_json::{json, Value};
 pub async fn read(
     store: &dyn Store,
     key: &str,
-    options: ReadOptions,
+    options: Options,
 ) -> Result<Option<u64>, StoreError> {
-    match store.get(key, options).await? {
+    match store.get(key, &options).await? {
         Fetched::Miss => Ok(None),
         Fetched::Hit(decode) => decode.finish().map(Some),
     }
@@ -36,7 +41,9 @@ pub async fn write(
     ttl_s: u32,
 ) -> Result<(), StoreError> {
     let body = store.encode_put(key, &kvbench_core::Value::from_bytes(value.to_vec()), ttl_s)?;
-    store.put(key, value, ttl_s, body).await
+    store
+        .put(key, value, ttl_s, body, &Options::default())
+        .await
 }
 
 /// One operation as a store saw it.
@@ -186,7 +193,7 @@ impl<'a> MockKv<'a> {
 
 #[async_trait(?Send)]
 impl Store for MockKv<'_> {
-    async fn get(&self, key: &str, options: ReadOptions) -> Result<Fetched, StoreError> {
+    async fn get(&self, key: &str, options: &Options) -> Result<Fetched, StoreError> {
         self.ops.borrow_mut().push(Op::Get {
             key: key.into(),
             cache_ttl_s: options.cache_ttl_s,
@@ -212,6 +219,7 @@ impl Store for MockKv<'_> {
         value: &[u8],
         ttl_s: u32,
         _body: Vec<u8>,
+        _options: &Options,
     ) -> Result<(), StoreError> {
         self.ops.borrow_mut().push(Op::Put {
             key: key.into(),
@@ -246,11 +254,15 @@ pub struct Scripted {
 
 /// An Upstash REST server behind the transport seam: executes GET and SET (with EX) on a map,
 /// checks the bearer token, and records every request.
+/// A Redis database's strings, shareable by the REST and the TCP mock (one database behind
+/// both, as when `upstash` and `redis` point at the same Upstash database).
+pub type RedisDb = Rc<RefCell<HashMap<String, String>>>;
+
 pub struct MockUpstash<'a> {
     pub clock: &'a FakeClock,
     pub latency_ms: f64,
     pub token: String,
-    pub data: RefCell<HashMap<String, String>>,
+    pub data: RedisDb,
     pub requests: RefCell<Vec<HttpRequest>>,
     pub commands: RefCell<Vec<Value>>,
     pub script: RefCell<Option<Scripted>>,
@@ -263,7 +275,7 @@ impl<'a> MockUpstash<'a> {
             clock,
             latency_ms,
             token: token.into(),
-            data: RefCell::default(),
+            data: RedisDb::default(),
             requests: RefCell::default(),
             commands: RefCell::default(),
             script: RefCell::default(),
@@ -592,4 +604,374 @@ pub fn rfc3339(ms: f64) -> String {
         rem / 1000 % 60,
         rem % 1000
     )
+}
+
+/// One call to a [`MockBinding`], with the per-request options that reached the binding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BindingCall {
+    pub put: bool,
+    /// The key as the store saw it (its namespace included).
+    pub key: String,
+    /// Bytes written (0 for a read).
+    pub len: usize,
+    pub ttl_s: u32,
+    /// `do`: the object the call went to, and the location hint it carried.
+    pub object: Option<String>,
+    pub location: Option<LocationHint>,
+    /// `d1`: the Sessions API constraint the query ran under.
+    pub session: Option<D1Session>,
+}
+
+/// The `do`, `d1`, `r2` and `cache` bindings in memory, each with the rules of its store's
+/// description (key and value limits, shortest TTL) and its way of expiring: a row or object
+/// past its expiry is a miss and is overwritten, a cache entry past its max-age is gone.
+pub struct MockBinding<'a> {
+    pub id: StoreId,
+    pub clock: &'a FakeClock,
+    pub latency_ms: f64,
+    /// Store key → (value, expiry in ms of the fake clock).
+    pub data: RefCell<HashMap<String, (Vec<u8>, f64)>>,
+    pub calls: RefCell<Vec<BindingCall>>,
+    pub fault: Cell<Fault>,
+}
+
+impl<'a> MockBinding<'a> {
+    pub fn new(id: StoreId, clock: &'a FakeClock, latency_ms: f64) -> Self {
+        assert!(
+            matches!(id, StoreId::Do | StoreId::D1 | StoreId::R2 | StoreId::Cache),
+            "{id:?} has its own mock"
+        );
+        Self {
+            id,
+            clock,
+            latency_ms,
+            data: RefCell::default(),
+            calls: RefCell::default(),
+            fault: Cell::default(),
+        }
+    }
+
+    fn record(&self, put: bool, key: &str, len: usize, ttl_s: u32, options: &Options) {
+        let is_do = self.id == StoreId::Do;
+        self.calls.borrow_mut().push(BindingCall {
+            put,
+            key: key.into(),
+            len,
+            ttl_s,
+            object: is_do.then(|| durable::object_name(options.do_scope, key).to_string()),
+            location: options.do_location.filter(|_| is_do),
+            session: options.d1_session.filter(|_| self.id == StoreId::D1),
+        });
+    }
+
+    /// Errors the real binding raises for a call outside the store's limits.
+    fn check(&self, key: &str, len: usize, ttl_s: u32) -> Result<(), StoreError> {
+        let spec = self.id.spec();
+        if spec
+            .key_max_bytes
+            .is_some_and(|max| key.len() > max as usize)
+        {
+            return Err(StoreError::new(ErrorKind::Http, "key too long"));
+        }
+        if spec.value_max_bytes.is_some_and(|max| len as u64 > max) {
+            return Err(StoreError::new(ErrorKind::Http, "value too large"));
+        }
+        if ttl_s < spec.ttl_min_s {
+            return Err(StoreError::new(ErrorKind::Http, "ttl too short"));
+        }
+        Ok(())
+    }
+
+    /// The scope a `do_scope=shared` read reaches, by object.
+    pub fn objects(&self) -> Vec<String> {
+        let mut objects: Vec<String> = self
+            .calls
+            .borrow()
+            .iter()
+            .filter_map(|c| c.object.clone())
+            .collect();
+        objects.sort();
+        objects.dedup();
+        objects
+    }
+}
+
+#[async_trait(?Send)]
+impl Store for MockBinding<'_> {
+    async fn get(&self, key: &str, options: &Options) -> Result<Fetched, StoreError> {
+        self.record(false, key, 0, 0, options);
+        match self.fault.get() {
+            Fault::Hang => futures::future::pending::<()>().await,
+            Fault::Fail(kind) => return Err(StoreError::new(kind, "injected")),
+            _ => {}
+        }
+        let now = self.clock.now.get();
+        let found = self.clock.server(|| {
+            self.data
+                .borrow()
+                .get(key)
+                .filter(|(_, expires)| *expires > now)
+                .map(|(v, _)| v.len() as u64)
+        });
+        self.clock.advance(self.latency_ms);
+        Ok(match found {
+            None => Fetched::Miss,
+            // D1's glue sizes its text after the spans; the mock takes the same path.
+            Some(len) if self.id == StoreId::D1 => Fetched::Hit(Deferred::later(move || Ok(len))),
+            Some(len) => Fetched::Hit(Deferred::ready(len)),
+        })
+    }
+
+    async fn put(
+        &self,
+        key: &str,
+        value: &[u8],
+        ttl_s: u32,
+        _body: Vec<u8>,
+        options: &Options,
+    ) -> Result<(), StoreError> {
+        self.record(true, key, value.len(), ttl_s, options);
+        match self.fault.get() {
+            Fault::Hang => futures::future::pending::<()>().await,
+            Fault::Fail(kind) => return Err(StoreError::new(kind, "injected")),
+            Fault::FailWrites => return Err(StoreError::new(ErrorKind::Runtime, "put failed")),
+            Fault::None => {}
+        }
+        self.check(key, value.len(), ttl_s)?;
+        let expires = self.clock.now.get() + f64::from(ttl_s) * 1000.0;
+        self.clock.server(|| {
+            self.data
+                .borrow_mut()
+                .insert(key.into(), (value.to_vec(), expires))
+        });
+        self.clock.advance(self.latency_ms);
+        Ok(())
+    }
+}
+
+/// A Redis server behind the socket seam: RESP commands `AUTH`, `SELECT`, `GET` and
+/// `SET … EX` on a [`RedisDb`] with expiry, a password when set, and scripted faults. Each
+/// connection costs `connect_ms`, each command `latency_ms`.
+pub struct MockRedis<'a> {
+    pub clock: &'a FakeClock,
+    pub connect_ms: f64,
+    pub latency_ms: f64,
+    pub password: Option<String>,
+    pub data: RedisDb,
+    pub expiry: RefCell<HashMap<String, f64>>,
+    /// Every command, a long argument shown as `<N bytes>`.
+    pub commands: RefCell<Vec<Vec<String>>>,
+    /// Every connection asked for: (host, port, tls).
+    pub connects: RefCell<Vec<(String, u16, bool)>>,
+    pub closed: Cell<usize>,
+    /// Connecting fails (nothing listens).
+    pub refuse: Cell<bool>,
+    /// The server accepts connections but never answers a command.
+    pub hang: Cell<bool>,
+    /// Replies with these bytes instead of executing any command but `AUTH`.
+    pub reply: RefCell<Option<Vec<u8>>>,
+}
+
+impl<'a> MockRedis<'a> {
+    pub fn new(clock: &'a FakeClock, connect_ms: f64, latency_ms: f64) -> Self {
+        Self {
+            clock,
+            connect_ms,
+            latency_ms,
+            password: None,
+            data: RedisDb::default(),
+            expiry: RefCell::default(),
+            commands: RefCell::default(),
+            connects: RefCell::default(),
+            closed: Cell::new(0),
+            refuse: Cell::new(false),
+            hang: Cell::new(false),
+            reply: RefCell::default(),
+        }
+    }
+
+    /// Commands by name, e.g. how many `AUTH`s arrived.
+    pub fn count(&self, name: &str) -> usize {
+        self.commands
+            .borrow()
+            .iter()
+            .filter(|c| c[0].eq_ignore_ascii_case(name))
+            .count()
+    }
+
+    fn execute(&self, args: &[Vec<u8>], authed: &mut bool) -> Vec<u8> {
+        let text = |i: usize| String::from_utf8_lossy(&args[i]).into_owned();
+        self.commands.borrow_mut().push(
+            args.iter()
+                .map(|a| {
+                    if a.len() > 64 {
+                        format!("<{} bytes>", a.len())
+                    } else {
+                        String::from_utf8_lossy(a).into_owned()
+                    }
+                })
+                .collect(),
+        );
+        let name = text(0).to_ascii_uppercase();
+        if name == "AUTH" {
+            let given = text(args.len() - 1);
+            return if self.password.as_deref() == Some(given.as_str()) {
+                *authed = true;
+                b"+OK\r\n".to_vec()
+            } else if self.password.is_none() {
+                b"-ERR AUTH <password> called without any password configured for the default user\r\n".to_vec()
+            } else {
+                b"-WRONGPASS invalid username-password pair or user is disabled.\r\n".to_vec()
+            };
+        }
+        if !*authed {
+            return b"-NOAUTH Authentication required.\r\n".to_vec();
+        }
+        if let Some(reply) = self.reply.borrow().clone() {
+            return reply;
+        }
+        let now = self.clock.now.get();
+        match (name.as_str(), args.len()) {
+            ("SELECT", 2) => b"+OK\r\n".to_vec(),
+            ("GET", 2) => {
+                let key = text(1);
+                if self.expiry.borrow().get(&key).is_some_and(|at| *at <= now) {
+                    self.data.borrow_mut().remove(&key);
+                    self.expiry.borrow_mut().remove(&key);
+                }
+                match self.data.borrow().get(&key) {
+                    None => b"$-1\r\n".to_vec(),
+                    Some(v) => {
+                        let mut out = format!("${}\r\n", v.len()).into_bytes();
+                        out.extend_from_slice(v.as_bytes());
+                        out.extend_from_slice(b"\r\n");
+                        out
+                    }
+                }
+            }
+            ("SET", 5) if text(3).eq_ignore_ascii_case("EX") => {
+                let Ok(ttl) = text(4).parse::<u32>() else {
+                    return b"-ERR value is not an integer or out of range\r\n".to_vec();
+                };
+                let key = text(1);
+                self.data
+                    .borrow_mut()
+                    .insert(key.clone(), String::from_utf8_lossy(&args[2]).into_owned());
+                self.expiry
+                    .borrow_mut()
+                    .insert(key, now + f64::from(ttl) * 1000.0);
+                b"+OK\r\n".to_vec()
+            }
+            _ => b"-ERR unknown command or wrong number of arguments\r\n".to_vec(),
+        }
+    }
+}
+
+/// One connection to a [`MockRedis`].
+pub struct MockRedisConn<'a> {
+    server: &'a MockRedis<'a>,
+    inbox: Vec<u8>,
+    outbox: VecDeque<u8>,
+    authed: bool,
+}
+
+/// Splits one complete RESP array of bulk strings off the front of `buf`.
+fn take_command(buf: &mut Vec<u8>) -> Option<Vec<Vec<u8>>> {
+    fn line(buf: &[u8], at: usize) -> Option<(&[u8], usize)> {
+        let end = buf[at..].windows(2).position(|w| w == b"\r\n")? + at;
+        Some((&buf[at..end], end + 2))
+    }
+    let (head, mut at) = line(buf, 0)?;
+    let n: usize = std::str::from_utf8(head.strip_prefix(b"*")?)
+        .ok()?
+        .parse()
+        .ok()?;
+    let mut args = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (len, next) = line(buf, at)?;
+        let len: usize = std::str::from_utf8(len.strip_prefix(b"$")?)
+            .ok()?
+            .parse()
+            .ok()?;
+        if buf.len() < next + len + 2 {
+            return None;
+        }
+        args.push(buf[next..next + len].to_vec());
+        at = next + len + 2;
+    }
+    buf.drain(..at);
+    Some(args)
+}
+
+#[async_trait(?Send)]
+impl<'a> Connector for &'a MockRedis<'a> {
+    type Conn = MockRedisConn<'a>;
+
+    async fn connect(
+        &self,
+        host: &str,
+        port: u16,
+        tls: bool,
+    ) -> Result<MockRedisConn<'a>, StoreError> {
+        self.clock
+            .server(|| self.connects.borrow_mut().push((host.into(), port, tls)));
+        self.clock.advance(self.connect_ms);
+        if self.refuse.get() {
+            return Err(StoreError::new(
+                ErrorKind::Runtime,
+                "connect: Connection refused",
+            ));
+        }
+        Ok(MockRedisConn {
+            server: self,
+            inbox: Vec::new(),
+            outbox: VecDeque::new(),
+            authed: self.password.is_none(),
+        })
+    }
+}
+
+#[async_trait(?Send)]
+impl Connection for MockRedisConn<'_> {
+    async fn write_all(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
+        let server = self.server;
+        let executed = server.clock.server(|| {
+            self.inbox.extend_from_slice(bytes);
+            let mut executed = 0;
+            while let Some(args) = take_command(&mut self.inbox) {
+                if server.hang.get() && !args[0].eq_ignore_ascii_case(b"AUTH") {
+                    continue;
+                }
+                let reply = server.execute(&args, &mut self.authed);
+                self.outbox.extend(reply);
+                executed += 1;
+            }
+            executed
+        });
+        if executed > 0 {
+            server.clock.advance(server.latency_ms);
+        }
+        Ok(())
+    }
+
+    async fn read(&mut self, buf: &mut [u8]) -> Result<usize, StoreError> {
+        if self.outbox.is_empty() {
+            if self.server.hang.get() {
+                futures::future::pending::<()>().await;
+            }
+            return Ok(0);
+        }
+        // Delivering the bytes is the network's work, not the worker's.
+        let n = buf.len().min(self.outbox.len());
+        self.server.clock.server(|| {
+            for (b, v) in buf.iter_mut().zip(self.outbox.drain(..n)) {
+                *b = v;
+            }
+        });
+        Ok(n)
+    }
+
+    async fn close(&mut self) {
+        self.server.closed.set(self.server.closed.get() + 1);
+    }
 }

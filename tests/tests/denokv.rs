@@ -4,7 +4,7 @@
 
 use futures::executor::block_on;
 use kvbench_core::denokv::{proto, DenoKvStore, MetadataCache};
-use kvbench_core::store::ReadOptions;
+use kvbench_core::store::Options;
 use kvbench_core::{Consistency, ErrorKind, Store, StoreError};
 use kvbench_tests::{read, rfc3339, write, FakeClock, MockDenoKv};
 use prost::Message;
@@ -44,8 +44,8 @@ impl Setup {
     }
 }
 
-fn strong() -> ReadOptions {
-    ReadOptions::default()
+fn strong() -> Options {
+    Options::default()
 }
 
 fn no_secret(e: &StoreError) {
@@ -367,7 +367,7 @@ fn disabled_or_weak_answers_force_a_new_exchange() {
     assert_eq!(block_on(store.connect()), Ok(true));
     // The same answer is fine for an eventual read.
     server.push_script(200, weak.encode_to_vec());
-    let eventual = ReadOptions {
+    let eventual = Options {
         consistency: Consistency::Eventual,
         ..Default::default()
     };

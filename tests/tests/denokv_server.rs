@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use futures::executor::block_on;
 use kvbench_core::denokv::{DenoKvStore, MetadataCache};
-use kvbench_core::store::ReadOptions;
+use kvbench_core::store::Options;
 use kvbench_core::{
     Clock, Consistency, ErrorKind, HttpRequest, HttpResponse, HttpTransport, Store, StoreError,
 };
@@ -148,7 +148,7 @@ fn reads_and_writes_against_a_real_denokv() {
     let http = agent();
     let cache = MetadataCache::default();
     let store = DenoKvStore::new(server.url.clone(), ACCESS_TOKEN, &http, &WallClock, &cache);
-    let strong = ReadOptions::default();
+    let strong = Options::default();
 
     // The metadata exchange, once per isolate.
     assert_eq!(block_on(store.connect()), Ok(true));
@@ -173,7 +173,7 @@ fn reads_and_writes_against_a_real_denokv() {
         block_on(read(&store, key, strong)),
         Ok(Some(value.len() as u64))
     );
-    let eventual = ReadOptions {
+    let eventual = Options {
         consistency: Consistency::Eventual,
         ..Default::default()
     };

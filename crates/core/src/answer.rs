@@ -45,7 +45,8 @@ pub struct StoreResult {
     /// Milliseconds the write-on-miss took; `null` when no write happened.
     pub write_ms: Option<f64>,
     /// Milliseconds of connection setup done in this request before the timed calls (Deno KV's
-    /// metadata exchange, cached per isolate); omitted when none happened.
+    /// metadata exchange, cached per isolate; Redis's connection, per request); omitted when
+    /// none happened.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connect_ms: Option<f64>,
     pub error: Option<ErrorBody>,
@@ -95,7 +96,7 @@ impl Answer {
         match id {
             StoreId::Kv => self.kv_latency = result.ok_read_ms(),
             StoreId::Upstash => self.redis_latency = result.ok_read_ms(),
-            StoreId::DenoKv => {}
+            _ => {}
         }
         self.order.push(id);
         self.stores.insert(id, result);

@@ -3,7 +3,17 @@
 
 use async_trait::async_trait;
 
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC};
+
 use crate::error::StoreError;
+
+/// What a key must escape to be one URL path segment: everything but the unreserved characters
+/// (`A–Z a–z 0–9 - . _ ~`), so `/`, `?`, `#`, `%` and `:` never change the URL's shape.
+pub const PATH_SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpRequest {

@@ -3,23 +3,23 @@
 
 use serde::Serialize;
 
-use crate::denokv::key as deno_key;
-use crate::store::{Consistency, StoreId};
+use crate::durable::{DoScope, LocationHint};
+use crate::spec::{StoreSpec, RESERVED_PREFIX};
+use crate::sql::D1Session;
+use crate::store::{Consistency, Options, StoreId};
 
 pub const KEYS_MAX: u32 = 1_000_000;
 pub const BYTES_MAX: u32 = 1_048_576;
-/// Cloudflare KV refuses an `expirationTtl` below 60 s.
-pub const TTL_MIN_S: u32 = 60;
+/// The benchmark's own TTL bounds; a measured store may raise the minimum
+/// ([`StoreSpec::ttl_min_s`]: Cloudflare KV refuses an `expirationTtl` below 60 s).
+pub const TTL_MIN_S: u32 = 1;
 pub const TTL_MAX_S: u32 = 86_400;
 /// Cloudflare KV's smallest `cacheTtl`.
 pub const CACHE_TTL_MIN_S: u32 = 30;
 pub const CACHE_TTL_MAX_S: u32 = 31_536_000;
-/// Longest `key` any measurement accepts, in bytes (Deno KV's own limit; Upstash has none).
+/// Longest `key` any measurement accepts, in bytes; a measured store may lower it
+/// ([`StoreSpec::key_max_bytes`], namespace included).
 pub const KEY_MAX_BYTES: usize = 2048;
-/// Cloudflare KV's key limit, in bytes: applies whenever `kv` is measured.
-pub const KV_KEY_MAX_BYTES: usize = 512;
-/// Deno KV's value limit, in bytes: `max_bytes` may not exceed it when `denokv` is measured.
-pub const DENO_KV_VALUE_MAX_BYTES: u32 = deno_key::MAX_VALUE_BYTES as u32;
 pub const TIMEOUT_MIN_MS: u32 = 100;
 pub const TIMEOUT_MAX_MS: u32 = 60_000;
 
@@ -91,6 +91,9 @@ pub struct Defaults {
     pub cache_ttl_s: Option<u32>,
     pub timeout_ms: u32,
     pub consistency: Consistency,
+    pub do_scope: DoScope,
+    pub do_location: Option<LocationHint>,
+    pub d1_session: Option<D1Session>,
 }
 
 impl Default for Defaults {
@@ -105,12 +108,15 @@ impl Default for Defaults {
             cache_ttl_s: None,
             timeout_ms: 10_000,
             consistency: Consistency::Strong,
+            do_scope: DoScope::Key,
+            do_location: None,
+            d1_session: None,
         }
     }
 }
 
 /// `[vars]` name → query parameter it provides the default for.
-pub const VARS: [(&str, &str); 9] = [
+pub const VARS: [(&str, &str); 12] = [
     ("KEYS", "keys"),
     ("MIN_BYTES", "min_bytes"),
     ("MAX_BYTES", "max_bytes"),
@@ -120,6 +126,9 @@ pub const VARS: [(&str, &str); 9] = [
     ("CACHE_TTL", "cache_ttl"),
     ("TIMEOUT_MS", "timeout_ms"),
     ("CONSISTENCY", "consistency"),
+    ("DO_SCOPE", "do_scope"),
+    ("DO_LOCATION", "do_location"),
+    ("D1_SESSION", "d1_session"),
 ];
 
 impl Defaults {
@@ -153,6 +162,9 @@ impl Defaults {
             cache_ttl_s: parsed.cache_ttl_s,
             timeout_ms: parsed.timeout_ms,
             consistency: parsed.consistency,
+            do_scope: parsed.do_scope,
+            do_location: parsed.do_location,
+            d1_session: parsed.d1_session,
         })
     }
 }
@@ -171,12 +183,18 @@ pub struct Params {
     pub timeout_ms: u32,
     /// Deno KV read consistency.
     pub consistency: Consistency,
+    /// Which Durable Object holds a key.
+    pub do_scope: DoScope,
+    /// Where new Durable Objects are placed.
+    pub do_location: Option<LocationHint>,
+    /// D1 Sessions API constraint.
+    pub d1_session: Option<D1Session>,
     /// A fixed key instead of a random one.
     pub key: Option<String>,
 }
 
 /// Every query parameter `/test` accepts.
-pub const PARAMETERS: [&str; 10] = [
+pub const PARAMETERS: [&str; 13] = [
     "keys",
     "min_bytes",
     "max_bytes",
@@ -186,6 +204,9 @@ pub const PARAMETERS: [&str; 10] = [
     "cache_ttl",
     "timeout_ms",
     "consistency",
+    "do_scope",
+    "do_location",
+    "d1_session",
     "key",
 ];
 
@@ -239,10 +260,6 @@ impl Params {
                 format!("min_bytes ({min_bytes}) must not exceed max_bytes ({max_bytes})"),
             ));
         }
-        let ttl_s = match get("ttl") {
-            Some(v) => bounded("ttl", v, TTL_MIN_S, TTL_MAX_S)?,
-            None => defaults.ttl_s,
-        };
         let cache_ttl_s = match get("cache_ttl") {
             Some(v) => Some(bounded("cache_ttl", v, CACHE_TTL_MIN_S, CACHE_TTL_MAX_S)?),
             None => defaults.cache_ttl_s,
@@ -259,6 +276,33 @@ impl Params {
                 )
             })?,
             None => defaults.consistency,
+        };
+        let do_scope = match get("do_scope") {
+            Some(v) => DoScope::parse(v).ok_or_else(|| {
+                ParamError::new("do_scope", format!("expected key or shared, got {v:?}"))
+            })?,
+            None => defaults.do_scope,
+        };
+        let do_location = match get("do_location") {
+            Some("none") => None,
+            Some(v) => Some(LocationHint::parse(v).ok_or_else(|| {
+                let hints: Vec<&str> = LocationHint::ALL.iter().map(|h| h.as_str()).collect();
+                ParamError::new(
+                    "do_location",
+                    format!("expected none or one of {}, got {v:?}", hints.join(", ")),
+                )
+            })?),
+            None => defaults.do_location,
+        };
+        let d1_session = match get("d1_session") {
+            Some("none") => None,
+            Some(v) => Some(D1Session::parse(v).ok_or_else(|| {
+                ParamError::new(
+                    "d1_session",
+                    format!("expected none, first-unconstrained or first-primary, got {v:?}"),
+                )
+            })?),
+            None => defaults.d1_session,
         };
         let explicit_stores = match get("stores") {
             Some(v) => Some(store_list("stores", v)?),
@@ -306,18 +350,49 @@ impl Params {
             }
             other => other,
         };
+        let specs: Vec<&StoreSpec> = stores.iter().map(|s| s.spec()).collect();
+        let ttl_s = match get("ttl") {
+            Some(v) => {
+                let (min, by) = ttl_min(&specs);
+                bounded("ttl", v, min, TTL_MAX_S).map_err(|e| match by {
+                    Some(store) => ParamError::new(
+                        "ttl",
+                        format!("{} ({store} refuses less than {min} s)", e.message),
+                    ),
+                    None => e,
+                })?
+            }
+            None => defaults.ttl_s,
+        };
+        if get("ttl").is_none() {
+            // A default below a measured store's minimum is an error of the request's stores.
+            let (min, by) = ttl_min(&specs);
+            if ttl_s < min {
+                return Err(ParamError::new(
+                    "stores",
+                    format!(
+                        "{} refuses a TTL below {min} s and the default ttl is {ttl_s}: give ttl",
+                        by.unwrap_or("a store")
+                    ),
+                ));
+            }
+        }
         let key = match get("key") {
-            Some(k) => Some(valid_key(k, &stores)?),
+            Some(k) => Some(valid_key(k, &specs)?),
             None => None,
         };
-        if stores.contains(&StoreId::DenoKv) && max_bytes > DENO_KV_VALUE_MAX_BYTES {
-            return Err(ParamError::new(
-                "max_bytes",
-                format!(
-                    "Deno KV stores values of at most {DENO_KV_VALUE_MAX_BYTES} bytes, got \
-                     max_bytes {max_bytes}; lower it or leave denokv out of `stores`"
-                ),
-            ));
+        for spec in &specs {
+            if let Some(limit) = spec.value_max_bytes.filter(|l| u64::from(max_bytes) > *l) {
+                return Err(ParamError::new(
+                    "max_bytes",
+                    format!(
+                        "{} stores values of at most {limit} bytes, got max_bytes {max_bytes}; \
+                         lower it or leave {} out of `stores`",
+                        spec.name,
+                        spec.id.as_str()
+                    ),
+                ));
+            }
         }
         Ok(Params {
             keys,
@@ -329,9 +404,32 @@ impl Params {
             cache_ttl_s,
             timeout_ms,
             consistency,
+            do_scope,
+            do_location,
+            d1_session,
             key,
         })
     }
+
+    /// The per-request options every store call gets.
+    pub fn options(&self) -> Options {
+        Options {
+            cache_ttl_s: self.cache_ttl_s,
+            consistency: self.consistency,
+            do_scope: self.do_scope,
+            do_location: self.do_location,
+            d1_session: self.d1_session,
+        }
+    }
+}
+
+/// The shortest TTL every measured store accepts, and the store that sets it.
+fn ttl_min(specs: &[&StoreSpec]) -> (u32, Option<&'static str>) {
+    specs
+        .iter()
+        .filter(|s| s.ttl_min_s > TTL_MIN_S)
+        .max_by_key(|s| s.ttl_min_s)
+        .map_or((TTL_MIN_S, None), |s| (s.ttl_min_s, Some(s.id.as_str())))
 }
 
 fn bounded(name: &str, value: &str, min: u32, max: u32) -> Result<u32, ParamError> {
@@ -376,34 +474,40 @@ fn same_set(a: &[StoreId], b: &[StoreId]) -> bool {
     a.len() == b.len() && a.iter().all(|s| b.contains(s))
 }
 
-/// A fixed key must fit every measured store: 512 bytes with Cloudflare KV, 2,048 bytes of
-/// tuple encoding (the key plus 2, plus 1 per NUL byte) with Deno KV, 2,048 bytes otherwise.
-fn valid_key(key: &str, stores: &[StoreId]) -> Result<String, ParamError> {
+/// A fixed key must fit every measured store's own limit (namespace and encoding included, e.g.
+/// 512 bytes with Cloudflare KV, 2,048 encoded bytes with Deno KV), and may not start with the
+/// namespaces' prefix, so a store without a namespace cannot read a namespaced store's entries.
+fn valid_key(key: &str, specs: &[&StoreSpec]) -> Result<String, ParamError> {
     if key.is_empty() || key.len() > KEY_MAX_BYTES {
         return Err(ParamError::new(
             "key",
             format!("must be 1 to {KEY_MAX_BYTES} bytes, got {}", key.len()),
         ));
     }
-    if stores.contains(&StoreId::Kv) && key.len() > KV_KEY_MAX_BYTES {
+    if key.starts_with(RESERVED_PREFIX) {
         return Err(ParamError::new(
             "key",
-            format!(
-                "Cloudflare KV keys are at most {KV_KEY_MAX_BYTES} bytes, got {}",
-                key.len()
-            ),
+            format!("must not start with {RESERVED_PREFIX:?}, the stores' namespace prefix"),
         ));
     }
-    let encoded = deno_key::encoded_len(key);
-    if stores.contains(&StoreId::DenoKv) && encoded > deno_key::MAX_KEY_BYTES {
-        return Err(ParamError::new(
-            "key",
-            format!(
-                "Deno KV keys are at most {} bytes encoded; the key [{:?}…] encodes to {encoded}",
-                deno_key::MAX_KEY_BYTES,
-                key.chars().take(8).collect::<String>()
-            ),
-        ));
+    for spec in specs {
+        let Some(max) = spec.key_max() else { continue };
+        let len = spec.key_len(key);
+        if len > max {
+            return Err(ParamError::new(
+                "key",
+                format!(
+                    "{} keys are at most {max} bytes{}; [{:?}…] makes {len}",
+                    spec.name,
+                    match (spec.key_namespace, spec.key_encoding) {
+                        ("", crate::spec::KeyEncoding::Bytes) => String::new(),
+                        ("", _) => " encoded".to_string(),
+                        (ns, _) => format!(" with the namespace {ns:?}"),
+                    },
+                    key.chars().take(8).collect::<String>()
+                ),
+            ));
+        }
     }
     if key == "." || key == ".." {
         return Err(ParamError::new("key", "must not be \".\" or \"..\""));
@@ -454,11 +558,12 @@ mod tests {
             (p.keys, p.min_bytes, p.max_bytes, p.ttl_s),
             (1000, 4096, 65536, 60)
         );
-        assert_eq!(
-            p.stores,
-            vec![StoreId::Kv, StoreId::Upstash, StoreId::DenoKv]
-        );
+        assert_eq!(p.stores, StoreId::ALL.to_vec());
         assert_eq!(p.order, Order::Random);
+        assert_eq!(
+            (p.do_scope, p.do_location, p.d1_session),
+            (DoScope::Key, None, None)
+        );
         assert_eq!(p.consistency, Consistency::Strong);
         assert_eq!(p.timeout_ms, 10_000);
         assert_eq!(p.key, None);
@@ -553,7 +658,16 @@ mod tests {
             (&[("ttl", "1.5")], "ttl"),
             (&[("cache_ttl", "29")], "cache_ttl"),
             (&[("timeout_ms", "10")], "timeout_ms"),
-            (&[("stores", "kv,redis")], "stores"),
+            (&[("stores", "kv,memcached")], "stores"),
+            (&[("do_scope", "global")], "do_scope"),
+            (&[("do_scope", "")], "do_scope"),
+            (&[("do_location", "eu")], "do_location"),
+            (&[("do_location", "WEUR")], "do_location"),
+            (&[("d1_session", "bookmark")], "d1_session"),
+            (&[("d1_session", "")], "d1_session"),
+            (&[("key", "kvbench:redis:1")], "key"),
+            (&[("key", "kvbench:")], "key"),
+            (&[("stores", "r2"), ("key", &"k".repeat(1014))], "key"),
             (&[("stores", "kv,kv")], "stores"),
             (&[("stores", "")], "stores"),
             (&[("order", "kv,upstash,kv")], "order"),
@@ -573,6 +687,46 @@ mod tests {
             assert_eq!(&err.parameter, parameter, "{pairs:?}: {err}");
             assert!(!err.message.is_empty());
         }
+    }
+
+    #[test]
+    fn new_store_parameters_and_limits() {
+        let p = parse(&[
+            ("do_scope", "shared"),
+            ("do_location", "weur"),
+            ("d1_session", "first-unconstrained"),
+        ])
+        .unwrap();
+        assert_eq!(p.do_scope, DoScope::Shared);
+        assert_eq!(p.do_location, Some(LocationHint::Weur));
+        assert_eq!(p.d1_session, Some(D1Session::FirstUnconstrained));
+        assert_eq!(p.options().do_location, Some(LocationHint::Weur));
+        let p = parse(&[("do_location", "none"), ("d1_session", "none")]).unwrap();
+        assert_eq!((p.do_location, p.d1_session), (None, None));
+        // R2 keys are 1,024 bytes with the 11-byte namespace: 1,013 bytes of key fit.
+        assert!(parse(&[("stores", "r2"), ("key", &"k".repeat(1013))]).is_ok());
+        // The TTL minimum is the measured stores' (KV: 60 s).
+        assert!(parse(&[("stores", "redis,upstash,do,d1,r2,cache"), ("ttl", "1")]).is_ok());
+        let e = parse(&[("stores", "kv,redis"), ("ttl", "59")]).unwrap_err();
+        assert_eq!(e.parameter, "ttl");
+        assert!(
+            e.message.contains("kv refuses less than 60 s"),
+            "{}",
+            e.message
+        );
+        // A var TTL below KV's minimum is fine until a request measures kv without a ttl.
+        let d = Defaults::from_vars(|v| match v {
+            "TTL" => Some("5".into()),
+            "STORES" => Some("redis".into()),
+            _ => None,
+        })
+        .unwrap();
+        let e = Params::parse(&q(&[("stores", "kv")]), &d).unwrap_err();
+        assert_eq!(e.parameter, "stores");
+        let d = Defaults::from_vars(|v| (v == "DO_SCOPE").then(|| "shared".into())).unwrap();
+        assert_eq!(d.do_scope, DoScope::Shared);
+        let e = Defaults::from_vars(|v| (v == "D1_SESSION").then(|| "x".into())).unwrap_err();
+        assert_eq!(e.parameter, "D1_SESSION");
     }
 
     #[test]

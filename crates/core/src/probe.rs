@@ -17,7 +17,7 @@ use crate::answer::{round_ms, Answer, ErrorBody, Op, StoreResult};
 use crate::clock::{Clock, Timer};
 use crate::error::{ErrorKind, StoreError};
 use crate::params::{Order, Params};
-use crate::store::{Deferred, Fetched, ReadOptions, Store, StoreId};
+use crate::store::{Deferred, Fetched, Options, Store, StoreId};
 use crate::value::ValueGen;
 
 /// The stores of this deployment; an `Err` is a store that is not configured (and why).
@@ -64,10 +64,7 @@ pub async fn probe(params: &Params, stores: &StoreSet<'_>, isolate: &Isolate<'_>
             gen.take_value(params.min_bytes, params.max_bytes),
         )
     };
-    let options = ReadOptions {
-        cache_ttl_s: params.cache_ttl_s,
-        consistency: params.consistency,
-    };
+    let options = params.options();
     let resolved: Vec<(StoreId, Result<&dyn Store, StoreError>)> = order
         .iter()
         .map(|&id| {
@@ -82,18 +79,24 @@ pub async fn probe(params: &Params, stores: &StoreSet<'_>, isolate: &Isolate<'_>
             (id, store)
         })
         .collect();
-    // Every write body, encoded before the first span (most are a copy of the value).
+    // Each store's own key (its namespace + the key) and write body, made before the first span
+    // (most bodies are a copy of the value).
+    let store_keys: Vec<String> = resolved
+        .iter()
+        .map(|(id, _)| id.spec().store_key(&key))
+        .collect();
     let bodies: Vec<Result<Vec<u8>, StoreError>> = resolved
         .iter()
-        .map(|(_, store)| match store {
-            Ok(store) => store.encode_put(&key, &value, params.ttl_s),
+        .zip(&store_keys)
+        .map(|((_, store), store_key)| match store {
+            Ok(store) => store.encode_put(store_key, &value, params.ttl_s),
             Err(_) => Ok(Vec::new()),
         })
         .collect();
 
     let mut measured = Vec::with_capacity(resolved.len());
     let mut wrote = false;
-    for ((id, store), body) in resolved.into_iter().zip(bodies) {
+    for (((id, store), body), store_key) in resolved.into_iter().zip(bodies).zip(&store_keys) {
         let m = match store {
             Err(e) => Measured {
                 id,
@@ -101,8 +104,16 @@ pub async fn probe(params: &Params, stores: &StoreSet<'_>, isolate: &Isolate<'_>
                 pending: None,
             },
             Ok(store) => {
-                let (result, pending) =
-                    measure(params, isolate, store, &key, options, value.bytes(), body).await;
+                let (result, pending) = measure(
+                    params,
+                    isolate,
+                    store,
+                    store_key,
+                    &options,
+                    value.bytes(),
+                    body,
+                )
+                .await;
                 wrote |= result.write_ms.is_some();
                 Measured {
                     id,
@@ -149,13 +160,14 @@ async fn measure(
     isolate: &Isolate<'_>,
     store: &dyn Store,
     key: &str,
-    options: ReadOptions,
+    options: &Options,
     value: &[u8],
     body: Result<Vec<u8>, StoreError>,
 ) -> (StoreResult, Option<Deferred>) {
     let mut result = StoreResult::default();
     let done = |result: StoreResult, pending| (result, pending);
-    // Setup (Deno KV's metadata exchange) is timed apart, so reads and writes stay comparable.
+    // Setup (Deno KV's metadata exchange, Redis's connection) is timed apart, so reads and
+    // writes stay comparable.
     if let Err(e) = connect(isolate, params.timeout_ms, store, &mut result).await {
         result.error = Some(ErrorBody::new(e, Op::Read));
         return done(result, None);
@@ -188,7 +200,7 @@ async fn measure(
             let (write, write_ms) = timed(
                 isolate,
                 params.timeout_ms,
-                store.put(key, value, params.ttl_s, body),
+                store.put(key, value, params.ttl_s, body, options),
             )
             .await;
             result.write_ms = Some(write_ms);

@@ -1,36 +1,12 @@
 //! The store seam: one read and one write per store, whatever the protocol behind it.
 
-use async_trait::async_trait;
-use serde::Serialize;
-
+use crate::durable::{DoScope, LocationHint};
 use crate::error::StoreError;
+use crate::sql::D1Session;
 use crate::value::Value;
+use async_trait::async_trait;
 
-/// The stores this benchmark knows. The wire name is what appears in `stores`, `order` and `?stores=`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StoreId {
-    Kv,
-    Upstash,
-    #[serde(rename = "denokv")]
-    DenoKv,
-}
-
-impl StoreId {
-    pub const ALL: [StoreId; 3] = [StoreId::Kv, StoreId::Upstash, StoreId::DenoKv];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StoreId::Kv => "kv",
-            StoreId::Upstash => "upstash",
-            StoreId::DenoKv => "denokv",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<StoreId> {
-        StoreId::ALL.into_iter().find(|id| id.as_str() == name)
-    }
-}
+pub use crate::spec::StoreId;
 
 /// Consistency of a Deno KV read (`?consistency=`); strong is Deno's own default.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -55,13 +31,19 @@ impl Consistency {
     }
 }
 
-/// Options of one read that only some stores understand.
+/// Per-request options that only some stores understand, given to every read and write.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ReadOptions {
+pub struct Options {
     /// Cloudflare KV `cacheTtl` in seconds.
     pub cache_ttl_s: Option<u32>,
     /// Deno KV read consistency.
     pub consistency: Consistency,
+    /// Which Durable Object holds a key.
+    pub do_scope: DoScope,
+    /// Where a new Durable Object should be placed.
+    pub do_location: Option<LocationHint>,
+    /// D1 Sessions API constraint; `None`: plain queries, no session.
+    pub d1_session: Option<D1Session>,
 }
 
 /// The CPU-heavy rest of a read (decoding a large answer), run only after every timed span of the
@@ -103,14 +85,15 @@ pub enum Fetched {
 /// A key-value store as the benchmark sees it.
 #[async_trait(?Send)]
 pub trait Store {
-    /// Per-isolate setup the store needs before its timed calls (Deno KV's metadata exchange),
-    /// done only when due. `Ok(true)` = it did network work in this call, so the probe reports
-    /// that time as `connect_ms` instead of counting it in the read or write.
+    /// Setup the store needs before its timed calls (Deno KV's per-isolate metadata exchange,
+    /// Redis's per-request connection), done only when due. `Ok(true)` = it did network work in
+    /// this call, so the probe reports that time as `connect_ms` instead of counting it in the
+    /// read or write.
     async fn connect(&self) -> Result<bool, StoreError> {
         Ok(false)
     }
     /// Reads `key` until the whole answer is in hand; decoding a hit may be deferred.
-    async fn get(&self, key: &str, options: ReadOptions) -> Result<Fetched, StoreError>;
+    async fn get(&self, key: &str, options: &Options) -> Result<Fetched, StoreError>;
     /// Encodes the request body that writes `value` under `key` (CPU), before any timed span;
     /// stores that need no body (a binding taking the bytes as they are) keep the default.
     fn encode_put(&self, _key: &str, _value: &Value, _ttl_s: u32) -> Result<Vec<u8>, StoreError> {
@@ -124,5 +107,6 @@ pub trait Store {
         value: &[u8],
         ttl_s: u32,
         body: Vec<u8>,
+        options: &Options,
     ) -> Result<(), StoreError>;
 }

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::error::{quote, redact, ErrorKind, StoreError};
 use crate::http::{HttpRequest, HttpResponse, HttpTransport};
-use crate::store::{Deferred, Fetched, ReadOptions, Store};
+use crate::store::{Deferred, Fetched, Options, Store};
 use crate::value::Value as WriteValue;
 
 /// Answers up to this size are decoded at once (a miss, an error, a tiny value): cheap, and they
@@ -132,7 +132,7 @@ fn get_result(result: Value) -> Result<Option<u64>, StoreError> {
 
 #[async_trait(?Send)]
 impl<T: HttpTransport> Store for UpstashStore<T> {
-    async fn get(&self, key: &str, _options: ReadOptions) -> Result<Fetched, StoreError> {
+    async fn get(&self, key: &str, _options: &Options) -> Result<Fetched, StoreError> {
         let response = self.send(self.get_request(key)).await?;
         let token = self.token.clone();
         let size = move |response: &HttpResponse| {
@@ -178,6 +178,7 @@ impl<T: HttpTransport> Store for UpstashStore<T> {
         _value: &[u8],
         _ttl_s: u32,
         body: Vec<u8>,
+        _options: &Options,
     ) -> Result<(), StoreError> {
         let response = self.send(self.request_with_body(body)).await?;
         match decode(&response, &[&self.token]).map_err(|e| self.redact(e))? {

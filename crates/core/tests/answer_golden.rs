@@ -4,7 +4,8 @@
 //! the two sides cannot drift apart unnoticed. The answers are assembled as `probe` assembles
 //! them (`Answer::new`, then `push` per store in measurement order, times through `round_ms`)
 //! and cover every shape a store result takes: hit, miss with a write, a failed write, a failed
-//! read, a store that is not configured, a connection setup time, a shuffled order.
+//! read, a store that is not configured, a connection setup time (with and without a read after
+//! it), a shuffled order — for the original stores and for the bindings' and Redis's.
 //!
 //! Refresh with `UPDATE_GOLDEN=1 cargo test -p kvbench-core --test answer_golden` after an
 //! intended change, then review the diff and run kvbench's tests; never edit it by hand.
@@ -79,7 +80,50 @@ fn answers() -> Vec<Answer> {
             ..StoreResult::default()
         },
     );
-    vec![first, second, third]
+
+    // The stores of the bindings and sockets: a miss and write in the Durable Object, D1 and
+    // R2, Redis's per-request connection timed apart, the Cache API not usable on *.workers.dev,
+    // and a Redis whose setup failed (no read made, the setup's time kept).
+    let mut fourth = Answer::new("7".into(), "SIN".into(), 4);
+    fourth.push(StoreId::Do, ok(21.5, false, 4096, Some(19.25)));
+    fourth.push(StoreId::D1, ok(31.0, true, 4096, None));
+    fourth.push(StoreId::R2, ok(44.125, false, 4096, Some(80.0)));
+    fourth.push(
+        StoreId::Redis,
+        StoreResult {
+            connect_ms: Some(round_ms(17.5)),
+            ..ok(1.75, true, 4096, None)
+        },
+    );
+    fourth.push(
+        StoreId::Cache,
+        StoreResult {
+            error: Some(ErrorBody::new(
+                StoreError::new(
+                    ErrorKind::NotConfigured,
+                    "the Cache API has no effect on *.workers.dev",
+                ),
+                Op::Read,
+            )),
+            ..StoreResult::default()
+        },
+    );
+    let mut fifth = Answer::new("8".into(), "SIN".into(), 5);
+    fifth.push(
+        StoreId::Redis,
+        StoreResult {
+            connect_ms: Some(round_ms(12.0)),
+            error: Some(ErrorBody::new(
+                StoreError::new(
+                    ErrorKind::Auth,
+                    "Redis: WRONGPASS invalid username-password pair",
+                ),
+                Op::Read,
+            )),
+            ..StoreResult::default()
+        },
+    );
+    vec![first, second, third, fourth, fifth]
 }
 
 #[test]

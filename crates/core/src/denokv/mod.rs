@@ -14,7 +14,7 @@ pub use client::{KvConnect, Metadata, MetadataCache};
 use crate::clock::Clock;
 use crate::error::{ErrorKind, StoreError};
 use crate::http::HttpTransport;
-use crate::store::{Deferred, Fetched, ReadOptions, Store};
+use crate::store::{Deferred, Fetched, Options, Store};
 
 /// The `denokv` store: a [`KvConnect`] client with the benchmark's key and value conventions.
 pub struct DenoKvStore<'a, T> {
@@ -72,7 +72,7 @@ impl<T: HttpTransport> Store for DenoKvStore<'_, T> {
         self.client.metadata().await.map(|(_, exchanged)| exchanged)
     }
 
-    async fn get(&self, key: &str, options: ReadOptions) -> Result<Fetched, StoreError> {
+    async fn get(&self, key: &str, options: &Options) -> Result<Fetched, StoreError> {
         let range = get_range(key);
         let want = range.start.clone();
         let mut ranges = self
@@ -116,6 +116,7 @@ impl<T: HttpTransport> Store for DenoKvStore<'_, T> {
         _value: &[u8],
         _ttl_s: u32,
         body: Vec<u8>,
+        _options: &Options,
     ) -> Result<(), StoreError> {
         self.client.atomic_write_encoded(body).await.map(|_| ())
     }

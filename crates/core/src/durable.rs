@@ -1,0 +1,186 @@
+//! The `do` store's protocol between the worker and its Durable Object: which object holds a
+//! key (`do_scope`), where a new one is placed (`do_location`), and the requests the worker
+//! sends to it (`GET`/`PUT` of one key, the value as the body). Both sides of the worker use it,
+//! so the object and its client cannot disagree.
+
+use percent_encoding::{percent_decode_str, utf8_percent_encode};
+
+use crate::http::PATH_SEGMENT;
+
+/// Which object holds a key.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum DoScope {
+    /// One object per key (named after it), created near where the key is first used: what a
+    /// per-entity design does. Measures the hop to that key's object.
+    #[default]
+    Key,
+    /// One object for every key: every request travels to the same object, whose single
+    /// thread serialises them. Measures one hot, central object.
+    Shared,
+}
+
+impl DoScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DoScope::Key => "key",
+            DoScope::Shared => "shared",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<DoScope> {
+        [DoScope::Key, DoScope::Shared]
+            .into_iter()
+            .find(|s| s.as_str() == name)
+    }
+}
+
+/// The object's name for the store key `store_key` (`kvbench:do:<key>`). The shared object's
+/// name has no trailing `:`, so it can never equal a per-key object's.
+pub fn object_name(scope: DoScope, store_key: &str) -> &str {
+    match scope {
+        DoScope::Key => store_key,
+        DoScope::Shared => SHARED_OBJECT,
+    }
+}
+
+/// The name of the one object of `do_scope=shared`.
+pub const SHARED_OBJECT: &str = "kvbench:do";
+
+/// Durable Object location hints (`locationHint`), as Cloudflare lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LocationHint {
+    Wnam,
+    Enam,
+    Sam,
+    Weur,
+    Eeur,
+    Apac,
+    Oc,
+    Afr,
+    Me,
+}
+
+impl LocationHint {
+    pub const ALL: [LocationHint; 9] = [
+        LocationHint::Wnam,
+        LocationHint::Enam,
+        LocationHint::Sam,
+        LocationHint::Weur,
+        LocationHint::Eeur,
+        LocationHint::Apac,
+        LocationHint::Oc,
+        LocationHint::Afr,
+        LocationHint::Me,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LocationHint::Wnam => "wnam",
+            LocationHint::Enam => "enam",
+            LocationHint::Sam => "sam",
+            LocationHint::Weur => "weur",
+            LocationHint::Eeur => "eeur",
+            LocationHint::Apac => "apac",
+            LocationHint::Oc => "oc",
+            LocationHint::Afr => "afr",
+            LocationHint::Me => "me",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<LocationHint> {
+        LocationHint::ALL.into_iter().find(|h| h.as_str() == name)
+    }
+}
+
+/// The origin of requests to the object (never resolved: a stub routes them).
+const ORIGIN: &str = "https://kvbench.do";
+
+/// The path of the object's row count, for tests and operators (never a key's path: every
+/// store key starts with `kvbench:`, whose `:` is percent-encoded).
+pub const STATS_PATH: &str = "/.stats";
+
+/// The URL that reads (`GET`) or writes (`PUT`, with `ttl_s`) `store_key` in its object.
+pub fn url(store_key: &str, ttl_s: Option<u32>) -> String {
+    let key = utf8_percent_encode(store_key, PATH_SEGMENT);
+    match ttl_s {
+        None => format!("{ORIGIN}/{key}"),
+        Some(ttl) => format!("{ORIGIN}/{key}?ttl={ttl}"),
+    }
+}
+
+/// What a request to the object asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Call {
+    Get { key: String },
+    Put { key: String, ttl_s: u32 },
+    Stats,
+}
+
+/// Parses a request's method, path and query (as the object receives them).
+pub fn parse(method: &str, path: &str, query: Option<&str>) -> Result<Call, String> {
+    if path == STATS_PATH {
+        return Ok(Call::Stats);
+    }
+    let key = percent_decode_str(path.strip_prefix('/').unwrap_or(path))
+        .decode_utf8()
+        .map_err(|_| "the key is not UTF-8".to_string())?
+        .into_owned();
+    if key.is_empty() {
+        return Err("no key in the path".into());
+    }
+    match method {
+        "GET" => Ok(Call::Get { key }),
+        "PUT" => {
+            let ttl = query
+                .unwrap_or("")
+                .split('&')
+                .find_map(|pair| pair.strip_prefix("ttl="))
+                .and_then(|v| v.parse::<u32>().ok())
+                .filter(|t| *t > 0)
+                .ok_or_else(|| "PUT needs ?ttl=<seconds>".to_string())?;
+            Ok(Call::Put { key, ttl_s: ttl })
+        }
+        other => Err(format!("method {other} is not GET or PUT")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_round_trip_through_the_parser() {
+        for key in ["kvbench:do:417", "kvbench:do:a b/c?d", "kvbench:do:€"] {
+            let url = url(key, Some(60));
+            let rest = url.strip_prefix(ORIGIN).unwrap();
+            let (path, query) = rest.split_once('?').unwrap();
+            assert_eq!(
+                parse("PUT", path, Some(query)),
+                Ok(Call::Put {
+                    key: key.into(),
+                    ttl_s: 60
+                })
+            );
+            let get = self::url(key, None);
+            let path = get.strip_prefix(ORIGIN).unwrap();
+            assert_eq!(parse("GET", path, None), Ok(Call::Get { key: key.into() }));
+            assert_ne!(path, STATS_PATH);
+        }
+        assert_eq!(parse("GET", STATS_PATH, None), Ok(Call::Stats));
+        assert!(parse("PUT", "/k", None).is_err());
+        assert!(parse("PUT", "/k", Some("ttl=0")).is_err());
+        assert!(parse("DELETE", "/k", None).is_err());
+        assert!(parse("GET", "/", None).is_err());
+        assert!(parse("GET", "/%FF", None).is_err());
+    }
+
+    #[test]
+    fn scopes_name_objects() {
+        assert_eq!(object_name(DoScope::Key, "kvbench:do:7"), "kvbench:do:7");
+        assert_eq!(object_name(DoScope::Shared, "kvbench:do:7"), SHARED_OBJECT);
+        assert_eq!(DoScope::parse("shared"), Some(DoScope::Shared));
+        assert_eq!(DoScope::parse("global"), None);
+        assert_eq!(LocationHint::parse("weur"), Some(LocationHint::Weur));
+        assert_eq!(LocationHint::parse("eu"), None);
+    }
+}

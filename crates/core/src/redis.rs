@@ -1,0 +1,463 @@
+//! Redis over TCP (RESP2), the protocol Upstash also serves next to its REST API: `GET`, and
+//! `SET key value EX ttl` on a miss, on a connection opened for the request (Workers cannot keep
+//! a socket across requests). Connecting, the TLS handshake (`rediss://`), `AUTH` and `SELECT`
+//! are the store's setup, reported as `connect_ms`. A reply is read to its last byte before the
+//! read counts as done, but a bulk value is only counted, never copied: the value is in hand
+//! without CPU a deployed clock would charge to the next span.
+
+use std::cell::RefCell;
+
+use async_trait::async_trait;
+use percent_encoding::percent_decode_str;
+
+use crate::error::{quote, redact, ErrorKind, StoreError};
+use crate::store::{Deferred, Fetched, Options, Store};
+use crate::value::Value;
+
+/// Opens byte streams: `connect()` (`cloudflare:sockets`) in the worker, TCP or a scripted
+/// server in tests.
+#[async_trait(?Send)]
+pub trait Connector {
+    type Conn: Connection;
+    /// Opens a connection to `host:port` (TLS when `tls`) and waits until it is established.
+    async fn connect(&self, host: &str, port: u16, tls: bool) -> Result<Self::Conn, StoreError>;
+}
+
+/// One open byte stream. Dropping a pending call abandons it (that is how timeouts cancel).
+#[async_trait(?Send)]
+pub trait Connection {
+    async fn write_all(&mut self, bytes: &[u8]) -> Result<(), StoreError>;
+    /// Reads what is available into `buf`; `Ok(0)` means the peer closed the connection.
+    async fn read(&mut self, buf: &mut [u8]) -> Result<usize, StoreError>;
+    /// Closes the connection; errors are of no interest once the measurement is over.
+    async fn close(&mut self);
+}
+
+/// A parsed `redis://` or `rediss://` URL (`REDIS_URL`). Its `Debug` never shows the password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RedisUrl {
+    pub host: String,
+    pub port: u16,
+    pub tls: bool,
+    pub username: Option<String>,
+    password: Option<String>,
+    /// The database number of the path (`/2`); 0 needs no `SELECT`.
+    pub db: u32,
+}
+
+impl std::fmt::Debug for RedisUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisUrl")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("tls", &self.tls)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "[redacted]"))
+            .field("db", &self.db)
+            .finish()
+    }
+}
+
+impl RedisUrl {
+    /// Parses `redis[s]://[[user]:password@]host[:port][/db]`. Errors never quote the URL (it
+    /// holds the password).
+    pub fn parse(text: &str) -> Result<RedisUrl, StoreError> {
+        let bad = |why: &str| {
+            StoreError::new(
+                ErrorKind::NotConfigured,
+                format!("REDIS_URL is not a usable redis:// or rediss:// URL: {why}"),
+            )
+        };
+        let url = url::Url::parse(text.trim()).map_err(|_| bad("it does not parse"))?;
+        let tls = match url.scheme() {
+            "redis" => false,
+            "rediss" => true,
+            _ => return Err(bad("the scheme must be redis or rediss")),
+        };
+        let host = url
+            .host_str()
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| bad("it has no host"))?
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        let decode = |s: &str| {
+            percent_decode_str(s)
+                .decode_utf8()
+                .map(|s| s.into_owned())
+                .map_err(|_| bad("the user or password is not UTF-8"))
+        };
+        let username = Some(decode(url.username())?).filter(|u| !u.is_empty());
+        let password = url.password().map(decode).transpose()?;
+        let db = match url.path().trim_start_matches('/') {
+            "" => 0,
+            n => n
+                .parse()
+                .map_err(|_| bad("the path must be a database number"))?,
+        };
+        Ok(RedisUrl {
+            host,
+            port: url.port().unwrap_or(6379),
+            tls,
+            username,
+            password,
+            db,
+        })
+    }
+}
+
+/// A command as RESP: an array of bulk strings.
+pub fn command(args: &[&[u8]]) -> Vec<u8> {
+    let size: usize = args.iter().map(|a| a.len() + 16).sum();
+    let mut out = Vec::with_capacity(size + 16);
+    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    for arg in args {
+        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+        out.extend_from_slice(arg);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// One reply, as far as this client needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    Simple(String),
+    Error(String),
+    Integer(i64),
+    /// A bulk string's length (its bytes were read and dropped); `None` is nil.
+    Bulk(Option<u64>),
+}
+
+/// The longest status, error or length line accepted (a misbehaving server cannot make the
+/// client buffer without bound).
+const MAX_LINE: usize = 64 * 1024;
+const READ_CHUNK: usize = 64 * 1024;
+
+/// A connection with its read buffer.
+struct Conn<T> {
+    io: T,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+fn protocol(message: impl Into<String>) -> StoreError {
+    StoreError::new(ErrorKind::Decode, message)
+}
+
+impl<T: Connection> Conn<T> {
+    fn new(io: T) -> Conn<T> {
+        Conn {
+            io,
+            buf: vec![0; READ_CHUNK],
+            start: 0,
+            end: 0,
+        }
+    }
+
+    /// Reads more bytes after the buffered ones.
+    async fn fill(&mut self) -> Result<(), StoreError> {
+        if self.start == self.end {
+            (self.start, self.end) = (0, 0);
+        } else if self.end == self.buf.len() {
+            self.buf.copy_within(self.start..self.end, 0);
+            (self.start, self.end) = (0, self.end - self.start);
+        }
+        if self.end == self.buf.len() {
+            self.buf.resize(self.buf.len() * 2, 0);
+        }
+        let n = self.io.read(&mut self.buf[self.end..]).await?;
+        if n == 0 {
+            return Err(StoreError::new(
+                ErrorKind::Runtime,
+                "the server closed the connection",
+            ));
+        }
+        self.end += n;
+        Ok(())
+    }
+
+    /// The next line, without its CRLF.
+    async fn line(&mut self) -> Result<String, StoreError> {
+        loop {
+            let pending = &self.buf[self.start..self.end];
+            if let Some(i) = pending.windows(2).position(|w| w == b"\r\n") {
+                let line = String::from_utf8_lossy(&pending[..i]).into_owned();
+                self.start += i + 2;
+                return Ok(line);
+            }
+            if pending.len() > MAX_LINE {
+                return Err(protocol("a reply line longer than 64 KiB"));
+            }
+            self.fill().await?;
+        }
+    }
+
+    /// Consumes `n` bytes without keeping them.
+    async fn skip(&mut self, mut n: u64) -> Result<(), StoreError> {
+        loop {
+            let have = (self.end - self.start) as u64;
+            if have >= n {
+                self.start += n as usize;
+                return Ok(());
+            }
+            n -= have;
+            (self.start, self.end) = (0, 0);
+            self.fill().await?;
+        }
+    }
+
+    async fn reply(&mut self) -> Result<Reply, StoreError> {
+        let line = self.line().await?;
+        let (kind, rest) = line.split_at(line.len().min(1));
+        match kind {
+            "+" => Ok(Reply::Simple(rest.to_string())),
+            "-" => Ok(Reply::Error(rest.to_string())),
+            ":" => rest
+                .parse()
+                .map(Reply::Integer)
+                .map_err(|_| protocol("a malformed integer reply")),
+            "$" if rest == "-1" => Ok(Reply::Bulk(None)),
+            "$" => {
+                let len: u64 = rest
+                    .parse()
+                    .map_err(|_| protocol("a malformed bulk length"))?;
+                self.skip(len).await?;
+                match self.line().await?.as_str() {
+                    "" => Ok(Reply::Bulk(Some(len))),
+                    _ => Err(protocol("a bulk string longer than its length")),
+                }
+            }
+            _ => Err(protocol(format!(
+                "an unexpected reply {}",
+                quote(&line.chars().take(40).collect::<String>())
+            ))),
+        }
+    }
+
+    async fn call(&mut self, request: &[u8]) -> Result<Reply, StoreError> {
+        self.io.write_all(request).await?;
+        self.reply().await
+    }
+}
+
+/// The `redis` store: a [`Connector`] and the URL's credentials.
+pub struct RedisStore<C: Connector> {
+    url: RedisUrl,
+    connector: C,
+    /// The request's connection, once open. Taken out for each exchange and put back only when
+    /// the reply was read whole, so an exchange cut short (a timeout) never leaves it half-read.
+    conn: RefCell<Option<Conn<C::Conn>>>,
+}
+
+impl<C: Connector> RedisStore<C> {
+    pub fn new(url: RedisUrl, connector: C) -> Self {
+        Self {
+            url,
+            connector,
+            conn: RefCell::new(None),
+        }
+    }
+
+    /// Closes the request's connection, if one is open.
+    pub async fn close(&self) {
+        let conn = self.conn.borrow_mut().take();
+        if let Some(mut conn) = conn {
+            conn.io.close().await;
+        }
+    }
+
+    fn error(&self, text: &str, during_auth: bool) -> StoreError {
+        let secrets: Vec<&str> = self.url.password.as_deref().into_iter().collect();
+        let text = redact(text, &secrets);
+        let upper = text.to_ascii_uppercase();
+        let kind = if during_auth || upper.starts_with("NOAUTH") || upper.starts_with("WRONGPASS") {
+            ErrorKind::Auth
+        } else if upper.contains("MAX REQUESTS LIMIT")
+            || upper.contains("MAX DAILY REQUEST LIMIT")
+            || upper.contains("MAX CONCURRENT CONNECTIONS")
+        {
+            ErrorKind::RateLimited
+        } else {
+            ErrorKind::Http
+        };
+        StoreError::new(kind, format!("Redis: {}", quote(&text)))
+    }
+
+    fn take(&self) -> Result<Conn<C::Conn>, StoreError> {
+        self.conn.borrow_mut().take().ok_or_else(|| {
+            StoreError::new(
+                ErrorKind::Runtime,
+                "no open connection (a previous call failed)",
+            )
+        })
+    }
+
+    fn expect_ok(&self, reply: Reply, what: &str, during_auth: bool) -> Result<(), StoreError> {
+        match reply {
+            Reply::Simple(s) if s == "OK" => Ok(()),
+            Reply::Error(e) => Err(self.error(&e, during_auth)),
+            other => Err(protocol(format!("{what} answered {other:?}, not OK"))),
+        }
+    }
+}
+
+#[async_trait(?Send)]
+impl<C: Connector> Store for RedisStore<C> {
+    async fn connect(&self) -> Result<bool, StoreError> {
+        if self.conn.borrow().is_some() {
+            return Ok(false);
+        }
+        let io = self
+            .connector
+            .connect(&self.url.host, self.url.port, self.url.tls)
+            .await?;
+        let mut conn = Conn::new(io);
+        if let Some(password) = &self.url.password {
+            let auth = match &self.url.username {
+                Some(user) => command(&[b"AUTH", user.as_bytes(), password.as_bytes()]),
+                None => command(&[b"AUTH", password.as_bytes()]),
+            };
+            let reply = conn.call(&auth).await?;
+            self.expect_ok(reply, "AUTH", true)?;
+        }
+        if self.url.db != 0 {
+            let reply = conn
+                .call(&command(&[b"SELECT", self.url.db.to_string().as_bytes()]))
+                .await?;
+            self.expect_ok(reply, "SELECT", false)?;
+        }
+        *self.conn.borrow_mut() = Some(conn);
+        Ok(true)
+    }
+
+    async fn get(&self, key: &str, _options: &Options) -> Result<Fetched, StoreError> {
+        let mut conn = self.take()?;
+        let reply = conn.call(&command(&[b"GET", key.as_bytes()])).await?;
+        *self.conn.borrow_mut() = Some(conn);
+        match reply {
+            Reply::Bulk(None) => Ok(Fetched::Miss),
+            Reply::Bulk(Some(len)) => Ok(Fetched::Hit(Deferred::ready(len))),
+            Reply::Error(e) => Err(self.error(&e, false)),
+            other => Err(protocol(format!("GET answered {other:?}"))),
+        }
+    }
+
+    fn encode_put(&self, key: &str, value: &Value, ttl_s: u32) -> Result<Vec<u8>, StoreError> {
+        Ok(command(&[
+            b"SET",
+            key.as_bytes(),
+            value.bytes(),
+            b"EX",
+            ttl_s.to_string().as_bytes(),
+        ]))
+    }
+
+    async fn put(
+        &self,
+        _key: &str,
+        _value: &[u8],
+        _ttl_s: u32,
+        body: Vec<u8>,
+        _options: &Options,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.take()?;
+        let reply = conn.call(&body).await?;
+        *self.conn.borrow_mut() = Some(conn);
+        self.expect_ok(reply, "SET", false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+
+    #[test]
+    fn urls_parse_and_never_show_the_password() {
+        let u = RedisUrl::parse("rediss://default:s3cr%40t@eu1-x.upstash.io:6379").unwrap();
+        assert_eq!(
+            (u.host.as_str(), u.port, u.tls, u.username.as_deref(), u.db),
+            ("eu1-x.upstash.io", 6379, true, Some("default"), 0)
+        );
+        assert_eq!(u.password.as_deref(), Some("s3cr@t"));
+        assert!(!format!("{u:?}").contains("s3cr"));
+        let u = RedisUrl::parse("redis://127.0.0.1/3").unwrap();
+        assert_eq!((u.port, u.tls, u.db, u.password), (6379, false, 3, None));
+        let u = RedisUrl::parse("redis://:pw@[::1]:7000").unwrap();
+        assert_eq!((u.host.as_str(), u.port), ("::1", 7000));
+        assert_eq!(u.username, None);
+        for bad in [
+            "http://host",
+            "redis://",
+            "not a url",
+            "redis://h/x",
+            "redis://u:secret@h/x",
+        ] {
+            let e = RedisUrl::parse(bad).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::NotConfigured, "{bad}");
+            assert!(!e.message.contains("secret"));
+        }
+    }
+
+    #[test]
+    fn commands_are_resp_arrays() {
+        assert_eq!(
+            command(&[b"GET", b"k"]),
+            b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n".to_vec()
+        );
+    }
+
+    /// Answers with scripted bytes, a few at a time.
+    struct Scripted(VecDeque<u8>);
+
+    #[async_trait(?Send)]
+    impl Connection for Scripted {
+        async fn write_all(&mut self, _: &[u8]) -> Result<(), StoreError> {
+            Ok(())
+        }
+        async fn read(&mut self, buf: &mut [u8]) -> Result<usize, StoreError> {
+            let n = buf.len().min(self.0.len()).min(3);
+            for b in buf.iter_mut().take(n) {
+                *b = self.0.pop_front().unwrap();
+            }
+            Ok(n)
+        }
+        async fn close(&mut self) {}
+    }
+
+    fn replies(bytes: &[u8]) -> Vec<Result<Reply, StoreError>> {
+        let mut conn = Conn::new(Scripted(bytes.iter().copied().collect()));
+        let mut out = Vec::new();
+        futures::executor::block_on(async {
+            loop {
+                let r = conn.reply().await;
+                let stop = r.is_err();
+                out.push(r);
+                if stop {
+                    break;
+                }
+            }
+        });
+        out
+    }
+
+    #[test]
+    fn replies_parse_across_chunk_boundaries() {
+        let big = format!("${}\r\n{}\r\n", 100_000, "x".repeat(100_000));
+        let stream = format!("+OK\r\n-ERR wrong\r\n:42\r\n$-1\r\n$0\r\n\r\n{big}");
+        let r = replies(stream.as_bytes());
+        assert_eq!(r[0], Ok(Reply::Simple("OK".into())));
+        assert_eq!(r[1], Ok(Reply::Error("ERR wrong".into())));
+        assert_eq!(r[2], Ok(Reply::Integer(42)));
+        assert_eq!(r[3], Ok(Reply::Bulk(None)));
+        assert_eq!(r[4], Ok(Reply::Bulk(Some(0))));
+        assert_eq!(r[5], Ok(Reply::Bulk(Some(100_000))));
+        assert_eq!(r[6].as_ref().unwrap_err().kind, ErrorKind::Runtime, "EOF");
+        for bad in ["*1\r\n", "$abc\r\n", "$2\r\nabc\r\n", ":x\r\n"] {
+            let r = replies(bad.as_bytes());
+            assert_eq!(r[0].as_ref().unwrap_err().kind, ErrorKind::Decode, "{bad}");
+        }
+    }
+}

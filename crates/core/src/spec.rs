@@ -1,0 +1,623 @@
+//! One description per store — its wire id, key namespace, limits, billing units, bindings and
+//! what its time includes — so parameters, the `/` page, the README's tables and kvbench's cost
+//! table all read the same facts. Adding a store is a variant of [`StoreId`], an entry in
+//! [`STORES`] and its binding glue in the worker.
+
+use serde::{Serialize, Serializer};
+
+use crate::denokv::key as deno_key;
+
+/// The stores this benchmark knows. The wire id ([`StoreId::as_str`]) is what appears in
+/// `stores`, `order` and the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum StoreId {
+    Kv,
+    Upstash,
+    DenoKv,
+    Do,
+    D1,
+    R2,
+    Cache,
+    Redis,
+}
+
+impl StoreId {
+    /// Every store, in the order of [`STORES`].
+    pub const ALL: [StoreId; 8] = [
+        StoreId::Kv,
+        StoreId::Upstash,
+        StoreId::DenoKv,
+        StoreId::Do,
+        StoreId::D1,
+        StoreId::R2,
+        StoreId::Cache,
+        StoreId::Redis,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StoreId::Kv => "kv",
+            StoreId::Upstash => "upstash",
+            StoreId::DenoKv => "denokv",
+            StoreId::Do => "do",
+            StoreId::D1 => "d1",
+            StoreId::R2 => "r2",
+            StoreId::Cache => "cache",
+            StoreId::Redis => "redis",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<StoreId> {
+        StoreId::ALL.into_iter().find(|id| id.as_str() == name)
+    }
+
+    /// This store's description.
+    pub fn spec(self) -> &'static StoreSpec {
+        &STORES[self as usize]
+    }
+}
+
+impl Serialize for StoreId {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// Every benchmark key of a namespaced store starts with this, and a fixed `key` may not: so
+/// a store without a namespace (Upstash) can never read a namespaced store's (Redis over TCP)
+/// entries, even when both point at the same database.
+pub const RESERVED_PREFIX: &str = "kvbench:";
+
+/// How a store measures the key its limit applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyEncoding {
+    /// The key's UTF-8 bytes (namespace included).
+    Bytes,
+    /// Deno KV's tuple encoding of `[key]`: the bytes plus 2, plus 1 per NUL.
+    DenoTuple,
+}
+
+/// How many of a billing unit one operation costs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Count {
+    /// This many units per operation, hit or miss.
+    Each(u32),
+    /// `max(1, ceil(value_bytes / n))` units: a miss (0 bytes) costs one.
+    PerBytes(u32),
+    /// This many units when the read finds a value, none when the key is absent.
+    OnHit(u32),
+}
+
+/// One line of a bill: a unit in the provider's pricing and how many of it an operation costs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Charge {
+    pub unit: &'static str,
+    pub count: Count,
+}
+
+const fn each(unit: &'static str) -> Charge {
+    Charge {
+        unit,
+        count: Count::Each(1),
+    }
+}
+
+/// What the measured operations cost in the provider's billing units (prices live in kvbench's
+/// dated `prices.toml`; these are the quantities it multiplies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Billing {
+    /// One read (`get`), hit or miss.
+    pub read: &'static [Charge],
+    /// One write on a miss.
+    pub write: &'static [Charge],
+    /// Once per request that measured the store (connection setup), on top of its operations.
+    pub per_request: &'static [Charge],
+    /// What else the provider bills that these operations do not show.
+    pub note: &'static str,
+}
+
+/// What a binding or variable is in wrangler.toml terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BindingKind {
+    KvNamespace,
+    DurableObjectNamespace,
+    D1Database,
+    R2Bucket,
+    /// A `[vars]` entry or a secret.
+    VarOrSecret,
+    Secret,
+}
+
+/// A name the worker reads from its environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Binding {
+    pub name: &'static str,
+    pub kind: BindingKind,
+}
+
+/// Everything the benchmark knows about one store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct StoreSpec {
+    pub id: StoreId,
+    pub name: &'static str,
+    /// Prepended to the benchmark key in this store (`""`: the bare key).
+    pub key_namespace: &'static str,
+    /// The store's own limit on a key (namespace included), measured as `key_encoding` says;
+    /// `None`: nothing below the benchmark's own [`crate::params::KEY_MAX_BYTES`].
+    pub key_max_bytes: Option<u32>,
+    pub key_encoding: KeyEncoding,
+    /// The store's limit on one value; `None`: nothing below [`crate::params::BYTES_MAX`].
+    pub value_max_bytes: Option<u64>,
+    /// The shortest TTL the store accepts, seconds.
+    pub ttl_min_s: u32,
+    pub billing: Billing,
+    /// Bindings, vars and secrets the store needs; all of them, or it is `not_configured`.
+    pub bindings: &'static [Binding],
+    /// What `read_ms` and `write_ms` include, in one line.
+    pub timed: &'static str,
+    /// Facts a user needs before reading its numbers.
+    pub notes: &'static [&'static str],
+}
+
+impl StoreSpec {
+    /// The key this store reads and writes for the benchmark key `key`.
+    pub fn store_key(&self, key: &str) -> String {
+        let mut out = String::with_capacity(self.key_namespace.len() + key.len());
+        out.push_str(self.key_namespace);
+        out.push_str(key);
+        out
+    }
+
+    /// The length the store's key limit applies to, for the benchmark key `key`.
+    pub fn key_len(&self, key: &str) -> usize {
+        let bytes = self.key_namespace.len() + key.len();
+        match self.key_encoding {
+            KeyEncoding::Bytes => bytes,
+            // The tuple `[key]`: a tag, the bytes with every NUL escaped, a terminator.
+            KeyEncoding::DenoTuple => {
+                let nuls = self.key_namespace.bytes().chain(key.bytes());
+                2 + bytes + nuls.filter(|b| *b == 0).count()
+            }
+        }
+    }
+
+    /// The longest benchmark key this store takes, if it limits keys.
+    pub fn key_max(&self) -> Option<usize> {
+        self.key_max_bytes.map(|max| max as usize)
+    }
+}
+
+/// Names the worker reads from its environment, shared by the descriptions and the glue.
+pub mod env {
+    pub const BENCH_KV: &str = "BENCH_KV";
+    pub const UPSTASH_REDIS_REST_URL: &str = "UPSTASH_REDIS_REST_URL";
+    pub const UPSTASH_REDIS_REST_TOKEN: &str = "UPSTASH_REDIS_REST_TOKEN";
+    pub const DENO_KV_URL: &str = "DENO_KV_URL";
+    pub const DENO_KV_ACCESS_TOKEN: &str = "DENO_KV_ACCESS_TOKEN";
+    pub const BENCH_DO: &str = "BENCH_DO";
+    /// The Durable Object class (`#[durable_object]` in the worker; wrangler.toml's class_name).
+    pub const BENCH_DO_CLASS: &str = "BenchObject";
+    pub const BENCH_D1: &str = "BENCH_D1";
+    pub const BENCH_R2: &str = "BENCH_R2";
+    pub const REDIS_URL: &str = "REDIS_URL";
+}
+
+const fn binding(name: &'static str, kind: BindingKind) -> Binding {
+    Binding { name, kind }
+}
+
+/// The stores, in [`StoreId`] order.
+pub static STORES: [StoreSpec; 8] = [
+    StoreSpec {
+        id: StoreId::Kv,
+        name: "Cloudflare Workers KV",
+        key_namespace: "",
+        key_max_bytes: Some(512),
+        key_encoding: KeyEncoding::Bytes,
+        value_max_bytes: Some(25 << 20),
+        ttl_min_s: 60,
+        billing: Billing {
+            read: &[each("KV read")],
+            write: &[each("KV write")],
+            per_request: &[],
+            note: "storage per GB-month",
+        },
+        bindings: &[binding(env::BENCH_KV, BindingKind::KvNamespace)],
+        timed: "the binding's get (this colo's KV cache, and on a cache miss the trip to KV's \
+                storage) until the bytes are in hand; put with expirationTtl",
+        notes: &["a key may be written at most once a second (a faster write is `rate_limited`)"],
+    },
+    StoreSpec {
+        id: StoreId::Upstash,
+        name: "Upstash Redis over REST",
+        key_namespace: "",
+        key_max_bytes: None,
+        key_encoding: KeyEncoding::Bytes,
+        value_max_bytes: None,
+        ttl_min_s: 1,
+        billing: Billing {
+            read: &[each("command")],
+            write: &[each("command")],
+            per_request: &[],
+            note: "bandwidth beyond the plan's included volume, per GB (values read and written)",
+        },
+        bindings: &[
+            binding(env::UPSTASH_REDIS_REST_URL, BindingKind::VarOrSecret),
+            binding(env::UPSTASH_REDIS_REST_TOKEN, BindingKind::Secret),
+        ],
+        timed: "a fetch POST of [\"GET\", key] (DNS, TLS and connection reuse as the runtime \
+                does them) until the JSON answer is read; SET with EX the same way",
+        notes: &[],
+    },
+    StoreSpec {
+        id: StoreId::DenoKv,
+        name: "Deno KV over KV Connect",
+        key_namespace: "",
+        key_max_bytes: Some(deno_key::MAX_KEY_BYTES as u32),
+        key_encoding: KeyEncoding::DenoTuple,
+        value_max_bytes: Some(deno_key::MAX_VALUE_BYTES as u64),
+        ttl_min_s: 1,
+        billing: Billing {
+            read: &[Charge {
+                unit: "read unit",
+                count: Count::PerBytes(4096),
+            }],
+            write: &[Charge {
+                unit: "write unit",
+                count: Count::PerBytes(1024),
+            }],
+            per_request: &[],
+            note: "managed Deno KV's units; a self-hosted denokv bills nothing but its host",
+        },
+        bindings: &[
+            binding(env::DENO_KV_URL, BindingKind::VarOrSecret),
+            binding(env::DENO_KV_ACCESS_TOKEN, BindingKind::Secret),
+        ],
+        timed: "a snapshot_read (protobuf over fetch) with the cached data-path token until the \
+                answer is read; atomic_write the same way; the metadata exchange is connect_ms",
+        notes: &["Deno Deploy Classic, home of the managed Deno KV \
+             (https://api.deno.com/databases/<id>/connect), shut down on 2026-07-20: measure a \
+             self-hosted denokv (`denokv serve`, KV Connect over HTTP), or the new Deploy's KV \
+             if its external KV Connect URL works for you \
+             (https://api.deno.com/v2/databases/<id>/connect is documented inconsistently and \
+             is unverified here)"],
+    },
+    StoreSpec {
+        id: StoreId::Do,
+        name: "Durable Object with SQLite storage",
+        key_namespace: "kvbench:do:",
+        key_max_bytes: None,
+        key_encoding: KeyEncoding::Bytes,
+        value_max_bytes: Some(2_000_000),
+        ttl_min_s: 1,
+        billing: Billing {
+            read: &[
+                each("Durable Object request"),
+                Charge {
+                    unit: "SQLite row read",
+                    count: Count::OnHit(1),
+                },
+            ],
+            write: &[each("Durable Object request"), each("SQLite row written")],
+            per_request: &[],
+            note: "duration (GB-s while an object is in memory); an expired row still read is \
+                   1 row read on a miss; the alarm deleting expired rows is a request that reads \
+                   the object's rows and writes 1 per expired row; storage per GB-month",
+        },
+        bindings: &[binding(env::BENCH_DO, BindingKind::DurableObjectNamespace)],
+        timed: "the Worker-to-object hop (stub.fetch, waking or placing the object), the \
+                object's SQLite query and the value streamed back until it is in hand",
+        notes: &[
+            "do_scope=key (default): one object per key, created near where the key is first \
+             used, as a per-entity design would; do_scope=shared: one object for every key, so \
+             requests from every colo travel to it and its single thread serialises them",
+            "do_location hints where a new object is placed (it never moves an existing one)",
+            "the row (key, value BLOB, expires_at) is a WITHOUT ROWID table: 1 row written per \
+             write (2 with a rowid and its primary-key index); an alarm deletes expired rows \
+             and an object left empty deletes its storage",
+        ],
+    },
+    StoreSpec {
+        id: StoreId::D1,
+        name: "Cloudflare D1",
+        key_namespace: "kvbench:d1:",
+        key_max_bytes: None,
+        key_encoding: KeyEncoding::Bytes,
+        value_max_bytes: Some(2_000_000),
+        ttl_min_s: 1,
+        billing: Billing {
+            read: &[Charge {
+                unit: "row read",
+                count: Count::OnHit(1),
+            }],
+            write: &[each("row written")],
+            per_request: &[],
+            note: "an expired row still read is 1 row read on a miss; storage per GB-month",
+        },
+        bindings: &[binding(env::BENCH_D1, BindingKind::D1Database)],
+        timed: "one prepared statement through the binding to the database (its primary, or \
+                a replica with d1_session) until the row is in hand",
+        notes: &[
+            "table kvbench from migrations/ (wrangler d1 migrations apply); an expired row is \
+             a miss and is overwritten, so the table holds at most `keys` rows",
+            "values are bound as text (they are printable ASCII): D1 carries a BLOB parameter \
+             or result as a JSON array of numbers",
+            "d1_session=first-unconstrained|first-primary runs the read and the write in one \
+             Sessions API session (first-unconstrained lets a read replica answer)",
+        ],
+    },
+    StoreSpec {
+        id: StoreId::R2,
+        name: "Cloudflare R2",
+        key_namespace: "kvbench:r2:",
+        key_max_bytes: Some(1024),
+        key_encoding: KeyEncoding::Bytes,
+        value_max_bytes: None,
+        ttl_min_s: 1,
+        billing: Billing {
+            read: &[each("Class B operation")],
+            write: &[each("Class A operation")],
+            per_request: &[],
+            note: "storage per GB-month; no egress fee",
+        },
+        bindings: &[binding(env::BENCH_R2, BindingKind::R2Bucket)],
+        timed: "the bucket's get until the whole body is in hand (an expired object's body is \
+                not read); put of the bytes with the expiry in custom metadata",
+        notes: &[
+            "R2 has no per-object TTL: the expiry is custom metadata (expires-at-ms), an expired \
+             object is a miss and is overwritten; a lifecycle rule can delete old objects",
+        ],
+    },
+    StoreSpec {
+        id: StoreId::Cache,
+        name: "Cache API (caches.default)",
+        key_namespace: "kvbench:cache:",
+        key_max_bytes: None,
+        key_encoding: KeyEncoding::Bytes,
+        value_max_bytes: None,
+        ttl_min_s: 1,
+        billing: Billing {
+            read: &[],
+            write: &[],
+            per_request: &[],
+            note: "the Cache API is not billed per operation",
+        },
+        bindings: &[],
+        timed: "caches.default.match in this colo's cache until the body is in hand; put of a \
+                response with Cache-Control: max-age=<ttl>",
+        notes: &[
+            "the Cache API does nothing on *.workers.dev (only on a custom domain): there the \
+             worker reports cache as not_configured",
+            "entries live in one colo and may be evicted before max-age: a miss is not an error",
+        ],
+    },
+    StoreSpec {
+        id: StoreId::Redis,
+        name: "Redis over TCP (RESP)",
+        key_namespace: "kvbench:redis:",
+        key_max_bytes: None,
+        key_encoding: KeyEncoding::Bytes,
+        value_max_bytes: None,
+        ttl_min_s: 1,
+        billing: Billing {
+            read: &[each("command")],
+            write: &[each("command")],
+            per_request: &[Charge {
+                unit: "command (AUTH, when the URL has a password)",
+                count: Count::Each(1),
+            }],
+            note: "on Upstash, priced like REST commands (whether AUTH is billed is unverified); \
+                   bandwidth as for REST",
+        },
+        bindings: &[binding(env::REDIS_URL, BindingKind::Secret)],
+        timed: "one RESP command on a connection opened for this request, until the whole \
+                reply is in hand; the TCP connect, TLS handshake and AUTH are connect_ms",
+        notes: &[
+            "Workers cannot keep a socket across requests: every request connects again, and \
+             connect_ms is that cost",
+            "point REDIS_URL and UPSTASH_REDIS_REST_URL at one database to compare TCP with \
+             REST: redis keys are namespaced, so the two never read each other's values",
+        ],
+    },
+];
+
+/// The longest key namespace, so params can bound a key before looking at each store.
+pub fn max_namespace_len() -> usize {
+    STORES
+        .iter()
+        .map(|s| s.key_namespace.len())
+        .max()
+        .unwrap_or(0)
+}
+
+/// Every description as JSON (what `/` shows and a native tool can read).
+pub fn catalog() -> serde_json::Value {
+    serde_json::to_value(STORES).unwrap_or_default()
+}
+
+fn charge_text(c: &Charge) -> String {
+    match c.count {
+        Count::Each(n) => format!("{n} {}", c.unit),
+        Count::PerBytes(n) => format!("1 {} per {} (min 1)", c.unit, bytes_text(u64::from(n))),
+        Count::OnHit(n) => format!("{n} {} on a hit", c.unit),
+    }
+}
+
+fn charges_text(charges: &[Charge]) -> String {
+    if charges.is_empty() {
+        return "free".into();
+    }
+    charges
+        .iter()
+        .map(charge_text)
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
+fn bytes_text(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1024 && b % 1024 == 0 => format!("{} KiB", b >> 10),
+        b => {
+            // Thousands separators, as the README writes numbers.
+            let digits = b.to_string();
+            let mut out = String::new();
+            for (i, c) in digits.chars().enumerate() {
+                if i > 0 && (digits.len() - i) % 3 == 0 {
+                    out.push(',');
+                }
+                out.push(c);
+            }
+            format!("{out} B")
+        }
+    }
+}
+
+/// The README's store tables, rendered from [`STORES`] (a test keeps the README equal to this).
+pub fn readme_tables() -> String {
+    let mut out = String::from(
+        "| store | what | key namespace | key limit | value limit | min TTL | configured by |\n\
+         | --- | --- | --- | --- | --- | --- | --- |\n",
+    );
+    for s in &STORES {
+        let bindings = if s.bindings.is_empty() {
+            "nothing (a custom domain)".to_string()
+        } else {
+            s.bindings
+                .iter()
+                .map(|b| format!("`{}`", b.name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let key = match (s.key_max_bytes, s.key_encoding) {
+            (None, _) => "—".to_string(),
+            (Some(n), KeyEncoding::Bytes) => bytes_text(u64::from(n)),
+            (Some(n), KeyEncoding::DenoTuple) => format!("{} encoded", bytes_text(u64::from(n))),
+        };
+        let namespace = if s.key_namespace.is_empty() {
+            "none".to_string()
+        } else {
+            format!("`{}`", s.key_namespace)
+        };
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} s | {} |\n",
+            s.id.as_str(),
+            s.name,
+            namespace,
+            key,
+            s.value_max_bytes.map_or("—".into(), bytes_text),
+            s.ttl_min_s,
+            bindings,
+        ));
+    }
+    out.push_str(
+        "\n| store | one read costs | one write costs | per request | also billed | the time includes |\n\
+         | --- | --- | --- | --- | --- | --- |\n",
+    );
+    for s in &STORES {
+        let per_request = if s.billing.per_request.is_empty() {
+            "—".to_string()
+        } else {
+            charges_text(s.billing.per_request)
+        };
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} |\n",
+            s.id.as_str(),
+            charges_text(s.billing.read),
+            charges_text(s.billing.write),
+            per_request,
+            s.billing.note,
+            s.timed,
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptions_are_in_id_order_and_ids_round_trip() {
+        for (i, id) in StoreId::ALL.into_iter().enumerate() {
+            assert_eq!(STORES[i].id, id);
+            assert_eq!(id.spec().id, id);
+            assert_eq!(StoreId::parse(id.as_str()), Some(id));
+        }
+        assert_eq!(StoreId::parse("memcached"), None);
+    }
+
+    #[test]
+    fn namespaces_are_reserved_and_distinct() {
+        let mut seen = Vec::new();
+        for s in &STORES {
+            if s.key_namespace.is_empty() {
+                continue;
+            }
+            assert!(s.key_namespace.starts_with(RESERVED_PREFIX), "{:?}", s.id);
+            assert!(!seen.contains(&s.key_namespace));
+            seen.push(s.key_namespace);
+        }
+        assert_eq!(StoreId::Redis.spec().store_key("7"), "kvbench:redis:7");
+        assert_eq!(StoreId::Upstash.spec().store_key("7"), "7");
+    }
+
+    #[test]
+    fn key_lengths_follow_each_store_encoding() {
+        assert_eq!(StoreId::Kv.spec().key_len("abc"), 3);
+        assert_eq!(StoreId::R2.spec().key_len("abc"), "kvbench:r2:abc".len());
+        assert_eq!(StoreId::DenoKv.spec().key_len("abc"), 5);
+        assert_eq!(StoreId::DenoKv.spec().key_len("a\0c"), 6);
+    }
+
+    #[test]
+    fn the_catalog_is_json_with_every_store() {
+        let v = catalog();
+        let ids: Vec<&str> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            ids,
+            ["kv", "upstash", "denokv", "do", "d1", "r2", "cache", "redis"]
+        );
+        assert_eq!(v[2]["billing"]["read"][0]["count"]["per_bytes"], 4096);
+        assert_eq!(v[3]["billing"]["read"][1]["count"]["on_hit"], 1);
+        assert_eq!(v[0]["bindings"][0]["kind"], "kv_namespace");
+    }
+
+    #[test]
+    fn bytes_read_like_the_readme() {
+        assert_eq!(bytes_text(25 << 20), "25 MiB");
+        assert_eq!(bytes_text(65_536), "64 KiB");
+        assert_eq!(bytes_text(2_000_000), "2,000,000 B");
+        assert_eq!(bytes_text(512), "512 B");
+    }
+
+    /// The README's tables are rendered from the descriptions; `UPDATE_GOLDEN=1` rewrites them.
+    #[test]
+    fn readme_tables_match_the_descriptions() {
+        const BEGIN: &str = "<!-- stores:begin (generated from crates/core/src/spec.rs: UPDATE_GOLDEN=1 cargo test -p kvbench-core) -->\n";
+        const END: &str = "<!-- stores:end -->";
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+        let readme = std::fs::read_to_string(&path).expect("README.md");
+        let (Some(start), Some(end)) = (readme.find(BEGIN), readme.find(END)) else {
+            panic!("README.md lacks the {BEGIN:?} … {END:?} markers");
+        };
+        let want = readme_tables();
+        let have = &readme[start + BEGIN.len()..end];
+        if have != want {
+            if std::env::var_os("UPDATE_GOLDEN").is_some() {
+                let updated = format!("{}{want}{}", &readme[..start + BEGIN.len()], &readme[end..]);
+                std::fs::write(&path, updated).expect("write README.md");
+            } else {
+                panic!("README.md's store tables differ from spec.rs; rerun with UPDATE_GOLDEN=1\n{want}");
+            }
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! The `cache` store: `caches.default` on the worker's own origin, entries expiring by
+//! `Cache-Control: max-age`. On `*.workers.dev` the Cache API does nothing, so there the store is
+//! `not_configured` with the reason, instead of reporting fast misses of nothing.
+
+use std::cell::RefCell;
+
+use async_trait::async_trait;
+use kvbench_core::cache;
+use kvbench_core::store::{Deferred, Fetched, Options};
+use kvbench_core::{ErrorKind, Store, StoreError, Value};
+use worker::{Cache, Headers, Response};
+
+use crate::bindings::{body_len, runtime};
+
+pub struct CacheBinding {
+    cache: Cache,
+    /// The request's origin: cache keys live on it.
+    origin: String,
+    /// The write's response, built before the first span (it holds a copy of the value).
+    write: RefCell<Option<Response>>,
+}
+
+impl CacheBinding {
+    /// The default cache for a request to `url`, unless the Cache API does nothing there.
+    pub fn for_request(url: &worker::Url) -> Result<Self, StoreError> {
+        if let Some(why) = cache::unavailable(url.host_str().unwrap_or("")) {
+            return Err(StoreError::new(ErrorKind::NotConfigured, why));
+        }
+        Ok(CacheBinding {
+            cache: Cache::default(),
+            origin: url.origin().ascii_serialization(),
+            write: RefCell::new(None),
+        })
+    }
+
+    fn entry(value: &[u8], ttl_s: u32) -> Result<Response, StoreError> {
+        let headers = Headers::new();
+        headers
+            .set("Cache-Control", &cache::cache_control(ttl_s))
+            .map_err(runtime)?;
+        headers
+            .set("Content-Type", "application/octet-stream")
+            .map_err(runtime)?;
+        Ok(Response::from_bytes(value.to_vec())
+            .map_err(runtime)?
+            .with_headers(headers))
+    }
+}
+
+#[async_trait(?Send)]
+impl Store for CacheBinding {
+    async fn get(&self, key: &str, _options: &Options) -> Result<Fetched, StoreError> {
+        let url = cache::url(&self.origin, key);
+        match self.cache.get(url, false).await.map_err(runtime)? {
+            None => Ok(Fetched::Miss),
+            Some(response) => Ok(Fetched::Hit(Deferred::ready(body_len(response).await?))),
+        }
+    }
+
+    fn encode_put(&self, _key: &str, value: &Value, ttl_s: u32) -> Result<Vec<u8>, StoreError> {
+        *self.write.borrow_mut() = Some(Self::entry(value.bytes(), ttl_s)?);
+        Ok(Vec::new())
+    }
+
+    async fn put(
+        &self,
+        key: &str,
+        value: &[u8],
+        ttl_s: u32,
+        _body: Vec<u8>,
+        _options: &Options,
+    ) -> Result<(), StoreError> {
+        let prepared = self.write.borrow_mut().take();
+        let response = match prepared {
+            Some(response) => response,
+            None => Self::entry(value, ttl_s)?,
+        };
+        self.cache
+            .put(cache::url(&self.origin, key), response)
+            .await
+            .map_err(runtime)
+    }
+}

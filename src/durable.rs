@@ -1,0 +1,229 @@
+//! The `do` store on both sides of the hop: the worker's client (a stub's `fetch` per call,
+//! the object chosen by `do_scope` and placed by `do_location`) and the Durable Object itself,
+//! `BenchObject`, keeping `(key, value, expires_at)` rows in its own SQLite database. The
+//! protocol between them is `kvbench_core::durable`; the SQL is `kvbench_core::sql`.
+
+use std::cell::{Cell, RefCell};
+
+use async_trait::async_trait;
+use kvbench_core::durable::{self, Call};
+use kvbench_core::spec::env::BENCH_DO;
+use kvbench_core::sql;
+use kvbench_core::store::{Deferred, Fetched, Options};
+use kvbench_core::{Store, StoreError, Value};
+use wasm_bindgen::{JsCast, JsValue};
+use worker::durable::{ObjectNamespace, ScheduledTime, State, Stub};
+use worker::{durable_object, DurableObject, Env, Request, Response};
+
+use crate::bindings::{body_len, js_text, missing_binding, runtime};
+
+/// The worker's side: one stub `fetch` per read or write.
+pub struct DoBinding {
+    namespace: ObjectNamespace,
+    /// The write's request, built before the first span (it holds a copy of the value).
+    write: RefCell<Option<Request>>,
+}
+
+impl DoBinding {
+    pub fn from_env(env: &Env) -> Result<Self, StoreError> {
+        let namespace = env
+            .durable_object(BENCH_DO)
+            .map_err(|_| missing_binding("Durable Object namespace", BENCH_DO))?;
+        Ok(DoBinding {
+            namespace,
+            write: RefCell::new(None),
+        })
+    }
+
+    fn stub(&self, key: &str, options: &Options) -> Result<Stub, StoreError> {
+        let name = durable::object_name(options.do_scope, key);
+        match options.do_location {
+            Some(hint) => self
+                .namespace
+                .get_by_name_with_location_hint(name, hint.as_str()),
+            None => self.namespace.get_by_name(name),
+        }
+        .map_err(runtime)
+    }
+
+    fn put_request(key: &str, value: &[u8], ttl_s: u32) -> Result<Request, StoreError> {
+        let init = worker::web_sys::RequestInit::new();
+        init.set_method("PUT");
+        init.set_body(&worker::js_sys::Uint8Array::from(value));
+        worker::web_sys::Request::new_with_str_and_init(&durable::url(key, Some(ttl_s)), &init)
+            .map(Request::from)
+            .map_err(|e| runtime(js_text(&e)))
+    }
+}
+
+/// A non-success answer of the object, with its text.
+async fn failure(mut response: Response) -> StoreError {
+    let status = response.status_code();
+    let text = response.text().await.unwrap_or_default();
+    StoreError::http_status(status, &text)
+}
+
+#[async_trait(?Send)]
+impl Store for DoBinding {
+    async fn get(&self, key: &str, options: &Options) -> Result<Fetched, StoreError> {
+        let stub = self.stub(key, options)?;
+        let response = stub
+            .fetch_with_str(&durable::url(key, None))
+            .await
+            .map_err(runtime)?;
+        match response.status_code() {
+            200 => Ok(Fetched::Hit(Deferred::ready(body_len(response).await?))),
+            404 => Ok(Fetched::Miss),
+            _ => Err(failure(response).await),
+        }
+    }
+
+    fn encode_put(&self, key: &str, value: &Value, ttl_s: u32) -> Result<Vec<u8>, StoreError> {
+        *self.write.borrow_mut() = Some(Self::put_request(key, value.bytes(), ttl_s)?);
+        Ok(Vec::new())
+    }
+
+    async fn put(
+        &self,
+        key: &str,
+        value: &[u8],
+        ttl_s: u32,
+        _body: Vec<u8>,
+        options: &Options,
+    ) -> Result<(), StoreError> {
+        let prepared = self.write.borrow_mut().take();
+        let request = match prepared {
+            Some(request) => request,
+            None => Self::put_request(key, value, ttl_s)?,
+        };
+        let response = self
+            .stub(key, options)?
+            .fetch_with_request(request)
+            .await
+            .map_err(runtime)?;
+        match response.status_code() {
+            200..=299 => Ok(()),
+            _ => Err(failure(response).await),
+        }
+    }
+}
+
+/// The Durable Object: one SQLite table per object, an alarm at the next expiry.
+#[durable_object(alarm)]
+pub struct BenchObject {
+    state: State,
+    /// Whether this instance has created its table (again, after an empty object deleted its
+    /// storage).
+    table: Cell<bool>,
+}
+
+fn now_ms() -> f64 {
+    worker::js_sys::Date::now()
+}
+
+impl BenchObject {
+    fn sql(&self) -> worker::Result<worker::SqlStorage> {
+        let sql = self.state.storage().sql();
+        if !self.table.get() {
+            sql.exec(sql::CREATE, None)?;
+            self.table.set(true);
+        }
+        Ok(sql)
+    }
+
+    /// The value of `key`, if it has not expired: the body is the stored `ArrayBuffer`, handed
+    /// to the response without a copy through wasm.
+    fn read(&self, key: String) -> worker::Result<Response> {
+        let mut cursor = self
+            .sql()?
+            .exec_raw(sql::SELECT, vec![key.into(), now_ms().into()])?;
+        let Some(row) = Iterator::next(&mut cursor) else {
+            return Ok(Response::empty()?.with_status(404));
+        };
+        let value = worker::js_sys::Reflect::get(&row?, &"value".into())?;
+        let body = match value.dyn_ref::<worker::js_sys::ArrayBuffer>() {
+            Some(buffer) => worker::js_sys::Uint8Array::new(buffer),
+            None => worker::js_sys::Uint8Array::new(&value),
+        };
+        let response = worker::web_sys::Response::new_with_opt_buffer_source(Some(&body))?;
+        Ok(Response::from(response))
+    }
+
+    async fn write(&self, key: String, ttl_s: u32, req: Request) -> worker::Result<Response> {
+        let body =
+            worker::wasm_bindgen_futures::JsFuture::from(req.inner().array_buffer()?).await?;
+        let value = worker::js_sys::Uint8Array::new(&body);
+        let expires_at = sql::expires_at_ms(now_ms(), ttl_s);
+        self.sql()?.exec_raw(
+            sql::UPSERT,
+            vec![key.into(), value.into(), (expires_at as f64).into()],
+        )?;
+        // One alarm at a time, at the earliest expiry: it deletes what expired and re-arms.
+        let storage = self.state.storage();
+        let due = storage.get_alarm().await?;
+        if due.is_none_or(|due| due > expires_at) {
+            storage.set_alarm(at(expires_at)).await?;
+        }
+        Ok(Response::empty()?.with_status(204))
+    }
+
+    fn stats(&self) -> worker::Result<Response> {
+        let (next, rows) = self.next_expiry()?;
+        Response::from_json(&serde_json::json!({ "rows": rows, "next_expiry_ms": next }))
+    }
+
+    /// The next expiry (epoch ms) and the number of rows.
+    fn next_expiry(&self) -> worker::Result<(Option<i64>, u64)> {
+        let cursor = self.sql()?.exec_raw(sql::NEXT_EXPIRY, None)?;
+        let mut out = (None, 0);
+        for row in cursor {
+            let row = row?;
+            let field = |name: &str| worker::js_sys::Reflect::get(&row, &name.into());
+            out.0 = field("next")?.as_f64().map(|ms| ms as i64);
+            out.1 = field("rows")?.as_f64().unwrap_or(0.0) as u64;
+        }
+        Ok(out)
+    }
+}
+
+fn at(epoch_ms: i64) -> ScheduledTime {
+    ScheduledTime::new(worker::js_sys::Date::new(&JsValue::from(epoch_ms as f64)))
+}
+
+impl DurableObject for BenchObject {
+    fn new(state: State, _env: Env) -> Self {
+        BenchObject {
+            state,
+            table: Cell::new(false),
+        }
+    }
+
+    async fn fetch(&self, req: Request) -> worker::Result<Response> {
+        let url = req.url()?;
+        let call = match durable::parse(req.method().as_ref(), url.path(), url.query()) {
+            Ok(call) => call,
+            Err(message) => return Response::error(message, 400),
+        };
+        let answer = match call {
+            Call::Get { key } => self.read(key),
+            Call::Put { key, ttl_s } => self.write(key, ttl_s, req).await,
+            Call::Stats => self.stats(),
+        };
+        // The object's failures reach the worker as a 500 with their text (an `http` error).
+        answer.or_else(|e| Response::error(format!("Durable Object: {e}"), 500))
+    }
+
+    async fn alarm(&self) -> worker::Result<Response> {
+        self.sql()?
+            .exec_raw(sql::DELETE_EXPIRED, vec![now_ms().into()])?;
+        match self.next_expiry()? {
+            (Some(next), _) => self.state.storage().set_alarm(at(next)).await?,
+            // Nothing left: drop the object's storage entirely (an empty table still bills).
+            (None, _) => {
+                self.state.storage().delete_all().await?;
+                self.table.set(false);
+            }
+        }
+        Response::ok("")
+    }
+}

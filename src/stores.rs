@@ -1,0 +1,79 @@
+//! Every store of this deployment, built from the environment for one request: the store, or
+//! why it is not configured. Adding a store is one field here plus its glue module.
+
+use kvbench_core::{
+    DenoKvStore, MetadataCache, RedisStore, Store, StoreError, StoreId, StoreSet, UpstashStore,
+};
+use worker::Env;
+
+use crate::bindings::{deno_kv_store, upstash_store, FetchTransport, KvBinding};
+use crate::cache::CacheBinding;
+use crate::d1::D1Binding;
+use crate::durable::DoBinding;
+use crate::r2::R2Binding;
+use crate::socket::{redis_store, SocketConnector};
+
+type Entry<S> = Result<S, StoreError>;
+
+pub struct Stores<'a> {
+    kv: Entry<KvBinding>,
+    upstash: Entry<UpstashStore<FetchTransport>>,
+    denokv: Entry<DenoKvStore<'a, FetchTransport>>,
+    durable: Entry<DoBinding>,
+    d1: Entry<D1Binding>,
+    r2: Entry<R2Binding>,
+    cache: Entry<CacheBinding>,
+    redis: Entry<RedisStore<SocketConnector>>,
+}
+
+impl<'a> Stores<'a> {
+    /// The stores for a request to `url`; `deno_meta` is the isolate's KV Connect metadata.
+    pub fn from_env(env: &Env, url: &worker::Url, deno_meta: &'a MetadataCache) -> Self {
+        Stores {
+            kv: KvBinding::from_env(env),
+            upstash: upstash_store(env),
+            denokv: deno_kv_store(env, deno_meta),
+            durable: DoBinding::from_env(env),
+            d1: D1Binding::from_env(env),
+            r2: R2Binding::from_env(env),
+            cache: CacheBinding::for_request(url),
+            redis: redis_store(env),
+        }
+    }
+
+    /// The stores as the probe takes them.
+    pub fn set(&self) -> StoreSet<'_> {
+        StoreId::ALL
+            .into_iter()
+            .map(|id| (id, self.get(id)))
+            .collect()
+    }
+
+    fn get(&self, id: StoreId) -> Result<&dyn Store, StoreError> {
+        match id {
+            StoreId::Kv => entry(&self.kv),
+            StoreId::Upstash => entry(&self.upstash),
+            StoreId::DenoKv => entry(&self.denokv),
+            StoreId::Do => entry(&self.durable),
+            StoreId::D1 => entry(&self.d1),
+            StoreId::R2 => entry(&self.r2),
+            StoreId::Cache => entry(&self.cache),
+            StoreId::Redis => entry(&self.redis),
+        }
+    }
+
+    /// Releases what a request holds open (the Redis connection), after the measurement.
+    pub async fn finish(&self) {
+        if let Ok(redis) = &self.redis {
+            redis.close().await;
+        }
+    }
+}
+
+/// A store as the probe takes it: the store, or why it is not configured.
+fn entry<S: Store>(store: &Result<S, StoreError>) -> Result<&dyn Store, StoreError> {
+    store
+        .as_ref()
+        .map(|s| s as &dyn Store)
+        .map_err(Clone::clone)
+}
