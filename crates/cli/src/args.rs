@@ -240,8 +240,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 /// The worker's per-call timeout when the query does not set `timeout_ms` (its `TIMEOUT_MS`
 /// default in wrangler.toml; a deployment may change it).
 pub const WORKER_TIMEOUT_MS: u64 = 10_000;
-/// Stores the worker measures when the query names none (its `STORES` default).
-pub const WORKER_DEFAULT_STORES: usize = 3;
+/// Stores the worker measures when the query names none (its `STORES` default: every store in
+/// the descriptions).
+pub const WORKER_DEFAULT_STORES: usize = kvbench_core::spec::STORES.len();
 /// Timed calls per store at worst: setup, read, setup again (a token refresh), write.
 const CALLS_PER_STORE: u64 = 4;
 
@@ -418,7 +419,7 @@ mod tests {
     #[test]
     fn default_timeout_covers_the_workers_worst_case() {
         let t = |url: &str| worst_case_timeout(&parse_url(url).unwrap()).0.as_secs();
-        assert_eq!(t("http://w/test"), 3 * 4 * 10 + 5);
+        assert_eq!(t("http://w/test"), 8 * 4 * 10 + 5);
         assert_eq!(
             t("http://w/test?stores=kv,upstash&timeout_ms=2000"),
             2 * 4 * 2 + 5

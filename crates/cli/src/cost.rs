@@ -42,6 +42,11 @@ pub struct Price {
     pub bandwidth_per_gb: f64,
     #[serde(default)]
     pub included_gb_per_month: f64,
+    /// USD per million of each billing unit the store's description names (e.g. `"SQLite row
+    /// read"`); when set, the quantities come from the description (`kvbench_core::spec`) and
+    /// `read_per_million`/`write_per_million` are not used.
+    #[serde(default)]
+    pub units: std::collections::BTreeMap<String, f64>,
 }
 
 impl PriceTable {
@@ -143,7 +148,63 @@ fn line(store: &StoreStats, p: &Price) -> CostLine {
         monthly_gb: 0.0,
         bandwidth_usd: 0.0,
         monthly_usd: 0.0,
+        units: Vec::new(),
     }
+}
+
+/// Units of one charge per answered request, from the measured operations.
+fn charge_units(
+    count: kvbench_core::spec::Count,
+    ops: u64,
+    hits: u64,
+    exact: impl Fn(u32) -> Option<u64>,
+    bytes: &crate::hist::Hist,
+) -> f64 {
+    use kvbench_core::spec::Count;
+    match count {
+        Count::Each(n) => f64::from(n) * ops as f64,
+        Count::OnHit(n) => f64::from(n) * hits as f64,
+        Count::PerBytes(b) => units(ops, exact(b), bytes, u64::from(b)),
+    }
+}
+
+/// Billing units per answered request by unit name, as the store's description defines them:
+/// successful reads and writes, and the per-request charges (e.g. Redis `AUTH`).
+pub fn units_per_request(store_name: &str, s: &StoreStats) -> Vec<(String, f64)> {
+    let Some(spec) = kvbench_core::spec::StoreId::parse(store_name).map(|id| id.spec()) else {
+        return Vec::new();
+    };
+    let answers = s.answers.max(1) as f64;
+    let ok_reads = s.reads.saturating_sub(s.failed_reads);
+    let ok_writes = s.writes.saturating_sub(s.failed_writes);
+    let hits = s.read_hit_us.len();
+    let read_exact = |b: u32| (b == 4096).then_some(s.read_units_4k.saturating_sub(s.failed_reads));
+    let write_exact =
+        |b: u32| (b == 1024).then_some(s.write_units_1k.saturating_sub(s.failed_write_units_1k));
+    let mut out: Vec<(String, f64)> = Vec::new();
+    let mut add = |unit: &str, n: f64| match out.iter_mut().find(|(u, _)| u == unit) {
+        Some((_, total)) => *total += n / answers,
+        None => out.push((unit.to_string(), n / answers)),
+    };
+    for c in spec.billing.read {
+        add(
+            c.unit,
+            charge_units(c.count, ok_reads, hits, read_exact, &s.read_bytes),
+        );
+    }
+    for c in spec.billing.write {
+        add(
+            c.unit,
+            charge_units(c.count, ok_writes, 0, write_exact, &s.write_bytes),
+        );
+    }
+    for c in spec.billing.per_request {
+        add(
+            c.unit,
+            charge_units(c.count, s.answers, 0, |_| None, &s.read_bytes),
+        );
+    }
+    out
 }
 
 /// Projects the section's measured mix at `project_rps` (or the achieved rate).
@@ -163,10 +224,28 @@ pub fn estimate(section: &Section, prices: &PriceTable, project_rps: Option<f64>
         l.monthly_write_units = l.write_units_per_request * requests;
         l.monthly_gb = l.bytes_per_request * requests / 1e9;
         l.bandwidth_usd = (l.monthly_gb - p.included_gb_per_month).max(0.0) * p.bandwidth_per_gb;
-        l.monthly_usd = (l.monthly_read_units * p.read_per_million
-            + l.monthly_write_units * p.write_per_million)
-            / 1e6
-            + l.bandwidth_usd;
+        let operations_usd = if p.units.is_empty() {
+            (l.monthly_read_units * p.read_per_million
+                + l.monthly_write_units * p.write_per_million)
+                / 1e6
+        } else {
+            // Priced per unit of the store's description; a unit without a price is free here
+            // and listed with a null price, so a gap in the table is visible.
+            let mut usd = 0.0;
+            for (unit, per_request) in units_per_request(&p.store, store) {
+                let monthly = per_request * requests;
+                let price = p.units.get(&unit).copied();
+                usd += monthly * price.unwrap_or(0.0) / 1e6;
+                l.units.push(crate::report::UnitLine {
+                    unit,
+                    per_request,
+                    per_million: price,
+                    monthly_units: monthly,
+                });
+            }
+            usd
+        };
+        l.monthly_usd = operations_usd + l.bandwidth_usd;
         lines.push(l);
     }
     Estimate {
@@ -269,6 +348,7 @@ mod tests {
             write_unit_bytes: 0,
             bandwidth_per_gb: 0.0,
             included_gb_per_month: 0.0,
+            units: Default::default(),
         };
         assert_eq!(line(&st, &p).read_units_per_request, 2.0); // (1 + 3) / 2
     }
@@ -301,6 +381,7 @@ mod tests {
             write_unit_bytes: 0,
             bandwidth_per_gb: 0.03,
             included_gb_per_month: 200.0,
+            units: Default::default(),
         };
         let mut s = Section {
             achieved_rate: 1.0,
@@ -337,6 +418,76 @@ mod tests {
             (0.03, 200.0)
         );
         assert!(t.price.iter().all(|p| p.as_of.starts_with("20")));
+    }
+
+    #[test]
+    fn unit_prices_follow_the_store_description() {
+        // D1: one row read per hit (an absent key reads none), one row written per write.
+        let mut st = StoreStats {
+            answers: 10,
+            reads: 10,
+            writes: 4,
+            ..Default::default()
+        };
+        for _ in 0..6 {
+            st.read_hit_us.record(1000);
+        }
+        let units = units_per_request("d1", &st);
+        assert_eq!(
+            units,
+            [
+                ("row read".to_string(), 0.6),
+                ("row written".to_string(), 0.4)
+            ]
+        );
+        // Redis over TCP: a command per read and write, plus AUTH once per request.
+        let redis = units_per_request("redis", &st);
+        let total: f64 = redis.iter().map(|(_, n)| n).sum();
+        assert!((total - (1.0 + 0.4 + 1.0)).abs() < 1e-9, "{redis:?}");
+        let t = PriceTable::default_table();
+        let mut s = Section {
+            achieved_rate: 1.0,
+            ..Section::default()
+        };
+        s.stores.insert("d1".into(), st);
+        let e = estimate(&s, &t, Some(1.0));
+        let d1 = e
+            .lines
+            .iter()
+            .find(|l| l.store == "d1")
+            .expect("d1 is priced");
+        let month = SECONDS_PER_MONTH;
+        let want = (0.6 * month * 0.001 + 0.4 * month * 1.0) / 1e6;
+        assert!(
+            (d1.monthly_usd - want).abs() < 1e-9,
+            "{} vs {want}",
+            d1.monthly_usd
+        );
+        assert!(d1.units.iter().all(|u| u.per_million.is_some()));
+    }
+
+    #[test]
+    fn every_priced_unit_is_one_the_descriptions_name() {
+        for p in PriceTable::default_table().price {
+            let Some(id) = kvbench_core::spec::StoreId::parse(&p.store) else {
+                panic!("prices.toml prices an unknown store {}", p.store);
+            };
+            let b = &id.spec().billing;
+            let named: Vec<&str> = b
+                .read
+                .iter()
+                .chain(b.write)
+                .chain(b.per_request)
+                .map(|c| c.unit)
+                .collect();
+            for unit in p.units.keys() {
+                assert!(
+                    named.contains(&unit.as_str()),
+                    "{}: {unit} not in {named:?}",
+                    p.store
+                );
+            }
+        }
     }
 
     #[test]

@@ -278,6 +278,19 @@ pub struct CostLine {
     pub bandwidth_usd: f64,
     /// Operations plus bandwidth.
     pub monthly_usd: f64,
+    /// For stores priced per unit of their description: each unit's quantity and price.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub units: Vec<UnitLine>,
+}
+
+/// One billing unit of a store's description in a cost line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnitLine {
+    pub unit: String,
+    pub per_request: f64,
+    /// USD per million; `null` when the price table has none for this unit (priced at 0).
+    pub per_million: Option<f64>,
+    pub monthly_units: f64,
 }
 
 /// Percentiles of one histogram in milliseconds (`null` when it is empty), as every printer

@@ -337,6 +337,16 @@ fn cost(report: &Report, out: &mut String) {
             esc(&l.as_of),
             esc(&l.source)
         );
+        for u in &l.units {
+            let _ = write!(
+                out,
+                "<tr><td></td><td colspan=\"10\" class=\"text note\">{:.3} {} per request × {} per million</td></tr>",
+                u.per_request,
+                esc(&u.unit),
+                u.per_million
+                    .map_or("no price in the table".to_string(), |p| format!("${p}"))
+            );
+        }
     }
     out.push_str("</tbody></table>");
 }

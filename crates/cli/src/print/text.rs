@@ -213,6 +213,16 @@ pub fn render_cost(e: &Estimate, out: &mut impl Write) -> io::Result<()> {
             l.plan,
             l.as_of
         )?;
+        for u in &l.units {
+            writeln!(
+                out,
+                "         {:.3} {}/req x {} per million",
+                u.per_request,
+                u.unit,
+                u.per_million
+                    .map_or("no price in the table".to_string(), |p| format!("${p}"))
+            )?;
+        }
     }
     let failed: Vec<String> = e
         .lines
