@@ -63,6 +63,12 @@ pub fn parse_query(raw: &str) -> Result<Vec<(String, String)>, ParamError> {
                     "the parameter name is not valid UTF-8 once percent-decoded",
                 )
             })?;
+            if name.is_empty() {
+                return Err(ParamError::new(
+                    "query",
+                    "a parameter without a name (`=value`)",
+                ));
+            }
             let value = decode(value)
                 .map_err(|_| ParamError::new(&name, "not valid UTF-8 once percent-decoded"))?;
             Ok((name, value))
@@ -537,6 +543,8 @@ mod tests {
             assert_eq!(e.parameter, "key", "{bad}");
         }
         assert!(parse_query("%FF=1").is_err());
+        assert_eq!(parse_query("=1").unwrap_err().parameter, "query");
+        assert_eq!(parse_query("ttl=60&=").unwrap_err().parameter, "query");
         assert_eq!(parse_query("").unwrap(), []);
     }
 
