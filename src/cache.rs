@@ -2,8 +2,6 @@
 //! `Cache-Control: max-age`. On `*.workers.dev` the Cache API does nothing, so there the store is
 //! `not_configured` with the reason, instead of reporting fast misses of nothing.
 
-use std::cell::RefCell;
-
 use async_trait::async_trait;
 use kvbench_core::cache;
 use kvbench_core::store::{Deferred, Fetched, Options};
@@ -11,13 +9,14 @@ use kvbench_core::{ErrorKind, Store, StoreError, Value};
 use worker::{Cache, Headers, Response};
 
 use crate::bindings::{body_len, runtime};
+use crate::stores::Prepared;
 
 pub struct CacheBinding {
     cache: Cache,
     /// The request's origin: cache keys live on it.
     origin: String,
     /// The write's response, built before the first span (it holds a copy of the value).
-    write: RefCell<Option<Response>>,
+    write: Prepared<Response>,
 }
 
 impl CacheBinding {
@@ -29,7 +28,7 @@ impl CacheBinding {
         Ok(CacheBinding {
             cache: Cache::default(),
             origin: url.origin().ascii_serialization(),
-            write: RefCell::new(None),
+            write: Prepared::default(),
         })
     }
 
@@ -58,7 +57,7 @@ impl Store for CacheBinding {
     }
 
     fn encode_put(&self, _key: &str, value: &Value, ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        *self.write.borrow_mut() = Some(Self::entry(value.bytes(), ttl_s)?);
+        self.write.set(Self::entry(value.bytes(), ttl_s)?);
         Ok(Vec::new())
     }
 
@@ -70,11 +69,7 @@ impl Store for CacheBinding {
         _body: Vec<u8>,
         _options: &Options,
     ) -> Result<(), StoreError> {
-        let prepared = self.write.borrow_mut().take();
-        let response = match prepared {
-            Some(response) => response,
-            None => Self::entry(value, ttl_s)?,
-        };
+        let response = self.write.take_or(|| Self::entry(value, ttl_s))?;
         self.cache
             .put(cache::url(&self.origin, key), response)
             .await

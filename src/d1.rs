@@ -14,13 +14,14 @@ use wasm_bindgen::{JsCast, JsValue};
 use worker::{D1Database, D1DatabaseSession, D1PreparedStatement, Env};
 
 use crate::bindings::{missing_binding, runtime, JsClock};
+use crate::stores::Prepared;
 
 pub struct D1Binding {
     db: D1Database,
     /// This request's session, once its first query ran (read and write share it).
     session: RefCell<Option<std::rc::Rc<D1DatabaseSession>>>,
     /// The value as a JS string, converted before the first span.
-    value: RefCell<Option<JsValue>>,
+    value: Prepared<JsValue>,
 }
 
 impl D1Binding {
@@ -31,7 +32,7 @@ impl D1Binding {
         Ok(D1Binding {
             db,
             session: RefCell::new(None),
-            value: RefCell::new(None),
+            value: Prepared::default(),
         })
     }
 
@@ -103,7 +104,7 @@ impl Store for D1Binding {
             None => std::str::from_utf8(value.bytes())
                 .map_err(|_| StoreError::new(ErrorKind::Runtime, "value is not UTF-8 text"))?,
         };
-        *self.value.borrow_mut() = Some(JsValue::from_str(text));
+        self.value.set(JsValue::from_str(text));
         Ok(Vec::new())
     }
 
@@ -115,11 +116,9 @@ impl Store for D1Binding {
         _body: Vec<u8>,
         options: &Options,
     ) -> Result<(), StoreError> {
-        let prepared = self.value.borrow_mut().take();
-        let value = match prepared {
-            Some(value) => value,
-            None => JsValue::from_str(&String::from_utf8_lossy(value)),
-        };
+        let value = self
+            .value
+            .take_or(|| Ok::<_, StoreError>(JsValue::from_str(&String::from_utf8_lossy(value))))?;
         let expires_at = sql::expires_at_ms(kvbench_core::Clock::now_ms(&JsClock), ttl_s);
         let result = self
             .statement(sql::UPSERT, options)?

@@ -3,7 +3,7 @@
 //! `BenchObject`, keeping `(key, value, expires_at)` rows in its own SQLite database. The
 //! protocol between them is `kvbench_core::durable`; the SQL is `kvbench_core::sql`.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 
 use async_trait::async_trait;
 use kvbench_core::durable::{self, Call};
@@ -16,12 +16,13 @@ use worker::durable::{ObjectNamespace, ScheduledTime, State, Stub};
 use worker::{durable_object, DurableObject, Env, Request, Response};
 
 use crate::bindings::{body_len, js_text, missing_binding, runtime};
+use crate::stores::Prepared;
 
 /// The worker's side: one stub `fetch` per read or write.
 pub struct DoBinding {
     namespace: ObjectNamespace,
     /// The write's request, built before the first span (it holds a copy of the value).
-    write: RefCell<Option<Request>>,
+    write: Prepared<Request>,
 }
 
 impl DoBinding {
@@ -31,7 +32,7 @@ impl DoBinding {
             .map_err(|_| missing_binding("Durable Object namespace", BENCH_DO))?;
         Ok(DoBinding {
             namespace,
-            write: RefCell::new(None),
+            write: Prepared::default(),
         })
     }
 
@@ -79,7 +80,8 @@ impl Store for DoBinding {
     }
 
     fn encode_put(&self, key: &str, value: &Value, ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        *self.write.borrow_mut() = Some(Self::put_request(key, value.bytes(), ttl_s)?);
+        self.write
+            .set(Self::put_request(key, value.bytes(), ttl_s)?);
         Ok(Vec::new())
     }
 
@@ -91,11 +93,9 @@ impl Store for DoBinding {
         _body: Vec<u8>,
         options: &Options,
     ) -> Result<(), StoreError> {
-        let prepared = self.write.borrow_mut().take();
-        let request = match prepared {
-            Some(request) => request,
-            None => Self::put_request(key, value, ttl_s)?,
-        };
+        let request = self
+            .write
+            .take_or(|| Self::put_request(key, value, ttl_s))?;
         let response = self
             .stub(key, options)?
             .fetch_with_request(request)

@@ -4,8 +4,6 @@
 //! It calls the binding through `worker_sys`, the thin layer under `worker::Bucket`: the whole
 //! store is two calls, and the builder API would double its share of the bundle.
 
-use std::cell::RefCell;
-
 use async_trait::async_trait;
 use kvbench_core::spec::env::BENCH_R2;
 use kvbench_core::sql;
@@ -18,6 +16,7 @@ use worker::worker_sys::{R2Bucket, R2ObjectBody};
 use worker::Env;
 
 use crate::bindings::{js_text, missing_binding, JsClock};
+use crate::stores::Prepared;
 
 /// The custom metadata field holding an object's expiry, epoch milliseconds.
 pub const EXPIRES_AT: &str = "expires-at-ms";
@@ -25,7 +24,7 @@ pub const EXPIRES_AT: &str = "expires-at-ms";
 pub struct R2Binding {
     bucket: R2Bucket,
     /// The value as a `Uint8Array`, copied out of wasm before the first span.
-    value: RefCell<Option<Uint8Array>>,
+    value: Prepared<Uint8Array>,
 }
 
 impl R2Binding {
@@ -38,7 +37,7 @@ impl R2Binding {
             .ok_or_else(|| missing_binding("R2 bucket", BENCH_R2))?;
         Ok(R2Binding {
             bucket: binding.unchecked_into(),
-            value: RefCell::new(None),
+            value: Prepared::default(),
         })
     }
 }
@@ -82,7 +81,7 @@ impl Store for R2Binding {
     }
 
     fn encode_put(&self, _key: &str, value: &Value, _ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        *self.value.borrow_mut() = Some(Uint8Array::from(value.bytes()));
+        self.value.set(Uint8Array::from(value.bytes()));
         Ok(Vec::new())
     }
 
@@ -94,8 +93,9 @@ impl Store for R2Binding {
         _body: Vec<u8>,
         _options: &Options,
     ) -> Result<(), StoreError> {
-        let prepared = self.value.borrow_mut().take();
-        let value = prepared.unwrap_or_else(|| Uint8Array::from(value));
+        let value = self
+            .value
+            .take_or(|| Ok::<_, StoreError>(Uint8Array::from(value)))?;
         let expires_at = sql::expires_at_ms(JsClock.now_ms(), ttl_s).to_string();
         let metadata = Object::new();
         let options = Object::new();

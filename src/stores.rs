@@ -15,6 +15,32 @@ use crate::socket::{redis_store, SocketConnector};
 
 type Entry<S> = Result<S, StoreError>;
 
+/// A binding's write prepared before the request's first timed span (`Store::encode_put`): the
+/// JS object the call takes, built while no span is open, then taken by `put`. When `put` runs
+/// without it (a store used outside the probe), it is built then.
+pub struct Prepared<T>(std::cell::RefCell<Option<T>>);
+
+impl<T> Default for Prepared<T> {
+    fn default() -> Self {
+        Prepared(std::cell::RefCell::new(None))
+    }
+}
+
+impl<T> Prepared<T> {
+    pub fn set(&self, value: T) {
+        *self.0.borrow_mut() = Some(value);
+    }
+
+    /// The prepared value, or `build()`'s.
+    pub fn take_or<E>(&self, build: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+        let prepared = self.0.borrow_mut().take();
+        match prepared {
+            Some(value) => Ok(value),
+            None => build(),
+        }
+    }
+}
+
 pub struct Stores<'a> {
     kv: Entry<KvBinding>,
     upstash: Entry<UpstashStore<FetchTransport>>,
