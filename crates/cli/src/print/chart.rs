@@ -153,32 +153,32 @@ fn timeline_series(report: &Report, hits_only: bool) -> (f64, Vec<Series>) {
     (width_s, series)
 }
 
-/// One percentile over time, every series a line on the same axes.
-fn timeline_panel(
-    area: &Area<'_>,
-    title: &str,
-    q: f64,
-    width_s: f64,
-    series: &[Series],
-    others: &[&str],
-) -> Fallible {
-    let points = |s: &Series| -> Vec<(f64, f64)> {
-        s.bins
-            .iter()
-            .enumerate()
-            .filter(|(_, h)| !h.is_empty())
-            .map(|(i, h)| ((i as f64 + 0.5) * width_s, ms(h.quantile(q))))
-            .collect()
-    };
-    let lines: Vec<(&Series, Vec<(f64, f64)>)> = series.iter().map(|s| (s, points(s))).collect();
-    if lines.iter().all(|(_, p)| p.is_empty()) {
+/// One line of a timeline panel: its legend name, colour and stroke, and its points.
+struct Line {
+    name: String,
+    color: RGBColor,
+    stroke: u32,
+    points: Vec<(f64, f64)>,
+}
+
+/// The points of one series at quantile `q`, one per non-empty bin.
+fn points(s: &Series, q: f64, width_s: f64) -> Vec<(f64, f64)> {
+    s.bins
+        .iter()
+        .enumerate()
+        .filter(|(_, h)| !h.is_empty())
+        .map(|(i, h)| ((i as f64 + 0.5) * width_s, ms(h.quantile(q))))
+        .collect()
+}
+
+/// Lines over time on shared axes, with the legend in a band of its own.
+fn timeline_panel(area: &Area<'_>, title: &str, x_max: f64, lines: &[Line]) -> Fallible {
+    if lines.iter().all(|l| l.points.is_empty()) {
         return no_data(area, title);
     }
-    let n_bins = series.first().map_or(1, |s| s.bins.len()).max(1);
-    let x_max = n_bins as f64 * width_s;
     let y_max = lines
         .iter()
-        .flat_map(|(_, p)| p.iter().map(|(_, y)| *y))
+        .flat_map(|l| l.points.iter().map(|(_, y)| *y))
         .fold(0.0, f64::max)
         .max(0.001)
         * 1.1;
@@ -198,24 +198,17 @@ fn timeline_panel(
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 14))
         .draw()?;
-    for (s, pts) in lines {
-        if pts.is_empty() {
-            continue;
-        }
-        let c = color(&s.name, others);
-        let style = if s.name == E2E {
-            c.stroke_width(1)
-        } else {
-            c.stroke_width(2)
-        };
+    for l in lines.iter().filter(|l| !l.points.is_empty()) {
+        let style = l.color.stroke_width(l.stroke);
         // A single bin is a point, not a line: mark every point so short runs still show.
-        chart.draw_series(LineSeries::new(pts.clone(), style))?;
-        chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 2, c.filled())))?;
+        chart.draw_series(LineSeries::new(l.points.clone(), style))?;
+        chart.draw_series(
+            l.points
+                .iter()
+                .map(|p| Circle::new(*p, 2, l.color.filled())),
+        )?;
     }
-    let items: Vec<(&str, RGBColor)> = series
-        .iter()
-        .map(|s| (s.name.as_str(), color(&s.name, others)))
-        .collect();
+    let items: Vec<(&str, RGBColor)> = lines.iter().map(|l| (l.name.as_str(), l.color)).collect();
     legend_row(&band, &items)?;
     Ok(())
 }
@@ -246,21 +239,53 @@ fn legend_row(area: &Area<'_>, items: &[(&str, RGBColor)]) -> Fallible {
 fn draw_timeline(report: &Report, hits_only: bool, svg: &mut String) -> Fallible {
     let others = unknown_stores(report);
     let (width_s, series) = timeline_series(report, hits_only);
-    let root = SVGBackend::with_string(svg, (WIDTH, PANEL_HEIGHT * 3)).into_drawing_area();
+    let x_max = (series.first().map_or(1, |s| s.bins.len()).max(1)) as f64 * width_s;
+    let root = SVGBackend::with_string(svg, (WIDTH, PANEL_HEIGHT * 4)).into_drawing_area();
     root.fill(&WHITE)?;
-    let areas = root.split_evenly((3, 1));
+    let areas = root.split_evenly((4, 1));
     let what = if hits_only {
         "reads that hit"
     } else {
         "all reads"
     };
+    let per = fmt_s(width_s);
+    // One panel per percentile with every store on the same axes; end-to-end (network, worker
+    // and queueing) gets a panel of its own, so its larger scale does not flatten the stores.
+    let (stores, e2e): (Vec<&Series>, Vec<&Series>) = series.iter().partition(|s| s.name != E2E);
     for (area, (q, name)) in areas.iter().zip(TIMELINE_QUANTILES) {
-        let title = format!(
-            "{name} read latency, {what} (worker-timed), per {} s; end-to-end in grey",
-            fmt_s(width_s)
-        );
-        timeline_panel(area, &title, q, width_s, &series, &others)?;
+        let lines: Vec<Line> = stores
+            .iter()
+            .map(|s| Line {
+                name: s.name.clone(),
+                color: color(&s.name, &others),
+                stroke: 2,
+                points: points(s, q, width_s),
+            })
+            .collect();
+        let title = format!("{name} read latency, {what} (worker-timed), per {per} s");
+        timeline_panel(area, &title, x_max, &lines)?;
     }
+    const GREYS: [RGBColor; 3] = [
+        RGBColor(190, 190, 190),
+        RGBColor(130, 130, 130),
+        RGBColor(40, 40, 40),
+    ];
+    let lines: Vec<Line> = e2e
+        .iter()
+        .flat_map(|s| {
+            TIMELINE_QUANTILES
+                .iter()
+                .zip(GREYS)
+                .map(move |((q, name), grey)| Line {
+                    name: format!("{E2E} {name}"),
+                    color: grey,
+                    stroke: 2,
+                    points: points(s, *q, width_s),
+                })
+        })
+        .collect();
+    let title = format!("end-to-end latency (the load generator's), per {per} s");
+    timeline_panel(&areas[3], &title, x_max, &lines)?;
     root.present()?;
     Ok(())
 }
@@ -420,7 +445,7 @@ pub fn render_all(report: &Report) -> anyhow::Result<Vec<Chart>> {
     let charts: [(&'static str, &'static str, Draw); 3] = [
         (
             "timeline.svg",
-            "Read latency over time, all reads: p50, p90, p99, every store on the same axes",
+            "Read latency over time, all reads: p50, p90, p99, every store on the same axes; end-to-end in its own panel",
             |r, s| draw_timeline(r, false, s),
         ),
         (

@@ -12,14 +12,15 @@ use crate::report::{Quantiles, Report, Summary};
 
 const CSS: &str = r#"
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222;margin:0;background:#fafafa}
-main{max-width:1060px;margin:0 auto;padding:24px}
+main{max-width:1240px;margin:0 auto;padding:24px}
 h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:32px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
 p.lead{color:#555;margin:0 0 16px}
-table{border-collapse:collapse;background:#fff;margin:8px 0;font-variant-numeric:tabular-nums}
-th,td{border:1px solid #ddd;padding:4px 8px;text-align:right;white-space:nowrap}
+table{border-collapse:collapse;background:#fff;margin:8px 0;font-variant-numeric:tabular-nums;display:block;overflow-x:auto;max-width:100%}
+th,td{border:1px solid #ddd;padding:4px 6px;text-align:right;white-space:nowrap}
 th:first-child,td:first-child,th.text{text-align:left}
 thead th{background:#f0f0f0}
 td.text{text-align:left;white-space:normal}
+td.plan{min-width:14em}
 .swatch{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:6px;vertical-align:-1px}
 .legend span{margin-right:16px}
 figure{margin:16px 0;background:#fff;border:1px solid #ddd;padding:8px}
@@ -315,36 +316,48 @@ fn cost(report: &Report, out: &mut String) {
     );
     out.push_str(
         "<table id=\"cost\"><thead><tr><th>store</th><th>read units/req</th><th>write units/req</th>\
-         <th>failed ops/req</th><th>$/M read</th><th>$/M write</th><th>GB/month</th><th>bandwidth $</th><th>$/month</th><th class=\"text\">plan</th><th class=\"text\">prices as of</th></tr></thead><tbody>",
+         <th>failed ops/req</th><th>$/M read</th><th>$/M write</th><th>GB/month</th><th>bandwidth $</th><th>$/month</th><th class=\"text\">plan (prices as of; hover for the source)</th></tr></thead><tbody>",
     );
     for l in &e.lines {
+        // Stores priced per unit of their description list those units below their line.
+        let per_million = |p: f64| {
+            if l.units.is_empty() {
+                format!("{p:.2}")
+            } else {
+                "per unit ↓".to_string()
+            }
+        };
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{:.3}</td><td>{:.3}</td><td>{:.4}</td><td>{:.2}</td><td>{:.2}</td><td>{:.1}</td><td>{:.2}</td><td data-row=\"cost {} {}\" data-col=\"monthly_usd\" data-value=\"{}\">{:.2}</td><td class=\"text\">{}</td><td class=\"text\">{}<br><span class=\"note\">{}</span></td></tr>",
+            "<tr><td>{}</td><td>{:.3}</td><td>{:.3}</td><td>{:.4}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.2}</td><td data-row=\"cost {} {}\" data-col=\"monthly_usd\" data-value=\"{}\">{:.2}</td><td class=\"text plan\" title=\"{}\">{} <span class=\"note\">({})</span></td></tr>",
             swatch(&l.store, report),
             l.read_units_per_request,
             l.write_units_per_request,
             l.failed_reads_per_request + l.failed_writes_per_request,
-            l.read_per_million,
-            l.write_per_million,
+            per_million(l.read_per_million),
+            per_million(l.write_per_million),
             l.monthly_gb,
             l.bandwidth_usd,
             esc(&l.store),
             esc(&l.plan),
             l.monthly_usd,
             l.monthly_usd,
+            esc(&l.source),
             esc(&l.plan),
-            esc(&l.as_of),
-            esc(&l.source)
+            esc(&l.as_of)
         );
         for u in &l.units {
+            let price = u
+                .per_million
+                .map_or("not in the price table (priced at 0)".to_string(), |p| {
+                    format!("× ${p} per million")
+                });
             let _ = write!(
                 out,
-                "<tr><td></td><td colspan=\"10\" class=\"text note\">{:.3} {} per request × {} per million</td></tr>",
+                "<tr><td></td><td colspan=\"9\" class=\"text note\">{:.3} {} per request {}</td></tr>",
                 u.per_request,
                 esc(&u.unit),
-                u.per_million
-                    .map_or("no price in the table".to_string(), |p| format!("${p}"))
+                price
             );
         }
     }

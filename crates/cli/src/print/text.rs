@@ -216,11 +216,13 @@ pub fn render_cost(e: &Estimate, out: &mut impl Write) -> io::Result<()> {
         for u in &l.units {
             writeln!(
                 out,
-                "         {:.3} {}/req x {} per million",
+                "         {:.3} {}/req {}",
                 u.per_request,
                 u.unit,
-                u.per_million
-                    .map_or("no price in the table".to_string(), |p| format!("${p}"))
+                u.per_million.map_or(
+                    "(not in the price table: priced at 0)".to_string(),
+                    |p| format!("x ${p} per million")
+                )
             )?;
         }
     }
