@@ -1020,7 +1020,7 @@ type RedisCase = (&'static str, fn(&mut MockRedis), &'static str, &'static str);
 
 #[test]
 fn redis_failures_are_classified() {
-    let cases: [RedisCase; 7] = [
+    let cases: [RedisCase; 8] = [
         (
             "wrong password",
             |r| r.password = Some("other".into()),
@@ -1051,6 +1051,13 @@ fn redis_failures_are_classified() {
         (
             "not RESP",
             |r| *r.reply.borrow_mut() = Some(b"*1\r\n".to_vec()),
+            "decode",
+            "read",
+        ),
+        (
+            // Once a panic that ended the isolate (a lossy-UTF-8 split inside a character).
+            "a first byte above ASCII",
+            |r| *r.reply.borrow_mut() = Some(b"\xff\r\n".to_vec()),
             "decode",
             "read",
         ),

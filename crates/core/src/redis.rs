@@ -178,12 +178,13 @@ impl<T: Connection> Conn<T> {
         Ok(())
     }
 
-    /// The next line, without its CRLF.
-    async fn line(&mut self) -> Result<String, StoreError> {
+    /// The next line, without its CRLF, as bytes: a server may send anything, and only the
+    /// text of a status or error is ever shown (lossily).
+    async fn line(&mut self) -> Result<Vec<u8>, StoreError> {
         loop {
             let pending = &self.buf[self.start..self.end];
             if let Some(i) = pending.windows(2).position(|w| w == b"\r\n") {
-                let line = String::from_utf8_lossy(&pending[..i]).into_owned();
+                let line = pending[..i].to_vec();
                 self.start += i + 2;
                 return Ok(line);
             }
@@ -210,28 +211,40 @@ impl<T: Connection> Conn<T> {
 
     async fn reply(&mut self) -> Result<Reply, StoreError> {
         let line = self.line().await?;
-        let (kind, rest) = line.split_at(line.len().min(1));
-        match kind {
-            "+" => Ok(Reply::Simple(rest.to_string())),
-            "-" => Ok(Reply::Error(rest.to_string())),
-            ":" => rest
-                .parse()
-                .map(Reply::Integer)
-                .map_err(|_| protocol("a malformed integer reply")),
-            "$" if rest == "-1" => Ok(Reply::Bulk(None)),
-            "$" => {
-                let len: u64 = rest
-                    .parse()
+        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+        // Numbers are ASCII digits; anything else (a sign Rust's parser would take, a byte
+        // that is not UTF-8) is malformed.
+        let number = |bytes: &[u8], what: &str| {
+            std::str::from_utf8(bytes)
+                .ok()
+                .filter(|s| !s.starts_with('+'))
+                .and_then(|s| s.parse::<i64>().ok())
+                .ok_or_else(|| protocol(format!("a malformed {what}")))
+        };
+        match line.split_first() {
+            Some((b'+', rest)) => Ok(Reply::Simple(text(rest))),
+            Some((b'-', rest)) => Ok(Reply::Error(text(rest))),
+            Some((b':', rest)) => number(rest, "integer reply").map(Reply::Integer),
+            Some((b'$', b"-1")) => Ok(Reply::Bulk(None)),
+            Some((b'$', rest)) => {
+                let len = u64::try_from(number(rest, "bulk length")?)
                     .map_err(|_| protocol("a malformed bulk length"))?;
                 self.skip(len).await?;
-                match self.line().await?.as_str() {
-                    "" => Ok(Reply::Bulk(Some(len))),
+                match self.line().await?.as_slice() {
+                    b"" => Ok(Reply::Bulk(Some(len))),
                     _ => Err(protocol("a bulk string longer than its length")),
                 }
             }
             _ => Err(protocol(format!(
                 "an unexpected reply {}",
-                quote(&line.chars().take(40).collect::<String>())
+                quote(
+                    &line
+                        .iter()
+                        .take(40)
+                        .flat_map(|b| b.escape_ascii())
+                        .map(char::from)
+                        .collect::<String>()
+                )
             ))),
         }
     }
@@ -409,8 +422,8 @@ mod tests {
         );
     }
 
-    /// Answers with scripted bytes, a few at a time.
-    struct Scripted(VecDeque<u8>);
+    /// Answers with scripted bytes, a few at a time, then closes.
+    pub(super) struct Scripted(pub(super) VecDeque<u8>);
 
     #[async_trait(?Send)]
     impl Connection for Scripted {
@@ -427,7 +440,8 @@ mod tests {
         async fn close(&mut self) {}
     }
 
-    fn replies(bytes: &[u8]) -> Vec<Result<Reply, StoreError>> {
+    /// Every reply in `bytes` up to the first error (the reader stops there, as the store does).
+    pub(super) fn replies(bytes: &[u8]) -> Vec<Result<Reply, StoreError>> {
         let mut conn = Conn::new(Scripted(bytes.iter().copied().collect()));
         let mut out = Vec::new();
         futures::executor::block_on(async {
@@ -458,6 +472,159 @@ mod tests {
         for bad in ["*1\r\n", "$abc\r\n", "$2\r\nabc\r\n", ":x\r\n"] {
             let r = replies(bad.as_bytes());
             assert_eq!(r[0].as_ref().unwrap_err().kind, ErrorKind::Decode, "{bad}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod hostile_replies {
+    //! Whatever a server (or something posing as one) sends, the reader answers with a reply or
+    //! an error of the store, never a panic: a panic in the worker ends the isolate and every
+    //! request in flight in it.
+    use super::*;
+    use proptest::prelude::*;
+
+    use super::tests::{replies, Scripted};
+
+    /// A connector whose one connection answers every command with the scripted bytes.
+    struct Answers(Vec<u8>);
+
+    #[async_trait(?Send)]
+    impl Connector for Answers {
+        type Conn = Scripted;
+        async fn connect(&self, _: &str, _: u16, _: bool) -> Result<Scripted, StoreError> {
+            Ok(Scripted(self.0.iter().copied().collect()))
+        }
+    }
+
+    #[test]
+    fn a_first_byte_above_ascii_is_a_decode_error() {
+        for bad in [
+            &b"\xff\r\n"[..],
+            "érror\r\n".as_bytes(),
+            b"\x80\r\n",
+            b"\xc3\r\n",
+        ] {
+            let r = replies(bad);
+            assert_eq!(r.len(), 1);
+            let e = r[0].as_ref().unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Decode, "{bad:?}: {e:?}");
+        }
+        // Non-UTF-8 after a valid type byte is the server's text, shown lossily.
+        assert_eq!(
+            replies(b"-ERR \xff\r\n")[0],
+            Ok(Reply::Error("ERR \u{FFFD}".into()))
+        );
+        assert_eq!(
+            replies(b":\xff1\r\n")[0].as_ref().unwrap_err().kind,
+            ErrorKind::Decode
+        );
+    }
+
+    /// The reply to AUTH, SELECT and GET alike: a garbled first byte fails the store's call.
+    #[test]
+    fn a_garbled_reply_to_auth_select_or_get_fails_that_call() {
+        use futures::executor::block_on as block;
+        for reply in [&b"\xff\r\n"[..], "érror\r\n".as_bytes()] {
+            let answers = || Answers(reply.to_vec());
+            let auth = RedisStore::new(RedisUrl::parse("redis://:pw@h").unwrap(), answers());
+            assert_eq!(block(auth.connect()).unwrap_err().kind, ErrorKind::Decode);
+            let select = RedisStore::new(RedisUrl::parse("redis://h/2").unwrap(), answers());
+            assert_eq!(block(select.connect()).unwrap_err().kind, ErrorKind::Decode);
+            let get = RedisStore::new(RedisUrl::parse("redis://h").unwrap(), answers());
+            assert_eq!(block(get.connect()), Ok(true));
+            let e = block(get.get("k", &Options::default())).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Decode);
+        }
+    }
+
+    /// Pieces RESP is made of, so random streams reach the parser's deeper branches.
+    fn resp_ish() -> impl Strategy<Value = Vec<u8>> {
+        let piece = prop_oneof![
+            Just(b"+".to_vec()),
+            Just(b"-".to_vec()),
+            Just(b":".to_vec()),
+            Just(b"$".to_vec()),
+            Just(b"*".to_vec()),
+            Just(b"\r\n".to_vec()),
+            Just(b"-1".to_vec()),
+            Just(b"\xff".to_vec()),
+            Just("é".as_bytes().to_vec()),
+            (0u64..20).prop_map(|n| n.to_string().into_bytes()),
+            any::<u64>().prop_map(|n| n.to_string().into_bytes()),
+            prop::collection::vec(any::<u8>(), 0..8),
+        ];
+        prop::collection::vec(piece, 0..40).prop_map(|p| p.concat())
+    }
+
+    /// A well-formed reply and its wire form.
+    fn reply() -> impl Strategy<Value = (Reply, Vec<u8>)> {
+        let text = "[ -~&&[^\r\n]]{0,20}";
+        prop_oneof![
+            text.prop_map(|s| (Reply::Simple(s.clone()), format!("+{s}\r\n").into_bytes())),
+            text.prop_map(|s| (Reply::Error(s.clone()), format!("-{s}\r\n").into_bytes())),
+            any::<i64>().prop_map(|i| (Reply::Integer(i), format!(":{i}\r\n").into_bytes())),
+            Just((Reply::Bulk(None), b"$-1\r\n".to_vec())),
+            prop::collection::vec(any::<u8>(), 0..300).prop_map(|v| {
+                let mut wire = format!("${}\r\n", v.len()).into_bytes();
+                wire.extend_from_slice(&v);
+                wire.extend_from_slice(b"\r\n");
+                (Reply::Bulk(Some(v.len() as u64)), wire)
+            }),
+        ]
+    }
+
+    fn only_store_errors(r: &[Result<Reply, StoreError>]) -> Result<(), TestCaseError> {
+        for e in r.iter().filter_map(|r| r.as_ref().err()) {
+            prop_assert!(
+                matches!(e.kind, ErrorKind::Decode | ErrorKind::Runtime),
+                "{e:?}"
+            );
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 2000,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
+            only_store_errors(&replies(&bytes))?;
+        }
+
+        #[test]
+        fn resp_like_streams_never_panic(bytes in resp_ish()) {
+            only_store_errors(&replies(&bytes))?;
+        }
+
+        /// A complete line whose type byte is none of RESP's is a decode error, whatever follows.
+        #[test]
+        fn an_unknown_type_byte_is_a_decode_error(
+            first in any::<u8>().prop_filter("not a type byte", |b| !b"+-:$".contains(b)),
+            rest in prop::collection::vec(any::<u8>(), 0..50),
+        ) {
+            let mut line = vec![first];
+            line.extend_from_slice(&rest);
+            line.extend_from_slice(b"\r\n");
+            let r = replies(&line);
+            prop_assert_eq!(r.len(), 1);
+            prop_assert_eq!(r[0].as_ref().unwrap_err().kind, ErrorKind::Decode);
+        }
+
+        /// Well-formed replies read back as themselves, then the closed connection.
+        #[test]
+        fn well_formed_replies_round_trip(rs in prop::collection::vec(reply(), 0..10)) {
+            let wire: Vec<u8> = rs.iter().flat_map(|(_, w)| w.clone()).collect();
+            let got = replies(&wire);
+            prop_assert_eq!(got.len(), rs.len() + 1);
+            for ((want, _), got) in rs.iter().zip(&got) {
+                prop_assert_eq!(got.as_ref().unwrap(), want);
+            }
+            prop_assert_eq!(got[rs.len()].as_ref().unwrap_err().kind, ErrorKind::Runtime);
         }
     }
 }

@@ -526,4 +526,62 @@ mod tests {
         assert_eq!(Encoding::from_header(Some(b"utf8")), Encoding::Utf8);
         assert_eq!(Encoding::from_header(None), Encoding::Utf8);
     }
+
+    /// Whatever bytes arrive where a reply should be, the reader answers or fails with a
+    /// [`ReadError`]; it never panics (a panic would end the request's task with no answer).
+    mod arbitrary_bytes {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn pieces() -> impl Strategy<Value = Vec<u8>> {
+            let piece = prop_oneof![
+                Just(b"+".to_vec()),
+                Just(b"-".to_vec()),
+                Just(b":".to_vec()),
+                Just(b"$".to_vec()),
+                Just(b"*".to_vec()),
+                Just(b"\r\n".to_vec()),
+                Just(b"\n".to_vec()),
+                Just(b"-1".to_vec()),
+                Just(b"\xff".to_vec()),
+                (0u64..20).prop_map(|n| n.to_string().into_bytes()),
+                any::<i64>().prop_map(|n| n.to_string().into_bytes()),
+                prop::collection::vec(any::<u8>(), 0..8),
+            ];
+            prop::collection::vec(piece, 0..40).prop_map(|p| p.concat())
+        }
+
+        fn read_all(wire: &[u8], limit: usize) {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                for encoding in [Encoding::Utf8, Encoding::Base64] {
+                    let mut r = wire;
+                    let mut budget = Budget::new(limit);
+                    while read_reply(&mut r, encoding, &mut budget).await.is_ok() {}
+                    let mut r = wire;
+                    let _ = read_exec_reply(&mut r, encoding, &mut Budget::new(limit)).await;
+                }
+            });
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig {
+                cases: 1000,
+                failure_persistence: None,
+                ..ProptestConfig::default()
+            })]
+
+            #[test]
+            fn any_bytes(wire in prop::collection::vec(any::<u8>(), 0..200), limit in 0usize..4096) {
+                read_all(&wire, limit);
+            }
+
+            #[test]
+            fn resp_like_bytes(wire in pieces(), limit in 0usize..4096) {
+                read_all(&wire, limit);
+            }
+        }
+    }
 }
