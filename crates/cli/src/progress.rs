@@ -8,6 +8,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::collect::Snapshot;
 use crate::hist::fmt_ms;
+use crate::print::text::tty;
 
 pub struct Progress {
     bar: Option<ProgressBar>,
@@ -35,7 +36,8 @@ pub fn status_line(
     );
     for (store, p50, p99) in &snap.stores {
         line.push_str(&format!(
-            " | {store} p50 {} p99 {} ms",
+            " | {} p50 {} p99 {} ms",
+            tty(store),
             fmt_ms(*p50),
             fmt_ms(*p99)
         ));
@@ -110,6 +112,16 @@ impl Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn store_names_from_answers_reach_the_terminal_escaped() {
+        let snap = Snapshot {
+            stores: vec![("kv\x1b[2J".into(), 1500, 9000)],
+            ..Snapshot::default()
+        };
+        let line = status_line(&snap, 0, Duration::from_secs(1), Duration::from_secs(1));
+        assert!(line.contains(r"kv\u{1b}[2J p50"), "{line}");
+    }
 
     #[test]
     fn status_line_shows_every_figure() {

@@ -53,3 +53,63 @@ fn terminal_report_matches_golden() {
     render(&golden_report(), &mut out).unwrap();
     check("report.txt", &String::from_utf8(out).unwrap());
 }
+
+/// Store, colo, label, URL and error strings come from answers, k6 files and flags: none of
+/// their control characters may reach the terminal (`\x1b[2J` clears it, `\x1b]0;…\x07`
+/// retitles it). They are shown escaped, so the report still says what arrived.
+#[test]
+fn terminal_report_escapes_control_characters() {
+    const HOSTILE: &str = "x\x1b[2J\x1b]0;owned\x07\r\u{9b}\u{202e}";
+    let mut r = golden_report();
+    let section = r.total.clone();
+    r.labels.insert(format!("label{HOSTILE}"), section.clone());
+    r.labels.insert("plain".into(), section);
+    let colo = r.colos.values().next().unwrap().clone();
+    r.colos.insert(format!("colo{HOSTILE}"), colo);
+    let store = r.total.stores.values().next().unwrap().clone();
+    let mut store = store;
+    store.errors.insert(format!("kind{HOSTILE}/read"), 1);
+    r.total.stores.insert(format!("store{HOSTILE}"), store);
+    r.total.failures.insert(format!("failure{HOSTILE}"), 1);
+    r.total.failure_examples.insert(
+        format!("failure{HOSTILE}"),
+        vec![format!("example{HOSTILE}")],
+    );
+    r.runs[0].label = format!("run{HOSTILE}");
+    r.runs[0].url = format!("http://h/{HOSTILE}");
+    r.runs[0].started_at = format!("when{HOSTILE}");
+    r.runs[0].engine = format!("engine{HOSTILE}");
+    r.runs[0].import = Some(kvbench::report::ImportInfo {
+        files: vec![format!("file{HOSTILE}")],
+        ..Default::default()
+    });
+    r.cost = Some(estimate(&r.total, &PriceTable::default_table(), None));
+    let mut out = Vec::new();
+    render(&r, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let raw: Vec<(usize, char)> = text
+        .char_indices()
+        .filter(|(_, c)| (c.is_control() && *c != '\n') || ('\u{202a}'..='\u{202e}').contains(c))
+        .collect();
+    assert!(raw.is_empty(), "raw control characters {raw:?} in\n{text}");
+    for what in [
+        "label",
+        "colo",
+        "store",
+        "kind",
+        "failure",
+        "example",
+        "run",
+        "http://h/",
+        "when",
+        "engine",
+        "file",
+    ] {
+        assert!(
+            text.contains(&format!(
+                r"{what}x\u{{1b}}[2J\u{{1b}}]0;owned\u{{7}}\r\u{{9b}}\u{{202e}}"
+            )),
+            "{what} not shown escaped in\n{text}"
+        );
+    }
+}

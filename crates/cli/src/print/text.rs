@@ -1,10 +1,34 @@
 //! The terminal report: a pure function of the report over `impl Write`, showing the derived
 //! [`Summary`] so the terminal, `report.html` and `report.json` agree to the digit.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use crate::hist::fmt_ms;
 use crate::report::{Estimate, Quantiles, Report, Summary};
+
+/// A string from the data (store, colo, label, URL, error text) as the terminal may show it:
+/// control characters (C0 with tab, CR and LF, DEL, C1 with CSI `\u{9b}`) and bidirectional
+/// overrides are written as Rust escapes (`\u{1b}`), so a label cannot clear or retitle the
+/// terminal, forge a line or reorder one. HTML and SVG escape for their own syntax instead.
+pub fn tty(text: &str) -> Cow<'_, str> {
+    fn unsafe_char(c: char) -> bool {
+        c.is_control()
+            || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    }
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
 
 /// A millisecond figure as every printer shows it: two decimals, `-` when there is none.
 pub fn ms_cell(ms: Option<f64>) -> String {
@@ -46,7 +70,7 @@ pub fn latency_origin(report: &Report) -> &'static str {
 pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
     let summary = Summary::of(report);
     let t = &report.total;
-    let labels: Vec<&str> = report.labels.keys().map(String::as_str).collect();
+    let labels: Vec<Cow<str>> = report.labels.keys().map(|l| tty(l)).collect();
     writeln!(
         out,
         "kvbench report ({} run(s); labels: {})",
@@ -57,16 +81,16 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
         writeln!(
             out,
             "  run {:<12} {} started {}: {:.1} req/s requested for {}, sent for {:.1} s{}{}",
-            r.label,
-            r.url,
-            r.started_at,
+            tty(&r.label),
+            tty(&r.url),
+            tty(&r.started_at),
             r.requested_rate,
             humantime::format_duration(std::time::Duration::from_secs_f64(r.planned_duration_s)),
             r.send_window_s,
             if r.engine == "kvbench" {
                 String::new()
             } else {
-                format!(" (engine {})", r.engine)
+                format!(" (engine {})", tty(&r.engine))
             },
             if r.interrupted {
                 " (INTERRUPTED: partial report)"
@@ -88,7 +112,7 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
                 out,
                 "      imported {} line(s) from {}; malformed lines {}, incomplete requests {}{}",
                 i.lines,
-                i.files.join(", "),
+                tty(&i.files.join(", ")),
                 i.malformed_lines,
                 i.incomplete_requests,
                 if i.truncated { " (file cut short)" } else { "" }
@@ -117,7 +141,7 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
         writeln!(
             out,
             "{:<22} {:>8} {} {:>7}",
-            row.name,
+            tty(&row.name),
             row.quantiles.count,
             quantile_cells(&row.quantiles),
             row.errors.map(|e| e.to_string()).unwrap_or_default()
@@ -129,6 +153,7 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
         writeln!(out, "\nerrors by kind:")?;
         for (kind, n) in &t.failures {
             let example = t.failure_examples.get(kind).and_then(|e| e.first());
+            let (kind, example) = (tty(kind), example.map(|e| tty(e)));
             match example {
                 Some(e) if !e.is_empty() => writeln!(out, "  request {kind:<16} {n:>8}  e.g. {e}")?,
                 _ => writeln!(out, "  request {kind:<16} {n:>8}")?,
@@ -136,6 +161,7 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
         }
         for (store, s) in &t.stores {
             for (kind, n) in &s.errors {
+                let (store, kind) = (tty(store), tty(kind));
                 writeln!(out, "  {store:<7} {kind:<16} {n:>8}")?;
             }
         }
@@ -150,7 +176,7 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
             writeln!(
                 out,
                 "{:<16} {:>8} {:>8} {:>8} {:>10.2} {}",
-                label,
+                tty(label),
                 s.sent,
                 s.answered,
                 s.failed,
@@ -167,11 +193,17 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
             "colo", "answered", "e2e p50/p99 ms"
         )?;
         for s in &stores {
-            write!(out, " {:>17}", format!("{s} p50/p99"))?;
+            write!(out, " {:>17}", format!("{} p50/p99", tty(s)))?;
         }
         writeln!(out)?;
         for (colo, c) in &summary.colos {
-            write!(out, "{:<8} {:>8} {}", colo, c.answered, p50_p99(&c.latency))?;
+            write!(
+                out,
+                "{:<8} {:>8} {}",
+                tty(colo),
+                c.answered,
+                p50_p99(&c.latency)
+            )?;
             for s in &stores {
                 let q = c.read.get(*s).cloned().unwrap_or_default();
                 write!(out, " {}", p50_p99(&q))?;
@@ -202,7 +234,7 @@ pub fn render_cost(e: &Estimate, out: &mut impl Write) -> io::Result<()> {
         writeln!(
             out,
             "{:<8} {:>9.3} {:>9.3} {:>9.2} {:>9.2} {:>9.1} {:>10.2} {:>12.2}  {} ({})",
-            l.store,
+            tty(&l.store),
             l.read_units_per_request,
             l.write_units_per_request,
             l.read_per_million,
@@ -210,15 +242,15 @@ pub fn render_cost(e: &Estimate, out: &mut impl Write) -> io::Result<()> {
             l.monthly_gb,
             l.bandwidth_usd,
             l.monthly_usd,
-            l.plan,
-            l.as_of
+            tty(&l.plan),
+            tty(&l.as_of)
         )?;
         for u in &l.units {
             writeln!(
                 out,
                 "         {:.3} {}/req {}",
                 u.per_request,
-                u.unit,
+                tty(&u.unit),
                 u.per_million.map_or(
                     "(not in the price table: priced at 0)".to_string(),
                     |p| format!("x ${p} per million")
@@ -233,7 +265,9 @@ pub fn render_cost(e: &Estimate, out: &mut impl Write) -> io::Result<()> {
         .map(|l| {
             format!(
                 "{} {:.4} reads + {:.4} writes",
-                l.store, l.failed_reads_per_request, l.failed_writes_per_request
+                tty(&l.store),
+                l.failed_reads_per_request,
+                l.failed_writes_per_request
             )
         })
         .collect::<std::collections::BTreeSet<_>>()
@@ -250,4 +284,25 @@ pub fn render_cost(e: &Estimate, out: &mut impl Write) -> io::Result<()> {
         writeln!(out, "  (no priced store in this report)")?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tty;
+
+    #[test]
+    fn control_characters_are_escaped_and_text_is_not() {
+        let cases = [
+            ("fra-1 é 東京", "fra-1 é 東京"),
+            ("\x1b[2J\x1b]0;x\x07", r"\u{1b}[2J\u{1b}]0;x\u{7}"),
+            ("a\nb\tc\rd\0", r"a\nb\tc\rd\0"),
+            ("\u{7f}\u{9b}31m", r"\u{7f}\u{9b}31m"),
+            ("abc\u{202e}fed", r"abc\u{202e}fed"),
+            (r"back\slash and 'quotes'", r"back\slash and 'quotes'"),
+        ];
+        for (raw, shown) in cases {
+            assert_eq!(tty(raw), shown, "{raw:?}");
+        }
+        assert!(matches!(tty("plain"), std::borrow::Cow::Borrowed(_)));
+    }
 }
