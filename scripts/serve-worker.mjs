@@ -6,7 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { Miniflare } from "miniflare";
-import { ROOT, applyMigrations, workerOptions } from "./worker-options.mjs";
+import { ROOT, applyMigrations, tomlVars, workerOptions } from "./worker-options.mjs";
 const { values } = parseArgs({
   options: { port: { type: "string", default: "8787" }, "env-file": { type: "string" } },
 });
@@ -16,18 +16,6 @@ if (!Number.isInteger(port) || port < 1 || port > 65535) {
   process.exit(2);
 }
 
-// [vars] of wrangler.toml: a flat `KEY = "value"` table is all we need to read.
-function tomlVars(file) {
-  const vars = {};
-  let inVars = false;
-  for (const line of fs.readFileSync(file, "utf8").split("\n")) {
-    const t = line.trim();
-    if (t.startsWith("[")) inVars = t === "[vars]";
-    const m = inVars && t.match(/^([A-Z0-9_]+)\s*=\s*"([^"]*)"/);
-    if (m) vars[m[1]] = m[2];
-  }
-  return vars;
-}
 function dotenv(file) {
   const vars = {};
   if (!file) return vars;

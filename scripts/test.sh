@@ -30,7 +30,7 @@ cargo test --workspace --locked
 cargo build -p upstash-gateway --locked  # the binary the JS suites spawn
 cargo build -p kvbench --locked  # the CLI the report (and k6) e2e suites run
 
-step "wasm tests (wasm-bindgen-test under Node)"
+step "wasm tests (every #[wasm_bindgen_test] inside workerd via Miniflare, real bindings)"
 cargo test -p kvbench-worker --lib --target wasm32-unknown-unknown --locked
 
 step "build the worker"

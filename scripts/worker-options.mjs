@@ -65,3 +65,16 @@ export async function applyMigrations(mf) {
   const db = await mf.getD1Database(BINDINGS.d1);
   for (const statement of migrationStatements()) await db.prepare(statement).run();
 }
+
+/** `[vars]` of a wrangler.toml: a flat `KEY = "value"` table is all we need to read. */
+export function tomlVars(file) {
+  const vars = {};
+  let inVars = false;
+  for (const line of fs.readFileSync(file, "utf8").split("\n")) {
+    const t = line.trim();
+    if (t.startsWith("[")) inVars = t === "[vars]";
+    const m = inVars && t.match(/^([A-Z0-9_]+)\s*=\s*"([^"]*)"/);
+    if (m) vars[m[1]] = m[2];
+  }
+  return vars;
+}

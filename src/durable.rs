@@ -122,7 +122,9 @@ fn now_ms() -> f64 {
 }
 
 impl BenchObject {
-    fn sql(&self) -> worker::Result<worker::SqlStorage> {
+    /// The database, with the table created: only the write path calls this (`CREATE TABLE`
+    /// writes rows, and a read must not).
+    fn sql_for_write(&self) -> worker::Result<worker::SqlStorage> {
         let sql = self.state.storage().sql();
         if !self.table.get() {
             sql.exec(sql::CREATE, None)?;
@@ -132,13 +134,21 @@ impl BenchObject {
     }
 
     /// The value of `key`, if it has not expired: the body is the stored `ArrayBuffer`, handed
-    /// to the response without a copy through wasm.
+    /// to the response without a copy through wasm. An object without the table (new, or
+    /// emptied by its alarm) has no value: a miss, and nothing is written.
     fn read(&self, key: String) -> worker::Result<Response> {
-        let mut cursor = self
-            .sql()?
-            .exec_raw(sql::SELECT, vec![key.into(), now_ms().into()])?;
+        let miss = || Ok(Response::empty()?.with_status(404));
+        let sql = self.state.storage().sql();
+        let mut cursor = match sql.exec_raw(sql::SELECT, vec![key.into(), now_ms().into()]) {
+            Ok(cursor) => cursor,
+            Err(e) if sql::is_no_table(&e.to_string()) => {
+                self.table.set(false);
+                return miss();
+            }
+            Err(e) => return Err(e),
+        };
         let Some(row) = Iterator::next(&mut cursor) else {
-            return Ok(Response::empty()?.with_status(404));
+            return miss();
         };
         let value = worker::js_sys::Reflect::get(&row?, &"value".into())?;
         let body = match value.dyn_ref::<worker::js_sys::ArrayBuffer>() {
@@ -154,7 +164,7 @@ impl BenchObject {
             worker::wasm_bindgen_futures::JsFuture::from(req.inner().array_buffer()?).await?;
         let value = worker::js_sys::Uint8Array::new(&body);
         let expires_at = sql::expires_at_ms(now_ms(), ttl_s);
-        self.sql()?.exec_raw(
+        self.sql_for_write()?.exec_raw(
             sql::UPSERT,
             vec![key.into(), value.into(), (expires_at as f64).into()],
         )?;
@@ -167,14 +177,45 @@ impl BenchObject {
         Ok(Response::empty()?.with_status(204))
     }
 
-    fn stats(&self) -> worker::Result<Response> {
-        let (next, rows) = self.next_expiry()?;
-        Response::from_json(&serde_json::json!({ "rows": rows, "next_expiry_ms": next }))
+    /// Rows, next expiry, the alarm and whether the table exists, read without writing.
+    async fn stats(&self) -> worker::Result<Response> {
+        let table = self.has_table()?;
+        let (next, rows) = if table {
+            self.next_expiry()?
+        } else {
+            (None, 0)
+        };
+        let alarm = self.state.storage().get_alarm().await?;
+        Response::from_json(&serde_json::json!({
+            "table": table,
+            "rows": rows,
+            "next_expiry_ms": next,
+            "alarm_ms": alarm,
+        }))
     }
 
-    /// The next expiry (epoch ms) and the number of rows.
+    fn has_table(&self) -> worker::Result<bool> {
+        let mut cursor = self
+            .state
+            .storage()
+            .sql()
+            .exec_raw(sql::TABLE_EXISTS, None)?;
+        match Iterator::next(&mut cursor) {
+            Some(row) => {
+                let n = worker::js_sys::Reflect::get(&row?, &"n".into())?;
+                Ok(n.as_f64().unwrap_or(0.0) > 0.0)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// The next expiry (epoch ms) and the number of rows; the table must exist.
     fn next_expiry(&self) -> worker::Result<(Option<i64>, u64)> {
-        let cursor = self.sql()?.exec_raw(sql::NEXT_EXPIRY, None)?;
+        let cursor = self
+            .state
+            .storage()
+            .sql()
+            .exec_raw(sql::NEXT_EXPIRY, None)?;
         let mut out = (None, 0);
         for row in cursor {
             let row = row?;
@@ -207,14 +248,19 @@ impl DurableObject for BenchObject {
         let answer = match call {
             Call::Get { key } => self.read(key),
             Call::Put { key, ttl_s } => self.write(key, ttl_s, req).await,
-            Call::Stats => self.stats(),
+            Call::Stats => self.stats().await,
         };
         // The object's failures reach the worker as a 500 with their text (an `http` error).
         answer.or_else(|e| Response::error(format!("Durable Object: {e}"), 500))
     }
 
     async fn alarm(&self) -> worker::Result<Response> {
-        self.sql()?
+        if !self.has_table()? {
+            return Response::ok("");
+        }
+        self.state
+            .storage()
+            .sql()
             .exec_raw(sql::DELETE_EXPIRED, vec![now_ms().into()])?;
         match self.next_expiry()? {
             (Some(next), _) => self.state.storage().set_alarm(at(next)).await?,

@@ -109,4 +109,8 @@ async fn handle_index(req: Request, ctx: RouteContext<()>) -> Result<Response> {
 }
 
 #[cfg(all(test, target_arch = "wasm32"))]
+mod binding_tests;
+#[cfg(all(test, target_arch = "wasm32"))]
+mod testing;
+#[cfg(all(test, target_arch = "wasm32"))]
 mod wasm_tests;

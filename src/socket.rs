@@ -26,18 +26,12 @@ fn io_error(what: &str, e: impl std::fmt::Display) -> StoreError {
 
 pub struct SocketConnector;
 
-/// `connect()` of `cloudflare:sockets`. The wasm tests run under Node, which has no such module:
-/// there this is never linked, so the test bundle does not import it.
-#[cfg(not(test))]
+/// `connect()` of `cloudflare:sockets` (the wasm tests run inside workerd too, so there is no
+/// stand-in).
 fn open(host: &str, port: u16, transport: SecureTransport) -> worker::Result<Socket> {
     Socket::builder()
         .secure_transport(transport)
         .connect(host, port)
-}
-
-#[cfg(test)]
-fn open(_host: &str, _port: u16, _transport: SecureTransport) -> worker::Result<Socket> {
-    Err("cloudflare:sockets is not available under Node".into())
 }
 
 #[async_trait(?Send)]

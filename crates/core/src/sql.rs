@@ -20,6 +20,16 @@ pub const DELETE_EXPIRED: &str = "DELETE FROM kvbench WHERE expires_at <= ?1";
 /// When the next row expires (`NULL` when the table is empty), and how many rows there are.
 pub const NEXT_EXPIRY: &str = "SELECT MIN(expires_at) AS next, COUNT(*) AS rows FROM kvbench";
 
+/// Whether the table exists, without creating it (a read must never write): `n` is 0 or 1.
+pub const TABLE_EXISTS: &str =
+    "SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'kvbench'";
+
+/// Whether a SQLite error says the table is not there: what a read of a new (or emptied)
+/// Durable Object meets, a miss rather than a failure.
+pub fn is_no_table(error_text: &str) -> bool {
+    error_text.contains("no such table")
+}
+
 /// The absolute expiry of a value written at `now_ms` with `ttl_s`, epoch ms.
 pub fn expires_at_ms(now_ms: f64, ttl_s: u32) -> i64 {
     now_ms.floor() as i64 + i64::from(ttl_s) * 1000

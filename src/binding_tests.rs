@@ -1,0 +1,244 @@
+//! The glue of every binding, tested where it runs: inside workerd (Miniflare), against the real
+//! emulated bindings of wrangler.toml and a real redis-server over `connect()`
+//! (scripts/wasm-test-runner.mjs). Each store: miss → write → hit at exact sizes, the expiry it
+//! sets, its errors' kinds, and a missing binding as `not_configured`.
+
+use kvbench_core::spec::env::{BENCH_D1, BENCH_DO, BENCH_KV, BENCH_R2};
+use kvbench_core::{durable, ErrorKind, Store};
+use wasm_bindgen_test::wasm_bindgen_test;
+
+use crate::bindings::{env_text, JsClock, KvBinding};
+use crate::cache::CacheBinding;
+use crate::d1::D1Binding;
+use crate::durable::DoBinding;
+use crate::r2::R2Binding;
+use crate::socket::redis_store;
+use crate::testing::{empty_env, env, miss_put_hit, read, unique_key, value, write};
+use kvbench_core::Clock;
+
+/// Sizes at the edges that matter: one byte, the default range, getrandom's 64 KiB chunk, 1 MiB.
+const SIZES: [usize; 5] = [1, 4096, 65_536, 65_537, 1_048_576];
+
+fn now_ms() -> f64 {
+    JsClock.now_ms()
+}
+
+fn kind<T>(result: Result<T, kvbench_core::StoreError>) -> ErrorKind {
+    match result {
+        Ok(_) => panic!("expected an error"),
+        Err(e) => e.kind,
+    }
+}
+
+#[wasm_bindgen_test]
+async fn kv_miss_put_hit_at_exact_sizes() {
+    let kv = KvBinding::from_env(&env()).expect("BENCH_KV");
+    miss_put_hit(&kv, "kv", &SIZES).await;
+}
+
+#[wasm_bindgen_test]
+async fn kv_write_sets_the_ttl() {
+    let kv = KvBinding::from_env(&env()).expect("BENCH_KV");
+    let key = unique_key("kv-ttl");
+    let before_s = (now_ms() / 1000.0).floor() as u64;
+    write(&kv, &key, &value(100), 120).await.expect("write");
+    let listed = env()
+        .kv(BENCH_KV)
+        .unwrap()
+        .list()
+        .prefix(key.clone())
+        .execute()
+        .await
+        .expect("list");
+    let expiration = listed.keys[0].expiration.expect("an expiring key");
+    assert!(
+        (before_s + 119..=before_s + 121).contains(&expiration),
+        "expiration {expiration} is 120 s after {before_s}"
+    );
+}
+
+#[wasm_bindgen_test]
+async fn kv_errors_have_their_kind() {
+    let kv = KvBinding::from_env(&env()).expect("BENCH_KV");
+    // KV refuses keys over 512 bytes with a 414 of its service: an `http` error, not a crash.
+    let long = "k".repeat(600);
+    assert_eq!(kind(read(&kv, &long).await), ErrorKind::Http);
+    // And a TTL under KV's 60 s minimum is its 400.
+    let key = unique_key("kv-short-ttl");
+    assert_eq!(
+        kind(write(&kv, &key, &value(10), 10).await),
+        ErrorKind::Http
+    );
+}
+
+#[wasm_bindgen_test]
+fn missing_bindings_are_not_configured() {
+    let empty = empty_env();
+    assert_eq!(kind(KvBinding::from_env(&empty)), ErrorKind::NotConfigured);
+    assert_eq!(kind(DoBinding::from_env(&empty)), ErrorKind::NotConfigured);
+    assert_eq!(kind(D1Binding::from_env(&empty)), ErrorKind::NotConfigured);
+    assert_eq!(kind(R2Binding::from_env(&empty)), ErrorKind::NotConfigured);
+    assert_eq!(kind(redis_store(&empty)), ErrorKind::NotConfigured);
+    assert_eq!(
+        kind(crate::bindings::upstash_store(&empty)),
+        ErrorKind::NotConfigured
+    );
+    let workers_dev = worker::Url::parse("https://kvbench.someone.workers.dev/test").unwrap();
+    assert_eq!(
+        kind(CacheBinding::for_request(&workers_dev)),
+        ErrorKind::NotConfigured
+    );
+}
+
+/// The object's own report of itself (`/.stats`): whether its table exists, rows, next expiry,
+/// alarm.
+async fn do_stats(store_key: &str) -> serde_json::Value {
+    let stub = env()
+        .durable_object(BENCH_DO)
+        .unwrap()
+        .get_by_name(store_key)
+        .unwrap();
+    let mut response = stub
+        .fetch_with_str(&format!("https://kvbench.do{}", durable::STATS_PATH))
+        .await
+        .expect("stats");
+    response.json().await.expect("stats JSON")
+}
+
+#[wasm_bindgen_test]
+async fn do_miss_put_hit_at_exact_sizes() {
+    let store = DoBinding::from_env(&env()).expect("BENCH_DO");
+    miss_put_hit(&store, "do", &SIZES).await;
+}
+
+#[wasm_bindgen_test]
+async fn do_read_of_a_new_object_writes_nothing() {
+    // Issue 16 item 1: the read created the table (2 rows written inside read_ms).
+    let store = DoBinding::from_env(&env()).expect("BENCH_DO");
+    let key = unique_key("do-fresh");
+    assert_eq!(read(&store, &key).await.expect("read"), None);
+    let stats = do_stats(&key).await;
+    assert_eq!(stats["table"], false, "a read created the table: {stats}");
+    assert_eq!(stats["rows"], 0);
+}
+
+#[wasm_bindgen_test]
+async fn do_write_sets_the_alarm_at_the_expiry() {
+    let store = DoBinding::from_env(&env()).expect("BENCH_DO");
+    let key = unique_key("do-alarm");
+    let before = now_ms();
+    write(&store, &key, &value(512), 60).await.expect("write");
+    let stats = do_stats(&key).await;
+    assert_eq!(stats["table"], true);
+    assert_eq!(stats["rows"], 1);
+    let next = stats["next_expiry_ms"].as_f64().expect("next expiry");
+    let alarm = stats["alarm_ms"].as_f64().expect("an alarm");
+    assert_eq!(next, alarm, "the alarm is at the row's expiry");
+    assert!(
+        next >= before + 59_000.0 && next <= before + 61_000.0,
+        "expiry {next} is 60 s after {before}"
+    );
+}
+
+#[wasm_bindgen_test]
+async fn d1_miss_put_hit_and_expires_at() {
+    let store = D1Binding::from_env(&env()).expect("BENCH_D1");
+    miss_put_hit(&store, "d1", &SIZES[..4]).await;
+    let key = unique_key("d1-ttl");
+    let before = now_ms();
+    write(&store, &key, &value(64), 90).await.expect("write");
+    let db = env().d1(BENCH_D1).unwrap();
+    let expires_at: Option<f64> = db
+        .prepare("SELECT expires_at FROM kvbench WHERE key = ?1")
+        .bind(&[key.clone().into()])
+        .unwrap()
+        .first(Some("expires_at"))
+        .await
+        .expect("select");
+    let at = expires_at.expect("the row");
+    assert!(
+        at >= before + 89_000.0 && at <= before + 91_000.0,
+        "{at} vs {before}"
+    );
+}
+
+#[wasm_bindgen_test]
+async fn r2_miss_put_hit_and_expiry_metadata() {
+    let store = R2Binding::from_env(&env()).expect("BENCH_R2");
+    miss_put_hit(&store, "r2", &SIZES).await;
+    let key = unique_key("r2-ttl");
+    let before = now_ms();
+    write(&store, &key, &value(64), 75).await.expect("write");
+    let object = env()
+        .bucket(BENCH_R2)
+        .unwrap()
+        .head(key.clone())
+        .await
+        .unwrap()
+        .expect("the object");
+    let meta = object.custom_metadata().unwrap();
+    let at: f64 = meta[crate::r2::EXPIRES_AT].parse().unwrap();
+    assert!(
+        at >= before + 74_000.0 && at <= before + 76_000.0,
+        "{at} vs {before}"
+    );
+    assert_eq!(object.size(), 64);
+}
+
+#[wasm_bindgen_test]
+async fn cache_miss_put_hit_and_max_age() {
+    let origin = worker::Url::parse("https://kvbench.example.com/test").unwrap();
+    let store = CacheBinding::for_request(&origin).expect("cache on a custom domain");
+    miss_put_hit(&store, "cache", &SIZES).await;
+    let key = unique_key("cache-ttl");
+    write(&store, &key, &value(64), 45).await.expect("write");
+    let url = kvbench_core::cache::url("https://kvbench.example.com", &key);
+    let response = worker::Cache::default()
+        .get(url, false)
+        .await
+        .unwrap()
+        .expect("cached");
+    let control = response.headers().get("Cache-Control").unwrap().unwrap();
+    assert_eq!(control, kvbench_core::cache::cache_control(45));
+}
+
+#[wasm_bindgen_test]
+async fn redis_over_tcp_miss_put_hit() {
+    let store = redis_store(&env()).expect("REDIS_URL (the runner's redis-server)");
+    assert!(
+        store.connect().await.expect("connect"),
+        "a new request connects"
+    );
+    miss_put_hit(&store, "redis", &SIZES).await;
+}
+
+#[wasm_bindgen_test]
+async fn redis_refused_connection_is_an_error_not_a_crash() {
+    // A closed port: the store reports the failure as data.
+    let vars = js_sys::Object::new();
+    js_sys::Reflect::set(&vars, &"REDIS_URL".into(), &"redis://127.0.0.1:1".into()).unwrap();
+    let store = redis_store(&wasm_bindgen::JsCast::unchecked_into(vars)).expect("configured");
+    let kind = kind(store.connect().await);
+    assert!(
+        matches!(kind, ErrorKind::Runtime | ErrorKind::Timeout),
+        "refused connect is {kind:?}"
+    );
+}
+
+/// The runner's own test (tests/e2e/wasm-runner.test.mjs): passes unless the runner is told, by
+/// the var KVBENCH_RUNNER_SELFTEST, to make it fail, hang or print.
+#[wasm_bindgen_test]
+async fn runner_selftest() {
+    match env_text(&env(), "KVBENCH_RUNNER_SELFTEST").as_deref() {
+        Some("fail") => panic!("deliberate failure (KVBENCH_RUNNER_SELFTEST=fail)"),
+        // A pending timer keeps the request alive (a promise nothing can resolve is caught by
+        // workerd itself as a hang): ten minutes, far past the runner's timeout.
+        Some("hang") => worker::Delay::from(std::time::Duration::from_secs(600)).await,
+        Some("print") => web_sys_log("selftest says hello"),
+        _ => {}
+    }
+}
+
+fn web_sys_log(text: &str) {
+    worker::console_log!("{text}");
+}
