@@ -41,6 +41,19 @@ pub struct PriceArgs {
     /// Project the monthly cost at this many requests/s instead of the achieved rate.
     #[arg(long, value_name = "REQ_PER_S", value_parser = parse_rate)]
     pub project_rps: Option<f64>,
+    /// The database number in the worker's REDIS_URL (its path, `/2`): other than 0, each
+    /// connection sends a SELECT, which Upstash bills as a command. The answers do not say.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub redis_db: u32,
+}
+
+impl PriceArgs {
+    /// What the cost must assume about the deployment.
+    pub fn deployment(&self) -> crate::cost::Deployment {
+        crate::cost::Deployment {
+            redis_db: self.redis_db,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Args)]

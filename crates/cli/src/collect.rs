@@ -414,13 +414,21 @@ impl Collector {
                 // nothing, which Deno KV bills as one (minimum) read unit.
                 let read = if r.hit == Some(true) { bytes } else { 0 };
                 s.reads += 1;
-                s.read_bytes.record(read);
                 s.read_units_4k += units(read, 4096);
+                if ok_read_us.is_some() {
+                    s.read_bytes.record(read);
+                }
+                // Setup came first and succeeded, or the read would not have been tried.
+                if r.connect_us.is_some() {
+                    s.connected += 1;
+                }
             }
             if r.write_us.is_some() {
                 s.writes += 1;
-                s.write_bytes.record(bytes);
                 s.write_units_1k += units(bytes, 1024);
+                if ok_write_us.is_some() {
+                    s.write_bytes.record(bytes);
+                }
             }
             // Failed operations are counted apart, so the cost leaves them out.
             if r.read_us.is_some() && ok_read_us.is_none() {
@@ -661,6 +669,52 @@ mod tests {
             c.section().stores["kv"].read_us.quantile(0.5),
             100_000
         ));
+    }
+
+    /// What a failed operation sent or returned is not bandwidth: the size histograms, which the
+    /// cost reads for bytes moved, hold successful operations only.
+    #[test]
+    fn failed_operations_move_no_bytes() {
+        let mut c = Collector::new(Duration::from_secs(1), Duration::from_secs(1));
+        for store in [
+            r#"{"read_ms":1,"hit":false,"write_ms":2,"value_bytes":1000000,"error":{"kind":"http","message":"x","op":"write"}}"#,
+            r#"{"read_ms":9,"hit":null,"value_bytes":1000000,"error":{"kind":"timeout","message":"x","op":"read"}}"#,
+        ] {
+            c.record(&answer(
+                0,
+                &format!(r#"{{"colo":"X","stores":{{"s":{store}}}}}"#),
+            ));
+        }
+        let section = c.section();
+        let s = &section.stores["s"];
+        assert_eq!(
+            (s.writes, s.failed_writes, s.reads, s.failed_reads),
+            (1, 1, 2, 1)
+        );
+        assert_eq!(s.write_bytes.len(), 0, "a failed write moved no bytes");
+        // The failed write's read succeeded (a miss: 0 bytes); the timed-out read is not counted.
+        assert_eq!(s.read_bytes.len(), 1);
+    }
+
+    /// A connection counts when its setup succeeded (the read that follows reached the store):
+    /// not when the store was not configured or the setup failed.
+    #[test]
+    fn connections_count_setups_that_succeeded() {
+        let mut c = Collector::new(Duration::from_secs(1), Duration::from_secs(1));
+        for store in [
+            r#"{"read_ms":1,"hit":false,"write_ms":1,"value_bytes":3,"connect_ms":2}"#,
+            r#"{"read_ms":9,"hit":null,"connect_ms":2,"error":{"kind":"timeout","message":"x","op":"read"}}"#,
+            r#"{"read_ms":null,"connect_ms":2,"error":{"kind":"auth","message":"x","op":"read"}}"#,
+            r#"{"read_ms":null,"error":{"kind":"not_configured","message":"x","op":"read"}}"#,
+            r#"{"read_ms":1,"hit":true,"value_bytes":3}"#,
+        ] {
+            c.record(&answer(
+                0,
+                &format!(r#"{{"colo":"X","stores":{{"redis":{store}}}}}"#),
+            ));
+        }
+        let s = &c.section().stores["redis"];
+        assert_eq!((s.answers, s.connected), (5, 2));
     }
 
     #[test]

@@ -1,8 +1,9 @@
-//! Cost projection: measured operations per request (reads, writes, value sizes) × a request rate
-//! × a dated price table → a monthly bill per store and plan, with every input shown. Only
-//! operations that succeeded are priced; failed ones (auth, 5xx, timeouts — the store may or may
-//! not bill them) are shown apart per request, and requests never sent cost nothing. Bandwidth is
-//! priced where the provider bills it beyond an included amount (Upstash).
+//! Cost projection: measured operations per request (reads, writes, value sizes, connections) × a
+//! request rate × a dated price table → a monthly bill per store and plan, with every input
+//! shown. Only operations that succeeded are priced; failed ones (auth, 5xx, timeouts — the store
+//! may or may not bill them) are shown apart per request, and requests never sent, or sent to a
+//! store that was not configured, cost nothing. Bandwidth counts the bytes that travel (Upstash
+//! REST reads as base64) where the provider bills it beyond an included amount (Upstash).
 
 use std::path::Path;
 
@@ -47,6 +48,28 @@ pub struct Price {
     /// `read_per_million`/`write_per_million` are not used.
     #[serde(default)]
     pub units: std::collections::BTreeMap<String, f64>,
+    /// Units of `units` included per month, taken off the month's quantity before pricing
+    /// (e.g. Durable Objects' first million requests).
+    #[serde(default)]
+    pub included: std::collections::BTreeMap<String, f64>,
+}
+
+/// What the projection needs to know about the deployment and the answers do not say.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Deployment {
+    /// The database number `REDIS_URL` names (`--redis-db`): other than 0, each connection
+    /// sends a (billed) `SELECT`.
+    pub redis_db: u32,
+}
+
+impl Deployment {
+    fn holds(&self, when: kvbench_core::spec::When) -> bool {
+        use kvbench_core::spec::When;
+        match when {
+            When::Always => true,
+            When::RedisDbNonZero => self.redis_db != 0,
+        }
+    }
 }
 
 impl PriceTable {
@@ -91,11 +114,23 @@ fn units(count: u64, exact: Option<u64>, bytes: &crate::hist::Hist, unit_bytes: 
         .sum()
 }
 
-/// Bytes of values moved per request: what successful reads returned and writes sent (from the
-/// size histograms: within their 0.1% precision).
-fn bytes_moved(store: &StoreStats) -> f64 {
-    let total = |h: &crate::hist::Hist| h.mean() * h.len() as f64;
-    total(&store.read_bytes) + total(&store.write_bytes)
+/// Bytes that travel for the values of successful reads and writes (from the size histograms:
+/// within their 0.1% precision): reads as the store's wire carries them (base64 for Upstash
+/// REST), writes as sent.
+fn bytes_moved(store_name: &str, store: &StoreStats) -> f64 {
+    use kvbench_core::spec::{StoreId, Wire};
+    let wire = StoreId::parse(store_name).map_or(Wire::Raw, |id| id.spec().billing.read_wire);
+    let read: f64 = store
+        .read_bytes
+        .0
+        .iter_recorded()
+        .map(|v| {
+            let n = store.read_bytes.0.median_equivalent(v.value_iterated_to());
+            v.count_at_value() as f64 * wire.bytes(n) as f64
+        })
+        .sum();
+    let written = store.write_bytes.mean() * store.write_bytes.len() as f64;
+    read + written
 }
 
 fn line(store: &StoreStats, p: &Price) -> CostLine {
@@ -126,7 +161,7 @@ fn line(store: &StoreStats, p: &Price) -> CostLine {
         writes_per_request: per(ok_writes as f64),
         failed_reads_per_request: per(store.failed_reads as f64),
         failed_writes_per_request: per(store.failed_writes as f64),
-        bytes_per_request: per(bytes_moved(store)),
+        bytes_per_request: per(bytes_moved(&p.store, store)),
         read_units_per_request: per(units(
             ok_reads,
             read_exact,
@@ -152,25 +187,42 @@ fn line(store: &StoreStats, p: &Price) -> CostLine {
     }
 }
 
-/// Units of one charge per answered request, from the measured operations.
+/// Units of one charge for `ops` operations (`hits` of them found a value, `time_us` their wall
+/// times), from the measured operations.
 fn charge_units(
     count: kvbench_core::spec::Count,
     ops: u64,
     hits: u64,
     exact: impl Fn(u32) -> Option<u64>,
     bytes: &crate::hist::Hist,
+    time_us: &crate::hist::Hist,
 ) -> f64 {
     use kvbench_core::spec::Count;
     match count {
         Count::Each(n) => f64::from(n) * ops as f64,
         Count::OnHit(n) => f64::from(n) * hits as f64,
         Count::PerBytes(b) => units(ops, exact(b), bytes, u64::from(b)),
+        // GB-s: seconds of the operations' wall time x the billed memory in GB.
+        Count::DurationAtMb(mb) => {
+            time_us.mean() * time_us.len() as f64 / 1e6 * f64::from(mb) / 1024.0
+        }
     }
 }
 
-/// Billing units per answered request by unit name, as the store's description defines them:
-/// successful reads and writes, and the per-request charges (e.g. Redis `AUTH`).
+/// Billing units per answered request by unit name, as the store's description defines them,
+/// for a deployment whose database numbers are 0 (see [`units_per_request_in`]).
 pub fn units_per_request(store_name: &str, s: &StoreStats) -> Vec<(String, f64)> {
+    units_per_request_in(store_name, s, &Deployment::default())
+}
+
+/// Billing units per answered request by unit name, as the store's description defines them:
+/// successful reads and writes (with what a write causes later), and the charges of each
+/// connection that was set up (e.g. Redis `SELECT` of a non-zero database).
+pub fn units_per_request_in(
+    store_name: &str,
+    s: &StoreStats,
+    deployment: &Deployment,
+) -> Vec<(String, f64)> {
     let Some(spec) = kvbench_core::spec::StoreId::parse(store_name).map(|id| id.spec()) else {
         return Vec::new();
     };
@@ -186,29 +238,50 @@ pub fn units_per_request(store_name: &str, s: &StoreStats) -> Vec<(String, f64)>
         Some((_, total)) => *total += n / answers,
         None => out.push((unit.to_string(), n / answers)),
     };
-    for c in spec.billing.read {
+    let none = crate::hist::Hist::default();
+    let billed = |c: &&kvbench_core::spec::Charge| deployment.holds(c.when);
+    for c in spec.billing.read.iter().filter(billed) {
         add(
             c.unit,
-            charge_units(c.count, ok_reads, hits, read_exact, &s.read_bytes),
+            charge_units(
+                c.count,
+                ok_reads,
+                hits,
+                read_exact,
+                &s.read_bytes,
+                &s.read_us,
+            ),
         );
     }
-    for c in spec.billing.write {
+    for c in spec.billing.write.iter().filter(billed) {
         add(
             c.unit,
-            charge_units(c.count, ok_writes, 0, write_exact, &s.write_bytes),
+            charge_units(
+                c.count,
+                ok_writes,
+                0,
+                write_exact,
+                &s.write_bytes,
+                &s.write_us,
+            ),
         );
     }
-    for c in spec.billing.per_request {
+    for c in spec.billing.per_connection.iter().filter(billed) {
         add(
             c.unit,
-            charge_units(c.count, s.answers, 0, |_| None, &s.read_bytes),
+            charge_units(c.count, s.connected, 0, |_| None, &none, &none),
         );
     }
     out
 }
 
 /// Projects the section's measured mix at `project_rps` (or the achieved rate).
-pub fn estimate(section: &Section, prices: &PriceTable, project_rps: Option<f64>) -> Estimate {
+pub fn estimate(
+    section: &Section,
+    prices: &PriceTable,
+    project_rps: Option<f64>,
+    deployment: &Deployment,
+) -> Estimate {
     let (rps, source) = match project_rps {
         Some(r) => (r, "--project-rps".to_string()),
         None => (section.achieved_rate, "measured".to_string()),
@@ -232,15 +305,19 @@ pub fn estimate(section: &Section, prices: &PriceTable, project_rps: Option<f64>
             // Priced per unit of the store's description; a unit without a price is free here
             // and listed with a null price, so a gap in the table is visible.
             let mut usd = 0.0;
-            for (unit, per_request) in units_per_request(&p.store, store) {
+            for (unit, per_request) in units_per_request_in(&p.store, store, deployment) {
                 let monthly = per_request * requests;
+                let included = p.included.get(&unit).copied().unwrap_or(0.0);
+                let billed = (monthly - included).max(0.0);
                 let price = p.units.get(&unit).copied();
-                usd += monthly * price.unwrap_or(0.0) / 1e6;
+                usd += billed * price.unwrap_or(0.0) / 1e6;
                 l.units.push(crate::report::UnitLine {
                     unit,
                     per_request,
                     per_million: price,
                     monthly_units: monthly,
+                    included_per_month: included,
+                    billed_units: billed,
                 });
             }
             usd
@@ -251,6 +328,7 @@ pub fn estimate(section: &Section, prices: &PriceTable, project_rps: Option<f64>
     Estimate {
         project_rps: rps,
         rps_source: source,
+        redis_db: deployment.redis_db,
         seconds_per_month: SECONDS_PER_MONTH,
         lines,
     }
@@ -259,6 +337,7 @@ pub fn estimate(section: &Section, prices: &PriceTable, project_rps: Option<f64>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     #[test]
     fn embedded_table_parses_and_has_the_brief_prices() {
@@ -306,7 +385,12 @@ mod tests {
                 ..Default::default()
             },
         );
-        let e = estimate(&s, &PriceTable::default_table(), Some(1.0));
+        let e = estimate(
+            &s,
+            &PriceTable::default_table(),
+            Some(1.0),
+            &Deployment::default(),
+        );
         assert_eq!(e.rps_source, "--project-rps");
         let month = SECONDS_PER_MONTH;
         let kv = e.lines.iter().find(|l| l.store == "kv").unwrap();
@@ -321,7 +405,12 @@ mod tests {
             e.lines.iter().all(|l| l.store != "upstash"),
             "unmeasured stores are not priced"
         );
-        let measured = estimate(&s, &PriceTable::default_table(), None);
+        let measured = estimate(
+            &s,
+            &PriceTable::default_table(),
+            None,
+            &Deployment::default(),
+        );
         assert_eq!(
             (measured.project_rps, measured.rps_source.as_str()),
             (10.0, "measured")
@@ -349,6 +438,7 @@ mod tests {
             bandwidth_per_gb: 0.0,
             included_gb_per_month: 0.0,
             units: Default::default(),
+            included: Default::default(),
         };
         assert_eq!(line(&st, &p).read_units_per_request, 2.0); // (1 + 3) / 2
     }
@@ -382,13 +472,19 @@ mod tests {
             bandwidth_per_gb: 0.03,
             included_gb_per_month: 200.0,
             units: Default::default(),
+            included: Default::default(),
         };
         let mut s = Section {
             achieved_rate: 1.0,
             ..Section::default()
         };
         s.stores.insert("up".into(), st);
-        let e = estimate(&s, &PriceTable { price: vec![p] }, Some(10.0));
+        let e = estimate(
+            &s,
+            &PriceTable { price: vec![p] },
+            Some(10.0),
+            &Deployment::default(),
+        );
         let l = &e.lines[0];
         assert_eq!((l.reads_per_request, l.writes_per_request), (0.8, 0.3));
         assert_eq!(
@@ -440,17 +536,17 @@ mod tests {
                 ("row written".to_string(), 0.4)
             ]
         );
-        // Redis over TCP: a command per read and write, plus AUTH once per request.
+        // Redis over TCP: a command per read and write (AUTH is not billed).
         let redis = units_per_request("redis", &st);
         let total: f64 = redis.iter().map(|(_, n)| n).sum();
-        assert!((total - (1.0 + 0.4 + 1.0)).abs() < 1e-9, "{redis:?}");
+        assert!((total - (1.0 + 0.4)).abs() < 1e-9, "{redis:?}");
         let t = PriceTable::default_table();
         let mut s = Section {
             achieved_rate: 1.0,
             ..Section::default()
         };
         s.stores.insert("d1".into(), st);
-        let e = estimate(&s, &t, Some(1.0));
+        let e = estimate(&s, &t, Some(1.0), &Deployment::default());
         let d1 = e
             .lines
             .iter()
@@ -466,6 +562,181 @@ mod tests {
         assert!(d1.units.iter().all(|u| u.per_million.is_some()));
     }
 
+    /// Upstash does not bill AUTH (nor INFO, PING, QUIT, COMMAND), and a store that was not
+    /// configured ran nothing.
+    #[test]
+    fn redis_bills_only_commands_that_ran() {
+        let total =
+            |s: &StoreStats| -> f64 { units_per_request("redis", s).iter().map(|(_, n)| n).sum() };
+        let ran = StoreStats {
+            answers: 10,
+            reads: 10,
+            writes: 4,
+            ..Default::default()
+        };
+        assert!(
+            (total(&ran) - 1.4).abs() < 1e-9,
+            "{:?}",
+            units_per_request("redis", &ran)
+        );
+        let not_configured = StoreStats {
+            answers: 10,
+            ..Default::default()
+        };
+        assert_eq!(total(&not_configured), 0.0);
+        assert!(PriceTable::default_table()
+            .price
+            .iter()
+            .filter(|p| p.store == "redis")
+            .all(|p| p.units.keys().all(|u| !u.contains("AUTH"))));
+    }
+
+    /// A `SELECT` of a non-zero database runs once per connection that was set up, and is a
+    /// billed command; database 0 sends none.
+    #[test]
+    fn a_select_of_a_non_zero_database_is_a_command_per_connection() {
+        let st = StoreStats {
+            answers: 10,
+            reads: 8,
+            writes: 2,
+            // 8 connections set up (2 answers could not connect: no SELECT ran).
+            connected: 8,
+            ..Default::default()
+        };
+        let total = |db: u32| -> f64 {
+            units_per_request_in("redis", &st, &Deployment { redis_db: db })
+                .iter()
+                .map(|(_, n)| n)
+                .sum()
+        };
+        assert!((total(0) - 1.0).abs() < 1e-9);
+        assert!((total(2) - 1.8).abs() < 1e-9);
+        let mut s = Section {
+            achieved_rate: 1.0,
+            ..Section::default()
+        };
+        s.stores.insert("redis".into(), st);
+        let e = estimate(
+            &s,
+            &PriceTable::default_table(),
+            Some(1.0),
+            &Deployment { redis_db: 2 },
+        );
+        assert_eq!(e.redis_db, 2);
+        let l = e.lines.iter().find(|l| l.store == "redis").unwrap();
+        let want = 1.8 * SECONDS_PER_MONTH * 2.0 / 1e6;
+        assert!(
+            (l.monthly_usd - want).abs() < 1e-6,
+            "{} vs {want}",
+            l.monthly_usd
+        );
+    }
+
+    /// Durable Objects: every call and every expiry alarm is a request; each write's setAlarm
+    /// and the alarm's delete are rows written, its scan a row read; duration is the calls' wall
+    /// time at 128 MB.
+    #[test]
+    fn durable_objects_bill_requests_alarms_and_duration() {
+        let mut st = StoreStats {
+            answers: 10,
+            reads: 10,
+            writes: 4,
+            ..Default::default()
+        };
+        for _ in 0..6 {
+            st.read_hit_us.record(1000);
+        }
+        for _ in 0..10 {
+            st.read_us.record(20_000);
+        }
+        for _ in 0..4 {
+            st.write_us.record(50_000);
+        }
+        let units: BTreeMap<String, f64> = units_per_request("do", &st).into_iter().collect();
+        let near = |unit: &str, want: f64| {
+            let got = units.get(unit).copied().unwrap_or(f64::NAN);
+            assert!(
+                (got / want - 1.0).abs() < 0.002,
+                "{unit}: {got} vs {want} in {units:?}"
+            );
+        };
+        // 10 reads + 4 writes + 4 alarms.
+        near("Durable Object request", 1.8);
+        // 6 hits + 4 alarm scans.
+        near("SQLite row read", 1.0);
+        // 4 upserts + 4 setAlarms + 4 deletes.
+        near("SQLite row written", 1.2);
+        // (10 x 20 ms + 4 x 50 ms) x 0.125 GB / 10 answers.
+        near("GB-s", 0.4 * 0.125 / 10.0);
+        let t = PriceTable::default_table();
+        let p = t.price.iter().find(|p| p.store == "do").unwrap();
+        assert_eq!(p.units.get("Durable Object request"), Some(&0.15));
+        assert_eq!(p.units.get("GB-s"), Some(&12.50));
+        assert_eq!(p.included.get("Durable Object request"), Some(&1e6));
+        // The included million comes off the month's requests before pricing.
+        let mut s = Section {
+            achieved_rate: 1.0,
+            ..Section::default()
+        };
+        s.stores.insert("do".into(), st);
+        let e = estimate(&s, &t, Some(1.0), &Deployment::default());
+        let line = e.lines.iter().find(|l| l.store == "do").unwrap();
+        let requests = line
+            .units
+            .iter()
+            .find(|u| u.unit == "Durable Object request")
+            .unwrap();
+        let month = SECONDS_PER_MONTH;
+        assert!((requests.monthly_units - 1.8 * month).abs() < 1e-3);
+        assert!((requests.billed_units - (1.8 * month - 1e6)).abs() < 1e-3);
+    }
+
+    /// Upstash REST reads travel base64 (4 bytes per 3, rounded up); writes travel as JSON
+    /// text; Redis over TCP reads travel raw.
+    #[test]
+    fn bandwidth_counts_what_travels() {
+        let mut st = StoreStats {
+            answers: 2,
+            reads: 2,
+            writes: 1,
+            ..Default::default()
+        };
+        st.read_bytes.record(3000);
+        st.read_bytes.record(1);
+        st.write_bytes.record(900);
+        let mut s = Section {
+            achieved_rate: 1.0,
+            ..Section::default()
+        };
+        s.stores.insert("upstash".into(), st.clone());
+        s.stores.insert("redis".into(), st);
+        let e = estimate(
+            &s,
+            &PriceTable::default_table(),
+            Some(1.0),
+            &Deployment::default(),
+        );
+        let bytes = |store: &str| {
+            e.lines
+                .iter()
+                .find(|l| l.store == store)
+                .unwrap()
+                .bytes_per_request
+        };
+        let want = (4000.0 + 4.0 + 900.0) / 2.0;
+        assert!(
+            (bytes("upstash") / want - 1.0).abs() < 0.002,
+            "{}",
+            bytes("upstash")
+        );
+        let raw = (3000.0 + 1.0 + 900.0) / 2.0;
+        assert!(
+            (bytes("redis") / raw - 1.0).abs() < 0.002,
+            "{}",
+            bytes("redis")
+        );
+    }
+
     #[test]
     fn every_priced_unit_is_one_the_descriptions_name() {
         for p in PriceTable::default_table().price {
@@ -477,7 +748,7 @@ mod tests {
                 .read
                 .iter()
                 .chain(b.write)
-                .chain(b.per_request)
+                .chain(b.per_connection)
                 .map(|c| c.unit)
                 .collect();
             for unit in p.units.keys() {

@@ -20,7 +20,12 @@ const EXIT_INTERRUPTED: u8 = 130;
 /// The derived parts: the cost over a price table, and the summary every printer shows.
 fn derive(mut r: Report, price: &PriceArgs) -> anyhow::Result<Report> {
     let table = PriceTable::load(price.prices.as_deref())?;
-    r.cost = Some(cost::estimate(&r.total, &table, price.project_rps));
+    r.cost = Some(cost::estimate(
+        &r.total,
+        &table,
+        price.project_rps,
+        &price.deployment(),
+    ));
     r.summary = Some(Summary::of(&r));
     Ok(r)
 }

@@ -130,7 +130,8 @@ pub struct StoreStats {
     pub write_us: Hist,
     /// Metadata exchanges (e.g. Deno KV's), µs; empty for stores that have none.
     pub connect_us: Hist,
-    /// Value sizes of reads and writes, bytes.
+    /// Value sizes of successful reads and writes, bytes (a failed operation moved none that
+    /// anyone bills).
     pub read_bytes: Hist,
     pub write_bytes: Hist,
     /// Billing units counted per operation from the real value size:
@@ -148,6 +149,10 @@ pub struct StoreStats {
     /// Σ max(1, ceil(bytes / 1024)) over the failed writes (part of `write_units_1k`).
     #[serde(default)]
     pub failed_write_units_1k: u64,
+    /// Answers whose store setup (`connect_ms`) succeeded, so its read reached the store: the
+    /// connections a per-connection charge (Redis `SELECT`) counts.
+    #[serde(default)]
+    pub connected: u64,
 }
 
 impl StoreStats {
@@ -239,6 +244,9 @@ pub struct Estimate {
     pub project_rps: f64,
     /// `measured` (the run's achieved rate) or `--project-rps`.
     pub rps_source: String,
+    /// `--redis-db`: the database number `REDIS_URL` names (non-zero: a `SELECT` per connection).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub redis_db: u32,
     pub seconds_per_month: f64,
     pub lines: Vec<CostLine>,
 }
@@ -291,6 +299,15 @@ pub struct UnitLine {
     /// USD per million; `null` when the price table has none for this unit (priced at 0).
     pub per_million: Option<f64>,
     pub monthly_units: f64,
+    /// Units the plan includes per month (taken off before pricing), and what is left to pay.
+    #[serde(default)]
+    pub included_per_month: f64,
+    #[serde(default)]
+    pub billed_units: f64,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Percentiles of one histogram in milliseconds (`null` when it is empty), as every printer
@@ -493,6 +510,7 @@ impl StoreStats {
         self.failed_reads += from.failed_reads;
         self.failed_writes += from.failed_writes;
         self.failed_write_units_1k += from.failed_write_units_1k;
+        self.connected += from.connected;
     }
 }
 

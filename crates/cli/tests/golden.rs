@@ -5,7 +5,7 @@ mod common;
 
 use std::path::Path;
 
-use kvbench::cost::{estimate, PriceTable};
+use kvbench::cost::{estimate, Deployment, PriceTable};
 use kvbench::print::text::render;
 use kvbench::report::{Report, Summary};
 
@@ -32,7 +32,12 @@ fn check(name: &str, actual: &str) {
 fn golden_report() -> Report {
     let samples = common::samples(7, 600, 60);
     let mut r = common::collect(&samples, 10, common::run_info("fra-1", 10.0, 60.0));
-    r.cost = Some(estimate(&r.total, &PriceTable::default_table(), None));
+    r.cost = Some(estimate(
+        &r.total,
+        &PriceTable::default_table(),
+        None,
+        &Deployment::default(),
+    ));
     r.summary = Some(Summary::of(&r));
     r
 }
@@ -83,7 +88,12 @@ fn terminal_report_escapes_control_characters() {
         files: vec![format!("file{HOSTILE}")],
         ..Default::default()
     });
-    r.cost = Some(estimate(&r.total, &PriceTable::default_table(), None));
+    r.cost = Some(estimate(
+        &r.total,
+        &PriceTable::default_table(),
+        None,
+        &Deployment::default(),
+    ));
     let mut out = Vec::new();
     render(&r, &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();

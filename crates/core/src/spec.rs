@@ -88,6 +88,26 @@ pub enum Count {
     PerBytes(u32),
     /// This many units when the read finds a value, none when the key is absent.
     OnHit(u32),
+    /// GB-s: the operation's wall time, as the Worker timed it, at this many MB (1 GB =
+    /// 1024 MB, as the provider's "128 MB = 0.125 GB" counts).
+    DurationAtMb(u32),
+}
+
+/// A condition on the deployment that the answers do not show; the cost takes it from the
+/// command line (`kvbench --redis-db`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum When {
+    #[default]
+    Always,
+    /// `REDIS_URL` names a database other than 0, so every connection sends `SELECT`.
+    RedisDbNonZero,
+}
+
+impl When {
+    fn is_always(&self) -> bool {
+        *self == When::Always
+    }
 }
 
 /// One line of a bill: a unit in the provider's pricing and how many of it an operation costs.
@@ -95,12 +115,61 @@ pub enum Count {
 pub struct Charge {
     pub unit: &'static str,
     pub count: Count,
+    /// What the charge is for when the unit alone does not say (`"its expiry alarm"`).
+    #[serde(skip_serializing_if = "is_empty")]
+    pub why: &'static str,
+    #[serde(skip_serializing_if = "When::is_always")]
+    pub when: When,
+}
+
+fn is_empty(text: &&str) -> bool {
+    text.is_empty()
 }
 
 const fn each(unit: &'static str) -> Charge {
     Charge {
         unit,
         count: Count::Each(1),
+        why: "",
+        when: When::Always,
+    }
+}
+
+const fn each_for(unit: &'static str, why: &'static str) -> Charge {
+    Charge {
+        unit,
+        count: Count::Each(1),
+        why,
+        when: When::Always,
+    }
+}
+
+const fn counted(unit: &'static str, count: Count) -> Charge {
+    Charge {
+        unit,
+        count,
+        why: "",
+        when: When::Always,
+    }
+}
+
+/// How a store's read brings a value over the wire, for bandwidth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Wire {
+    /// The value's bytes as they are.
+    Raw,
+    /// Base64 (Upstash REST with `Upstash-Encoding: base64`): `4 * ceil(n / 3)` bytes.
+    Base64,
+}
+
+impl Wire {
+    /// Bytes that travel for a value of `n` bytes.
+    pub fn bytes(self, n: u64) -> u64 {
+        match self {
+            Wire::Raw => n,
+            Wire::Base64 => n.div_ceil(3) * 4,
+        }
     }
 }
 
@@ -110,10 +179,13 @@ const fn each(unit: &'static str) -> Charge {
 pub struct Billing {
     /// One read (`get`), hit or miss.
     pub read: &'static [Charge],
-    /// One write on a miss.
+    /// One successful write on a miss, with what the write causes later (an expiry alarm).
     pub write: &'static [Charge],
-    /// Once per request that measured the store (connection setup), on top of its operations.
-    pub per_request: &'static [Charge],
+    /// Once per request whose store setup (`connect_ms`) succeeded, on top of its operations;
+    /// a store that was not configured or could not connect ran none.
+    pub per_connection: &'static [Charge],
+    /// How a read's value travels (what bandwidth counts); writes send the value as it is.
+    pub read_wire: Wire,
     /// What else the provider bills that these operations do not show.
     pub note: &'static str,
 }
@@ -203,6 +275,9 @@ pub mod env {
     pub const BENCH_D1: &str = "BENCH_D1";
     pub const BENCH_R2: &str = "BENCH_R2";
     pub const REDIS_URL: &str = "REDIS_URL";
+    /// The probes' and runs' Durable Object namespace (`ProbeObject`, not a store).
+    pub const PROBES: &str = "BENCH_PROBES";
+    pub const PROBES_CLASS: &str = "ProbeObject";
 }
 
 const fn binding(name: &'static str, kind: BindingKind) -> Binding {
@@ -222,7 +297,8 @@ pub static STORES: [StoreSpec; 8] = [
         billing: Billing {
             read: &[each("KV read")],
             write: &[each("KV write")],
-            per_request: &[],
+            per_connection: &[],
+            read_wire: Wire::Raw,
             note: "storage per GB-month",
         },
         bindings: &[binding(env::BENCH_KV, BindingKind::KvNamespace)],
@@ -241,8 +317,10 @@ pub static STORES: [StoreSpec; 8] = [
         billing: Billing {
             read: &[each("command")],
             write: &[each("command")],
-            per_request: &[],
-            note: "bandwidth beyond the plan's included volume, per GB (values read and written)",
+            per_connection: &[],
+            read_wire: Wire::Base64,
+            note: "bandwidth beyond the plan's included volume, per GB: values written, and \
+                   values read as they travel (base64, 4 bytes per 3)",
         },
         bindings: &[
             binding(env::UPSTASH_REDIS_REST_URL, BindingKind::VarOrSecret),
@@ -261,15 +339,10 @@ pub static STORES: [StoreSpec; 8] = [
         value_max_bytes: Some(deno_key::MAX_VALUE_BYTES as u64),
         ttl_min_s: 1,
         billing: Billing {
-            read: &[Charge {
-                unit: "read unit",
-                count: Count::PerBytes(4096),
-            }],
-            write: &[Charge {
-                unit: "write unit",
-                count: Count::PerBytes(1024),
-            }],
-            per_request: &[],
+            read: &[counted("read unit", Count::PerBytes(4096))],
+            write: &[counted("write unit", Count::PerBytes(1024))],
+            per_connection: &[],
+            read_wire: Wire::Raw,
             note: "managed Deno KV's units; a self-hosted denokv bills nothing but its host",
         },
         bindings: &[
@@ -296,16 +369,25 @@ pub static STORES: [StoreSpec; 8] = [
         billing: Billing {
             read: &[
                 each("Durable Object request"),
-                Charge {
-                    unit: "SQLite row read",
-                    count: Count::OnHit(1),
-                },
+                counted("SQLite row read", Count::OnHit(1)),
+                counted("GB-s", Count::DurationAtMb(128)),
             ],
-            write: &[each("Durable Object request"), each("SQLite row written")],
-            per_request: &[],
-            note: "duration (GB-s while an object is in memory); an expired row still read is \
-                   1 row read on a miss; the alarm deleting expired rows is a request that reads \
-                   the object's rows and writes 1 per expired row; storage per GB-month",
+            write: &[
+                each("Durable Object request"),
+                each("SQLite row written"),
+                counted("GB-s", Count::DurationAtMb(128)),
+                each_for("SQLite row written", "its setAlarm"),
+                each_for("Durable Object request", "its expiry alarm"),
+                each_for("SQLite row read", "the alarm's scan"),
+                each_for("SQLite row written", "the alarm's delete"),
+            ],
+            per_connection: &[],
+            read_wire: Wire::Raw,
+            note: "duration is estimated from the calls' wall time as the Worker timed them (the \
+                   hop to the object included; time an object stays in memory between calls \
+                   not); the alarm lines are one expiry per write, as with do_scope=key (with \
+                   do_scope=shared one alarm may serve several: an upper bound); an expired \
+                   row still read is 1 row read on a miss; storage per GB-month",
         },
         bindings: &[binding(env::BENCH_DO, BindingKind::DurableObjectNamespace)],
         timed: "the Worker-to-object hop (stub.fetch, waking or placing the object), the \
@@ -329,12 +411,10 @@ pub static STORES: [StoreSpec; 8] = [
         value_max_bytes: Some(2_000_000),
         ttl_min_s: 1,
         billing: Billing {
-            read: &[Charge {
-                unit: "row read",
-                count: Count::OnHit(1),
-            }],
+            read: &[counted("row read", Count::OnHit(1))],
             write: &[each("row written")],
-            per_request: &[],
+            per_connection: &[],
+            read_wire: Wire::Raw,
             note: "an expired row still read is 1 row read on a miss; storage per GB-month",
         },
         bindings: &[binding(env::BENCH_D1, BindingKind::D1Database)],
@@ -360,7 +440,8 @@ pub static STORES: [StoreSpec; 8] = [
         billing: Billing {
             read: &[each("Class B operation")],
             write: &[each("Class A operation")],
-            per_request: &[],
+            per_connection: &[],
+            read_wire: Wire::Raw,
             note: "storage per GB-month; no egress fee",
         },
         bindings: &[binding(env::BENCH_R2, BindingKind::R2Bucket)],
@@ -382,7 +463,8 @@ pub static STORES: [StoreSpec; 8] = [
         billing: Billing {
             read: &[],
             write: &[],
-            per_request: &[],
+            per_connection: &[],
+            read_wire: Wire::Raw,
             note: "the Cache API is not billed per operation",
         },
         bindings: &[],
@@ -405,16 +487,19 @@ pub static STORES: [StoreSpec; 8] = [
         billing: Billing {
             read: &[each("command")],
             write: &[each("command")],
-            per_request: &[Charge {
-                unit: "command (AUTH, when the URL has a password)",
+            per_connection: &[Charge {
+                unit: "command",
                 count: Count::Each(1),
+                why: "SELECT",
+                when: When::RedisDbNonZero,
             }],
-            note: "on Upstash, priced like REST commands (whether AUTH is billed is unverified); \
-                   bandwidth as for REST",
+            read_wire: Wire::Raw,
+            note: "on Upstash, priced like REST commands; Upstash bills neither AUTH nor INFO, \
+                   PING, QUIT or COMMAND; bandwidth as for REST (values read travel raw)",
         },
         bindings: &[binding(env::REDIS_URL, BindingKind::Secret)],
         timed: "one RESP command on a connection opened for this request, until the whole \
-                reply is in hand; the TCP connect, TLS handshake and AUTH are connect_ms",
+                reply is in hand; the TCP connect, TLS handshake, AUTH and SELECT are connect_ms",
         notes: &[
             "Workers cannot keep a socket across requests: every request connects again, and \
              connect_ms is that cost",
@@ -439,11 +524,20 @@ pub fn catalog() -> serde_json::Value {
 }
 
 fn charge_text(c: &Charge) -> String {
-    match c.count {
+    let mut text = match c.count {
         Count::Each(n) => format!("{n} {}", c.unit),
         Count::PerBytes(n) => format!("1 {} per {} (min 1)", c.unit, bytes_text(u64::from(n))),
         Count::OnHit(n) => format!("{n} {} on a hit", c.unit),
+        Count::DurationAtMb(mb) => format!("{} at {mb} MB x the call's wall time", c.unit),
+    };
+    if !c.why.is_empty() {
+        text.push_str(&format!(" ({})", c.why));
     }
+    match c.when {
+        When::Always => {}
+        When::RedisDbNonZero => text.push_str(" when REDIS_URL names a database other than 0"),
+    }
+    text
 }
 
 fn charges_text(charges: &[Charge]) -> String {
@@ -514,21 +608,21 @@ pub fn readme_tables() -> String {
         ));
     }
     out.push_str(
-        "\n| store | one read costs | one write costs | per request | also billed | the time includes |\n\
+        "\n| store | one read costs | one write costs | per connection | also billed | the time includes |\n\
          | --- | --- | --- | --- | --- | --- |\n",
     );
     for s in &STORES {
-        let per_request = if s.billing.per_request.is_empty() {
+        let per_connection = if s.billing.per_connection.is_empty() {
             "—".to_string()
         } else {
-            charges_text(s.billing.per_request)
+            charges_text(s.billing.per_connection)
         };
         out.push_str(&format!(
             "| `{}` | {} | {} | {} | {} | {} |\n",
             s.id.as_str(),
             charges_text(s.billing.read),
             charges_text(s.billing.write),
-            per_request,
+            per_connection,
             s.billing.note,
             s.timed,
         ));
@@ -589,6 +683,23 @@ mod tests {
         assert_eq!(v[2]["billing"]["read"][0]["count"]["per_bytes"], 4096);
         assert_eq!(v[3]["billing"]["read"][1]["count"]["on_hit"], 1);
         assert_eq!(v[0]["bindings"][0]["kind"], "kv_namespace");
+    }
+
+    #[test]
+    fn base64_travels_four_bytes_per_three() {
+        for (n, wire) in [
+            (0, 0),
+            (1, 4),
+            (3, 4),
+            (4, 8),
+            (3000, 4000),
+            (1 << 20, 1_398_104),
+        ] {
+            assert_eq!(Wire::Base64.bytes(n), wire, "{n}");
+            assert_eq!(Wire::Raw.bytes(n), n);
+        }
+        assert_eq!(StoreId::Upstash.spec().billing.read_wire, Wire::Base64);
+        assert_eq!(StoreId::Redis.spec().billing.read_wire, Wire::Raw);
     }
 
     #[test]

@@ -352,12 +352,21 @@ fn cost(report: &Report, out: &mut String) {
                 .map_or("not in the price table (priced at 0)".to_string(), |p| {
                     format!("× ${p} per million")
                 });
+            let included = if u.included_per_month > 0.0 {
+                format!(
+                    " beyond {} a month included ({:.0} of {:.0} billed)",
+                    u.included_per_month, u.billed_units, u.monthly_units
+                )
+            } else {
+                String::new()
+            };
             let _ = write!(
                 out,
-                "<tr><td></td><td colspan=\"9\" class=\"text note\">{:.3} {} per request {}</td></tr>",
+                "<tr><td></td><td colspan=\"9\" class=\"text note\">{:.3} {} per request {}{}</td></tr>",
                 u.per_request,
                 esc(&u.unit),
-                price
+                price,
+                included
             );
         }
     }

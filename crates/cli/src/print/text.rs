@@ -246,9 +246,17 @@ pub fn render_cost(e: &Estimate, out: &mut impl Write) -> io::Result<()> {
             tty(&l.as_of)
         )?;
         for u in &l.units {
+            let included = if u.included_per_month > 0.0 {
+                format!(
+                    " beyond {} a month included ({:.0} of {:.0} billed)",
+                    u.included_per_month, u.billed_units, u.monthly_units
+                )
+            } else {
+                String::new()
+            };
             writeln!(
                 out,
-                "         {:.3} {}/req {}",
+                "         {:.3} {}/req {}{included}",
                 u.per_request,
                 tty(&u.unit),
                 u.per_million.map_or(
@@ -278,6 +286,13 @@ pub fn render_cost(e: &Estimate, out: &mut impl Write) -> io::Result<()> {
             out,
             "failed operations per request, not priced above (a store may still bill them): {}",
             failed.join("; ")
+        )?;
+    }
+    if e.redis_db != 0 {
+        writeln!(
+            out,
+            "redis: --redis-db {}: a SELECT per connection set up is counted as a command",
+            e.redis_db
         )?;
     }
     if e.lines.is_empty() {
