@@ -13,6 +13,8 @@ export const BINDINGS = {
   kv: "BENCH_KV",
   durableObject: "BENCH_DO",
   durableObjectClass: "BenchObject",
+  probes: "BENCH_PROBES",
+  probesClass: "ProbeObject",
   d1: "BENCH_D1",
   r2: "BENCH_R2",
 };
@@ -33,6 +35,7 @@ export function workerOptions(bindings, extra = {}) {
     // wrangler.toml's [[migrations]] new_sqlite_classes: the class keeps its rows in SQLite.
     durableObjects: {
       [BINDINGS.durableObject]: { className: BINDINGS.durableObjectClass, useSQLite: true },
+      [BINDINGS.probes]: { className: BINDINGS.probesClass, useSQLite: true },
     },
     d1Databases: [BINDINGS.d1],
     r2Buckets: [BINDINGS.r2],

@@ -6,6 +6,8 @@ mod bindings;
 mod cache;
 mod d1;
 mod durable;
+mod probe_routes;
+mod probes;
 mod r2;
 mod respond;
 mod socket;
@@ -14,13 +16,21 @@ mod stores;
 use std::cell::{Cell, RefCell};
 
 use kvbench_core::budget::ISOLATE_BUDGET_BYTES;
-use kvbench_core::{handle, Budget, Call, Defaults, Isolate, MetadataCache, ValueGen};
-use worker::{event, Context, Env, Method, Request, Response, Result, RouteContext, Router};
+use kvbench_core::probes::{Kept, RUN_HEADER};
+use kvbench_core::{handle, Budget, Call, Clock, Defaults, Isolate, MetadataCache, ValueGen};
+use worker::{
+    event, Context, Env, Method, Request, Response, Result, RouteContext, Router, ScheduleContext,
+    ScheduledEvent,
+};
 
 use crate::bindings::{colo, env_raw, env_text, JsClock, JsTimer};
 use crate::stores::Stores;
 
 pub use crate::durable::BenchObject;
+pub use crate::probes::ProbeObject;
+
+/// What every route gets: the request's context, for work after the answer (`waitUntil`).
+type Data = std::rc::Rc<Context>;
 
 thread_local! {
     static REQUESTS: Cell<u64> = const { Cell::new(0) };
@@ -32,21 +42,31 @@ thread_local! {
 }
 
 #[event(fetch)]
-async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
+async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     REQUESTS.with(|r| r.set(r.get() + 1));
     let head = req.method() == Method::Head;
+    let path = req.path();
     // HEAD is GET without the body (RFC 9110): same handlers, same status and headers.
-    let response = Router::new()
+    let response = Router::with_data(std::rc::Rc::new(ctx))
         .get_async("/", handle_index)
         .head_async("/", handle_index)
         .get("/healthz", |_, _| respond::text("ok"))
         .head("/healthz", |_, _| respond::text("ok"))
         .get_async("/test", handle_test)
         .head_async("/test", handle_test)
+        .get_async("/probes", probe_routes::list)
+        .post_async("/probes/start", |req, ctx| {
+            probe_routes::control(req, ctx, "start")
+        })
+        .post_async("/probes/stop", |req, ctx| {
+            probe_routes::control(req, ctx, "stop")
+        })
+        .get_async("/probes/answers", probe_routes::probe_answers)
+        .get_async("/runs/:id/answers", probe_routes::run_answers)
         .run(req, env)
         .await?;
     if response.status_code() == 405 {
-        return respond::method_not_allowed();
+        return respond::method_not_allowed(&path);
     }
     if head {
         return respond::without_body(response);
@@ -54,19 +74,32 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
     Ok(response)
 }
 
-async fn handle_test(req: Request, ctx: RouteContext<()>) -> Result<Response> {
+/// The Cron Trigger: keeps the probes alive (re-arms any whose alarm chain died).
+#[event(scheduled)]
+async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
+    probe_routes::tick(&env).await;
+}
+
+async fn handle_test(req: Request, ctx: RouteContext<Data>) -> Result<Response> {
     let env = &ctx.env;
     let url = req.url()?;
     let query = url.query().unwrap_or("");
     let authorization = req.headers().get("Authorization").ok().flatten();
+    let run_header = req.headers().get(RUN_HEADER).ok().flatten();
     let token = env_raw(env, kvbench_core::auth::TOKEN_VAR);
     let call = Call {
         query,
         authorization: authorization.as_deref(),
         token: token.as_deref(),
         defaults: Defaults::from_vars(|name| env_text(env, name)),
+        run_header: run_header.as_deref(),
     };
-    let stores = Stores::from_env(env, &url, DENO_KV_META.with(|m| *m));
+    let started_ms = JsClock.now_ms();
+    let stores = Stores::from_env(
+        env,
+        cache::CacheBinding::for_request(&url),
+        DENO_KV_META.with(|m| *m),
+    );
     let isolate = Isolate {
         gen: GEN.with(|g| *g),
         clock: &JsClock,
@@ -77,6 +110,9 @@ async fn handle_test(req: Request, ctx: RouteContext<()>) -> Result<Response> {
     };
     let reply = handle(call, &stores.set(), &isolate).await;
     stores.finish().await;
+    if let (Some(run), 200) = (&reply.run, reply.status) {
+        keep_run_answer(&ctx, run, started_ms, &reply.body, &isolate.colo);
+    }
     let mut response = respond::json(reply.status, &reply.body)?;
     if reply.status == 401 {
         response
@@ -89,10 +125,43 @@ async fn handle_test(req: Request, ctx: RouteContext<()>) -> Result<Response> {
     Ok(response)
 }
 
-async fn handle_index(req: Request, ctx: RouteContext<()>) -> Result<Response> {
+/// Keeps a `/test` answer under its run id after the response is sent (`waitUntil`): no span
+/// is open any more and the answer is not delayed.
+fn keep_run_answer(ctx: &RouteContext<Data>, run: &str, started_ms: f64, body: &str, colo: &str) {
+    let Some(stub) = probe_routes::run_stub(&ctx.env, run) else {
+        return;
+    };
+    let duration_ms = kvbench_core::answer::round_ms(JsClock.now_ms() - started_ms);
+    let cold = REQUESTS.with(Cell::get) == 1;
+    let line = Kept {
+        t_ms: started_ms as i64,
+        label: colo,
+        hint: None,
+        colo,
+        cold,
+        colo_changed: false,
+        concurrent: 0,
+        duration_ms,
+        answer: body,
+    }
+    .to_line();
+    let run = run.to_string();
+    let t_ms = started_ms as i64;
+    ctx.data.wait_until(async move {
+        if let Err(e) = probes::keep_run_answer(stub, t_ms, line).await {
+            worker::console_error!("run {run}: keeping an answer failed: {e}");
+        }
+    });
+}
+
+async fn handle_index(req: Request, ctx: RouteContext<Data>) -> Result<Response> {
     let env = &ctx.env;
     let defaults = Defaults::from_vars(|name| env_text(env, name));
-    let stores = Stores::from_env(env, &req.url()?, DENO_KV_META.with(|m| *m));
+    let stores = Stores::from_env(
+        env,
+        cache::CacheBinding::for_request(&req.url()?),
+        DENO_KV_META.with(|m| *m),
+    );
     let configured: Vec<_> = stores
         .set()
         .into_iter()

@@ -20,15 +20,21 @@ pub fn text(body: &str) -> Result<Response> {
     Ok(response)
 }
 
-/// The methods every route answers.
+/// The methods the read routes answer.
 pub const ALLOW: &str = "GET, HEAD";
+/// The methods the probes' control routes answer.
+pub const ALLOW_CONTROL: &str = "POST";
 
 /// 405 for any other method, with the `Allow` header RFC 9110 requires.
-pub fn method_not_allowed() -> Result<Response> {
-    let body =
-        json!({ "error": { "parameter": "method", "message": "only GET and HEAD are allowed" } });
+pub fn method_not_allowed(path: &str) -> Result<Response> {
+    let allow = if path == "/probes/start" || path == "/probes/stop" {
+        ALLOW_CONTROL
+    } else {
+        ALLOW
+    };
+    let body = json!({ "error": { "parameter": "method", "message": format!("only {allow} allowed here") } });
     let mut response = json(405, &body.to_string())?;
-    response.headers_mut().set("Allow", ALLOW)?;
+    response.headers_mut().set("Allow", allow)?;
     Ok(response)
 }
 

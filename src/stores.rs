@@ -53,8 +53,13 @@ pub struct Stores<'a> {
 }
 
 impl<'a> Stores<'a> {
-    /// The stores for a request to `url`; `deno_meta` is the isolate's KV Connect metadata.
-    pub fn from_env(env: &Env, url: &worker::Url, deno_meta: &'a MetadataCache) -> Self {
+    /// The stores of `env`, with `cache` (the request's, or why there is none); `deno_meta` is
+    /// the isolate's KV Connect metadata.
+    pub fn from_env(
+        env: &Env,
+        cache: Result<CacheBinding, StoreError>,
+        deno_meta: &'a MetadataCache,
+    ) -> Self {
         Stores {
             kv: KvBinding::from_env(env),
             upstash: upstash_store(env),
@@ -62,7 +67,7 @@ impl<'a> Stores<'a> {
             durable: DoBinding::from_env(env),
             d1: D1Binding::from_env(env),
             r2: R2Binding::from_env(env),
-            cache: CacheBinding::for_request(url),
+            cache,
             redis: redis_store(env),
         }
     }

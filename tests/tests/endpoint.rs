@@ -156,8 +156,9 @@ impl<'a> World<'a> {
             authorization,
             token,
             defaults,
+            run_header: None,
         };
-        let Reply { status, body } = futures::executor::block_on(async {
+        let Reply { status, body, .. } = futures::executor::block_on(async {
             let reply = handle(call, &stores, &isolate).await;
             redis.close().await;
             reply

@@ -8,12 +8,16 @@ use crate::auth::{self, TokenConfig, TOKEN_VAR};
 use crate::budget::request_cost;
 use crate::params::{parse_query, Defaults, ParamError, Params};
 use crate::probe::{probe, Isolate, StoreSet};
+use crate::probes::{parse_run, RUN_HEADER};
 
 /// What the endpoint answers: an HTTP status and a JSON body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reply {
     pub status: u16,
     pub body: String,
+    /// The run id (`?run=` or the `Kvbench-Run` header) under which the worker keeps this
+    /// answer too, after sending it; only on a 200.
+    pub run: Option<String>,
 }
 
 impl Reply {
@@ -21,6 +25,7 @@ impl Reply {
         Self {
             status,
             body: json!({ "error": e }).to_string(),
+            run: None,
         }
     }
 }
@@ -34,6 +39,8 @@ pub struct Call<'a> {
     pub token: Option<&'a str>,
     /// Defaults from `[vars]`, or the var that is invalid.
     pub defaults: Result<Defaults, ParamError>,
+    /// The `Kvbench-Run` header, when the request has one.
+    pub run_header: Option<&'a str>,
 }
 
 /// Answers one `/test` call. Stores are touched only after auth and every parameter passed.
@@ -65,8 +72,12 @@ pub async fn handle(call: Call<'_>, stores: &StoreSet<'_>, isolate: &Isolate<'_>
         Ok(d) => d,
         Err(e) => return Reply::error(500, &e),
     };
-    let pairs = match parse_query(call.query) {
+    let mut pairs = match parse_query(call.query) {
         Ok(p) => p,
+        Err(e) => return Reply::error(400, &e),
+    };
+    let run = match take_run(&mut pairs, call.run_header) {
+        Ok(run) => run,
         Err(e) => return Reply::error(400, &e),
     };
     let params = match Params::parse(&pairs, &defaults) {
@@ -91,5 +102,72 @@ pub async fn handle(call: Call<'_>, stores: &StoreSet<'_>, isolate: &Isolate<'_>
     Reply {
         status: 200,
         body: answer.to_json(),
+        run,
+    }
+}
+
+/// The run id of `?run=` or the header (they must agree), removed from the pairs the probe's
+/// parameters are parsed from.
+fn take_run(
+    pairs: &mut Vec<(String, String)>,
+    header: Option<&str>,
+) -> Result<Option<String>, ParamError> {
+    let mut from_query = None;
+    for (_, value) in pairs.iter().filter(|(name, _)| name == "run") {
+        if from_query.is_some() {
+            return Err(ParamError::new("run", "given more than once"));
+        }
+        from_query = Some(parse_run("run", value)?);
+    }
+    pairs.retain(|(name, _)| name != "run");
+    let from_header = header
+        .map(|h| parse_run(RUN_HEADER, h.trim()))
+        .transpose()?;
+    match (from_query, from_header) {
+        (Some(q), Some(h)) if q != h => Err(ParamError::new(
+            "run",
+            format!("?run={q} and the {RUN_HEADER} header ({h}) disagree"),
+        )),
+        (q, h) => Ok(q.or(h)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn run_ids_come_from_the_query_or_the_header() {
+        let mut p = pairs(&[("stores", "kv"), ("run", "r1")]);
+        assert_eq!(take_run(&mut p, None).unwrap().as_deref(), Some("r1"));
+        assert_eq!(
+            p,
+            pairs(&[("stores", "kv")]),
+            "run is not a probe parameter"
+        );
+        let mut p = pairs(&[]);
+        assert_eq!(
+            take_run(&mut p, Some(" r2 ")).unwrap().as_deref(),
+            Some("r2")
+        );
+        let mut p = pairs(&[("run", "r1")]);
+        assert_eq!(take_run(&mut p, Some("r1")).unwrap().as_deref(), Some("r1"));
+        assert_eq!(take_run(&mut pairs(&[]), None).unwrap(), None);
+        for (list, header, parameter) in [
+            (vec![("run", "r1")], Some("r2"), "run"),
+            (vec![("run", "a b")], None, "run"),
+            (vec![("run", "")], None, "run"),
+            (vec![("run", "a"), ("run", "b")], None, "run"),
+            (vec![], Some("x/y"), RUN_HEADER),
+        ] {
+            let e = take_run(&mut pairs(&list), header).unwrap_err();
+            assert_eq!(e.parameter, parameter, "{list:?} {header:?}");
+        }
     }
 }

@@ -13,6 +13,7 @@ pub mod error;
 pub mod http;
 pub mod params;
 pub mod probe;
+pub mod probes;
 pub mod redis;
 pub mod spec;
 pub mod sql;

@@ -1,0 +1,450 @@
+//! The deployed worker measuring itself: the probes' configuration (`PROBE_HINTS`,
+//! `PROBE_EVERY`, `PROBE_KEEP`), the kept-answer line both the probes and `/test?run=` keep and
+//! `/probes/answers` and `/runs/<id>/answers` stream (NDJSON), and the validation of every new
+//! route parameter (`since`, `until`, `run`, `hints`, `every`). Platform-free: the worker's
+//! Durable Object (`src/probes.rs`) only stores and serves these lines.
+
+use crate::durable::LocationHint;
+use crate::params::ParamError;
+
+/// Var: the location hints to probe from, a comma list (default: all nine).
+pub const HINTS_VAR: &str = "PROBE_HINTS";
+/// Var: seconds between two answers of one probe.
+pub const EVERY_VAR: &str = "PROBE_EVERY";
+/// Var: seconds an answer is kept before it is deleted.
+pub const KEEP_VAR: &str = "PROBE_KEEP";
+/// Var: a URL answering `colo=XXX` lines (Cloudflare's `/cdn-cgi/trace`), fetched once per
+/// object wake to learn the colo a probe runs in; empty = do not ask ("unknown").
+pub const COLO_URL_VAR: &str = "PROBE_COLO_URL";
+/// Where the colo is asked by default.
+pub const DEFAULT_COLO_URL: &str = "https://www.cloudflare.com/cdn-cgi/trace";
+/// The header form of `/test?run=`, for load tools that cannot change the query.
+pub const RUN_HEADER: &str = "Kvbench-Run";
+
+/// Five minutes: 9 probes x 8,640 answers a month (see the README's probe bill).
+pub const DEFAULT_EVERY_S: u32 = 300;
+/// Shortest interval (the local stack and tests use a few seconds).
+pub const MIN_EVERY_S: u32 = 1;
+pub const MAX_EVERY_S: u32 = 86_400;
+/// A week.
+pub const DEFAULT_KEEP_S: u32 = 7 * 86_400;
+pub const MIN_KEEP_S: u32 = 60;
+pub const MAX_KEEP_S: u32 = 90 * 86_400;
+/// Longest run id.
+pub const MAX_RUN_LEN: usize = 64;
+/// Lines per page an object hands the worker while it streams.
+pub const PAGE_LINES: u32 = 500;
+
+/// The probes of this deployment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeConfig {
+    pub hints: Vec<LocationHint>,
+    pub every_s: u32,
+    pub keep_s: u32,
+}
+
+impl Default for ProbeConfig {
+    fn default() -> Self {
+        ProbeConfig {
+            hints: LocationHint::ALL.to_vec(),
+            every_s: DEFAULT_EVERY_S,
+            keep_s: DEFAULT_KEEP_S,
+        }
+    }
+}
+
+impl ProbeConfig {
+    /// From the vars; an invalid var is an error naming it.
+    pub fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ParamError> {
+        let mut cfg = ProbeConfig::default();
+        if let Some(v) = lookup(HINTS_VAR) {
+            cfg.hints = parse_hints(HINTS_VAR, &v)?;
+        }
+        if let Some(v) = lookup(EVERY_VAR) {
+            cfg.every_s = parse_seconds(EVERY_VAR, &v, MIN_EVERY_S, MAX_EVERY_S)?;
+        }
+        if let Some(v) = lookup(KEEP_VAR) {
+            cfg.keep_s = parse_seconds(KEEP_VAR, &v, MIN_KEEP_S, MAX_KEEP_S)?;
+        }
+        Ok(cfg)
+    }
+
+    /// The same, overridden by `POST /probes/start?hints=..&every=..` (already decoded pairs).
+    pub fn with_query(mut self, pairs: &[(String, String)]) -> Result<Self, ParamError> {
+        for (name, value) in pairs {
+            match name.as_str() {
+                "hints" => self.hints = parse_hints("hints", value)?,
+                "every" => self.every_s = parse_seconds("every", value, MIN_EVERY_S, MAX_EVERY_S)?,
+                "keep" => self.keep_s = parse_seconds("keep", value, MIN_KEEP_S, MAX_KEEP_S)?,
+                other => {
+                    return Err(ParamError::new(
+                        other,
+                        "unknown parameter; expected one of hints, every, keep",
+                    ))
+                }
+            }
+        }
+        Ok(self)
+    }
+
+    /// The name of a hint's probe object.
+    pub fn object_name(hint: LocationHint) -> String {
+        format!("probe:{}", hint.as_str())
+    }
+}
+
+/// A comma list of location hints, each once.
+pub fn parse_hints(parameter: &str, text: &str) -> Result<Vec<LocationHint>, ParamError> {
+    let mut hints = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        let hint = LocationHint::parse(part).ok_or_else(|| {
+            let known: Vec<_> = LocationHint::ALL.iter().map(|h| h.as_str()).collect();
+            ParamError::new(
+                parameter,
+                format!(
+                    "unknown location hint {part:?}; expected a comma list of {}",
+                    known.join(", ")
+                ),
+            )
+        })?;
+        if hints.contains(&hint) {
+            return Err(ParamError::new(parameter, format!("{part} is given twice")));
+        }
+        hints.push(hint);
+    }
+    Ok(hints)
+}
+
+/// Whole seconds in `min..=max`; `5m`, `24h`, `7d` are accepted too.
+pub fn parse_seconds(parameter: &str, text: &str, min: u32, max: u32) -> Result<u32, ParamError> {
+    let s = duration_s(text.trim()).ok_or_else(|| {
+        ParamError::new(
+            parameter,
+            format!("expected seconds (or 30s, 5m, 24h, 7d), got {text:?}"),
+        )
+    })?;
+    if s < u64::from(min) || s > u64::from(max) {
+        return Err(ParamError::new(
+            parameter,
+            format!("must be between {min} and {max} seconds, got {s}"),
+        ));
+    }
+    Ok(s as u32)
+}
+
+/// `90`, `90s`, `5m`, `24h`, `7d` as seconds.
+fn duration_s(text: &str) -> Option<u64> {
+    let (digits, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => text.split_at(i),
+        None => (text, "s"),
+    };
+    if digits.is_empty() || digits.len() > 9 {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    let scale = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3_600,
+        "d" => 86_400,
+        _ => return None,
+    };
+    Some(n * scale)
+}
+
+/// The time window of an answers query: `since` and `until`, epoch milliseconds, either given
+/// as epoch ms or as a duration before now (`24h`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub since_ms: i64,
+    pub until_ms: i64,
+}
+
+impl Window {
+    /// `since` defaults to everything kept, `until` to now.
+    pub fn parse(pairs: &[(String, String)], now_ms: i64) -> Result<Window, ParamError> {
+        let mut window = Window {
+            since_ms: 0,
+            until_ms: now_ms + 1,
+        };
+        let mut seen = Vec::new();
+        for (name, value) in pairs {
+            if seen.contains(name) {
+                return Err(ParamError::new(name, "given more than once"));
+            }
+            seen.push(name.clone());
+            match name.as_str() {
+                "since" => window.since_ms = instant(name, value, now_ms)?,
+                "until" => window.until_ms = instant(name, value, now_ms)?,
+                other => {
+                    return Err(ParamError::new(
+                        other,
+                        "unknown parameter; expected since, until",
+                    ))
+                }
+            }
+        }
+        if window.since_ms >= window.until_ms {
+            return Err(ParamError::new("until", "must be after since"));
+        }
+        Ok(window)
+    }
+}
+
+/// Epoch milliseconds (13 digits or fewer), or a duration ago (`30m`, `24h`, `7d`).
+fn instant(parameter: &str, text: &str, now_ms: i64) -> Result<i64, ParamError> {
+    let bad = || {
+        ParamError::new(
+            parameter,
+            format!("expected epoch milliseconds or a duration ago (30m, 24h, 7d), got {text:?}"),
+        )
+    };
+    let text = text.trim();
+    if !text.is_empty() && text.len() <= 13 && text.bytes().all(|b| b.is_ascii_digit()) {
+        return text.parse().map_err(|_| bad());
+    }
+    if text.ends_with(['m', 'h', 'd']) {
+        let ago = duration_s(text).ok_or_else(bad)?;
+        return Ok(now_ms - (ago as i64) * 1000);
+    }
+    Err(bad())
+}
+
+/// A run id: 1-64 of `A-Z a-z 0-9 . _ -`.
+pub fn parse_run(parameter: &str, text: &str) -> Result<String, ParamError> {
+    if text.is_empty() || text.len() > MAX_RUN_LEN {
+        return Err(ParamError::new(
+            parameter,
+            format!("a run id is 1 to {MAX_RUN_LEN} characters"),
+        ));
+    }
+    if !text
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    {
+        return Err(ParamError::new(
+            parameter,
+            "a run id is made of A-Z, a-z, 0-9, '.', '_' and '-'",
+        ));
+    }
+    Ok(text.to_string())
+}
+
+/// The object keeping a run's answers.
+pub fn run_object_name(run: &str) -> String {
+    format!("run:{run}")
+}
+
+/// How a kept answer came to be.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Kept<'a> {
+    /// When the measurement started, epoch ms.
+    pub t_ms: i64,
+    /// The report label: the hint for probes, the colo for runs.
+    pub label: &'a str,
+    /// The probe's location hint (`None` for a run's answer).
+    pub hint: Option<&'a str>,
+    /// The colo the answer ran in, or "unknown".
+    pub colo: &'a str,
+    /// The first answer since the object (probes) or isolate (runs) started.
+    pub cold: bool,
+    /// The colo differs from the previous answer's (probes).
+    pub colo_changed: bool,
+    /// Other requests this object served while the probe ran (their CPU may share the clock).
+    pub concurrent: u32,
+    /// Wall milliseconds of the whole measurement, as the runtime's clock saw it.
+    pub duration_ms: f64,
+    /// The `/test` answer exactly as it was sent (JSON).
+    pub answer: &'a str,
+}
+
+impl Kept<'_> {
+    /// One NDJSON line (without `seq`, which the store adds), the answer embedded as it was.
+    pub fn to_line(&self) -> String {
+        let head = serde_json::json!({
+            "t_ms": self.t_ms,
+            "label": self.label,
+            "hint": self.hint,
+            "colo": self.colo,
+            "cold": self.cold,
+            "colo_changed": self.colo_changed,
+            "concurrent": self.concurrent,
+            "duration_ms": self.duration_ms,
+        })
+        .to_string();
+        // `{...}` + `,"answer":<the answer>}`: the answer's bytes are kept untouched.
+        format!("{},\"answer\":{}}}", &head[..head.len() - 1], self.answer)
+    }
+}
+
+/// A stored line with its sequence number first: `{"seq":N,...}`.
+pub fn with_seq(seq: i64, line: &str) -> String {
+    match line.strip_prefix('{') {
+        Some(rest) => format!("{{\"seq\":{seq},{rest}"),
+        None => line.to_string(),
+    }
+}
+
+/// The last line of a complete stream: a reader that does not see it knows it was cut short.
+pub fn end_line(lines: u64) -> String {
+    serde_json::json!({ "end": true, "lines": lines }).to_string()
+}
+
+/// A line saying the stream stopped early, and where to resume.
+pub fn error_line(label: &str, after_seq: i64, message: &str) -> String {
+    serde_json::json!({ "error": message, "label": label, "after_seq": after_seq }).to_string()
+}
+
+/// The colo in a `/cdn-cgi/trace` body (`colo=LHR` on its own line).
+pub fn trace_colo(body: &str) -> Option<String> {
+    body.lines()
+        .find_map(|l| l.strip_prefix("colo="))
+        .map(str::trim)
+        .filter(|c| !c.is_empty() && c.len() <= 8 && c.bytes().all(|b| b.is_ascii_alphanumeric()))
+        .map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn config_from_vars_and_query() {
+        let cfg = ProbeConfig::from_vars(|_| None).unwrap();
+        assert_eq!(cfg.hints.len(), 9);
+        assert_eq!(cfg.every_s, 300);
+        let vars = |name: &str| match name {
+            "PROBE_HINTS" => Some("weur, enam".to_string()),
+            "PROBE_EVERY" => Some("2".to_string()),
+            "PROBE_KEEP" => Some("7d".to_string()),
+            _ => None,
+        };
+        let cfg = ProbeConfig::from_vars(vars).unwrap();
+        assert_eq!(cfg.hints, vec![LocationHint::Weur, LocationHint::Enam]);
+        assert_eq!((cfg.every_s, cfg.keep_s), (2, 604_800));
+        let e = ProbeConfig::from_vars(|n| (n == "PROBE_HINTS").then(|| "eu".into())).unwrap_err();
+        assert_eq!(e.parameter, "PROBE_HINTS");
+        let e = ProbeConfig::from_vars(|n| (n == "PROBE_EVERY").then(|| "0".into())).unwrap_err();
+        assert_eq!(e.parameter, "PROBE_EVERY");
+        let e = ProbeConfig::from_vars(|n| (n == "PROBE_KEEP").then(|| "1e9".into())).unwrap_err();
+        assert_eq!(e.parameter, "PROBE_KEEP");
+        let q = cfg
+            .clone()
+            .with_query(&pairs(&[("every", "5m"), ("hints", "apac")]))
+            .unwrap();
+        assert_eq!(
+            (q.every_s, q.hints.clone()),
+            (300, vec![LocationHint::Apac])
+        );
+        for (name, value) in [
+            ("every", "-1"),
+            ("every", "99999999999"),
+            ("hints", "weur,weur"),
+            ("hints", ""),
+            ("keep", "1s"),
+            ("bogus", "1"),
+        ] {
+            let e = cfg
+                .clone()
+                .with_query(&pairs(&[(name, value)]))
+                .unwrap_err();
+            assert_eq!(e.parameter, name, "{name}={value}");
+        }
+    }
+
+    #[test]
+    fn windows() {
+        let now = 1_800_000_000_000;
+        assert_eq!(
+            Window::parse(&[], now).unwrap(),
+            Window {
+                since_ms: 0,
+                until_ms: now + 1
+            }
+        );
+        let w = Window::parse(&pairs(&[("since", "24h")]), now).unwrap();
+        assert_eq!(w.since_ms, now - 86_400_000);
+        let w = Window::parse(&pairs(&[("since", "1000"), ("until", "2000")]), now).unwrap();
+        assert_eq!(
+            w,
+            Window {
+                since_ms: 1000,
+                until_ms: 2000
+            }
+        );
+        for (name, value) in [
+            ("since", "yesterday"),
+            ("until", "1e3"),
+            ("since", "99999999999999"),
+            ("since", ""),
+            ("until", "-5"),
+            ("limit", "3"),
+        ] {
+            let e = Window::parse(&pairs(&[(name, value)]), now).unwrap_err();
+            assert_eq!(e.parameter, name, "{name}={value}");
+        }
+        let e = Window::parse(&pairs(&[("since", "2000"), ("until", "1000")]), now).unwrap_err();
+        assert_eq!(e.parameter, "until");
+        let e = Window::parse(&pairs(&[("since", "1"), ("since", "2")]), now).unwrap_err();
+        assert_eq!(e.parameter, "since");
+    }
+
+    #[test]
+    fn run_ids() {
+        assert_eq!(
+            parse_run("run", "k6-2026.12.01_a").unwrap(),
+            "k6-2026.12.01_a"
+        );
+        for bad in ["", "a b", "a/b", "é", &"x".repeat(65)] {
+            assert_eq!(
+                parse_run("run", bad).unwrap_err().parameter,
+                "run",
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn kept_lines_embed_the_answer_untouched() {
+        let answer = r#"{"key":"7","colo":"LHR","stores":{"kv":{"read_ms":1.5}}}"#;
+        let line = Kept {
+            t_ms: 5,
+            label: "weur",
+            hint: Some("weur"),
+            colo: "LHR",
+            cold: true,
+            colo_changed: false,
+            concurrent: 0,
+            duration_ms: 12.5,
+            answer,
+        }
+        .to_line();
+        assert!(line.ends_with(&format!(",\"answer\":{answer}}}")), "{line}");
+        let v: serde_json::Value = serde_json::from_str(&with_seq(42, &line)).unwrap();
+        assert_eq!(v["seq"], 42);
+        assert_eq!(v["label"], "weur");
+        assert_eq!(v["cold"], true);
+        assert_eq!(v["answer"]["stores"]["kv"]["read_ms"], 1.5);
+        let v: serde_json::Value = serde_json::from_str(&end_line(3)).unwrap();
+        assert_eq!(
+            (v["end"].as_bool(), v["lines"].as_u64()),
+            (Some(true), Some(3))
+        );
+    }
+
+    #[test]
+    fn colo_from_trace() {
+        assert_eq!(
+            trace_colo("fl=1\nh=x\ncolo=LHR\nloc=GB\n").as_deref(),
+            Some("LHR")
+        );
+        assert_eq!(trace_colo("fl=1\n"), None);
+        assert_eq!(trace_colo("colo=<script>\n"), None);
+    }
+}

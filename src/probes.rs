@@ -1,0 +1,602 @@
+//! The deployed worker measuring itself. `ProbeObject` is one Durable Object class with two
+//! uses, told apart by name: `probe:<hint>` (created with that location hint) wakes on its own
+//! alarm every `PROBE_EVERY` seconds and runs exactly what `/test` runs (`kvbench_core::handle`
+//! over the same stores and vars), one measurement at a time, and keeps the answer; `run:<id>`
+//! keeps the answers of a load run (`/test?run=<id>`). Both keep NDJSON lines
+//! (`kvbench_core::probes::Kept`) in their SQLite database and hand them out in pages, which the
+//! worker's routes stream; answers older than `PROBE_KEEP` are deleted by the probe's alarm.
+
+use std::cell::{Cell, RefCell};
+
+use kvbench_core::budget::ISOLATE_BUDGET_BYTES;
+use kvbench_core::durable::LocationHint;
+use kvbench_core::probes::{self, Kept, ProbeConfig, Window, PAGE_LINES};
+use kvbench_core::spec::env::PROBES;
+use kvbench_core::{handle, Budget, Call, Clock, Defaults, ErrorKind, Isolate, MetadataCache};
+use kvbench_core::{StoreError, ValueGen};
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::JsValue;
+use worker::durable::{ObjectNamespace, ScheduledTime, State, Stub};
+use worker::{durable_object, DurableObject, Env, Method, Request, RequestInit, Response};
+
+use crate::bindings::{env_text, js_text, seeded_gen, JsClock, JsTimer};
+use crate::stores::Stores;
+
+/// Origin of requests to the objects (a stub routes them; never resolved).
+const ORIGIN: &str = "https://kvbench.probe";
+
+const CREATE: &str = "CREATE TABLE IF NOT EXISTS kept (seq INTEGER PRIMARY KEY, t_ms INTEGER NOT NULL, line TEXT NOT NULL)";
+const INSERT: &str = "INSERT INTO kept (t_ms, line) VALUES (?1, ?2)";
+const PAGE: &str =
+    "SELECT seq, line FROM kept WHERE seq > ?1 AND t_ms >= ?2 AND t_ms < ?3 ORDER BY seq LIMIT ?4";
+const DELETE_OLD: &str = "DELETE FROM kept WHERE t_ms < ?1";
+const COUNT: &str = "SELECT COUNT(*) AS n, MAX(t_ms) AS last FROM kept";
+
+/// What a probe object keeps besides its answers (Durable Object storage, key `probe`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct ProbeState {
+    hint: Option<String>,
+    every_s: u32,
+    keep_s: u32,
+    /// Set by `POST /probes/stop`; the cron does not re-arm a stopped probe.
+    stopped: bool,
+    last_colo: Option<String>,
+    last_t_ms: Option<i64>,
+    last_error: Option<String>,
+}
+
+/// The body of `start` and `tick`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Arm {
+    hint: String,
+    every_s: u32,
+    keep_s: u32,
+}
+
+#[durable_object(alarm)]
+pub struct ProbeObject {
+    state: State,
+    env: Env,
+    /// This instance has answered once: the next answer is hot.
+    warm: Cell<bool>,
+    /// The colo, asked once per instance (an object does not move while it runs).
+    colo: RefCell<Option<String>>,
+    /// A measurement is running (alarms are at-least-once: a retry must not overlap it).
+    measuring: Cell<bool>,
+    /// Requests this instance served while a measurement ran.
+    concurrent: Cell<u32>,
+    table: Cell<bool>,
+    requests: Cell<u64>,
+    gen: RefCell<ValueGen>,
+    budget: Budget,
+    deno_meta: MetadataCache,
+}
+
+fn now_ms() -> f64 {
+    JsClock.now_ms()
+}
+
+fn at(epoch_ms: f64) -> ScheduledTime {
+    ScheduledTime::new(js_sys::Date::new(&JsValue::from(epoch_ms)))
+}
+
+impl ProbeObject {
+    fn sql(&self) -> worker::Result<worker::SqlStorage> {
+        let sql = self.state.storage().sql();
+        if !self.table.get() {
+            sql.exec(CREATE, None)?;
+            self.table.set(true);
+        }
+        Ok(sql)
+    }
+
+    async fn load(&self) -> worker::Result<ProbeState> {
+        Ok(self.state.storage().get("probe").await?.unwrap_or_default())
+    }
+
+    async fn save(&self, s: &ProbeState) -> worker::Result<()> {
+        self.state.storage().put("probe", s).await
+    }
+
+    /// `start` (arm now, clear a stop) or `tick` (the cron: arm only a live probe whose alarm
+    /// chain died).
+    async fn arm(&self, arm: Arm, force: bool) -> worker::Result<Response> {
+        let mut s = self.load().await?;
+        if s.stopped && !force {
+            return Response::from_json(&serde_json::json!({ "armed": false, "stopped": true }));
+        }
+        s.stopped = false;
+        s.hint = Some(arm.hint);
+        s.every_s = arm.every_s;
+        s.keep_s = arm.keep_s;
+        self.save(&s).await?;
+        let storage = self.state.storage();
+        let armed = force || storage.get_alarm().await?.is_none();
+        if armed {
+            storage.set_alarm(at(now_ms())).await?;
+        }
+        Response::from_json(&serde_json::json!({ "armed": armed, "stopped": false }))
+    }
+
+    async fn stop(&self) -> worker::Result<Response> {
+        let mut s = self.load().await?;
+        s.stopped = true;
+        self.save(&s).await?;
+        self.state.storage().delete_alarm().await?;
+        Response::from_json(&serde_json::json!({ "stopped": true }))
+    }
+
+    async fn status(&self) -> worker::Result<Response> {
+        let s = self.load().await?;
+        let (kept, last) = self.count()?;
+        let alarm = self.state.storage().get_alarm().await?;
+        Response::from_json(&serde_json::json!({
+            "hint": s.hint,
+            "colo": s.last_colo,
+            "every_s": s.every_s,
+            "keep_s": s.keep_s,
+            "running": !s.stopped && alarm.is_some(),
+            "stopped": s.stopped,
+            "next_alarm_ms": alarm,
+            "kept": kept,
+            "last_t_ms": last.or(s.last_t_ms),
+            "last_error": s.last_error,
+        }))
+    }
+
+    /// Reads without creating the table (a read never writes): no table is nothing kept.
+    fn read_sql(
+        &self,
+        query: &str,
+        args: Vec<JsValue>,
+    ) -> worker::Result<Option<worker::SqlCursor>> {
+        match self.state.storage().sql().exec_raw(query, args) {
+            Ok(cursor) => Ok(Some(cursor)),
+            Err(e) if kvbench_core::sql::is_no_table(&e.to_string()) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn count(&self) -> worker::Result<(u64, Option<i64>)> {
+        let Some(mut cursor) = self.read_sql(COUNT, vec![])? else {
+            return Ok((0, None));
+        };
+        match Iterator::next(&mut cursor) {
+            Some(row) => {
+                let row = row?;
+                let field = |name: &str| js_sys::Reflect::get(&row, &name.into());
+                Ok((
+                    field("n")?.as_f64().unwrap_or(0.0) as u64,
+                    field("last")?.as_f64().map(|t| t as i64),
+                ))
+            }
+            None => Ok((0, None)),
+        }
+    }
+
+    fn keep(&self, t_ms: i64, line: &str) -> worker::Result<()> {
+        self.sql()?
+            .exec_raw(INSERT, vec![(t_ms as f64).into(), line.into()])?;
+        Ok(())
+    }
+
+    /// One page of lines after `after` within the window, each with its `seq`; the last seq and
+    /// whether more may follow travel in headers.
+    fn page(&self, url: &worker::Url) -> worker::Result<Response> {
+        let get = |name: &str| {
+            url.query_pairs()
+                .find(|(k, _)| k == name)
+                .and_then(|(_, v)| v.parse::<f64>().ok())
+        };
+        let after = get("after").unwrap_or(0.0);
+        let since = get("since").unwrap_or(0.0);
+        let until = get("until").unwrap_or(f64::MAX);
+        let limit = get("limit").unwrap_or(f64::from(PAGE_LINES));
+        let cursor = self.read_sql(
+            PAGE,
+            vec![after.into(), since.into(), until.into(), limit.into()],
+        )?;
+        let mut body = String::new();
+        let mut last = after as i64;
+        let mut n = 0u32;
+        for row in cursor.into_iter().flatten() {
+            let row = row?;
+            let seq = js_sys::Reflect::get(&row, &"seq".into())?
+                .as_f64()
+                .unwrap_or(0.0) as i64;
+            let line = js_sys::Reflect::get(&row, &"line".into())?
+                .as_string()
+                .unwrap_or_default();
+            body.push_str(&probes::with_seq(seq, &line));
+            body.push('\n');
+            last = seq;
+            n += 1;
+        }
+        let mut response = Response::ok(body)?;
+        response
+            .headers_mut()
+            .set("kvbench-last-seq", &last.to_string())?;
+        response.headers_mut().set(
+            "kvbench-more",
+            if f64::from(n) >= limit { "1" } else { "0" },
+        )?;
+        Ok(response)
+    }
+
+    /// The colo this object runs in, from `PROBE_COLO_URL` (Cloudflare's trace), asked once
+    /// per instance outside any measurement; "unknown" where it cannot be told (locally).
+    async fn colo(&self) -> String {
+        if let Some(c) = self.colo.borrow().clone() {
+            return c;
+        }
+        let url = env_text(&self.env, probes::COLO_URL_VAR)
+            .unwrap_or_else(|| probes::DEFAULT_COLO_URL.to_string());
+        let colo = if url == "none" {
+            None
+        } else {
+            trace(&url).await
+        }
+        .unwrap_or_else(|| "unknown".to_string());
+        *self.colo.borrow_mut() = Some(colo.clone());
+        colo
+    }
+
+    /// The alarm: re-arm first (the chain survives a failed measurement), then measure and keep.
+    async fn measure(&self) -> worker::Result<()> {
+        let mut s = self.load().await?;
+        let Some(hint) = s.hint.clone().filter(|_| !s.stopped) else {
+            return Ok(());
+        };
+        let every_ms = f64::from(s.every_s.max(probes::MIN_EVERY_S)) * 1000.0;
+        self.state
+            .storage()
+            .set_alarm(at(now_ms() + every_ms))
+            .await?;
+        if self.measuring.replace(true) {
+            return Ok(());
+        }
+        let colo = self.colo().await;
+        self.concurrent.set(0);
+        self.requests.set(self.requests.get() + 1);
+        let t_ms = now_ms();
+        let reply = self.run_test(&colo).await;
+        let duration_ms = kvbench_core::answer::round_ms(now_ms() - t_ms);
+        let concurrent = self.concurrent.get();
+        self.measuring.set(false);
+        if reply.status != 200 {
+            s.last_error = Some(format!("/test answered {}: {}", reply.status, reply.body));
+            return self.save(&s).await;
+        }
+        let cold = !self.warm.replace(true);
+        let colo_changed = s.last_colo.as_deref().is_some_and(|c| c != colo);
+        let line = Kept {
+            t_ms: t_ms as i64,
+            label: &hint,
+            hint: Some(&hint),
+            colo: &colo,
+            cold,
+            colo_changed,
+            concurrent,
+            duration_ms,
+            answer: &reply.body,
+        }
+        .to_line();
+        self.keep(t_ms as i64, &line)?;
+        let keep_ms = f64::from(s.keep_s.max(probes::MIN_KEEP_S)) * 1000.0;
+        self.sql()?
+            .exec_raw(DELETE_OLD, vec![(t_ms - keep_ms).into()])?;
+        s.last_colo = Some(colo);
+        s.last_t_ms = Some(t_ms as i64);
+        s.last_error = store_errors(&reply.body);
+        self.save(&s).await
+    }
+
+    /// `/test` with no query: the deployment's defaults and stores. The Cache API is reported
+    /// as not measurable here (an alarm has no request, so no custom-domain zone whose cache
+    /// `caches.default` would be).
+    async fn run_test(&self, colo: &str) -> kvbench_core::Reply {
+        let env = &self.env;
+        let cache = Err(StoreError::new(
+            ErrorKind::NotConfigured,
+            "not measured from a probe: a Durable Object alarm has no request, so no custom-domain zone for caches.default (measure cache with /test on a custom domain)",
+        ));
+        let stores = Stores::from_env(env, cache, &self.deno_meta);
+        let isolate = Isolate {
+            gen: &self.gen,
+            clock: &JsClock,
+            timer: &JsTimer,
+            requests: self.requests.get(),
+            colo: colo.to_string(),
+            budget: &self.budget,
+        };
+        let call = Call {
+            query: "",
+            authorization: None,
+            token: None,
+            defaults: Defaults::from_vars(|name| env_text(env, name)),
+            run_header: None,
+        };
+        let reply = handle(call, &stores.set(), &isolate).await;
+        stores.finish().await;
+        reply
+    }
+}
+
+/// The failed stores of an answer, other than those not configured: `kv: timeout (...)`.
+fn store_errors(body: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(body).ok()?;
+    let errors: Vec<String> = v["stores"]
+        .as_object()?
+        .iter()
+        .filter_map(|(store, r)| {
+            let e = r.get("error").filter(|e| !e.is_null())?;
+            (e["kind"] != "not_configured").then(|| {
+                format!(
+                    "{store}: {} ({})",
+                    e["kind"].as_str().unwrap_or("?"),
+                    e["message"].as_str().unwrap_or("")
+                )
+            })
+        })
+        .collect();
+    (!errors.is_empty()).then(|| errors.join("; "))
+}
+
+/// `colo=` of a trace URL, within 5 s.
+async fn trace(url: &str) -> Option<String> {
+    let request = Request::new(url, Method::Get).ok()?;
+    let fetch = worker::Fetch::Request(request);
+    let sleep = worker::Delay::from(std::time::Duration::from_secs(5));
+    let get = async {
+        let mut r = fetch.send().await.ok()?;
+        r.text().await.ok()
+    };
+    let body = match futures::future::select(std::pin::pin!(get), std::pin::pin!(sleep)).await {
+        futures::future::Either::Left((body, _)) => body?,
+        futures::future::Either::Right(_) => return None,
+    };
+    probes::trace_colo(&body)
+}
+
+impl DurableObject for ProbeObject {
+    fn new(state: State, env: Env) -> Self {
+        ProbeObject {
+            state,
+            env,
+            warm: Cell::new(false),
+            colo: RefCell::new(None),
+            measuring: Cell::new(false),
+            concurrent: Cell::new(0),
+            table: Cell::new(false),
+            requests: Cell::new(0),
+            gen: RefCell::new(seeded_gen()),
+            budget: Budget::new(ISOLATE_BUDGET_BYTES),
+            deno_meta: MetadataCache::default(),
+        }
+    }
+
+    async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
+        if self.measuring.get() {
+            self.concurrent.set(self.concurrent.get() + 1);
+        }
+        let url = req.url()?;
+        let answer = match (req.method(), url.path()) {
+            (Method::Post, "/start") => self.arm(req.json().await?, true).await,
+            (Method::Post, "/tick") => self.arm(req.json().await?, false).await,
+            (Method::Post, "/stop") => self.stop().await,
+            (Method::Get, "/status") => self.status().await,
+            (Method::Get, "/answers") => self.page(&url),
+            (Method::Post, "/append") => {
+                let t_ms = url
+                    .query_pairs()
+                    .find(|(k, _)| k == "t_ms")
+                    .and_then(|(_, v)| v.parse::<i64>().ok())
+                    .unwrap_or(now_ms() as i64);
+                let line = req.text().await?;
+                self.keep(t_ms, &line).and_then(|_| Response::empty())
+            }
+            _ => Response::error("no such probe call", 404),
+        };
+        answer.or_else(|e| Response::error(format!("probe object: {e}"), 500))
+    }
+
+    async fn alarm(&self) -> worker::Result<Response> {
+        if let Err(e) = self.measure().await {
+            self.measuring.set(false);
+            // Kept for GET /probes; the next alarm is already set.
+            let mut s = self.load().await.unwrap_or_default();
+            s.last_error = Some(format!("probe failed: {e}"));
+            let _ = self.save(&s).await;
+        }
+        Response::ok("")
+    }
+}
+
+/// The worker's side: the probe objects of this deployment and the run objects.
+pub struct Probes {
+    namespace: ObjectNamespace,
+    pub config: ProbeConfig,
+}
+
+impl Probes {
+    pub fn from_env(env: &Env) -> Result<Self, String> {
+        let namespace = env
+            .durable_object(PROBES)
+            .map_err(|_| format!("the Durable Object binding {PROBES} is missing"))?;
+        let config = ProbeConfig::from_vars(|name| env_text(env, name))
+            .map_err(|e| format!("{}: {}", e.parameter, e.message))?;
+        Ok(Probes { namespace, config })
+    }
+
+    pub fn probe(&self, hint: LocationHint) -> worker::Result<Stub> {
+        self.namespace
+            .get_by_name_with_location_hint(&ProbeConfig::object_name(hint), hint.as_str())
+    }
+
+    pub fn run(&self, run: &str) -> worker::Result<Stub> {
+        self.namespace.get_by_name(&probes::run_object_name(run))
+    }
+
+    fn arm_body(&self, hint: LocationHint) -> String {
+        serde_json::to_string(&Arm {
+            hint: hint.as_str().to_string(),
+            every_s: self.config.every_s,
+            keep_s: self.config.keep_s,
+        })
+        .unwrap_or_default()
+    }
+
+    /// `POST <call>` to each probe (`start`, `tick`, `stop`); each probe's JSON answer, or its
+    /// error as text.
+    pub async fn each(&self, call: &str) -> Vec<(LocationHint, Result<serde_json::Value, String>)> {
+        let mut out = Vec::new();
+        for &hint in &self.config.hints {
+            let result = async {
+                let stub = self.probe(hint).map_err(|e| e.to_string())?;
+                let mut response = post(&stub, call, Some(&self.arm_body(hint))).await?;
+                response
+                    .json::<serde_json::Value>()
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+            .await;
+            out.push((hint, result));
+        }
+        out
+    }
+
+    pub async fn status(&self, hint: LocationHint) -> Result<serde_json::Value, String> {
+        let stub = self.probe(hint).map_err(|e| e.to_string())?;
+        let mut r = stub
+            .fetch_with_str(&format!("{ORIGIN}/status"))
+            .await
+            .map_err(|e| e.to_string())?;
+        r.json().await.map_err(|e| e.to_string())
+    }
+}
+
+/// `POST ORIGIN/<call>` with a JSON body.
+pub async fn post(stub: &Stub, call: &str, body: Option<&str>) -> Result<Response, String> {
+    let init = RequestInit::new();
+    let mut init = init;
+    init.with_method(Method::Post);
+    if let Some(body) = body {
+        init.with_body(Some(JsValue::from_str(body)));
+    }
+    let request =
+        Request::new_with_init(&format!("{ORIGIN}/{call}"), &init).map_err(|e| e.to_string())?;
+    let response = stub
+        .fetch_with_request(request)
+        .await
+        .map_err(|e| e.to_string())?;
+    if response.status_code() >= 300 {
+        let status = response.status_code();
+        let mut response = response;
+        let text = response.text().await.unwrap_or_default();
+        return Err(format!("{status}: {text}"));
+    }
+    Ok(response)
+}
+
+/// Keeps a `/test` answer under its run id (called from `waitUntil`, after the answer was sent).
+pub async fn keep_run_answer(stub: Stub, t_ms: i64, line: String) -> Result<(), String> {
+    let init = {
+        let mut init = RequestInit::new();
+        init.with_method(Method::Post);
+        init.with_body(Some(JsValue::from_str(&line)));
+        init
+    };
+    let request = Request::new_with_init(&format!("{ORIGIN}/append?t_ms={t_ms}"), &init)
+        .map_err(|e| js_text(&JsValue::from(e.to_string())))?;
+    stub.fetch_with_request(request)
+        .await
+        .map_err(|e| e.to_string())
+        .map(|_| ())
+}
+
+/// Where a stream of kept answers reads from: each source is one object, read page by page.
+pub struct Source {
+    pub label: String,
+    pub stub: Stub,
+}
+
+/// The kept answers of `sources` within `window`, as a stream of NDJSON chunks (one page each)
+/// ending with `end_line`, or with an `error_line` saying where it stopped.
+pub fn answers_stream(
+    sources: Vec<Source>,
+    window: Window,
+) -> impl futures::Stream<Item = worker::Result<Vec<u8>>> {
+    struct Cursor {
+        sources: std::vec::IntoIter<Source>,
+        current: Option<Source>,
+        after: i64,
+        lines: u64,
+        done: bool,
+    }
+    let mut sources = sources.into_iter();
+    let current = sources.next();
+    let start = Cursor {
+        sources,
+        current,
+        after: 0,
+        lines: 0,
+        done: false,
+    };
+    futures::stream::unfold(start, move |mut c| async move {
+        if c.done {
+            return None;
+        }
+        let Some(source) = c.current.take() else {
+            c.done = true;
+            let end = format!("{}\n", probes::end_line(c.lines));
+            return Some((Ok(end.into_bytes()), c));
+        };
+        let url = format!(
+            "{ORIGIN}/answers?after={}&since={}&until={}&limit={PAGE_LINES}",
+            c.after, window.since_ms, window.until_ms
+        );
+        let page = async {
+            let mut r = source
+                .stub
+                .fetch_with_str(&url)
+                .await
+                .map_err(|e| e.to_string())?;
+            if r.status_code() != 200 {
+                return Err(format!("status {}", r.status_code()));
+            }
+            let last: i64 = r
+                .headers()
+                .get("kvbench-last-seq")
+                .ok()
+                .flatten()
+                .and_then(|v| v.parse().ok())
+                .ok_or("no kvbench-last-seq")?;
+            let more = r.headers().get("kvbench-more").ok().flatten().as_deref() == Some("1");
+            let text = r.text().await.map_err(|e| e.to_string())?;
+            Ok::<_, String>((text, last, more))
+        }
+        .await;
+        match page {
+            Ok((text, last, more)) => {
+                c.lines += text.lines().count() as u64;
+                if more {
+                    c.after = last;
+                    c.current = Some(source);
+                } else {
+                    c.after = 0;
+                    c.current = c.sources.next();
+                }
+                Some((Ok(text.into_bytes()), c))
+            }
+            Err(e) => {
+                c.done = true;
+                let line = probes::error_line(
+                    &source.label,
+                    c.after,
+                    &format!("reading kept answers failed: {e}"),
+                );
+                Some((Ok(format!("{line}\n").into_bytes()), c))
+            }
+        }
+    })
+}

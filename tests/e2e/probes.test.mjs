@@ -1,0 +1,218 @@
+// The deployed worker measuring itself, under Miniflare's real Durable Objects, alarms and
+// scheduled events: probes in three hints on a 1 s interval with KV, D1, R2, the Durable Object
+// store and Redis over TCP (a real redis-server), started by POST and by the cron, every answer
+// kept and streamed back by /probes/answers exactly as kept; stop; /test?run= keeps a run's
+// answers after the response, /runs/<id>/answers returns exactly the requests sent; bad input
+// is a 400 naming the parameter, an unknown run a 404; a restart of the stack loses nothing kept
+// (persisted Durable Object storage). Run `npm run build` first (scripts/test.sh does).
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { sleep, startRedis, startWorker, stop } from "./procs.mjs";
+
+const HINTS = "weur,enam,apac";
+let redis;
+let mf;
+let persist;
+let vars;
+
+before(async () => {
+  redis = await startRedis();
+  persist = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-probes-"));
+  vars = {
+    REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+    STORES: "kv,do,d1,r2,cache,redis",
+    PROBE_HINTS: HINTS,
+    PROBE_EVERY: "1",
+    PROBE_COLO_URL: "none",
+  };
+  mf = await startWorker(vars, { durableObjectsPersist: persist });
+});
+after(async () => {
+  await mf?.dispose();
+  await stop(redis?.proc);
+  fs.rmSync(persist, { recursive: true, force: true });
+});
+
+async function call(method, p, headers = {}) {
+  const res = await mf.dispatchFetch(`http://localhost${p}`, { method, headers });
+  return { res, text: await res.text() };
+}
+const json = async (method, p) => {
+  const { res, text } = await call(method, p);
+  return { status: res.status, body: JSON.parse(text) };
+};
+function lines(text) {
+  return text.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+}
+
+async function waitFor(what, tries, ok) {
+  for (let i = 0; i < tries; i++) {
+    const v = await ok();
+    if (v) return v;
+    await sleep(250);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+test("probes start, measure every store from every hint, and keep each answer", async () => {
+  const started = await json("POST", "/probes/start");
+  assert.equal(started.status, 200, JSON.stringify(started.body));
+  assert.deepEqual(started.body.probes.map((p) => p.hint), HINTS.split(","));
+  await waitFor("3 answers from every probe", 120, async () => {
+    const { body } = await json("GET", "/probes");
+    return body.probes.every((p) => p.kept >= 3) && body;
+  });
+  const { body: status } = await json("GET", "/probes");
+  assert.equal(status.every_s, 1);
+  for (const p of status.probes) {
+    assert.equal(p.running, true, JSON.stringify(p));
+    assert.equal(p.colo, "unknown", "locally the colo cannot be told");
+    assert.equal(p.last_error, null, JSON.stringify(p));
+    assert.ok(p.last_t_ms > 0);
+  }
+
+  const { res, text } = await call("GET", "/probes/answers");
+  assert.equal(res.headers.get("content-type"), "application/x-ndjson");
+  const all = lines(text);
+  const end = all.pop();
+  assert.deepEqual(end, { end: true, lines: all.length });
+  for (const hint of HINTS.split(",")) {
+    const mine = all.filter((l) => l.label === hint);
+    assert.ok(mine.length >= 3, `${hint}: ${mine.length} answers`);
+    assert.equal(mine[0].cold, true, "the first answer after a wake is cold");
+    assert.ok(mine.slice(1).every((l) => l.cold === false), "later answers are hot");
+    const seqs = mine.map((l) => l.seq);
+    assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b), "in order");
+    for (const l of mine) {
+      assert.equal(l.hint, hint);
+      assert.equal(l.colo, "unknown");
+      assert.equal(l.answer.colo, "unknown");
+      assert.deepEqual(Object.keys(l.answer.stores).sort(), ["cache", "d1", "do", "kv", "r2", "redis"]);
+      for (const s of ["kv", "do", "d1", "r2", "redis"]) {
+        const r = l.answer.stores[s];
+        assert.equal(r.error, null, `${s}: ${JSON.stringify(r.error)}`);
+        assert.ok(r.read_ms >= 0 && typeof r.hit === "boolean", `${s}: ${JSON.stringify(r)}`);
+        assert.ok(r.value_bytes >= 4096 && r.value_bytes <= 65536);
+      }
+      // The Cache API is reported as not measurable from a probe, with the reason.
+      assert.equal(l.answer.stores.cache.error.kind, "not_configured");
+      assert.match(l.answer.stores.cache.error.message, /Durable Object alarm has no request/);
+    }
+  }
+  // A window: only answers from `since` on.
+  const cut = all[Math.floor(all.length / 2)].t_ms;
+  const later = lines((await call("GET", `/probes/answers?since=${cut}`)).text);
+  later.pop();
+  assert.deepEqual(later.map((l) => l.seq + l.label).sort(), all.filter((l) => l.t_ms >= cut).map((l) => l.seq + l.label).sort());
+
+  // What the probes wrote is in the real redis-server: the redis answers' writes happened.
+  const writes = all.filter((l) => l.answer.stores.redis.write_ms !== null).length;
+  assert.ok(writes >= 1);
+
+  const stopped = await json("POST", "/probes/stop");
+  assert.equal(stopped.status, 200);
+  const { body: after } = await json("GET", "/probes");
+  assert.ok(after.probes.every((p) => p.running === false && p.stopped === true));
+  const kept = after.probes.map((p) => p.kept);
+  await sleep(2500);
+  const { body: still } = await json("GET", "/probes");
+  assert.deepEqual(still.probes.map((p) => p.kept), kept, "a stopped probe answers no more");
+  // The cron does not restart a stopped probe.
+  await (await mf.getWorker()).scheduled({ cron: "*/5 * * * *" });
+  await sleep(1500);
+  const { body: cron } = await json("GET", "/probes");
+  assert.deepEqual(cron.probes.map((p) => p.kept), kept);
+});
+
+test("the cron re-arms probes that are not stopped; a restart keeps every answer", async () => {
+  // A probe never started by POST (`sam`, after a restart with another PROBE_HINTS): the cron
+  // starts it.
+  const before = lines((await call("GET", "/probes/answers")).text);
+  before.pop();
+  await mf.dispose();
+  mf = await startWorker({ ...vars, PROBE_HINTS: "sam" }, { durableObjectsPersist: persist });
+  await (await mf.getWorker()).scheduled({ cron: "*/5 * * * *" });
+  await waitFor("a sam answer from the cron", 120, async () => {
+    const { body } = await json("GET", "/probes");
+    return body.probes[0].kept >= 1 && body;
+  });
+  await json("POST", "/probes/stop");
+  // Back to the first hints: everything kept before the restart is still there.
+  await mf.dispose();
+  mf = await startWorker(vars, { durableObjectsPersist: persist });
+  const afterRestart = lines((await call("GET", "/probes/answers")).text);
+  afterRestart.pop();
+  const key = (l) => `${l.label}:${l.seq}`;
+  const now = new Set(afterRestart.map(key));
+  for (const l of before.filter((l) => HINTS.includes(l.label))) assert.ok(now.has(key(l)), `lost ${key(l)}`);
+});
+
+test("/test?run= keeps exactly the answers sent, after the response", async () => {
+  const run = `e2e-${Date.now()}`;
+  const sent = [];
+  for (let i = 0; i < 12; i++) {
+    const headers = i % 2 ? { "Kvbench-Run": run } : {};
+    const q = i % 2 ? "?stores=kv,redis" : `?stores=kv,redis&run=${run}`;
+    const { res, text } = await call("GET", `/test${q}`, headers);
+    assert.equal(res.status, 200, text);
+    sent.push(JSON.parse(text));
+  }
+  const got = await waitFor("12 kept answers", 40, async () => {
+    const { res, text } = await call("GET", `/runs/${run}/answers`);
+    if (res.status !== 200) return null;
+    const l = lines(text);
+    return l.length === 13 && l;
+  });
+  const end = got.pop();
+  assert.deepEqual(end, { end: true, lines: 12 });
+  assert.deepEqual(got.map((l) => l.answer), sent, "every answer kept exactly as it was sent");
+  for (const l of got) assert.ok(l.label === l.answer.colo && l.hint === null && l.duration_ms >= 0, JSON.stringify({ ...l, answer: undefined }));
+  const unknown = await json("GET", "/runs/never-ran/answers");
+  assert.equal(unknown.status, 404);
+  assert.equal(unknown.body.error.parameter, "run");
+});
+
+test("bad input is a 400 naming the parameter", async () => {
+  const cases = [
+    ["GET", "/probes/answers?since=yesterday", "since"],
+    ["GET", "/probes/answers?until=1e3", "until"],
+    ["GET", "/probes/answers?since=2000&until=1000", "until"],
+    ["GET", "/probes/answers?limit=5", "limit"],
+    ["GET", "/runs/a%20b/answers", "run"],
+    ["GET", "/test?run=a/b", "run"],
+    ["GET", "/test?run=", "run"],
+    ["POST", "/probes/start?hints=mars", "hints"],
+    ["POST", "/probes/start?every=0", "every"],
+    ["POST", "/probes/start?keep=5", "keep"],
+    ["GET", "/probes?x=1", "x"],
+  ];
+  for (const [method, p, parameter] of cases) {
+    const { status, body } = await json(method, p);
+    assert.equal(status, 400, `${method} ${p}: ${JSON.stringify(body)}`);
+    assert.equal(body.error.parameter, parameter, `${method} ${p}`);
+  }
+  const h = await call("GET", "/test?stores=kv", { "Kvbench-Run": "x y" });
+  assert.equal(h.res.status, 400);
+  assert.equal(JSON.parse(h.text).error.parameter, "Kvbench-Run");
+  const wrongMethod = await call("GET", "/probes/start");
+  assert.equal(wrongMethod.res.status, 405);
+  assert.equal(wrongMethod.res.headers.get("allow"), "POST");
+});
+
+test("the probe routes are behind BENCH_TOKEN when it is set", async () => {
+  const locked = await startWorker({ ...vars, BENCH_TOKEN: "probe-token-31c9" });
+  try {
+    for (const [method, p] of [["GET", "/probes"], ["POST", "/probes/start"], ["POST", "/probes/stop"], ["GET", "/probes/answers"], ["GET", "/runs/x/answers"]]) {
+      const res = await locked.dispatchFetch(`http://localhost${p}`, { method });
+      assert.equal(res.status, 401, `${method} ${p}`);
+      assert.ok(!(await res.text()).includes("probe-token-31c9"));
+    }
+    const ok = await locked.dispatchFetch("http://localhost/probes", { headers: { Authorization: "Bearer probe-token-31c9" } });
+    assert.equal(ok.status, 200);
+  } finally {
+    await locked.dispose();
+  }
+});
