@@ -15,13 +15,20 @@
 // `dropped_iterations`, which kvbench reports as `not_sent` (open loop, like `kvbench run`).
 // KVBENCH_PROFILE picks ready-made options: `regions` (the published 20 load zones × 10 req/s ×
 // 30 min) or `single` (one load zone × 400 req/s × 10 min); both for `k6 cloud run`.
+// KVBENCH_TIMEOUT (a k6 duration, e.g. 90s) overrides the request timeout, which is otherwise the
+// worker's worst case for the URL (below; k6's own default of 60 s would cut answers the worker
+// still gives). KVBENCH_E2E picks what `kvbench_request_ms` (the end-to-end time) is: `duration`
+// (default) is k6's http_req_duration — sending + waiting + receiving, so the time spent waiting
+// for a free connection (blocked), connecting and in the TLS handshake is left out; `total` adds
+// http_req_blocked, http_req_connecting and http_req_tls_handshaking. Both are recorded in
+// `kvbench_config` (tags timeout, e2e), and `kvbench import k6` reports which one it read.
 //
 // The contract with `kvbench import k6` (crates/cli/src/import.rs): every sample of an iteration
 // carries the metadata `kvbench_req`; per store in the answer, `kvbench_store_value_bytes`
 // (always, it marks the store present), `kvbench_store_read_ms` (tag result = hit|miss|unknown|
 // error), `kvbench_store_write_ms` (result = ok|error), `kvbench_store_connect_ms`,
-// `kvbench_store_errors` (kind, op); then, last, `kvbench_request_ms` (k6's http_req_duration;
-// tags outcome = ok|http_<status>|malformed|timeout|connect|transport, colo, detail).
+// `kvbench_store_errors` (kind, op); then, last, `kvbench_request_ms` (k6's http_req_duration, or
+// with KVBENCH_E2E=total that plus blocked, connecting and TLS handshaking; tags outcome = ok|http_<status>|malformed|timeout|connect|transport, colo, detail).
 // A malformed or non-200 answer is counted, never throws.
 
 import http from 'k6/http';
@@ -34,6 +41,7 @@ const DURATION = __ENV.KVBENCH_DURATION || '30m';
 const QUERY = __ENV.KVBENCH_QUERY || '';
 const TOKEN = (__ENV.KVBENCH_TOKEN || '').trim();
 const PROFILE = __ENV.KVBENCH_PROFILE || '';
+const E2E = __ENV.KVBENCH_E2E || 'duration';
 
 if (!URL_BASE || !/^https?:\/\//.test(URL_BASE)) {
   throw new Error('KVBENCH_URL must be the full http(s) URL of the worker\'s /test route');
@@ -41,12 +49,46 @@ if (!URL_BASE || !/^https?:\/\//.test(URL_BASE)) {
 if (!(RATE > 0)) {
   throw new Error('KVBENCH_RATE must be a number of requests per second above 0');
 }
+if (E2E !== 'duration' && E2E !== 'total') {
+  throw new Error(`KVBENCH_E2E must be "duration" or "total", got "${E2E}"`);
+}
 
 function withQuery(base, query) {
   if (!query) return base;
   return base + (base.includes('?') ? '&' : '?') + query.replace(/^[?&]/, '');
 }
 const TARGET = withQuery(URL_BASE, QUERY);
+
+// The worker's worst case for a /test URL, the rule `kvbench run` uses for its default --timeout
+// (crates/cli/src/args.rs, worst_case_timeout; tests/e2e/k6-timeout.test.mjs checks both on one
+// table): timeout_ms (the URL's, else the worker's default TIMEOUT_MS) x 4 timed calls per store
+// (setup, read, setup again, write) x the stores measured (the URL's stores or order, else the
+// worker's default STORES: all 8) + 5 s, so a slow store comes back as that store's timeout.
+// worst-case:begin
+const WORKER_TIMEOUT_MS = 10000;
+const WORKER_DEFAULT_STORES = 8;
+const CALLS_PER_STORE = 4;
+function worstCaseTimeoutMs(url) {
+  const at = url.indexOf('?');
+  const pairs = (at < 0 ? '' : url.slice(at + 1)).split('&').map((p) => {
+    const i = p.indexOf('=');
+    return i < 0 ? [p, ''] : [p.slice(0, i), p.slice(i + 1)];
+  });
+  const get = (name) => {
+    const pair = pairs.find(([k]) => k === name);
+    return pair ? pair[1] : undefined;
+  };
+  const ms = get('timeout_ms');
+  const timeoutMs = ms !== undefined && /^\+?[0-9]+$/.test(ms) ? Number(ms) : WORKER_TIMEOUT_MS;
+  const order = get('order');
+  const listed = get('stores') ?? (order !== 'random' ? order : undefined);
+  const stores = listed === undefined
+    ? WORKER_DEFAULT_STORES
+    : Math.max(1, listed.split(/[,%]/).filter((s) => s !== '' && s !== '2C').length);
+  return timeoutMs * CALLS_PER_STORE * stores + 5000;
+}
+// worst-case:end
+const TIMEOUT = (__ENV.KVBENCH_TIMEOUT || '').trim() || `${worstCaseTimeoutMs(TARGET)}ms`;
 
 // The published runs, for `k6 cloud run` (Grafana Cloud k6 public load zones, ids as listed in
 // its "Use load zones" page, read 2026-11-30; Bahrain (me-south-1) is listed as unavailable
@@ -136,13 +178,16 @@ function segmentShare() {
 export function setup() {
   const sc = SCENARIO;
   // The URL without its query (which may name stores but never a secret: tokens go in headers).
-  config.add(sc.rate * segmentShare(), { url: URL_BASE.split('?')[0], duration: sc.duration });
+  config.add(sc.rate * segmentShare(), {
+    url: URL_BASE.split('?')[0], duration: sc.duration, timeout: TIMEOUT, e2e: E2E,
+  });
 }
 
 const params = {
   headers: TOKEN ? { Authorization: `Bearer ${TOKEN}` } : {},
   tags: { name: '/test' },
   responseType: 'text',
+  timeout: TIMEOUT,
 };
 
 function short(text) {
@@ -192,7 +237,10 @@ function invalid(a) {
 export default function () {
   exec.vu.metrics.metadata.kvbench_req = `${exec.vu.idInTest}:${exec.vu.iterationInScenario}`;
   const res = http.get(TARGET, params);
-  const duration = res.timings.duration;
+  const t = res.timings;
+  const duration = E2E === 'total'
+    ? t.duration + t.blocked + t.connecting + t.tls_handshaking
+    : t.duration;
   if (res.status === 0) {
     requestMs.add(duration, { outcome: transportOutcome(res), detail: short(res.error) });
     return;

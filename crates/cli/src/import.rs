@@ -6,10 +6,11 @@
 //! answer the script emits `kvbench_store_value_bytes` (always: it marks the store as present),
 //! `kvbench_store_read_ms` (tag `result` = hit|miss|unknown|error), `kvbench_store_write_ms`
 //! (tag `result` = ok|error), `kvbench_store_connect_ms` and `kvbench_store_errors` (tags `kind`,
-//! `op`); then, last, `kvbench_request_ms` (value: k6's `http_req_duration`; tags `outcome` =
+//! `op`); then, last, `kvbench_request_ms` (value: k6's `http_req_duration`, or with the
+//! script's `KVBENCH_E2E=total` that plus blocked, connecting and TLS time; tags `outcome` =
 //! ok|http_<status>|malformed|timeout|connect|transport, `colo`, `detail`). k6's own
 //! `dropped_iterations` become `not_sent`. A `kvbench_config` point from `setup()` gives the run's
-//! URL, rate and duration. k6 writes one iteration's points in order, so a request is complete
+//! URL, rate, duration, request timeout and end-to-end definition. k6 writes one iteration's points in order, so a request is complete
 //! when its `kvbench_request_ms` arrives; whatever is pending at the end of a file was cut short.
 
 use std::borrow::Cow;
@@ -28,7 +29,8 @@ use crate::hist::ms_to_us;
 use crate::report::{ImportInfo, Report, RunInfo};
 use crate::sample::{FailureKind, Outcome, Sample};
 
-/// k6's default request timeout: answers arrive at most this late after their start.
+/// k6's default request timeout, which scripts before the recorded `timeout` tag ran with:
+/// answers arrive at most this late after their start.
 const K6_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What `kvbench import k6` needs.
@@ -86,6 +88,12 @@ struct Tags<'a> {
     url: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     duration: Option<Cow<'a, str>>,
+    /// The script's request timeout (`kvbench_config`).
+    #[serde(default, borrow)]
+    timeout: Option<Cow<'a, str>>,
+    /// What the script wrote as the end-to-end time: `duration` or `total`.
+    #[serde(default, borrow)]
+    e2e: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -161,6 +169,27 @@ struct Config {
     url: Option<String>,
     rate: Option<f64>,
     duration: Option<Duration>,
+    /// The script's request timeout; `None`: k6's default (older scripts set none).
+    timeout: Option<Duration>,
+    /// Whether `kvbench_request_ms` includes blocked, connecting and TLS time
+    /// (`KVBENCH_E2E=total`) or is k6's http_req_duration.
+    e2e_total: bool,
+}
+
+impl Config {
+    fn timeout(&self) -> Duration {
+        self.timeout.unwrap_or(K6_TIMEOUT)
+    }
+
+    /// `RunInfo::latency_from`: `sent` for http_req_duration, `started` when the script added
+    /// blocked, connecting and TLS handshaking.
+    fn latency_from(&self) -> &'static str {
+        if self.e2e_total {
+            "started"
+        } else {
+            "sent"
+        }
+    }
 }
 
 /// Reads one file into a report per label.
@@ -230,7 +259,7 @@ impl<'o> FileImport<'o> {
             .runs
             .entry(label.to_string())
             .or_insert_with(|| LabelRun {
-                collector: Collector::new(interval, K6_TIMEOUT),
+                collector: Collector::new(interval, self.config.timeout()),
                 scheduled: 0,
                 last_start_us: 0,
                 last_end_us: 0,
@@ -268,6 +297,11 @@ impl<'o> FileImport<'o> {
                         .duration
                         .as_deref()
                         .and_then(|d| humantime::parse_duration(d).ok()),
+                    timeout: tags
+                        .timeout
+                        .as_deref()
+                        .and_then(|d| humantime::parse_duration(d).ok()),
+                    e2e_total: tags.e2e.as_deref() == Some("total"),
                 };
                 true
             }
@@ -451,12 +485,12 @@ impl<'o> FileImport<'o> {
                     planned_duration_s: config.duration.unwrap_or(window).as_secs_f64(),
                     send_window_s: window.as_secs_f64(),
                     elapsed_s: run.last_end_us as f64 / 1e6,
-                    timeout_s: K6_TIMEOUT.as_secs_f64(),
+                    timeout_s: config.timeout().as_secs_f64(),
                     max_in_flight: 0,
                     interrupted,
                     pacer_lag_us: Default::default(),
                     engine: "k6".into(),
-                    latency_from: "sent".into(),
+                    latency_from: config.latency_from().into(),
                     // The file's reading figures go with its first label only, so they add up.
                     import: info,
                 })

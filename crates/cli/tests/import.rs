@@ -255,3 +255,47 @@ fn a_file_without_kvbench_points_is_an_error_naming_it() {
         "{e}"
     );
 }
+
+/// The script records its request timeout and which end-to-end time it wrote: the import reports
+/// both (an older script, with neither, timed out at k6's 60 s and wrote http_req_duration).
+#[test]
+fn the_scripts_timeout_and_end_to_end_definition_are_reported() {
+    let dir = scratch("e2e");
+    let options = ImportOptions {
+        label: None,
+        interval: None,
+    };
+    let old = write(&dir, "old.json", &sample_file(), false);
+    let r = import_k6(&[old], &options).unwrap();
+    assert!(r
+        .runs
+        .iter()
+        .all(|run| run.latency_from == "sent" && run.timeout_s == 60.0));
+
+    let mut lines = sample_file();
+    lines[1] = point(
+        "kvbench_config",
+        "2026-11-30T10:00:00.000000000Z",
+        10.0,
+        r#""group":"::setup","url":"https://w.example/test","duration":"10s","timeout":"325000ms","e2e":"total""#,
+        None,
+    );
+    let new = write(&dir, "new.json", &lines, false);
+    let r = import_k6(&[new], &options).unwrap();
+    for run in &r.runs {
+        assert_eq!(run.latency_from, "started", "{}", run.label);
+        assert_eq!(run.timeout_s, 325.0);
+    }
+    let mut text = Vec::new();
+    kvbench::print::text::render(&r, &mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(
+        text.contains("blocked, connecting and TLS handshaking included"),
+        "{text}"
+    );
+
+    lines[1] = lines[1].replace(r#""e2e":"total""#, r#""e2e":"duration""#);
+    let plain = write(&dir, "plain.json", &lines, false);
+    let r = import_k6(&[plain], &options).unwrap();
+    assert!(r.runs.iter().all(|run| run.latency_from == "sent"));
+}

@@ -55,14 +55,33 @@ fn p50_p99(q: &Quantiles) -> String {
     format!("{:>8} {:>8}", ms_cell(q.p50_ms), ms_cell(q.p99_ms))
 }
 
-/// What the end-to-end latency includes, in words.
-pub fn latency_origin(report: &Report) -> &'static str {
-    let from_sent = report.runs.iter().any(|r| r.latency_from == "sent");
-    let from_intended = report.runs.iter().any(|r| r.latency_from != "sent");
-    match (from_intended, from_sent) {
-        (true, true) => "mixed: kvbench runs from the intended start, k6 runs from the send",
-        (false, true) => "from the actual send (k6 http_req_duration)",
+/// What the end-to-end latency of runs with this `latency_from` includes, in words.
+fn origin_text(latency_from: &str) -> &'static str {
+    match latency_from {
+        "sent" => {
+            "from the actual send (k6 http_req_duration: blocked, connecting and TLS excluded)"
+        }
+        "started" => {
+            "from k6's start of the request (http_req_duration plus blocked, connecting and TLS \
+             handshaking included)"
+        }
         _ => "from the intended start (queueing and pacer lag count)",
+    }
+}
+
+/// What the end-to-end latency includes, in words (each definition once when runs differ).
+pub fn latency_origin(report: &Report) -> String {
+    let mut seen: Vec<&'static str> = Vec::new();
+    for r in &report.runs {
+        let text = origin_text(&r.latency_from);
+        if !seen.contains(&text) {
+            seen.push(text);
+        }
+    }
+    match seen.as_slice() {
+        [] => origin_text("intended").to_string(),
+        [one] => one.to_string(),
+        several => format!("mixed: {}", several.join("; ")),
     }
 }
 
