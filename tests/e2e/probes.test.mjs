@@ -10,7 +10,25 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { sleep, startRedis, startWorker, stop } from "./procs.mjs";
+import { spawnSync } from "node:child_process";
+import { ROOT, sleep, startRedis, startWorker, stop } from "./procs.mjs";
+
+const KVBENCH_BIN = process.env.KVBENCH_BIN ?? path.join(ROOT, "target/debug/kvbench");
+
+/** `kvbench import worker` against the running worker's URL; its exit code, output, report. */
+async function importWorker(args, env = {}) {
+  const url = (await mf.ready).toString();
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-import-worker-"));
+  const r = spawnSync(KVBENCH_BIN, ["import", "worker", url, ...args, "--out", out], {
+    encoding: "utf8",
+    env: { ...process.env, ...env },
+    timeout: 120_000,
+  });
+  const file = path.join(out, "report.json");
+  const report = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, "utf8")) : null;
+  fs.rmSync(out, { recursive: true, force: true });
+  return { code: r.status, out: `${r.stdout}${r.stderr}`, report };
+}
 
 const HINTS = "weur,enam,apac";
 let redis;
@@ -28,7 +46,7 @@ before(async () => {
     PROBE_EVERY: "1",
     PROBE_COLO_URL: "none",
   };
-  mf = await startWorker(vars, { durableObjectsPersist: persist });
+  mf = await startWorker(vars, { durableObjectsPersist: persist, host: "127.0.0.1", port: 0 });
 });
 after(async () => {
   await mf?.dispose();
@@ -142,7 +160,7 @@ test("the cron re-arms probes that are not stopped; a restart keeps every answer
   await json("POST", "/probes/stop");
   // Back to the first hints: everything kept before the restart is still there.
   await mf.dispose();
-  mf = await startWorker(vars, { durableObjectsPersist: persist });
+  mf = await startWorker(vars, { durableObjectsPersist: persist, host: "127.0.0.1", port: 0 });
   const afterRestart = lines((await call("GET", "/probes/answers")).text);
   afterRestart.pop();
   const key = (l) => `${l.label}:${l.seq}`;
@@ -173,6 +191,56 @@ test("/test?run= keeps exactly the answers sent, after the response", async () =
   const unknown = await json("GET", "/runs/never-ran/answers");
   assert.equal(unknown.status, 404);
   assert.equal(unknown.body.error.parameter, "run");
+
+  // kvbench import worker: exactly the requests sent, one label per colo, every store's reads.
+  const imported = await importWorker(["--run", run]);
+  assert.equal(imported.code, 0, imported.out);
+  const r = imported.report;
+  assert.equal(r.total.answered, 12);
+  assert.equal(r.total.scheduled, 12);
+  assert.equal(r.runs.length, 1, "one label: the one colo of the local stack");
+  assert.equal(r.runs[0].engine, "worker");
+  assert.equal(r.runs[0].import.lines, 12);
+  for (const s of ["kv", "redis"]) {
+    assert.equal(r.total.stores[s].reads, 12, s);
+    const writes = sent.filter((a) => a.stores[s].write_ms !== null).length;
+    assert.equal(r.total.stores[s].writes, writes, s);
+  }
+  const missing = await importWorker(["--run", "never-ran"]);
+  assert.notEqual(missing.code, 0);
+  assert.match(missing.out, /no such run/);
+  const bad = await importWorker(["--run", "a/b"]);
+  assert.notEqual(bad.code, 0);
+  assert.match(bad.out, /--run/);
+});
+
+test("kvbench import worker --probes reads every kept probe answer, one label per hint", async () => {
+  const kept = lines((await call("GET", "/probes/answers")).text);
+  kept.pop();
+  const imported = await importWorker(["--probes"]);
+  assert.equal(imported.code, 0, imported.out);
+  const r = imported.report;
+  assert.equal(r.total.answered, kept.length);
+  assert.equal(r.runs[0].engine, "probes");
+  const labels = r.runs.map((x) => x.label).sort();
+  assert.deepEqual(labels, [...new Set(kept.map((l) => l.label))].sort());
+  const reads = kept.filter((l) => l.answer.stores.kv.error === null).length;
+  assert.equal(r.total.stores.kv.reads, reads);
+  // A token set on the worker: refused without it, read with it from the env var, never printed.
+  const locked = await startWorker({ ...vars, BENCH_TOKEN: "import-token-77aa" }, { durableObjectsPersist: persist, host: "127.0.0.1", port: 0 });
+  const saved = mf;
+  mf = locked;
+  try {
+    const refused = await importWorker(["--probes"]);
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.out, /401/);
+    const ok = await importWorker(["--probes", "--token-env", "KVB_TOKEN"], { KVB_TOKEN: "import-token-77aa" });
+    assert.equal(ok.code, 0, ok.out);
+    assert.ok(!ok.out.includes("import-token-77aa"));
+  } finally {
+    mf = saved;
+    await locked.dispose();
+  }
 });
 
 test("bad input is a 400 naming the parameter", async () => {

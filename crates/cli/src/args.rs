@@ -150,6 +150,58 @@ pub enum ImportSource {
     /// k6 `--out json=FILE` output of k6/kvbench.js (plain or .gz; several files: one per runner
     /// or vantage point).
     K6(K6Args),
+    /// The answers a deployed worker kept: its probes' (`--probes`, one label per location hint)
+    /// or a load run's (`--run ID`, from `/test?run=ID`; one label per colo).
+    Worker(WorkerArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WorkerArgs {
+    /// The worker's URL, e.g. https://kvbench.example.workers.dev
+    pub url: String,
+    /// A load run's id (`/test?run=ID` or the Kvbench-Run header).
+    #[arg(
+        long,
+        value_name = "ID",
+        conflicts_with = "probes",
+        required_unless_present = "probes"
+    )]
+    pub run: Option<String>,
+    /// The probes' answers.
+    #[arg(long)]
+    pub probes: bool,
+    /// From when: epoch milliseconds or a duration ago (30m, 24h, 7d); default: all kept.
+    #[arg(long, value_parser = parse_when)]
+    pub since: Option<String>,
+    /// Until when (same forms); default: now.
+    #[arg(long, value_parser = parse_when)]
+    pub until: Option<String>,
+    /// The environment variable holding the worker's BENCH_TOKEN (never printed).
+    #[arg(long, value_name = "VAR", default_value = "BENCH_TOKEN")]
+    pub token_env: String,
+    /// Directory for report.json, report.html and the charts.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Timeline resolution; `auto`: 1/60 of the span, between 5 s and 60 s.
+    #[arg(long, default_value = "auto", value_parser = parse_interval)]
+    pub interval: Interval,
+    #[command(flatten)]
+    pub price: PriceArgs,
+}
+
+/// `--since`/`--until`: epoch ms or a duration ago, as the worker takes them.
+fn parse_when(text: &str) -> Result<String, String> {
+    let digits = !text.is_empty() && text.len() <= 13 && text.bytes().all(|b| b.is_ascii_digit());
+    let ago = text.len() > 1
+        && text.ends_with(['m', 'h', 'd'])
+        && text[..text.len() - 1].bytes().all(|b| b.is_ascii_digit());
+    if digits || ago {
+        Ok(text.to_string())
+    } else {
+        Err(format!(
+            "expected epoch milliseconds or a duration ago (30m, 24h, 7d), got {text:?}"
+        ))
+    }
 }
 
 #[derive(Debug, Clone, Args)]

@@ -7,7 +7,8 @@
 //! sends one request on one of them, [`batch`] carries raw results to the collector in bulk,
 //! [`collect`] folds them into the [`report`] schema, [`print`] renders it; [`shard`] runs pacer
 //! and pool on a thread of their own, [`run`] orchestrates a run; [`import`] turns k6 output into
-//! [`sample::Sample`]s for the same collector.
+//! [`sample::Sample`]s for the same collector, [`import_worker`] does the same for the answers a
+//! deployed worker kept (its probes', or a load run's).
 //! The binary (`src/main.rs`) is thin glue over these modules so tests can drive each piece.
 
 pub mod answer;
@@ -18,6 +19,7 @@ pub mod collect;
 pub mod cost;
 pub mod hist;
 pub mod import;
+pub mod import_worker;
 pub mod pacer;
 pub mod pool;
 pub mod print;

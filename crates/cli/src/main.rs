@@ -9,6 +9,7 @@ use clap::Parser as _;
 use kvbench::args::{report_path, Cli, Command, ImportSource, PriceArgs, RunArgs};
 use kvbench::cost::{self, PriceTable};
 use kvbench::import::{import_k6, ImportOptions};
+use kvbench::import_worker::{import_worker, Kept, WorkerImport};
 use kvbench::print;
 use kvbench::progress::Progress;
 use kvbench::report::{Report, Summary};
@@ -114,6 +115,32 @@ fn main_inner() -> anyhow::Result<ExitCode> {
                 };
                 let r = import_k6(&k.files, &options)?;
                 publish(&derive(r, &k.price)?, &k.out)?;
+                Ok(ExitCode::SUCCESS)
+            }
+            ImportSource::Worker(w) => {
+                PriceTable::load(w.price.prices.as_deref())?;
+                if let Some(run) = &w.run {
+                    kvbench_core::probes::parse_run("--run", run)
+                        .map_err(|e| anyhow::anyhow!("{}: {}", e.parameter, e.message))?;
+                }
+                let import = WorkerImport {
+                    url: w.url.clone(),
+                    kept: match &w.run {
+                        Some(id) => Kept::Run(id.clone()),
+                        None => Kept::Probes,
+                    },
+                    since: w.since.clone(),
+                    until: w.until.clone(),
+                    token: std::env::var(&w.token_env)
+                        .ok()
+                        .filter(|t| !t.trim().is_empty()),
+                    interval: w.interval.fixed(),
+                };
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?;
+                let r = runtime.block_on(import_worker(&import))?;
+                publish(&derive(r, &w.price)?, &w.out)?;
                 Ok(ExitCode::SUCCESS)
             }
         },

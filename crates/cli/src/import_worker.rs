@@ -1,0 +1,362 @@
+//! `kvbench import worker URL`: the answers a deployed worker kept — its probes'
+//! (`/probes/answers`, one label per location hint) or a load run's (`/runs/<id>/answers`, one
+//! label per colo) — into the same report as `kvbench run`. The NDJSON stream is spooled to a
+//! temporary file (memory stays flat whatever its length), then read twice: once for the time
+//! span (the timeline's interval), once into one collector per label. A stream that ends without
+//! its `end` line, or with an `error` line, is fetched again (bounded) and the lines already read
+//! are skipped by their per-label `seq`; if it still ends short, the import fails saying so.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Seek, Write};
+use std::time::{Duration, SystemTime};
+
+use anyhow::{bail, Context as _};
+use http_body_util::BodyExt;
+use hyper::Uri;
+use serde::Deserialize;
+
+use crate::collect::{auto_interval, Collector};
+use crate::report::{ImportInfo, Report, RunInfo};
+use crate::sample::{Outcome, Sample};
+
+/// What to pull.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kept {
+    Probes,
+    Run(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct WorkerImport {
+    /// The worker's base URL (`https://kvbench.example.workers.dev`).
+    pub url: String,
+    pub kept: Kept,
+    /// `since`/`until` as the worker takes them (epoch ms or a duration ago such as `24h`).
+    pub since: Option<String>,
+    pub until: Option<String>,
+    /// `BENCH_TOKEN`, never printed.
+    pub token: Option<String>,
+    pub interval: Option<Duration>,
+}
+
+/// Fetch attempts before an import that keeps ending short fails.
+const ATTEMPTS: u32 = 4;
+/// Longest accepted line (a /test answer is a few KB).
+const MAX_LINE: usize = 1 << 20;
+
+#[derive(Deserialize)]
+struct Line<'a> {
+    seq: Option<i64>,
+    t_ms: Option<i64>,
+    #[serde(borrow)]
+    label: Option<std::borrow::Cow<'a, str>>,
+    duration_ms: Option<f64>,
+    #[serde(borrow)]
+    answer: Option<&'a serde_json::value::RawValue>,
+    end: Option<bool>,
+    error: Option<String>,
+}
+
+impl WorkerImport {
+    fn answers_url(&self) -> anyhow::Result<Uri> {
+        let base = self.url.trim_end_matches('/');
+        let path = match &self.kept {
+            Kept::Probes => "/probes/answers".to_string(),
+            Kept::Run(id) => format!("/runs/{id}/answers"),
+        };
+        let mut query = Vec::new();
+        if let Some(s) = &self.since {
+            query.push(format!("since={s}"));
+        }
+        if let Some(u) = &self.until {
+            query.push(format!("until={u}"));
+        }
+        let q = if query.is_empty() {
+            String::new()
+        } else {
+            format!("?{}", query.join("&"))
+        };
+        format!("{base}{path}{q}")
+            .parse()
+            .with_context(|| format!("{base}: not a URL"))
+    }
+
+    /// A URL to show: never the token (it travels in a header), never userinfo.
+    fn shown_url(&self) -> String {
+        match self.url.parse::<Uri>() {
+            Ok(u) => format!(
+                "{}://{}{}",
+                u.scheme_str().unwrap_or("https"),
+                u.host().unwrap_or("?"),
+                u.port().map(|p| format!(":{p}")).unwrap_or_default()
+            ),
+            Err(_) => "(the worker)".into(),
+        }
+    }
+}
+
+/// Appends one fetch's new lines to `spool`; `Ok(true)` when the stream ended complete.
+async fn fetch_once(
+    w: &WorkerImport,
+    seen: &mut BTreeMap<String, i64>,
+    spool: &mut std::fs::File,
+    lines: &mut u64,
+) -> anyhow::Result<bool> {
+    let uri = w.answers_url()?;
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build::<_, http_body_util::Empty<bytes::Bytes>>(
+        hyper_rustls::HttpsConnectorBuilder::new()
+            .with_webpki_roots()
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector({
+                let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
+                http.enforce_http(false);
+                http.set_nodelay(true);
+                http
+            }),
+    );
+    let mut req = hyper::Request::get(uri);
+    if let Some(t) = &w.token {
+        req = req.header("Authorization", format!("Bearer {t}"));
+    }
+    let response = client
+        .request(req.body(http_body_util::Empty::new())?)
+        .await
+        .with_context(|| format!("cannot reach {}", w.shown_url()))?;
+    let status = response.status();
+    let mut body = response.into_body();
+    if !status.is_success() {
+        let text = body
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        let text = String::from_utf8_lossy(&text[..text.len().min(500)]).into_owned();
+        match status.as_u16() {
+            401 => bail!(
+                "{} answered 401: pass the worker's BENCH_TOKEN (--token-env)",
+                w.shown_url()
+            ),
+            404 => bail!("{}: no such run ({text})", w.shown_url()),
+            s => bail!("{} answered {s}: {text}", w.shown_url()),
+        }
+    }
+    let mut pending: Vec<u8> = Vec::new();
+    let mut complete = false;
+    let mut handle = |line: &[u8], complete: &mut bool| -> anyhow::Result<()> {
+        if line.is_empty() {
+            return Ok(());
+        }
+        let Ok(parsed) = serde_json::from_slice::<Line>(line) else {
+            bail!(
+                "the worker sent a line that is not a kept answer: {}",
+                String::from_utf8_lossy(&line[..line.len().min(200)])
+            );
+        };
+        if parsed.end == Some(true) {
+            *complete = true;
+            return Ok(());
+        }
+        if let Some(e) = parsed.error {
+            eprintln!("kvbench: the worker stopped the stream early ({e}); resuming");
+            return Ok(());
+        }
+        let (Some(seq), Some(label)) = (parsed.seq, parsed.label) else {
+            bail!("a kept answer without seq or label");
+        };
+        let last = seen.entry(label.into_owned()).or_insert(0);
+        if seq > *last {
+            *last = seq;
+            spool.write_all(line)?;
+            spool.write_all(b"\n")?;
+            *lines += 1;
+        }
+        Ok(())
+    };
+    while let Some(frame) = body.frame().await {
+        let frame = match frame {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("kvbench: the answers stream broke ({e}); resuming");
+                return Ok(false);
+            }
+        };
+        let Some(data) = frame.data_ref() else {
+            continue;
+        };
+        pending.extend_from_slice(data);
+        while let Some(i) = pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=i).collect();
+            handle(&line[..line.len() - 1], &mut complete)?;
+        }
+        if pending.len() > MAX_LINE {
+            bail!("a line of the answers stream is longer than {MAX_LINE} bytes");
+        }
+    }
+    // A last line without its newline is a cut-off one: dropped, and the stream is short.
+    Ok(complete)
+}
+
+/// Pulls the kept answers and builds the report.
+pub async fn import_worker(w: &WorkerImport) -> anyhow::Result<Report> {
+    let mut spool = tempfile()?;
+    let mut seen = BTreeMap::new();
+    let mut lines = 0u64;
+    let mut complete = false;
+    let mut attempts = 0;
+    while !complete && attempts < ATTEMPTS {
+        attempts += 1;
+        complete = fetch_once(w, &mut seen, &mut spool, &mut lines).await?;
+    }
+    if !complete {
+        bail!(
+            "the answers stream from {} ended short {ATTEMPTS} times ({lines} answers read): not writing a partial report",
+            w.shown_url()
+        );
+    }
+    if lines == 0 {
+        bail!("{} kept no answers in this window", w.shown_url());
+    }
+    spool.rewind()?;
+    build(w, spool, lines, attempts - 1)
+}
+
+fn tempfile() -> anyhow::Result<std::fs::File> {
+    let path = std::env::temp_dir().join(format!(
+        "kvbench-import-{}-{}",
+        std::process::id(),
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)?
+            .as_nanos()
+    ));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    // Unlinked at once: the file lives as long as the handle.
+    std::fs::remove_file(&path)?;
+    Ok(file)
+}
+
+fn build(
+    w: &WorkerImport,
+    spool: std::fs::File,
+    lines: u64,
+    resumed: u32,
+) -> anyhow::Result<Report> {
+    let mut reader = BufReader::new(spool);
+    // Pass 1: the span.
+    let (mut first, mut last) = (i64::MAX, i64::MIN);
+    for_each_line(&mut reader, |l| {
+        if let Some(t) = l.t_ms {
+            first = first.min(t);
+            last = last.max(t);
+        }
+        Ok(())
+    })?;
+    let span = Duration::from_millis((last - first).max(0) as u64);
+    let interval = w.interval.unwrap_or_else(|| auto_interval(span));
+    reader.rewind()?;
+    // Pass 2: one collector per label.
+    struct LabelRun {
+        collector: Collector,
+        n: u64,
+        last_us: u64,
+        last_end_us: u64,
+    }
+    let mut runs: BTreeMap<String, LabelRun> = BTreeMap::new();
+    let mut malformed = 0u64;
+    for_each_line(&mut reader, |l| {
+        let (Some(t), Some(label), Some(answer)) = (l.t_ms, l.label.as_deref(), l.answer) else {
+            malformed += 1;
+            return Ok(());
+        };
+        let Ok(answer) = crate::answer::parse(answer.get().as_bytes()) else {
+            malformed += 1;
+            return Ok(());
+        };
+        let intended_us = ((t - first).max(0) as u64) * 1000;
+        let latency_us = (l.duration_ms.unwrap_or(0.0).max(0.0) * 1000.0) as u64;
+        let run = runs.entry(label.to_string()).or_insert_with(|| LabelRun {
+            collector: Collector::new(interval, Duration::from_secs(600)),
+            n: 0,
+            last_us: 0,
+            last_end_us: 0,
+        });
+        run.collector.record(&Sample {
+            intended_us,
+            latency_us,
+            outcome: Outcome::Answer(answer),
+        });
+        run.n += 1;
+        run.last_us = run.last_us.max(intended_us);
+        run.last_end_us = run.last_end_us.max(intended_us + latency_us);
+        Ok(())
+    })?;
+    let origin = SystemTime::UNIX_EPOCH + Duration::from_millis(first.max(0) as u64);
+    let started_at = humantime::format_rfc3339_seconds(origin).to_string();
+    let engine = match w.kept {
+        Kept::Probes => "probes",
+        Kept::Run(_) => "worker",
+    };
+    let mut info = Some(ImportInfo {
+        files: vec![format!(
+            "{}{}",
+            w.shown_url(),
+            match &w.kept {
+                Kept::Probes => "/probes/answers".to_string(),
+                Kept::Run(id) => format!("/runs/{id}/answers"),
+            }
+        )],
+        lines,
+        malformed_lines: malformed,
+        truncated: false,
+        incomplete_requests: 0,
+    });
+    if resumed > 0 {
+        eprintln!("kvbench: the stream was resumed {resumed} time(s); every answer was read once");
+    }
+    let reports: Vec<Report> = runs
+        .into_iter()
+        .map(|(label, run)| {
+            let window_s = (run.last_us as f64 / 1e6).max(1e-3);
+            run.collector.finish(RunInfo {
+                label,
+                url: w.shown_url(),
+                started_at: started_at.clone(),
+                requested_rate: run.n as f64 / window_s,
+                planned_duration_s: window_s,
+                send_window_s: window_s,
+                elapsed_s: run.last_end_us as f64 / 1e6,
+                timeout_s: 0.0,
+                max_in_flight: 0,
+                interrupted: false,
+                pacer_lag_us: Default::default(),
+                engine: engine.into(),
+                // End-to-end here is the worker's own measurement of the whole request (its
+                // clock), not a client's.
+                latency_from: "worker".into(),
+                import: info.take(),
+            })
+        })
+        .collect();
+    Ok(Report::merge(reports)?)
+}
+
+fn for_each_line(
+    reader: &mut BufReader<std::fs::File>,
+    mut f: impl FnMut(Line<'_>) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        if reader.read_until(b'\n', &mut buf)? == 0 {
+            return Ok(());
+        }
+        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        let parsed: Line<'_> = serde_json::from_slice(line).context("the spooled answers")?;
+        f(parsed)?;
+    }
+}
