@@ -175,12 +175,29 @@ function segmentShare() {
   }
 }
 
+// The run id under which the worker keeps every answer (the Kvbench-Run header): KVBENCH_RUN,
+// or one made at setup (which runs once per test, also across cloud load zones, and hands it to
+// every VU); KVBENCH_RUN=none sends none. `kvbench import worker <URL> --run <id>` reads them back.
+function runId() {
+  const given = __ENV.KVBENCH_RUN;
+  if (given === 'none') return null;
+  if (given) {
+    if (!/^[A-Za-z0-9._-]{1,64}$/.test(given)) throw new Error(`KVBENCH_RUN: 1-64 of A-Z a-z 0-9 . _ -, got ${given}`);
+    return given;
+  }
+  const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '');
+  return `k6-${stamp}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
 export function setup() {
   const sc = SCENARIO;
+  const run = runId();
   // The URL without its query (which may name stores but never a secret: tokens go in headers).
   config.add(sc.rate * segmentShare(), {
-    url: URL_BASE.split('?')[0], duration: sc.duration, timeout: TIMEOUT, e2e: E2E,
+    url: URL_BASE.split('?')[0], duration: sc.duration, timeout: TIMEOUT, e2e: E2E, run: run || '',
   });
+  if (run) console.log(`kvbench run id: ${run} (the worker keeps every answer: kvbench import worker <URL> --run ${run})`);
+  return { run };
 }
 
 const params = {
@@ -234,9 +251,16 @@ function invalid(a) {
   return null;
 }
 
-export default function () {
+let runParams = null;
+
+export default function (data) {
   exec.vu.metrics.metadata.kvbench_req = `${exec.vu.idInTest}:${exec.vu.iterationInScenario}`;
-  const res = http.get(TARGET, params);
+  if (runParams === null) {
+    runParams = data && data.run
+      ? { ...params, headers: { ...params.headers, 'Kvbench-Run': data.run } }
+      : params;
+  }
+  const res = http.get(TARGET, runParams);
   const t = res.timings;
   const duration = E2E === 'total'
     ? t.duration + t.blocked + t.connecting + t.tls_handshaking

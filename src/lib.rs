@@ -128,7 +128,7 @@ async fn handle_test(req: Request, ctx: RouteContext<Data>) -> Result<Response> 
 /// Keeps a `/test` answer under its run id after the response is sent (`waitUntil`): no span
 /// is open any more and the answer is not delayed.
 fn keep_run_answer(ctx: &RouteContext<Data>, run: &str, started_ms: f64, body: &str, colo: &str) {
-    let Some(stub) = probe_routes::run_stub(&ctx.env, run) else {
+    let Some((stub, keep_s)) = probe_routes::run_stub(&ctx.env, run) else {
         return;
     };
     let duration_ms = kvbench_core::answer::round_ms(JsClock.now_ms() - started_ms);
@@ -148,7 +148,7 @@ fn keep_run_answer(ctx: &RouteContext<Data>, run: &str, started_ms: f64, body: &
     let run = run.to_string();
     let t_ms = started_ms as i64;
     ctx.data.wait_until(async move {
-        if let Err(e) = probes::keep_run_answer(stub, t_ms, line).await {
+        if let Err(e) = probes::keep_run_answer(stub, t_ms, keep_s, line).await {
             worker::console_error!("run {run}: keeping an answer failed: {e}");
         }
     });

@@ -209,7 +209,8 @@ pub async fn run_answers(req: Request, ctx: RouteContext<super::Data>) -> Result
     ndjson(answers_stream(vec![Source { label: run, stub }], window))
 }
 
-/// The object keeping a run's answers.
-pub fn run_stub(env: &Env, run: &str) -> Option<worker::durable::Stub> {
-    Probes::from_env(env).ok()?.run(run).ok()
+/// The object keeping a run's answers, and how long it keeps them (`PROBE_KEEP`).
+pub fn run_stub(env: &Env, run: &str) -> Option<(worker::durable::Stub, u32)> {
+    let probes = Probes::from_env(env).ok()?;
+    Some((probes.run(run).ok()?, probes.config.keep_s))
 }

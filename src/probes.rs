@@ -241,9 +241,53 @@ impl ProbeObject {
         colo
     }
 
+    /// A run's answer; the first one of an instance makes sure an alarm will delete what is
+    /// older than `keep` seconds (runs are bounded like the probes).
+    async fn append(&self, url: &worker::Url, line: String) -> worker::Result<Response> {
+        let get = |name: &str| {
+            url.query_pairs()
+                .find(|(k, _)| k == name)
+                .and_then(|(_, v)| v.parse::<i64>().ok())
+        };
+        let t_ms = get("t_ms").unwrap_or(now_ms() as i64);
+        let keep_s = get("keep").unwrap_or(i64::from(probes::DEFAULT_KEEP_S));
+        self.keep(t_ms, &line)?;
+        if !self.warm.replace(true) {
+            let storage = self.state.storage();
+            if storage.get_alarm().await?.is_none() {
+                let mut s = self.load().await?;
+                s.keep_s = keep_s
+                    .clamp(i64::from(probes::MIN_KEEP_S), i64::from(probes::MAX_KEEP_S))
+                    as u32;
+                self.save(&s).await?;
+                storage
+                    .set_alarm(at(now_ms() + s.keep_s as f64 * 1000.0))
+                    .await?;
+            }
+        }
+        Response::empty()
+    }
+
+    /// A run object's alarm: delete what is past `keep`, re-arm while anything is left.
+    async fn expire_run(&self, s: &ProbeState) -> worker::Result<()> {
+        let keep_ms = f64::from(s.keep_s.max(probes::MIN_KEEP_S)) * 1000.0;
+        self.sql()?
+            .exec_raw(DELETE_OLD, vec![(now_ms() - keep_ms).into()])?;
+        if self.count()?.0 > 0 {
+            self.state
+                .storage()
+                .set_alarm(at(now_ms() + keep_ms))
+                .await?;
+        }
+        Ok(())
+    }
+
     /// The alarm: re-arm first (the chain survives a failed measurement), then measure and keep.
     async fn measure(&self) -> worker::Result<()> {
         let mut s = self.load().await?;
+        if s.hint.is_none() {
+            return self.expire_run(&s).await;
+        }
         let Some(hint) = s.hint.clone().filter(|_| !s.stopped) else {
             return Ok(());
         };
@@ -386,15 +430,7 @@ impl DurableObject for ProbeObject {
             (Method::Post, "/stop") => self.stop().await,
             (Method::Get, "/status") => self.status().await,
             (Method::Get, "/answers") => self.page(&url),
-            (Method::Post, "/append") => {
-                let t_ms = url
-                    .query_pairs()
-                    .find(|(k, _)| k == "t_ms")
-                    .and_then(|(_, v)| v.parse::<i64>().ok())
-                    .unwrap_or(now_ms() as i64);
-                let line = req.text().await?;
-                self.keep(t_ms, &line).and_then(|_| Response::empty())
-            }
+            (Method::Post, "/append") => self.append(&url, req.text().await?).await,
             _ => Response::error("no such probe call", 404),
         };
         answer.or_else(|e| Response::error(format!("probe object: {e}"), 500))
@@ -499,15 +535,21 @@ pub async fn post(stub: &Stub, call: &str, body: Option<&str>) -> Result<Respons
 }
 
 /// Keeps a `/test` answer under its run id (called from `waitUntil`, after the answer was sent).
-pub async fn keep_run_answer(stub: Stub, t_ms: i64, line: String) -> Result<(), String> {
+pub async fn keep_run_answer(
+    stub: Stub,
+    t_ms: i64,
+    keep_s: u32,
+    line: String,
+) -> Result<(), String> {
     let init = {
         let mut init = RequestInit::new();
         init.with_method(Method::Post);
         init.with_body(Some(JsValue::from_str(&line)));
         init
     };
-    let request = Request::new_with_init(&format!("{ORIGIN}/append?t_ms={t_ms}"), &init)
-        .map_err(|e| js_text(&JsValue::from(e.to_string())))?;
+    let request =
+        Request::new_with_init(&format!("{ORIGIN}/append?t_ms={t_ms}&keep={keep_s}"), &init)
+            .map_err(|e| js_text(&JsValue::from(e.to_string())))?;
     stub.fetch_with_request(request)
         .await
         .map_err(|e| e.to_string())
