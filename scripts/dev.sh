@@ -42,8 +42,19 @@ start_redis "$REDIS"
 start_gateway "$GATEWAY"
 start_denokv "$DENOKV"
 apply_d1_migrations
+# The probes on a short interval (KVBENCH_PROBE_EVERY seconds, default 10; KVBENCH_PROBES=off
+# leaves them stopped); locally the colo cannot be told, so it is not asked.
+PROBE_EVERY=${KVBENCH_PROBE_EVERY:-10}
+STACK_EXTRA_ENV="${STACK_EXTRA_ENV:+$STACK_EXTRA_ENV
+}PROBE_EVERY=$PROBE_EVERY
+PROBE_COLO_URL=none"
 log "starting wrangler dev (builds the worker, ~20 s)"
 start_wrangler "$PORT"
+if [ "${KVBENCH_PROBES:-on}" != off ]; then
+  curl -fsS -X POST "http://127.0.0.1:$PORT/probes/start" >/dev/null &&
+    log "probes started every ${PROBE_EVERY} s: GET http://127.0.0.1:$PORT/probes, /probes/answers" ||
+    log "could not start the probes (POST /probes/start)"
+fi
 
 cat >&2 <<MSG
 
@@ -57,6 +68,7 @@ $(if [ -n "${KVBENCH_INSPECTOR_PORT:-}" ]; then
 fi)
 
   Try:  curl -s 'http://127.0.0.1:$PORT/test?key=1' ; curl -s 'http://127.0.0.1:$PORT/test?key=1'
+        curl -s http://127.0.0.1:$PORT/probes ; curl -s http://127.0.0.1:$PORT/probes/answers
   Ctrl-C stops everything.
 
 MSG
