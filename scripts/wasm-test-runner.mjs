@@ -17,10 +17,10 @@
 // which becomes the var NAME of the test worker (the runner's own tests use it).
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { Miniflare } from "miniflare";
+import { freePort, portOpen } from "./net.mjs";
 import { ROOT, applyMigrations, tomlVars, workerOptions } from "./worker-options.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -122,17 +122,6 @@ export default {
 `;
 }
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 /** A private redis-server for the tests' `connect()`, stopped by PID when the runner exits. */
 async function startRedis() {
   const port = await freePort();
@@ -149,17 +138,6 @@ async function startRedis() {
   }
   child.kill("SIGKILL");
   fail(`${bin} did not listen on 127.0.0.1:${port}`);
-}
-
-function portOpen(port) {
-  return new Promise((resolve) => {
-    const s = net.connect(port, "127.0.0.1");
-    s.once("connect", () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once("error", () => resolve(false));
-  });
 }
 
 async function startWorker(dir, vars) {

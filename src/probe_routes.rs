@@ -2,7 +2,7 @@
 //! `/probes/stop`, `GET /probes/answers`, `GET /runs/<id>/answers`, and the Cron Trigger that
 //! keeps the probes alive. All behind `BENCH_TOKEN` when it is set, like `/test`.
 
-use kvbench_core::auth::{self, TokenConfig, TOKEN_VAR};
+use kvbench_core::auth::{self, TOKEN_VAR};
 use kvbench_core::params::{parse_query, ParamError};
 use kvbench_core::probes::{self, Window};
 use kvbench_core::Clock;
@@ -10,36 +10,24 @@ use serde_json::json;
 use worker::{Env, Request, Response, Result, RouteContext};
 
 use crate::bindings::{env_raw, JsClock};
-use crate::probes::{answers_stream, Probes, Source};
+use crate::probes::{answers_stream, status_of, Probes, Source};
 use crate::respond;
 
 fn error(status: u16, e: &ParamError) -> Result<Response> {
     respond::json(status, &json!({ "error": e }).to_string())
 }
 
-/// `None` when the request may go on, else the 401 or 500 to send.
+/// `None` when the request may go on, else the 401 or 500 to send (`/test`'s rule).
 fn refused(req: &Request, env: &Env) -> Result<Option<Response>> {
-    let token = match TokenConfig::from_raw(env_raw(env, TOKEN_VAR).as_deref()) {
-        TokenConfig::Open => None,
-        TokenConfig::Required(t) => Some(t),
-        TokenConfig::Blank => {
-            return error(
-                500,
-                &ParamError::new(
-                    TOKEN_VAR,
-                    "is set but blank: set a token or delete the secret",
-                ),
-            )
-            .map(Some)
-        }
-    };
     let authorization = req.headers().get("Authorization").ok().flatten();
-    match auth::check(authorization.as_deref(), token.as_deref()) {
+    match auth::admit(authorization.as_deref(), env_raw(env, TOKEN_VAR).as_deref()) {
         Ok(()) => Ok(None),
-        Err(e) => {
-            let mut r = error(401, &ParamError::new("Authorization", e.to_string()))?;
-            r.headers_mut()
-                .set("WWW-Authenticate", "Bearer realm=\"kvbench\"")?;
+        Err((status, e)) => {
+            let mut r = error(status, &e)?;
+            if status == 401 {
+                r.headers_mut()
+                    .set("WWW-Authenticate", "Bearer realm=\"kvbench\"")?;
+            }
             Ok(Some(r))
         }
     }
@@ -150,18 +138,29 @@ fn window(req: &Request) -> std::result::Result<Window, ParamError> {
     Window::parse(&query(req)?, JsClock.now_ms() as i64)
 }
 
+/// What both answers routes check first: the token, the window, the probes' namespace.
+async fn answers_prelude(
+    req: &Request,
+    env: &Env,
+) -> Result<std::result::Result<(Window, Probes), Response>> {
+    if let Some(r) = refused(req, env)? {
+        return Ok(Err(r));
+    }
+    let window = match window(req) {
+        Ok(w) => w,
+        Err(e) => return error(400, &e).map(Err),
+    };
+    match probes_of(env) {
+        Ok(p) => Ok(Ok((window, p))),
+        Err(r) => r.map(Err),
+    }
+}
+
 /// `GET /probes/answers?since=..&until=..`: every probe's kept answers, NDJSON.
 pub async fn probe_answers(req: Request, ctx: RouteContext<super::Data>) -> Result<Response> {
-    if let Some(r) = refused(&req, &ctx.env)? {
-        return Ok(r);
-    }
-    let window = match window(&req) {
-        Ok(w) => w,
-        Err(e) => return error(400, &e),
-    };
-    let probes = match probes_of(&ctx.env) {
-        Ok(p) => p,
-        Err(r) => return r,
+    let (window, probes) = match answers_prelude(&req, &ctx.env).await? {
+        Ok(v) => v,
+        Err(r) => return Ok(r),
     };
     let mut sources = Vec::new();
     for &hint in &probes.config.hints {
@@ -176,26 +175,17 @@ pub async fn probe_answers(req: Request, ctx: RouteContext<super::Data>) -> Resu
 /// `GET /runs/<id>/answers?since=..&until=..`: a run's kept answers, NDJSON; 404 for a run
 /// that kept nothing.
 pub async fn run_answers(req: Request, ctx: RouteContext<super::Data>) -> Result<Response> {
-    if let Some(r) = refused(&req, &ctx.env)? {
-        return Ok(r);
-    }
     let id = ctx.param("id").cloned().unwrap_or_default();
+    let (window, probes) = match answers_prelude(&req, &ctx.env).await? {
+        Ok(v) => v,
+        Err(r) => return Ok(r),
+    };
     let run = match probes::parse_run("run", &id) {
         Ok(r) => r,
         Err(e) => return error(400, &e),
     };
-    let window = match window(&req) {
-        Ok(w) => w,
-        Err(e) => return error(400, &e),
-    };
-    let probes = match probes_of(&ctx.env) {
-        Ok(p) => p,
-        Err(r) => return r,
-    };
     let stub = probes.run(&run)?;
-    let mut status = stub.fetch_with_str("https://kvbench.probe/status").await?;
-    let kept = status
-        .json::<serde_json::Value>()
+    let kept = status_of(&stub)
         .await
         .ok()
         .and_then(|v| v["kept"].as_u64())

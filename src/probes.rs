@@ -19,7 +19,7 @@ use wasm_bindgen::JsValue;
 use worker::durable::{ObjectNamespace, ScheduledTime, State, Stub};
 use worker::{durable_object, DurableObject, Env, Method, Request, RequestInit, Response};
 
-use crate::bindings::{env_text, js_text, seeded_gen, JsClock, JsTimer};
+use crate::bindings::{env_text, seeded_gen, JsClock, JsTimer};
 use crate::stores::Stores;
 
 /// Origin of requests to the objects (a stub routes them; never resolved).
@@ -489,7 +489,7 @@ impl Probes {
         for &hint in &self.config.hints {
             let result = async {
                 let stub = self.probe(hint).map_err(|e| e.to_string())?;
-                let mut response = post(&stub, call, Some(&self.arm_body(hint))).await?;
+                let mut response = post(&stub, call, &self.arm_body(hint)).await?;
                 response
                     .json::<serde_json::Value>()
                     .await
@@ -502,34 +502,33 @@ impl Probes {
     }
 
     pub async fn status(&self, hint: LocationHint) -> Result<serde_json::Value, String> {
-        let stub = self.probe(hint).map_err(|e| e.to_string())?;
-        let mut r = stub
-            .fetch_with_str(&format!("{ORIGIN}/status"))
-            .await
-            .map_err(|e| e.to_string())?;
-        r.json().await.map_err(|e| e.to_string())
+        status_of(&self.probe(hint).map_err(|e| e.to_string())?).await
     }
 }
 
-/// `POST ORIGIN/<call>` with a JSON body.
-pub async fn post(stub: &Stub, call: &str, body: Option<&str>) -> Result<Response, String> {
-    let init = RequestInit::new();
-    let mut init = init;
+/// An object's `/status` (a probe's, or a run's `kept`).
+pub async fn status_of(stub: &Stub) -> Result<serde_json::Value, String> {
+    let mut r = stub
+        .fetch_with_str(&format!("{ORIGIN}/status"))
+        .await
+        .map_err(|e| e.to_string())?;
+    r.json().await.map_err(|e| e.to_string())
+}
+
+/// `POST ORIGIN/<path>` with `body`; a non-2xx answer is an error with its status and text.
+pub async fn post(stub: &Stub, path: &str, body: &str) -> Result<Response, String> {
+    let mut init = RequestInit::new();
     init.with_method(Method::Post);
-    if let Some(body) = body {
-        init.with_body(Some(JsValue::from_str(body)));
-    }
+    init.with_body(Some(JsValue::from_str(body)));
     let request =
-        Request::new_with_init(&format!("{ORIGIN}/{call}"), &init).map_err(|e| e.to_string())?;
-    let response = stub
+        Request::new_with_init(&format!("{ORIGIN}/{path}"), &init).map_err(|e| e.to_string())?;
+    let mut response = stub
         .fetch_with_request(request)
         .await
         .map_err(|e| e.to_string())?;
     if response.status_code() >= 300 {
-        let status = response.status_code();
-        let mut response = response;
         let text = response.text().await.unwrap_or_default();
-        return Err(format!("{status}: {text}"));
+        return Err(format!("{}: {text}", response.status_code()));
     }
     Ok(response)
 }
@@ -541,18 +540,8 @@ pub async fn keep_run_answer(
     keep_s: u32,
     line: String,
 ) -> Result<(), String> {
-    let init = {
-        let mut init = RequestInit::new();
-        init.with_method(Method::Post);
-        init.with_body(Some(JsValue::from_str(&line)));
-        init
-    };
-    let request =
-        Request::new_with_init(&format!("{ORIGIN}/append?t_ms={t_ms}&keep={keep_s}"), &init)
-            .map_err(|e| js_text(&JsValue::from(e.to_string())))?;
-    stub.fetch_with_request(request)
+    post(&stub, &format!("append?t_ms={t_ms}&keep={keep_s}"), &line)
         .await
-        .map_err(|e| e.to_string())
         .map(|_| ())
 }
 

@@ -7,6 +7,7 @@ import { existsSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { freePort } from "../../scripts/net.mjs";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const GATEWAY_BIN =
@@ -15,16 +16,7 @@ export const REDIS_SERVER_BIN = process.env.REDIS_SERVER_BIN ?? "redis-server";
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 /** Spawns a process; rejects if it cannot start, remembers how it ended. */
 export function start(bin, args, env) {

@@ -52,6 +52,32 @@ pub fn check(authorization: Option<&str>, token: Option<&str>) -> Result<(), Aut
     }
 }
 
+/// The whole rule of a protected route (`/test`, the probes, kept runs): open without a token,
+/// else the presented bearer must match; a token set but blank fails closed (500), so a token
+/// that was meant to be set never opens the route to everyone. The error is the status to
+/// answer and what to say, naming `BENCH_TOKEN` or `Authorization`, never the token.
+pub fn admit(
+    authorization: Option<&str>,
+    raw_token: Option<&str>,
+) -> Result<(), (u16, crate::params::ParamError)> {
+    use crate::params::ParamError;
+    let token = match TokenConfig::from_raw(raw_token) {
+        TokenConfig::Open => None,
+        TokenConfig::Required(t) => Some(t),
+        TokenConfig::Blank => {
+            return Err((
+                500,
+                ParamError::new(
+                    TOKEN_VAR,
+                    "is set but blank: /test refuses to run without its token; set a token or delete the secret",
+                ),
+            ))
+        }
+    };
+    check(authorization, token.as_deref())
+        .map_err(|e| (401, ParamError::new("Authorization", e.to_string())))
+}
+
 /// Compares without an early exit, so response timing does not reveal a matching prefix.
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     let mut diff = a.len() ^ b.len();
@@ -66,6 +92,17 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn admission() {
+        assert_eq!(admit(None, None), Ok(()));
+        assert_eq!(admit(Some("Bearer t0k"), Some(" t0k\n")), Ok(()));
+        let (status, e) = admit(None, Some("t0k")).unwrap_err();
+        assert_eq!((status, e.parameter.as_str()), (401, "Authorization"));
+        let (status, e) = admit(Some("Bearer t0k"), Some("  ")).unwrap_err();
+        assert_eq!((status, e.parameter.as_str()), (500, TOKEN_VAR));
+        assert!(!e.message.contains("t0k"));
+    }
 
     #[test]
     fn table() {

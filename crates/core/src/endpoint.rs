@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use crate::auth::{self, TokenConfig, TOKEN_VAR};
+use crate::auth;
 use crate::budget::request_cost;
 use crate::params::{parse_query, Defaults, ParamError, Params};
 use crate::probe::{probe, Isolate, StoreSet};
@@ -45,28 +45,8 @@ pub struct Call<'a> {
 
 /// Answers one `/test` call. Stores are touched only after auth and every parameter passed.
 pub async fn handle(call: Call<'_>, stores: &StoreSet<'_>, isolate: &Isolate<'_>) -> Reply {
-    let token = match TokenConfig::from_raw(call.token) {
-        TokenConfig::Open => None,
-        TokenConfig::Required(t) => Some(t),
-        // Fail closed: a token that was meant to be set must not open /test to everyone.
-        TokenConfig::Blank => {
-            return Reply::error(
-                500,
-                &ParamError::new(
-                    TOKEN_VAR,
-                    "is set but blank: /test refuses to run without its token; set a token or delete the secret",
-                ),
-            )
-        }
-    };
-    if let Err(e) = auth::check(call.authorization, token.as_deref()) {
-        return Reply::error(
-            401,
-            &ParamError {
-                parameter: "Authorization".into(),
-                message: e.to_string(),
-            },
-        );
+    if let Err((status, e)) = auth::admit(call.authorization, call.token) {
+        return Reply::error(status, &e);
     }
     let defaults = match call.defaults {
         Ok(d) => d,
