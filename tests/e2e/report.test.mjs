@@ -191,7 +191,7 @@ const ms = (v) => (v === null || v === undefined ? "-" : fixed2(v));
 
 /**
  * What the page must show, from report.json: a Map "row\u0000col" → { value (number or null),
- * text, section }. Mirrors crates/cli/src/print/html.rs.
+ * text, section }. Mirrors crates/report/src/print/html.rs.
  */
 function expectedCells(report) {
   const s = report.summary;

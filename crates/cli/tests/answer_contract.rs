@@ -43,7 +43,7 @@ fn known(at: &str, wire: &Value, fields: &[&str]) {
     for key in wire.as_object().unwrap().keys() {
         assert!(
             fields.contains(&key.as_str()),
-            "{at}: field {key:?} is unknown to kvbench's parser (crates/cli/src/answer.rs)"
+            "{at}: field {key:?} is unknown to kvbench's parser (crates/report/src/answer.rs)"
         );
     }
 }
