@@ -13,11 +13,10 @@ use std::time::{Duration, SystemTime};
 use anyhow::{bail, Context as _};
 use http_body_util::BodyExt;
 use hyper::Uri;
-use serde::Deserialize;
 
-use crate::collect::{auto_interval, Collector};
-use crate::report::{ImportInfo, Report, RunInfo};
-use crate::sample::{Outcome, Sample};
+use crate::collect::auto_interval;
+use crate::report::Report;
+use kvbench_report::kept::{Aggregate, Line, Source};
 
 /// What to pull.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,26 +43,18 @@ const ATTEMPTS: u32 = 4;
 /// Longest accepted line (a /test answer is a few KB).
 const MAX_LINE: usize = 1 << 20;
 
-#[derive(Deserialize)]
-struct Line<'a> {
-    seq: Option<i64>,
-    t_ms: Option<i64>,
-    #[serde(borrow)]
-    label: Option<std::borrow::Cow<'a, str>>,
-    duration_ms: Option<f64>,
-    #[serde(borrow)]
-    answer: Option<&'a serde_json::value::RawValue>,
-    end: Option<bool>,
-    error: Option<String>,
-}
-
 impl WorkerImport {
-    fn answers_url(&self) -> anyhow::Result<Uri> {
-        let base = self.url.trim_end_matches('/');
-        let path = match &self.kept {
+    /// The route the answers are read from.
+    fn path(&self) -> String {
+        match &self.kept {
             Kept::Probes => "/probes/answers".to_string(),
             Kept::Run(id) => format!("/runs/{id}/answers"),
-        };
+        }
+    }
+
+    fn answers_url(&self) -> anyhow::Result<Uri> {
+        let base = self.url.trim_end_matches('/');
+        let path = self.path();
         let mut query = Vec::new();
         if let Some(s) = &self.since {
             query.push(format!("since={s}"));
@@ -247,7 +238,7 @@ fn build(
     resumed: u32,
 ) -> anyhow::Result<Report> {
     let mut reader = BufReader::new(spool);
-    // Pass 1: the span.
+    // Pass 1: the span (the timeline's interval and the report's start).
     let (mut first, mut last) = (i64::MAX, i64::MIN);
     for_each_line(&mut reader, |l| {
         if let Some(t) = l.t_ms {
@@ -260,89 +251,30 @@ fn build(
     let interval = w.interval.unwrap_or_else(|| auto_interval(span));
     reader.rewind()?;
     // Pass 2: one collector per label.
-    struct LabelRun {
-        collector: Collector,
-        n: u64,
-        last_us: u64,
-        last_end_us: u64,
-    }
-    let mut runs: BTreeMap<String, LabelRun> = BTreeMap::new();
-    let mut malformed = 0u64;
+    let mut aggregate = Aggregate::new(first, interval);
     for_each_line(&mut reader, |l| {
-        let (Some(t), Some(label), Some(answer)) = (l.t_ms, l.label.as_deref(), l.answer) else {
-            malformed += 1;
-            return Ok(());
-        };
-        let Ok(answer) = crate::answer::parse(answer.get().as_bytes()) else {
-            malformed += 1;
-            return Ok(());
-        };
-        let intended_us = ((t - first).max(0) as u64) * 1000;
-        let latency_us = (l.duration_ms.unwrap_or(0.0).max(0.0) * 1000.0) as u64;
-        let run = runs.entry(label.to_string()).or_insert_with(|| LabelRun {
-            collector: Collector::new(interval, Duration::from_secs(600)),
-            n: 0,
-            last_us: 0,
-            last_end_us: 0,
-        });
-        run.collector.record(&Sample {
-            intended_us,
-            latency_us,
-            outcome: Outcome::Answer(answer),
-        });
-        run.n += 1;
-        run.last_us = run.last_us.max(intended_us);
-        run.last_end_us = run.last_end_us.max(intended_us + latency_us);
+        aggregate.push(&l);
         Ok(())
     })?;
-    let origin = SystemTime::UNIX_EPOCH + Duration::from_millis(first.max(0) as u64);
-    let started_at = humantime::format_rfc3339_seconds(origin).to_string();
-    let engine = match w.kept {
-        Kept::Probes => "probes",
-        Kept::Run(_) => "worker",
-    };
-    let mut info = Some(ImportInfo {
-        files: vec![format!(
-            "{}{}",
-            w.shown_url(),
-            match &w.kept {
-                Kept::Probes => "/probes/answers".to_string(),
-                Kept::Run(id) => format!("/runs/{id}/answers"),
-            }
-        )],
-        lines,
-        malformed_lines: malformed,
-        truncated: false,
-        incomplete_requests: 0,
-    });
+    debug_assert_eq!(aggregate.lines(), lines);
     if resumed > 0 {
         eprintln!("kvbench: the stream was resumed {resumed} time(s); every answer was read once");
     }
-    let reports: Vec<Report> = runs
-        .into_iter()
-        .map(|(label, run)| {
-            let window_s = (run.last_us as f64 / 1e6).max(1e-3);
-            run.collector.finish(RunInfo {
-                label,
-                url: w.shown_url(),
-                started_at: started_at.clone(),
-                requested_rate: run.n as f64 / window_s,
-                planned_duration_s: window_s,
-                send_window_s: window_s,
-                elapsed_s: run.last_end_us as f64 / 1e6,
-                timeout_s: 0.0,
-                max_in_flight: 0,
-                interrupted: false,
-                pacer_lag_us: Default::default(),
-                engine: engine.into(),
-                // End-to-end here is the worker's own measurement of the whole request (its
-                // clock), not a client's.
-                latency_from: "worker".into(),
-                import: info.take(),
-            })
-        })
-        .collect();
-    Ok(Report::merge(reports)?)
+    let source = Source {
+        url: w.shown_url(),
+        engine: match w.kept {
+            Kept::Probes => "probes",
+            Kept::Run(_) => "worker",
+        }
+        .into(),
+        read_from: format!("{}{}", w.shown_url(), w.path()),
+    };
+    aggregate.finish(&source)?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "{}: none of the {lines} kept lines is an answer",
+            w.shown_url()
+        )
+    })
 }
 
 fn for_each_line(

@@ -7,28 +7,26 @@ use anyhow::Context as _;
 use clap::Parser as _;
 
 use kvbench::args::{report_path, Cli, Command, ImportSource, PriceArgs, RunArgs};
-use kvbench::cost::{self, PriceTable};
+use kvbench::cost::PriceTable;
 use kvbench::import::{import_k6, ImportOptions};
 use kvbench::import_worker::{import_worker, Kept, WorkerImport};
 use kvbench::print;
 use kvbench::progress::Progress;
-use kvbench::report::{Report, Summary};
+use kvbench::report::Report;
 use kvbench::run::{self, RunConfig};
 
 /// Exit code of a run stopped by Ctrl-C (128 + SIGINT), after its partial report is written.
 const EXIT_INTERRUPTED: u8 = 130;
 
 /// The derived parts: the cost over a price table, and the summary every printer shows.
-fn derive(mut r: Report, price: &PriceArgs) -> anyhow::Result<Report> {
+fn derive(r: Report, price: &PriceArgs) -> anyhow::Result<Report> {
     let table = PriceTable::load(price.prices.as_deref())?;
-    r.cost = Some(cost::estimate(
-        &r.total,
+    Ok(kvbench_report::derive(
+        r,
         &table,
         price.project_rps,
         &price.deployment(),
-    ));
-    r.summary = Some(Summary::of(&r));
-    Ok(r)
+    ))
 }
 
 /// report.json, the charts and report.html into `dir`, then the terminal report.

@@ -1,5 +1,6 @@
 //! The kvbench report, platform-free: the schema ([`report`]), HDR histograms ([`hist`]), the
-//! parser of `/test` answers ([`answer`]), the collector that folds samples into a report
+//! parser of `/test` answers ([`answer`]), kept answers of a deployed worker ([`kept`]), the
+//! collector that folds samples into a report
 //! ([`collect`], [`sample`], [`batch`]), the cost model with its dated prices ([`cost`]) and the
 //! printers ([`print`]: text, SVG charts, the self-contained `report.html`). The kvbench CLI and
 //! the report worker (`crates/report-worker`, `GET /report`) both call this one renderer, so the
@@ -10,6 +11,23 @@ pub mod batch;
 pub mod collect;
 pub mod cost;
 pub mod hist;
+pub mod kept;
 pub mod print;
 pub mod report;
 pub mod sample;
+
+use crate::cost::{Deployment, PriceTable};
+use crate::report::{Report, Summary};
+
+/// What every printed report carries besides its measurements: the cost projection (at the
+/// measured rate, or `project_rps`) and the summary the printers read.
+pub fn derive(
+    mut r: Report,
+    table: &PriceTable,
+    project_rps: Option<f64>,
+    deployment: &Deployment,
+) -> Report {
+    r.cost = Some(cost::estimate(&r.total, table, project_rps, deployment));
+    r.summary = Some(Summary::of(&r));
+    r
+}

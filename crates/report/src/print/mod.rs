@@ -11,6 +11,12 @@ use anyhow::Context as _;
 
 use crate::report::Report;
 
+/// `report.html` with its charts inline: what `kvbench` writes and `GET /report` serves.
+pub fn page(report: &Report) -> anyhow::Result<String> {
+    let charts = chart::render_all(report)?;
+    Ok(html::render(report, &charts))
+}
+
 /// Every file a report directory holds besides report.json: the charts and report.html.
 pub fn write_files(report: &Report, dir: &Path) -> anyhow::Result<()> {
     let charts = chart::render_all(report)?;
