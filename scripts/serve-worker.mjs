@@ -6,7 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { Miniflare } from "miniflare";
-import { ROOT, applyMigrations, tomlVars, workerOptions } from "./worker-options.mjs";
+import { ROOT, applyMigrations, stackOptions, tomlVars } from "./worker-options.mjs";
 const { values } = parseArgs({
   options: { port: { type: "string", default: "8787" }, "env-file": { type: "string" } },
 });
@@ -35,8 +35,9 @@ function dotenv(file) {
 //   worker (a further ~4% of a core). Without that entry worker there is no placeholder
 //   `request.cf`, so answers say `"colo": "local"`. Miniflare's own entry socket still listens, on
 //   a random loopback port.
+// With the report worker behind GET /report, as deployed.
 const mf = new Miniflare(
-  workerOptions(
+  stackOptions(
     { ...tomlVars(path.join(ROOT, "wrangler.toml")), ...dotenv(values["env-file"]) },
     {
       host: "127.0.0.1",

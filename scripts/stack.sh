@@ -121,7 +121,10 @@ start_wrangler() {
   INSPECTOR_PORT=${KVBENCH_INSPECTOR_PORT:-$(free_port)}
   require_free_port "$INSPECTOR_PORT" "wrangler dev's inspector" KVBENCH_INSPECTOR_PORT
   write_worker_env
-  spawn worker wrangler dev --local --ip 127.0.0.1 --port "$WORKER_PORT" \
+  # Both workers: the benchmark worker (first: it serves the port) and the report worker behind
+  # its REPORT binding (GET /report).
+  spawn worker wrangler dev -c wrangler.toml -c crates/report-worker/wrangler.toml \
+    --local --ip 127.0.0.1 --port "$WORKER_PORT" \
     --inspector-ip 127.0.0.1 --inspector-port "$INSPECTOR_PORT" \
     --show-interactive-dev-session=false --env-file "$WORKER_ENV_FILE" \
     --persist-to "$STACK_DIR/wrangler-state"

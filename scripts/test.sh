@@ -23,7 +23,7 @@ cargo fmt --all --check
 step "clippy (host)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 step "clippy (wasm32-unknown-unknown)"
-cargo clippy -p kvbench-worker -p kvbench-core --target wasm32-unknown-unknown --all-targets --locked -- -D warnings
+cargo clippy -p kvbench-worker -p kvbench-core -p kvbench-report -p kvbench-report-worker --target wasm32-unknown-unknown --all-targets --locked -- -D warnings
 
 step "native tests (core + mocked bindings, gateway against a real redis-server)"
 cargo test --workspace --locked
@@ -33,14 +33,16 @@ cargo build -p kvbench --locked  # the CLI the report (and k6) e2e suites run
 step "wasm tests (every #[wasm_bindgen_test] inside workerd via Miniflare, real bindings)"
 cargo test -p kvbench-worker --lib --target wasm32-unknown-unknown --locked
 
-step "build the worker"
+step "build both workers (benchmark, report)"
 bash scripts/build.sh
 
-step "wrangler deploy --dry-run"
-dry="$(mktemp -d)"
-wrangler deploy --dry-run --outdir "$dry" >"$dry.log" 2>&1 || { cat "$dry.log"; die "wrangler deploy --dry-run failed"; }
-tail -n 5 "$dry.log"
-rm -rf "$dry" "$dry.log"
+step "wrangler deploy --dry-run (both workers)"
+for config in crates/report-worker/wrangler.toml wrangler.toml; do
+  dry="$(mktemp -d)"
+  wrangler deploy --dry-run -c "$config" --outdir "$dry" >"$dry.log" 2>&1 || { cat "$dry.log"; die "wrangler deploy --dry-run -c $config failed"; }
+  tail -n 5 "$dry.log"
+  rm -rf "$dry" "$dry.log"
+done
 
 step "end-to-end tests (built worker under Miniflare)"
 node --test --test-concurrency=1 tests/e2e/

@@ -19,6 +19,46 @@ export const BINDINGS = {
   r2: "BENCH_R2",
 };
 
+/** The report worker (crates/report-worker): GET /report's renderer, bound to the benchmark
+ * worker as the service `REPORT` (wrangler.toml's [[services]]). */
+export const REPORT_WORKER = "kvbench-report";
+export const REPORT_BINDING = "REPORT";
+
+// Miniflare options that belong to the whole instance, not to one of its workers.
+const SHARED = new Set([
+  "rootPath", "host", "port", "https", "httpsKey", "httpsKeyPath", "httpsCert", "httpsCertPath",
+  "inspectorPort", "inspectorHost", "verbose", "log", "handleRuntimeStdio", "handleStructuredLogs",
+  "upstream", "cf", "liveReload", "unsafeProxySharedSecret", "unsafeModuleFallbackService",
+  "unsafeStickyBlobs", "unsafeTriggerHandlers", "logRequests", "defaultPersistRoot",
+]);
+
+/** Both workers in one Miniflare: the benchmark worker first (`dispatchFetch` and `getWorker()`
+ * reach it), with `REPORT` bound to the report worker. `extra` may mix shared options (host,
+ * port, cf, *Persist) and the benchmark worker's own. */
+export function stackOptions(bindings, extra = {}) {
+  const shared = {};
+  const own = {};
+  for (const [k, v] of Object.entries(extra)) {
+    if (SHARED.has(k) || k.endsWith("Persist")) shared[k] = v;
+    else own[k] = v;
+  }
+  const main = workerOptions(bindings, own);
+  return {
+    ...shared,
+    workers: [
+      { name: "kvbench", ...main, serviceBindings: { ...(main.serviceBindings ?? {}), [REPORT_BINDING]: REPORT_WORKER } },
+      {
+        name: REPORT_WORKER,
+        modules: true,
+        scriptPath: path.join(ROOT, "crates/report-worker/build/index.js"),
+        modulesRoot: path.join(ROOT, "crates/report-worker/build"),
+        modulesRules: main.modulesRules,
+        compatibilityDate: main.compatibilityDate,
+      },
+    ],
+  };
+}
+
 /** Options for `new Miniflare(...)`: the bundle, every local binding, and `bindings` (vars). */
 export function workerOptions(bindings, extra = {}) {
   return {

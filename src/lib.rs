@@ -63,6 +63,7 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
         })
         .get_async("/probes/answers", probe_routes::probe_answers)
         .get_async("/runs/:id/answers", probe_routes::run_answers)
+        .get_async("/report", probe_routes::report)
         .run(req, env)
         .await?;
     if response.status_code() == 405 {

@@ -9,7 +9,9 @@ use kvbench_core::Clock;
 use serde_json::json;
 use worker::{Env, Request, Response, Result, RouteContext};
 
-use crate::bindings::{env_raw, JsClock};
+use worker::wasm_bindgen_futures::JsFuture;
+
+use crate::bindings::{env_raw, js_text, JsClock};
 use crate::probes::{answers_stream, status_of, Probes, Source};
 use crate::respond;
 
@@ -69,9 +71,11 @@ pub async fn list(req: Request, ctx: RouteContext<super::Data>) -> Result<Respon
             Err(e) => json!({ "hint": hint.as_str(), "error": e }),
         });
     }
+    let bill = bill(&ctx.env, &probes, &origin_of(&req)).await;
     let body = json!({
         "every_s": probes.config.every_s,
         "keep_s": probes.config.keep_s,
+        "bill": bill,
         "colo_from": "PROBE_COLO_URL (Cloudflare's /cdn-cgi/trace), asked once per object wake; unknown where it cannot be told",
         "probes": list,
     });
@@ -203,4 +207,216 @@ pub async fn run_answers(req: Request, ctx: RouteContext<super::Data>) -> Result
 pub fn run_stub(env: &Env, run: &str) -> Option<(worker::durable::Stub, u32)> {
     let probes = Probes::from_env(env).ok()?;
     Some((probes.run(run).ok()?, probes.config.keep_s))
+}
+
+/// The var that makes `GET /report` public (`true`); otherwise it is behind `BENCH_TOKEN` when set.
+pub const REPORT_PUBLIC_VAR: &str = "REPORT_PUBLIC";
+/// The service binding to the report worker (crates/report-worker).
+pub const REPORT_BINDING: &str = "REPORT";
+/// A rendered page or bill is reused for this long: a page view re-reads the window's answers at
+/// most once a minute per isolate.
+const CACHE_MS: f64 = 60_000.0;
+/// Windows of `GET /report`: the default, and the bounds.
+const DEFAULT_WINDOW: &str = "24h";
+
+thread_local! {
+    /// Rendered pages and bills by key, with when they were made.
+    static RENDERED: std::cell::RefCell<std::collections::BTreeMap<String, (f64, u16, String)>> =
+        Default::default();
+}
+
+fn cached(key: &str) -> Option<(u16, String)> {
+    let now = JsClock.now_ms();
+    RENDERED.with(|c| {
+        c.borrow()
+            .get(key)
+            .filter(|(at, _, _)| now - at < CACHE_MS)
+            .map(|(_, status, body)| (*status, body.clone()))
+    })
+}
+
+fn remember(key: &str, status: u16, body: &str) {
+    let now = JsClock.now_ms();
+    RENDERED.with(|c| {
+        let mut c = c.borrow_mut();
+        c.retain(|_, (at, _, _)| now - *at < CACHE_MS);
+        if c.len() < 16 {
+            c.insert(key.to_string(), (now, status, body.to_string()));
+        }
+    });
+}
+
+/// Streams the probes' kept answers in `window` to the report worker's `path` and returns its
+/// status and body, and whether any answer is kept at all (an empty answer is not cached: the
+/// first probe answer must show at once); the report's clock starts at the first kept answer.
+async fn report_call(
+    env: &Env,
+    probes: &Probes,
+    window: Window,
+    path: &str,
+    extra_query: &str,
+    worker_url: &str,
+) -> std::result::Result<(u16, String, bool), String> {
+    let service = env
+        .service(REPORT_BINDING)
+        .map_err(|_| format!("the report worker is not bound ({REPORT_BINDING}): deploy crates/report-worker (npm run deploy does)"))?;
+    let mut sources = Vec::new();
+    let mut first: Option<i64> = None;
+    for &hint in &probes.config.hints {
+        if let Some(t) = probes
+            .status(hint)
+            .await
+            .ok()
+            .and_then(|s| s["first_t_ms"].as_i64())
+        {
+            first = Some(first.map_or(t, |f| f.min(t)));
+        }
+        sources.push(Source {
+            label: hint.as_str().to_string(),
+            stub: probes.probe(hint).map_err(|e| e.to_string())?,
+        });
+    }
+    let origin = first.unwrap_or(window.since_ms).max(window.since_ms);
+    let span = (window.until_ms - origin).max(0);
+    // The answers flow through a TransformStream: this request writes each page as the report
+    // worker reads the other end (a Rust stream handed over as the body would need this isolate
+    // to pull it while it waits, which workerd takes for a hang).
+    let pipe = worker::web_sys::TransformStream::new().map_err(|e| js_text(&e))?;
+    let writer = pipe.writable().get_writer().map_err(|e| js_text(&e))?;
+    let mut init = worker::RequestInit::new();
+    init.with_method(worker::Method::Post);
+    init.with_body(Some(pipe.readable().into()));
+    let headers = worker::Headers::new();
+    headers
+        .set("kvbench-worker-url", worker_url)
+        .map_err(|e| e.to_string())?;
+    init.with_headers(headers);
+    let url = format!("https://report{path}?origin_ms={origin}&span_ms={span}{extra_query}");
+    let request = Request::new_with_init(&url, &init).map_err(|e| e.to_string())?;
+    let pump = async {
+        let mut answers = std::pin::pin!(answers_stream(sources, window));
+        while let Some(chunk) = futures::StreamExt::next(&mut answers).await {
+            let chunk = chunk.map_err(|e| e.to_string())?;
+            let bytes = js_sys::Uint8Array::from(chunk.as_slice());
+            JsFuture::from(writer.write_with_chunk(&bytes))
+                .await
+                .map_err(|e| js_text(&e))?;
+        }
+        JsFuture::from(writer.close())
+            .await
+            .map_err(|e| js_text(&e))?;
+        Ok::<(), String>(())
+    };
+    let (pumped, response) = futures::join!(pump, service.fetch_request(request));
+    let mut response = response.map_err(|e| e.to_string())?;
+    pumped?;
+    let status = response.status_code();
+    let text = response.text().await.map_err(|e| e.to_string())?;
+    Ok((status, text, first.is_some()))
+}
+
+fn origin_of(req: &Request) -> String {
+    req.url()
+        .map(|u| u.origin().ascii_serialization())
+        .unwrap_or_default()
+}
+
+/// `GET /report?window=24h`: report.html over the probes' answers of the window (regions as
+/// labels, stores side by side), rendered by the report worker, cached for a minute.
+pub async fn report(req: Request, ctx: RouteContext<super::Data>) -> Result<Response> {
+    let env = &ctx.env;
+    let public = crate::bindings::env_text(env, REPORT_PUBLIC_VAR).as_deref() == Some("true");
+    if !public {
+        if let Some(r) = refused(&req, env)? {
+            return Ok(r);
+        }
+    }
+    let probes = match probes_of(env) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    let pairs = match query(&req) {
+        Ok(p) => p,
+        Err(e) => return error(400, &e),
+    };
+    let mut window_text = DEFAULT_WINDOW.to_string();
+    for (name, value) in &pairs {
+        if name != "window" {
+            return error(
+                400,
+                &ParamError::new(name, "unknown parameter; expected window"),
+            );
+        }
+        window_text = value.clone();
+    }
+    let window_s = match probes::parse_seconds("window", &window_text, 60, probes.config.keep_s) {
+        Ok(s) => s,
+        Err(e) => return error(400, &e),
+    };
+    let key = format!("report:{window_s}");
+    if let Some((status, body)) = cached(&key) {
+        return html(status, body);
+    }
+    let now = JsClock.now_ms() as i64;
+    let window = Window {
+        since_ms: now - i64::from(window_s) * 1000,
+        until_ms: now + 1,
+    };
+    match report_call(env, &probes, window, "/render", "", &origin_of(&req)).await {
+        Ok((status, body, kept)) => {
+            if kept {
+                remember(&key, status, &body);
+            }
+            html(status, body)
+        }
+        Err(e) => error(503, &ParamError::new("report", e)),
+    }
+}
+
+fn html(status: u16, body: String) -> Result<Response> {
+    let mut r = Response::ok(body)?.with_status(status);
+    r.headers_mut()
+        .set("Content-Type", "text/html; charset=utf-8")?;
+    r.headers_mut().set("Cache-Control", "no-store")?;
+    Ok(r)
+}
+
+/// The projected monthly bill of these probes at this interval, from the last day's answers
+/// (the report worker prices them with kvbench's cost model), cached for a minute.
+async fn bill(env: &Env, probes: &Probes, worker_url: &str) -> serde_json::Value {
+    let key = format!(
+        "bill:{}:{}",
+        probes.config.hints.len(),
+        probes.config.every_s
+    );
+    let (status, body) = match cached(&key) {
+        Some(hit) => hit,
+        None => {
+            let now = JsClock.now_ms() as i64;
+            let window = Window {
+                since_ms: now - 86_400_000,
+                until_ms: now + 1,
+            };
+            let extra = format!(
+                "&probes={}&every_s={}",
+                probes.config.hints.len(),
+                probes.config.every_s
+            );
+            match report_call(env, probes, window, "/bill", &extra, worker_url).await {
+                Ok((status, body, kept)) => {
+                    if kept {
+                        remember(&key, status, &body);
+                    }
+                    (status, body)
+                }
+                Err(e) => return json!({ "monthly_usd": null, "why": e }),
+            }
+        }
+    };
+    match (status, serde_json::from_str::<serde_json::Value>(&body)) {
+        (200, Ok(v)) => v,
+        _ => {
+            json!({ "monthly_usd": null, "why": format!("the report worker answered {status}: {body}") })
+        }
+    }
 }

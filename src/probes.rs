@@ -29,8 +29,11 @@ const CREATE: &str = "CREATE TABLE IF NOT EXISTS kept (seq INTEGER PRIMARY KEY, 
 const INSERT: &str = "INSERT INTO kept (t_ms, line) VALUES (?1, ?2)";
 const PAGE: &str =
     "SELECT seq, line FROM kept WHERE seq > ?1 AND t_ms >= ?2 AND t_ms < ?3 ORDER BY seq LIMIT ?4";
-const DELETE_OLD: &str = "DELETE FROM kept WHERE t_ms < ?1";
-const COUNT: &str = "SELECT COUNT(*) AS n, MAX(t_ms) AS last FROM kept";
+/// Deletes answers older than `?1`. Answers are kept in time order (`seq` follows `t_ms`), so the
+/// subquery walks `seq` up to the first answer to keep and stops: the expired rows plus one are
+/// read, not the whole table; when everything expired, everything goes.
+const DELETE_OLD: &str = "DELETE FROM kept WHERE seq < COALESCE((SELECT seq FROM kept WHERE t_ms >= ?1 ORDER BY seq LIMIT 1), (SELECT MAX(seq) + 1 FROM kept))";
+const COUNT: &str = "SELECT COUNT(*) AS n, MIN(t_ms) AS first, MAX(t_ms) AS last FROM kept";
 
 /// What a probe object keeps besides its answers (Durable Object storage, key `probe`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -128,7 +131,7 @@ impl ProbeObject {
 
     async fn status(&self) -> worker::Result<Response> {
         let s = self.load().await?;
-        let (kept, last) = self.count()?;
+        let (kept, first, last) = self.count()?;
         let alarm = self.state.storage().get_alarm().await?;
         Response::from_json(&serde_json::json!({
             "hint": s.hint,
@@ -139,6 +142,7 @@ impl ProbeObject {
             "stopped": s.stopped,
             "next_alarm_ms": alarm,
             "kept": kept,
+            "first_t_ms": first,
             "last_t_ms": last.or(s.last_t_ms),
             "last_error": s.last_error,
         }))
@@ -157,9 +161,10 @@ impl ProbeObject {
         }
     }
 
-    fn count(&self) -> worker::Result<(u64, Option<i64>)> {
+    /// Kept answers, and the first and last one's time.
+    fn count(&self) -> worker::Result<(u64, Option<i64>, Option<i64>)> {
         let Some(mut cursor) = self.read_sql(COUNT, vec![])? else {
-            return Ok((0, None));
+            return Ok((0, None, None));
         };
         match Iterator::next(&mut cursor) {
             Some(row) => {
@@ -167,10 +172,11 @@ impl ProbeObject {
                 let field = |name: &str| js_sys::Reflect::get(&row, &name.into());
                 Ok((
                     field("n")?.as_f64().unwrap_or(0.0) as u64,
+                    field("first")?.as_f64().map(|t| t as i64),
                     field("last")?.as_f64().map(|t| t as i64),
                 ))
             }
-            None => Ok((0, None)),
+            None => Ok((0, None, None)),
         }
     }
 

@@ -11,7 +11,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { spawnSync } from "node:child_process";
-import { ROOT, sleep, startRedis, startWorker, stop } from "./procs.mjs";
+import { ROOT, sleep, startRedis, startStack as startWorker, stop } from "./procs.mjs";
+import { assertRan, cells, chromium, consoleLines, expectedCells, mismatches, pageRequests, skip } from "./browser.mjs";
 
 const KVBENCH_BIN = process.env.KVBENCH_BIN ?? path.join(ROOT, "target/debug/kvbench");
 
@@ -143,6 +144,57 @@ test("probes start, measure every store from every hint, and keep each answer", 
   await sleep(1500);
   const { body: cron } = await json("GET", "/probes");
   assert.deepEqual(cron.probes.map((p) => p.kept), kept);
+});
+
+test("GET /report is kvbench's report.html over the probes' window, and the same numbers", { skip }, async () => {
+  // The probes are stopped (previous test): the window's answers no longer change.
+  const { res, text } = await call("GET", "/report?window=1h");
+  assert.equal(res.status, 200, text.slice(0, 500));
+  assert.match(res.headers.get("content-type"), /^text\/html/);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-e2e-report-url-"));
+  try {
+    const page = path.join(dir, "report.html");
+    fs.writeFileSync(page, text);
+    const netlog = path.join(dir, "netlog.json");
+    const r = await chromium(path.join(dir, "profile"), netlog, ["--dump-dom", `file://${page}`]);
+    assertRan("chromium --dump-dom", r);
+    assert.deepEqual(consoleLines(r.stderr), [], "the page logged to the console");
+    assert.deepEqual(pageRequests(netlog), [], "the page made network requests");
+    const dom = r.stdout;
+    assert.ok(dom.includes("<h1>kvbench report</h1>"));
+    assert.equal((dom.match(/<svg[\s>]/gi) ?? []).length, 3, "the three charts inline");
+    // The same answers through kvbench import worker: every figure cell agrees.
+    const imported = await importWorker(["--probes"]);
+    assert.equal(imported.code, 0, imported.out);
+    assert.deepEqual(
+      imported.report.runs.map((x) => x.label).sort(),
+      HINTS.split(",").sort(),
+      "regions as labels",
+    );
+    assert.deepEqual(mismatches(cells(dom), expectedCells(imported.report)), []);
+    const labelCells = cells(dom).filter((c) => c.row.startsWith("labels "));
+    assert.ok(labelCells.length >= 3, "a row per region");
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  // A page view within a minute is the cached page.
+  const again = await call("GET", "/report?window=1h");
+  assert.equal(again.text, text);
+  for (const [q, parameter] of [["window=5", "window"], ["window=30d", "window"], ["window=x", "window"], ["w=1h", "w"]]) {
+    const { status, body } = await json("GET", `/report?${q}`);
+    assert.equal(status, 400, q);
+    assert.equal(body.error.parameter, parameter, q);
+  }
+  // GET /probes carries the projected bill, priced by kvbench's cost model.
+  const { body } = await json("GET", "/probes");
+  const bill = body.bill;
+  assert.ok(bill.monthly_usd > 0, JSON.stringify(bill));
+  assert.equal(bill.project_rps, 3 / 1);
+  // Projected from the answers kept when it was computed (it is reused for a minute).
+  assert.ok(bill.measured_answers >= 1);
+  assert.deepEqual(bill.stores.map((s) => s.store).sort(), ["d1", "do", "kv", "r2", "redis"]);
+  assert.ok(bill.probes.requests_per_month > bill.answers_per_month, "alarms plus cron checks");
+  assert.equal(bill.probes.rows_written_per_month, Math.round(bill.answers_per_month * 4));
 });
 
 test("the cron re-arms probes that are not stopped; a restart keeps every answer", async () => {

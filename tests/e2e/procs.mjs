@@ -160,3 +160,13 @@ export async function startWorker(bindings, extra = {}) {
   if (!extra.d1Databases || extra.d1Databases.length) await applyMigrations(mf);
   return mf;
 }
+
+/** The benchmark worker and the report worker (GET /report) in one Miniflare, as deployed. */
+export async function startStack(bindings, extra = {}) {
+  const { Miniflare } = await import("miniflare");
+  const { applyMigrations, stackOptions } = await import("../../scripts/worker-options.mjs");
+  const mf = new Miniflare(stackOptions(bindings, { cf: false, ...extra }));
+  await mf.ready;
+  await applyMigrations(mf);
+  return mf;
+}

@@ -284,7 +284,12 @@ fn draw_timeline(report: &Report, hits_only: bool, svg: &mut String) -> Fallible
                 })
         })
         .collect();
-    let title = format!("end-to-end latency (the load generator's), per {per} s");
+    let by = if report.runs.iter().all(|r| r.latency_from == "worker") {
+        "the worker's own"
+    } else {
+        "the load generator's"
+    };
+    let title = format!("end-to-end latency ({by}), per {per} s");
     timeline_panel(&areas[3], &title, x_max, &lines)?;
     root.present()?;
     Ok(())

@@ -136,7 +136,7 @@ fn header(report: &Report, out: &mut String) {
     );
     let _ = write!(
         out,
-        r#"<p class="note">Store latencies are timed by the worker around each store call. End-to-end latency is measured by the load generator {}.</p>"#,
+        r#"<p class="note">Store latencies are timed by the worker around each store call. End-to-end latency is {}.</p>"#,
         esc(&latency_origin(report))
     );
 }

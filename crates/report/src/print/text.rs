@@ -59,13 +59,20 @@ fn p50_p99(q: &Quantiles) -> String {
 fn origin_text(latency_from: &str) -> &'static str {
     match latency_from {
         "sent" => {
-            "from the actual send (k6 http_req_duration: blocked, connecting and TLS excluded)"
+            "measured by the load generator from the actual send (k6 http_req_duration: blocked, \
+             connecting and TLS excluded)"
         }
         "started" => {
-            "from k6's start of the request (http_req_duration plus blocked, connecting and TLS \
-             handshaking included)"
+            "measured by the load generator from k6's start of the request (http_req_duration \
+             plus blocked, connecting and TLS handshaking included)"
         }
-        _ => "from the intended start (queueing and pacer lag count)",
+        "worker" => {
+            "measured by the worker itself: its whole measurement on its own clock (kept answers: \
+             probes or a /test?run=; no client and no client network in it)"
+        }
+        _ => {
+            "measured by the load generator from the intended start (queueing and pacer lag count)"
+        }
     }
 }
 

@@ -1,0 +1,243 @@
+//! The report worker: a pure function of the kept answers the benchmark worker streams to it
+//! (NDJSON, `kvbench_core::probes::Kept` lines) — `POST /render` answers the same report.html
+//! `kvbench` writes (`kvbench_report::print::page`, one renderer for both), `POST /bill` the
+//! projected monthly bill of running the probes (`kvbench_report::cost`, dated prices, plus what
+//! the probe objects themselves use). It is a second worker so that `/test`'s bundle does not
+//! carry the renderer; it has no bindings and no public URL (the benchmark worker calls it through
+//! its `REPORT` service binding).
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use kvbench_report::collect::auto_interval;
+use kvbench_report::cost::{Deployment, PriceTable, SECONDS_PER_MONTH};
+use kvbench_report::kept::{Aggregate, Line, Source};
+use kvbench_report::report::Report;
+use serde_json::json;
+use worker::{event, Context, Env, Request, Response, Result, RouteContext, Router};
+
+#[wasm_bindgen::prelude::wasm_bindgen(module = "/src/text_metrics.js")]
+extern "C" {
+    /// plotters' text measurement, which wants a browser DOM (see text_metrics.js).
+    fn install_text_metrics();
+}
+
+/// Longest accepted line of the stream.
+const MAX_LINE: usize = 1 << 20;
+
+#[event(fetch)]
+async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
+    Router::new()
+        .post_async("/render", render)
+        .post_async("/bill", bill)
+        .run(req, env)
+        .await
+}
+
+fn query_f64(req: &Request, name: &str) -> Option<f64> {
+    req.url()
+        .ok()?
+        .query_pairs()
+        .find(|(k, _)| k == name)
+        .and_then(|(_, v)| v.parse().ok())
+}
+
+fn bad(message: String) -> Result<Response> {
+    Response::error(message, 400)
+}
+
+/// Reads the body's kept answers into a report; the stream must end with its `end` line.
+async fn aggregate(
+    req: &mut Request,
+    source: &Source,
+) -> std::result::Result<Option<Report>, String> {
+    let origin_ms = query_f64(req, "origin_ms").ok_or("origin_ms is missing")? as i64;
+    let span_ms = query_f64(req, "span_ms").unwrap_or(0.0).max(0.0);
+    let interval = auto_interval(Duration::from_millis(span_ms as u64));
+    let mut agg = Aggregate::new(origin_ms, interval);
+    let mut stream = req.stream().map_err(|e| e.to_string())?;
+    let mut pending: Vec<u8> = Vec::new();
+    let mut complete = false;
+    let mut take = |line: &[u8], agg: &mut Aggregate| -> std::result::Result<(), String> {
+        if line.is_empty() {
+            return Ok(());
+        }
+        let parsed =
+            Line::parse(line).map_err(|e| format!("a line that is not a kept answer: {e}"))?;
+        if parsed.end == Some(true) {
+            complete = true;
+        } else if let Some(e) = parsed.error {
+            return Err(format!("the kept answers could not all be read: {e}"));
+        } else {
+            agg.push(&parsed);
+        }
+        Ok(())
+    };
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| e.to_string())?;
+        pending.extend_from_slice(&chunk);
+        while let Some(i) = pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=i).collect();
+            take(&line[..line.len() - 1], &mut agg)?;
+        }
+        if pending.len() > MAX_LINE {
+            return Err(format!("a line is longer than {MAX_LINE} bytes"));
+        }
+    }
+    take(&pending, &mut agg)?;
+    if !complete {
+        return Err("the kept answers ended without their end line: cut short".into());
+    }
+    agg.finish(source).map_err(|e| e.to_string())
+}
+
+fn source(req: &Request) -> Source {
+    let url = req
+        .headers()
+        .get("kvbench-worker-url")
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| "(the worker)".into());
+    Source {
+        read_from: format!("{url}/probes/answers"),
+        url,
+        engine: "probes".into(),
+    }
+}
+
+/// `POST /render?origin_ms=..&span_ms=..`: report.html of the answers in the body.
+async fn render(mut req: Request, _ctx: RouteContext<()>) -> Result<Response> {
+    let source = source(&req);
+    let report = match aggregate(&mut req, &source).await {
+        Ok(Some(r)) => r,
+        Ok(None) => return empty_page(),
+        Err(e) => return bad(e),
+    };
+    let report = kvbench_report::derive(
+        report,
+        &PriceTable::default_table(),
+        None,
+        &Deployment::default(),
+    );
+    install_text_metrics();
+    match kvbench_report::print::page(&report) {
+        Ok(html) => {
+            let mut r = Response::ok(html)?;
+            r.headers_mut()
+                .set("Content-Type", "text/html; charset=utf-8")?;
+            Ok(r)
+        }
+        Err(e) => Response::error(format!("rendering the report failed: {e}"), 500),
+    }
+}
+
+fn empty_page() -> Result<Response> {
+    let mut r = Response::ok(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>kvbench report</title></head>\
+         <body><h1>kvbench report</h1><p>No probe answers are kept in this window yet: start the probes \
+         (POST /probes/start) or wait for the cron.</p></body></html>",
+    )?;
+    r.headers_mut()
+        .set("Content-Type", "text/html; charset=utf-8")?;
+    Ok(r)
+}
+
+/// `POST /bill?origin_ms=..&span_ms=..&probes=N&every_s=S`: the month of N probes answering every
+/// S seconds, from the operations the answers in the body measured.
+async fn bill(mut req: Request, _ctx: RouteContext<()>) -> Result<Response> {
+    let (Some(probes), Some(every_s)) = (query_f64(&req, "probes"), query_f64(&req, "every_s"))
+    else {
+        return bad("probes and every_s are required".into());
+    };
+    if probes < 1.0 || every_s <= 0.0 {
+        return bad("probes >= 1 and every_s > 0".into());
+    }
+    let source = source(&req);
+    let report = match aggregate(&mut req, &source).await {
+        Ok(Some(r)) => r,
+        Ok(None) => {
+            return Response::from_json(&json!({
+                "monthly_usd": null,
+                "why": "no probe answer is kept yet: the bill is projected from measured answers",
+            }))
+        }
+        Err(e) => return bad(e),
+    };
+    let table = PriceTable::default_table();
+    Response::from_json(&projection(&report, &table, probes, every_s))
+}
+
+/// The bill: each store at its cheapest plan (kvbench's cost model at `probes / every_s`
+/// answers a second), plus the probe objects' own requests, rows and duration.
+fn projection(report: &Report, table: &PriceTable, probes: f64, every_s: f64) -> serde_json::Value {
+    let rps = probes / every_s;
+    let report = kvbench_report::derive(report.clone(), table, Some(rps), &Deployment::default());
+    let estimate = report.cost.expect("derive sets the cost");
+    let mut stores: std::collections::BTreeMap<String, &kvbench_report::report::CostLine> =
+        Default::default();
+    // Stores that did nothing (not configured, or not measurable from a probe) bill nothing.
+    for line in estimate
+        .lines
+        .iter()
+        .filter(|l| l.reads_per_request > 0.0 || l.writes_per_request > 0.0)
+    {
+        let cheaper = stores
+            .get(&line.store)
+            .is_none_or(|l| line.monthly_usd < l.monthly_usd);
+        if cheaper {
+            stores.insert(line.store.clone(), line);
+        }
+    }
+    let answers_per_month = rps * SECONDS_PER_MONTH;
+    // The cron checks every probe every 5 minutes (wrangler.toml).
+    let cron_checks = probes * SECONDS_PER_MONTH / 300.0;
+    let mean_s = report.total.latency_us.mean() / 1e6;
+    let own = own_usage(table, answers_per_month, cron_checks, mean_s);
+    let stores_usd: f64 = stores.values().map(|l| l.monthly_usd).sum();
+    json!({
+        "project_rps": rps,
+        "answers_per_month": answers_per_month,
+        "measured_answers": report.total.answered,
+        "stores": stores.values().map(|l| json!({
+            "store": l.store, "plan": l.plan, "as_of": l.as_of, "monthly_usd": round2(l.monthly_usd),
+        })).collect::<Vec<_>>(),
+        "probes": own,
+        "monthly_usd": round2(stores_usd + own["monthly_usd"].as_f64().unwrap_or(0.0)),
+        "note": "each store at its cheapest plan, from the operations the kept answers measured; the probe objects' requests are priced without the included million (which the do store may use up)",
+    })
+}
+
+/// What the probe objects bill themselves, per month: a request per alarm and per cron check,
+/// 4 rows written per answer (the answer, the probe's state, the `setAlarm`, the expired answer
+/// deleted), 3 rows read (the state, the expiry scan's two), and the measurement's wall time at
+/// 128 MB.
+fn own_usage(table: &PriceTable, answers: f64, cron_checks: f64, mean_s: f64) -> serde_json::Value {
+    let price = table.price.iter().find(|p| p.store == "do");
+    let unit = |name: &str| {
+        price
+            .and_then(|p| p.units.get(name))
+            .copied()
+            .unwrap_or(0.0)
+    };
+    let requests = answers + cron_checks;
+    let rows_written = answers * 4.0;
+    let rows_read = answers * 3.0;
+    let gb_s = answers * mean_s * 0.125;
+    let usd = requests / 1e6 * unit("Durable Object request")
+        + rows_written / 1e6 * unit("SQLite row written")
+        + rows_read / 1e6 * unit("SQLite row read")
+        + gb_s / 1e6 * unit("GB-s");
+    json!({
+        "requests_per_month": requests.round(),
+        "rows_written_per_month": rows_written.round(),
+        "rows_read_per_month": rows_read.round(),
+        "gb_s_per_month": (gb_s * 10.0).round() / 10.0,
+        "mean_measurement_s": (mean_s * 1000.0).round() / 1000.0,
+        "as_of": price.map(|p| p.as_of.clone()),
+        "monthly_usd": round2(usd),
+    })
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
