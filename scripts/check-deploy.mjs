@@ -1,0 +1,92 @@
+#!/usr/bin/env node
+// The first look at a deployed (or local) worker, run by `npm run deploy` after deploying: `/`
+// says which stores are configured and, for each that is not, why (a missing secret, workers.dev
+// for the Cache API); one `/test` shows what each configured store answered; `/probes` shows the
+// probes. It fails (exit 1) only when the worker is broken: `/` or `/test` not answering, or a
+// configured store failing. A store without its secrets is reported, never a failure.
+// Usage: node scripts/check-deploy.mjs URL   (BENCH_TOKEN from the environment when the worker
+// has one; it is sent as a header and never printed).
+const base = (process.argv[2] ?? "").replace(/\/+$/, "");
+if (!/^https?:\/\/[^/]+$/.test(base)) {
+  console.error("usage: node scripts/check-deploy.mjs https://kvbench.<you>.workers.dev");
+  process.exit(2);
+}
+const token = (process.env.BENCH_TOKEN ?? "").trim();
+const headers = token ? { Authorization: `Bearer ${token}` } : {};
+const problems = [];
+
+async function get(path, { auth = false } = {}) {
+  try {
+    const res = await fetch(`${base}${path}`, { headers: auth ? headers : {}, signal: AbortSignal.timeout(120_000) });
+    const text = await res.text();
+    let json = null;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      /* not JSON */
+    }
+    return { status: res.status, json, text };
+  } catch (e) {
+    return { status: 0, json: null, text: String(e?.message ?? e) };
+  }
+}
+
+const short = (s, n = 100) => {
+  const t = String(s ?? "").replace(/\s+/g, " ");
+  return t.length > n ? `${t.slice(0, n - 1)}…` : t;
+};
+
+const index = await get("/");
+if (index.status !== 200 || !index.json?.stores) {
+  console.error(`✗ GET ${base}/ answered ${index.status}: ${short(index.text, 300)}`);
+  process.exit(1);
+}
+console.log(`worker ${base} (${index.json.name} ${index.json.version})`);
+console.log("\nstores (GET /):");
+const configured = [];
+for (const [name, s] of Object.entries(index.json.stores)) {
+  if (s.configured) configured.push(name);
+  console.log(`  ${s.configured ? "✓" : "–"} ${name.padEnd(8)} ${s.configured ? "configured" : `not configured: ${short(s.not_configured)}`}`);
+}
+const auth = index.json.auth ?? {};
+if (auth.error) problems.push(auth.error);
+
+const test = await get("/test", { auth: true });
+console.log("\none /test:");
+if (test.status === 401 && !token) {
+  console.log("  skipped: the worker has a BENCH_TOKEN; export BENCH_TOKEN=... and rerun to check /test");
+} else if (test.status !== 200 || !test.json?.stores) {
+  problems.push(`/test answered ${test.status}: ${short(test.text, 300)}`);
+} else {
+  for (const [name, r] of Object.entries(test.json.stores)) {
+    if (r.error?.kind === "not_configured") continue;
+    if (r.error) {
+      problems.push(`${name}: ${r.error.kind} on ${r.error.op}: ${short(r.error.message)}`);
+      console.log(`  ✗ ${name.padEnd(8)} ${r.error.kind} (${r.error.op}): ${short(r.error.message)}`);
+    } else {
+      const what = r.hit ? "hit" : `miss, wrote ${r.value_bytes} B in ${r.write_ms} ms`;
+      console.log(`  ✓ ${name.padEnd(8)} read ${r.read_ms} ms, ${what}${r.connect_ms != null ? `, connect ${r.connect_ms} ms` : ""}`);
+    }
+  }
+  console.log(`  colo ${test.json.colo}`);
+}
+
+const probes = await get("/probes", { auth: true });
+console.log("\nprobes (GET /probes):");
+if (probes.status === 200 && probes.json?.probes) {
+  const p = probes.json;
+  const running = p.probes.filter((x) => x.running).length;
+  console.log(`  ${p.probes.length} hints, every ${p.every_s} s, ${running} running (the cron starts them within 5 minutes; POST /probes/stop stops them)`);
+  if (p.bill?.monthly_usd != null) console.log(`  projected bill: $${p.bill.monthly_usd} a month`);
+} else if (probes.status === 401 && !token) {
+  console.log("  skipped: behind BENCH_TOKEN");
+} else {
+  console.log(`  GET /probes answered ${probes.status}: ${short(probes.text)}`);
+}
+
+if (problems.length) {
+  console.error(`\n✗ ${problems.length} problem(s):`);
+  for (const p of problems) console.error(`  - ${p}`);
+  process.exit(1);
+}
+console.log(`\n✓ ${configured.length} store(s) configured and answering; report: ${base}/report`);
