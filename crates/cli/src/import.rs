@@ -12,11 +12,15 @@
 //! `dropped_iterations` become `not_sent`. A `kvbench_config` point from `setup()` gives the run's
 //! URL, rate, duration, request timeout and end-to-end definition. k6 writes one iteration's points in order, so a request is complete
 //! when its `kvbench_request_ms` arrives; whatever is pending at the end of a file was cut short.
+//!
+//! A file is input, not trusted: every line, time span, count, value and name is bounded (see the
+//! constants below), and what is refused is counted as malformed, by reason, in the run's
+//! `import` figures — so memory stays flat and nothing absurd is printed, whatever the file.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -28,10 +32,49 @@ use crate::collect::{auto_interval, Collector};
 use crate::hist::ms_to_us;
 use crate::report::{ImportInfo, Report, RunInfo};
 use crate::sample::{FailureKind, Outcome, Sample};
+use kvbench_core::params::BYTES_MAX;
 
 /// k6's default request timeout, which scripts before the recorded `timeout` tag ran with:
 /// answers arrive at most this late after their start.
 const K6_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Longest line read, bytes (k6 writes a point in well under a few KB); the rest of a longer line
+/// is skipped without being held.
+pub const LINE_MAX_BYTES: usize = 1 << 20;
+/// How far beyond its declared duration and request timeout a file's points may lie.
+const SPAN_GRACE: Duration = Duration::from_secs(86_400);
+/// The longest span a file may cover, declared or not.
+const SPAN_MAX: Duration = Duration::from_secs(31 * 86_400);
+/// How long a request or store operation can plausibly take, ms (the worker's worst case is
+/// minutes).
+const TIME_MAX_MS: f64 = 86_400_000.0;
+/// Most dropped iterations one point may report (k6 writes one per drop).
+const DROPPED_MAX: f64 = 1e6;
+/// Highest rate a run may declare, requests/s.
+const RATE_MAX: f64 = 1e7;
+/// Longest store, colo, load zone or error kind name, bytes.
+const NAME_MAX_BYTES: usize = 128;
+/// Longest URL a run may declare, bytes.
+const URL_MAX_BYTES: usize = 4096;
+/// Distinct names a file may bring, per kind: the stores (a handful exist), Cloudflare's
+/// colos (~330), load zones, error kinds.
+const STORES_MAX: usize = 64;
+const COLOS_MAX: usize = 1024;
+const LABELS_MAX: usize = 256;
+const ERROR_KINDS_MAX: usize = 64;
+/// Requests open at once (k6 interleaves its VUs' points; each VU has at most one open).
+const PENDING_MAX: usize = 100_000;
+
+/// Why a line was refused: the key it is counted under in [`ImportInfo::refused`].
+type Refusal = &'static str;
+const NOT_K6_JSON: Refusal = "not_k6_json";
+const NOT_CONTRACT: Refusal = "not_kvbench_contract";
+const LINE_TOO_LONG: Refusal = "line_too_long";
+const TIME_OUTSIDE_RUN: Refusal = "time_outside_run";
+const OUT_OF_RANGE: Refusal = "value_out_of_range";
+const NAME_TOO_LONG: Refusal = "name_too_long";
+const TOO_MANY_NAMES: Refusal = "too_many_names";
+const TOO_MANY_OPEN: Refusal = "too_many_open_requests";
 
 /// What `kvbench import k6` needs.
 #[derive(Debug, Clone)]
@@ -149,6 +192,103 @@ pub fn parse_time(text: &str) -> Option<SystemTime> {
     }
 }
 
+/// A duration in ms that a request or an operation can take (finite, 0 to a day), in µs.
+fn plausible_ms(ms: f64) -> Result<u64, Refusal> {
+    if (0.0..=TIME_MAX_MS).contains(&ms) {
+        ms_to_us(ms).ok_or(OUT_OF_RANGE)
+    } else {
+        Err(OUT_OF_RANGE)
+    }
+}
+
+/// A whole number from 0 to `max`.
+fn count(value: f64, max: f64) -> Result<u64, Refusal> {
+    if (0.0..=max).contains(&value) && value.fract() == 0.0 {
+        Ok(value as u64)
+    } else {
+        Err(OUT_OF_RANGE)
+    }
+}
+
+/// Admits `name` into `seen` (at most `max` distinct names of [`NAME_MAX_BYTES`]).
+fn admit(seen: &mut BTreeSet<String>, name: &str, max: usize) -> Result<(), Refusal> {
+    if name.len() > NAME_MAX_BYTES {
+        return Err(NAME_TOO_LONG);
+    }
+    if !seen.contains(name) {
+        if seen.len() >= max {
+            return Err(TOO_MANY_NAMES);
+        }
+        seen.insert(name.to_owned());
+    }
+    Ok(())
+}
+
+/// The names a file brought so far, each kind bounded.
+#[derive(Default)]
+struct Seen {
+    stores: BTreeSet<String>,
+    colos: BTreeSet<String>,
+    labels: BTreeSet<String>,
+    error_kinds: BTreeSet<String>,
+}
+
+/// How [`read_line`] found a line.
+#[derive(Debug, PartialEq)]
+enum Got {
+    Eof,
+    /// In `buf`; `cut`: the file ended before its newline.
+    Line {
+        cut: bool,
+    },
+    /// Longer than the cap: skipped to its end, not kept.
+    TooLong {
+        cut: bool,
+    },
+}
+
+/// Reads one line into `buf` (without its newline) if it is at most `max` bytes; a longer one is
+/// read to its end chunk by chunk and dropped, so memory never holds more than `max`.
+fn read_line(reader: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io::Result<Got> {
+    buf.clear();
+    let mut any = false;
+    let mut too_long = false;
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok(match (any, too_long) {
+                (false, _) => Got::Eof,
+                (true, false) => Got::Line { cut: true },
+                (true, true) => Got::TooLong { cut: true },
+            });
+        }
+        any = true;
+        let newline = chunk.iter().position(|&b| b == b'\n');
+        let text = &chunk[..newline.unwrap_or(chunk.len())];
+        if !too_long {
+            if buf.len() + text.len() > max {
+                too_long = true;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(text);
+            }
+        }
+        let used = newline.map_or(chunk.len(), |i| i + 1);
+        reader.consume(used);
+        if newline.is_some() {
+            return Ok(if too_long {
+                Got::TooLong { cut: false }
+            } else {
+                Got::Line { cut: false }
+            });
+        }
+    }
+}
+
 /// One request's per-store points, waiting for its closing `kvbench_request_ms`.
 #[derive(Default)]
 struct Pending {
@@ -198,9 +338,12 @@ struct FileImport<'o> {
     file_label: String,
     file_name: String,
     origin: Option<SystemTime>,
+    /// The first time read; every point must lie within the run's span of it.
+    anchor: Option<SystemTime>,
     config: Config,
     pending: HashMap<String, Pending>,
     runs: BTreeMap<String, LabelRun>,
+    seen: Seen,
     info: ImportInfo,
 }
 
@@ -208,13 +351,21 @@ fn us_since(t: SystemTime, origin: SystemTime) -> u64 {
     t.duration_since(origin).map_or(0, |d| d.as_micros() as u64)
 }
 
-fn failure_kind(outcome: &str) -> Option<FailureKind> {
-    Some(match outcome {
+/// The failure an `outcome` tag names; an HTTP status must be one (100 to 599).
+fn failure_kind(outcome: &str) -> Result<FailureKind, Refusal> {
+    Ok(match outcome {
         "malformed" => FailureKind::Malformed,
         "timeout" => FailureKind::Timeout,
         "connect" => FailureKind::Connect,
         "transport" => FailureKind::Transport,
-        other => FailureKind::Status(other.strip_prefix("http_")?.parse().ok()?),
+        other => {
+            let digits = other.strip_prefix("http_").ok_or(NOT_CONTRACT)?;
+            let status: u64 = digits.parse().map_err(|_| NOT_CONTRACT)?;
+            if !(100..=599).contains(&status) {
+                return Err(OUT_OF_RANGE);
+            }
+            FailureKind::Status(status as u16)
+        }
     })
 }
 
@@ -233,9 +384,11 @@ impl<'o> FileImport<'o> {
             file_label: options.label.clone().unwrap_or(stem),
             file_name: path.display().to_string(),
             origin: None,
+            anchor: None,
             config: Config::default(),
             pending: HashMap::new(),
             runs: BTreeMap::new(),
+            seen: Seen::default(),
             info: ImportInfo {
                 files: vec![path.display().to_string()],
                 ..ImportInfo::default()
@@ -250,91 +403,119 @@ impl<'o> FileImport<'o> {
             .unwrap_or(Duration::from_secs(10))
     }
 
-    fn record(&mut self, label: &str, start: SystemTime, end: SystemTime, sample: Sample) {
+    /// The span of time the file's points may cover around its first: the declared duration and
+    /// request timeout plus a grace, or (undeclared) the cap.
+    fn span(&self) -> Duration {
+        match self.config.duration {
+            Some(d) => (d + self.config.timeout() + SPAN_GRACE).min(SPAN_MAX),
+            None => SPAN_MAX,
+        }
+    }
+
+    /// Refuses a time outside the run: after the first time read by more than the span, or
+    /// before it by more than a request can take (k6 writes a point when its request ends).
+    fn in_run(&mut self, time: SystemTime) -> Result<(), Refusal> {
+        let anchor = *self.anchor.get_or_insert(time);
+        let ok = match time.duration_since(anchor) {
+            Ok(after) => after <= self.span(),
+            Err(before) => before.duration() <= self.config.timeout() + Duration::from_secs(60),
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(TIME_OUTSIDE_RUN)
+        }
+    }
+
+    /// The run of `label` (admitted first: labels are bounded) with `count` more requests
+    /// scheduled, and the intended start of those requests on its clock.
+    fn label_run(
+        &mut self,
+        label: &str,
+        start: SystemTime,
+        end: SystemTime,
+        count: u64,
+    ) -> Result<(&mut LabelRun, u64), Refusal> {
+        admit(&mut self.seen.labels, label, LABELS_MAX)?;
         let origin = *self.origin.get_or_insert(start);
         let intended_us = us_since(start, origin);
         let end_us = us_since(end, origin);
         let interval = self.interval();
+        let timeout = self.config.timeout();
         let run = self
             .runs
             .entry(label.to_string())
             .or_insert_with(|| LabelRun {
-                collector: Collector::new(interval, self.config.timeout()),
+                collector: Collector::new(interval, timeout),
                 scheduled: 0,
                 last_start_us: 0,
                 last_end_us: 0,
             });
-        run.scheduled += 1;
+        run.scheduled += count;
         run.last_start_us = run.last_start_us.max(intended_us);
         run.last_end_us = run.last_end_us.max(end_us);
+        Ok((run, intended_us))
+    }
+
+    fn record(
+        &mut self,
+        label: &str,
+        start: SystemTime,
+        end: SystemTime,
+        sample: Sample,
+    ) -> Result<(), Refusal> {
+        let (run, intended_us) = self.label_run(label, start, end, 1)?;
         run.collector.record(&Sample {
             intended_us,
             ..sample
         });
+        Ok(())
     }
 
-    /// Handles one parsed point; `false` when it does not follow the contract.
-    fn point(&mut self, metric: &str, data: Data<'_>) -> bool {
+    /// Handles one parsed point; `Err` names why it is refused.
+    fn point(&mut self, metric: &str, data: Data<'_>) -> Result<(), Refusal> {
         let (Some(time), Some(value)) = (data.time.as_deref().and_then(parse_time), data.value)
         else {
-            return false;
+            return Err(NOT_CONTRACT);
         };
+        if !value.is_finite() {
+            return Err(OUT_OF_RANGE);
+        }
         let tags = data.tags.unwrap_or_default();
         let label = tags
             .load_zone
             .as_deref()
             .unwrap_or(&self.file_label)
             .to_string();
+        if metric == "kvbench_config" {
+            return self.configure(time, value, &tags);
+        }
+        self.in_run(time)?;
         match metric {
-            "kvbench_config" => {
-                // The run's clock starts at its first request, not at setup(): k6 spends a
-                // moment between the two, which would leave a sliver of the run in a last
-                // timeline interval of its own.
-                self.config = Config {
-                    url: tags.url.map(Cow::into_owned),
-                    rate: Some(value),
-                    duration: tags
-                        .duration
-                        .as_deref()
-                        .and_then(|d| humantime::parse_duration(d).ok()),
-                    timeout: tags
-                        .timeout
-                        .as_deref()
-                        .and_then(|d| humantime::parse_duration(d).ok()),
-                    e2e_total: tags.e2e.as_deref() == Some("total"),
-                };
-                true
-            }
             "dropped_iterations" => {
-                for _ in 0..(value.max(0.0).round() as u64) {
-                    let s =
-                        Sample::failure(0, 0, FailureKind::NotSent, "dropped by k6 (no free VU)");
-                    self.record(&label, time, time, s);
-                }
-                true
+                let n = count(value, DROPPED_MAX)?;
+                let (run, intended_us) = self.label_run(&label, time, time, n)?;
+                run.collector
+                    .record_not_sent(intended_us, n, "dropped by k6 (no free VU)");
+                Ok(())
             }
             "kvbench_request_ms" => {
-                let Some(latency_us) = ms_to_us(value) else {
-                    return false;
-                };
-                let Some(outcome) = tags.outcome.as_deref() else {
-                    return false;
-                };
-                let pending = data
-                    .metadata
-                    .and_then(|m| m.kvbench_req)
-                    .and_then(|id| self.pending.remove(id.as_ref()))
-                    .unwrap_or_default();
+                let id = data.metadata.and_then(|m| m.kvbench_req);
+                // A refused closing point closes its request too: it is counted here, not as
+                // incomplete.
+                let pending = id.and_then(|id| self.pending.remove(id.as_ref()));
+                let latency_us = plausible_ms(value)?;
+                let outcome = tags.outcome.as_deref().ok_or(NOT_CONTRACT)?;
                 let outcome = if outcome == "ok" {
+                    let colo = tags.colo.as_deref().unwrap_or("unknown");
+                    admit(&mut self.seen.colos, colo, COLOS_MAX)?;
                     Outcome::Answer(Answer {
                         key: None,
-                        colo: tags.colo.as_deref().unwrap_or("unknown").to_string(),
-                        stores: pending.stores,
+                        colo: colo.to_string(),
+                        stores: pending.unwrap_or_default().stores,
                     })
                 } else {
-                    let Some(kind) = failure_kind(outcome) else {
-                        return false;
-                    };
+                    let kind = failure_kind(outcome)?;
                     let detail = tags.detail.as_deref().unwrap_or("").to_string();
                     Sample::failure(0, 0, kind, detail).outcome
                 };
@@ -346,53 +527,116 @@ impl<'o> FileImport<'o> {
                     latency_us,
                     outcome,
                 };
-                self.record(&label, start, time, sample);
-                true
+                self.record(&label, start, time, sample)
             }
-            store_metric => {
-                let (Some(store), Some(id)) = (
-                    tags.store.as_deref(),
-                    data.metadata.and_then(|m| m.kvbench_req),
-                ) else {
-                    return false;
-                };
-                let r = self
-                    .pending
-                    .entry(id.into_owned())
-                    .or_default()
-                    .stores
-                    .entry(store.to_string())
-                    .or_default();
-                let us = ms_to_us(value);
-                match store_metric {
-                    "kvbench_store_value_bytes" => {
-                        r.value_bytes = Some(value.max(0.0).round() as u64);
-                    }
-                    "kvbench_store_read_ms" => {
-                        r.read_us = us;
-                        r.hit = match tags.result.as_deref() {
-                            Some("hit") => Some(true),
-                            Some("miss") => Some(false),
-                            _ => None,
-                        };
-                    }
-                    "kvbench_store_write_ms" => r.write_us = us,
-                    "kvbench_store_connect_ms" => r.connect_us = us,
-                    "kvbench_store_errors" => {
-                        r.error = Some(StoreError {
-                            kind: tags.kind.as_deref().unwrap_or("unknown").to_string(),
-                            message: String::new(),
-                            op: tags
-                                .op
-                                .filter(|op| op == "read" || op == "write")
-                                .map(Cow::into_owned),
-                        });
-                    }
-                    _ => return false,
-                }
-                true
-            }
+            store_metric => self.store_point(store_metric, value, &tags, data.metadata),
         }
+    }
+
+    /// The `kvbench_config` point: refused whole when a figure is implausible.
+    fn configure(&mut self, time: SystemTime, rate: f64, tags: &Tags<'_>) -> Result<(), Refusal> {
+        let duration = |text: &Option<Cow<'_, str>>, max: Duration| match text.as_deref() {
+            None => Ok(None),
+            Some(d) => match humantime::parse_duration(d) {
+                Ok(d) if d <= max => Ok(Some(d)),
+                Ok(_) => Err(OUT_OF_RANGE),
+                // An unreadable figure is left out, as before.
+                Err(_) => Ok(None),
+            },
+        };
+        if !(rate > 0.0 && rate <= RATE_MAX) {
+            return Err(OUT_OF_RANGE);
+        }
+        if tags.url.as_deref().is_some_and(|u| u.len() > URL_MAX_BYTES) {
+            return Err(NAME_TOO_LONG);
+        }
+        let config = Config {
+            url: tags.url.clone().map(Cow::into_owned),
+            rate: Some(rate),
+            duration: duration(&tags.duration, SPAN_MAX)?,
+            timeout: duration(&tags.timeout, Duration::from_millis(TIME_MAX_MS as u64))?,
+            e2e_total: tags.e2e.as_deref() == Some("total"),
+        };
+        // The run's clock starts at its first request, not at setup(): k6 spends a moment
+        // between the two, which would leave a sliver of the run in a last timeline interval
+        // of its own. Its time anchors the span, though.
+        let previous = std::mem::replace(&mut self.config, config);
+        if let Err(e) = self.in_run(time) {
+            self.config = previous;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// A per-store point, kept with its request until the request's closing point.
+    fn store_point(
+        &mut self,
+        metric: &str,
+        value: f64,
+        tags: &Tags<'_>,
+        metadata: Option<Metadata<'_>>,
+    ) -> Result<(), Refusal> {
+        let (Some(store), Some(id)) = (tags.store.as_deref(), metadata.and_then(|m| m.kvbench_req))
+        else {
+            return Err(NOT_CONTRACT);
+        };
+        admit(&mut self.seen.stores, store, STORES_MAX)?;
+        if id.len() > NAME_MAX_BYTES {
+            return Err(NAME_TOO_LONG);
+        }
+        // Checked before anything is kept.
+        enum Field {
+            Bytes(u64),
+            Read(u64),
+            Write(u64),
+            Connect(u64),
+            Error(StoreError),
+        }
+        let field = match metric {
+            "kvbench_store_value_bytes" => Field::Bytes(count(value, f64::from(BYTES_MAX))?),
+            "kvbench_store_read_ms" => Field::Read(plausible_ms(value)?),
+            "kvbench_store_write_ms" => Field::Write(plausible_ms(value)?),
+            "kvbench_store_connect_ms" => Field::Connect(plausible_ms(value)?),
+            "kvbench_store_errors" => {
+                let kind = tags.kind.as_deref().unwrap_or("unknown");
+                admit(&mut self.seen.error_kinds, kind, ERROR_KINDS_MAX)?;
+                Field::Error(StoreError {
+                    kind: kind.to_string(),
+                    message: String::new(),
+                    op: tags
+                        .op
+                        .as_deref()
+                        .filter(|op| *op == "read" || *op == "write")
+                        .map(str::to_owned),
+                })
+            }
+            _ => return Err(NOT_CONTRACT),
+        };
+        if !self.pending.contains_key(id.as_ref()) && self.pending.len() >= PENDING_MAX {
+            return Err(TOO_MANY_OPEN);
+        }
+        let r = self
+            .pending
+            .entry(id.into_owned())
+            .or_default()
+            .stores
+            .entry(store.to_string())
+            .or_default();
+        match field {
+            Field::Bytes(n) => r.value_bytes = Some(n),
+            Field::Read(us) => {
+                r.read_us = Some(us);
+                r.hit = match tags.result.as_deref() {
+                    Some("hit") => Some(true),
+                    Some("miss") => Some(false),
+                    _ => None,
+                };
+            }
+            Field::Write(us) => r.write_us = Some(us),
+            Field::Connect(us) => r.connect_us = Some(us),
+            Field::Error(e) => r.error = Some(e),
+        }
+        Ok(())
     }
 
     /// One line of the file; `last` when it was not terminated by a newline (cut short).
@@ -412,40 +656,51 @@ impl<'o> FileImport<'o> {
                 return;
             }
         }
-        let ok = match serde_json::from_slice::<Line<'_>>(line) {
-            Ok(l) if l.kind == "Metric" => true,
+        let verdict = match serde_json::from_slice::<Line<'_>>(line) {
+            Ok(l) if l.kind == "Metric" => Ok(()),
             Ok(Line {
                 kind,
                 metric: Some(metric),
                 data: Some(data),
             }) if kind == "Point" => {
-                !METRICS.contains(&metric.as_ref()) || self.point(&metric, data)
+                if METRICS.contains(&metric.as_ref()) {
+                    self.point(&metric, data)
+                } else {
+                    Ok(())
+                }
             }
-            _ => false,
+            _ => Err(NOT_K6_JSON),
         };
-        if !ok {
-            self.info.malformed_lines += 1;
+        if let Err(reason) = verdict {
+            self.refuse(reason);
         }
+    }
+
+    fn refuse(&mut self, reason: Refusal) {
+        self.info.malformed_lines += 1;
+        *self.info.refused.entry(reason.to_owned()).or_default() += 1;
     }
 
     fn read(&mut self, reader: impl Read) -> anyhow::Result<()> {
         let mut reader = BufReader::with_capacity(1 << 20, reader);
         let mut buf = Vec::with_capacity(4096);
         loop {
-            buf.clear();
-            let n = reader
-                .read_until(b'\n', &mut buf)
+            let got = read_line(&mut reader, &mut buf, LINE_MAX_BYTES)
                 .with_context(|| format!("reading {}", self.file_name))?;
-            if n == 0 {
-                return Ok(());
-            }
-            let last = buf.last() != Some(&b'\n');
-            if last {
+            let cut = match got {
+                Got::Eof => return Ok(()),
+                Got::Line { cut } | Got::TooLong { cut } => cut,
+            };
+            if cut {
                 self.info.truncated = true;
             }
-            let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            self.line(line, last);
+            if got == (Got::TooLong { cut }) {
+                self.info.lines += 1;
+                self.refuse(LINE_TOO_LONG);
+                continue;
+            }
+            let line = buf.strip_suffix(b"\r").unwrap_or(&buf);
+            self.line(line, cut);
         }
     }
 
@@ -566,12 +821,67 @@ mod tests {
         assert_eq!(quick_metric(br#"{"metric":"trunc"#), None);
     }
 
+    /// Lines up to the cap are read whole; a longer one is skipped to its newline (also when the
+    /// file ends inside it) and the next line is read; the buffer never grows past the cap.
+    #[test]
+    fn lines_over_the_cap_are_skipped() {
+        let text =
+            b"short\nexactly8\nnine byte\n\nlong line over the cap\nend\ntoolong-unterminated";
+        // A small buffer, so lines span several reads.
+        let mut reader = BufReader::with_capacity(4, &text[..]);
+        let mut buf = Vec::new();
+        let mut got = Vec::new();
+        loop {
+            let g = read_line(&mut reader, &mut buf, 8).unwrap();
+            assert!(buf.len() <= 8);
+            if g == Got::Eof {
+                break;
+            }
+            got.push((g, String::from_utf8(buf.clone()).unwrap()));
+        }
+        let line = |t: &str| (Got::Line { cut: false }, t.to_string());
+        assert_eq!(
+            got,
+            [
+                line("short"),
+                line("exactly8"),
+                (Got::TooLong { cut: false }, String::new()),
+                line(""),
+                (Got::TooLong { cut: false }, String::new()),
+                line("end"),
+                (Got::TooLong { cut: true }, String::new()),
+            ]
+        );
+        let mut reader = BufReader::new(&b"cut"[..]);
+        assert_eq!(
+            read_line(&mut reader, &mut buf, 8).unwrap(),
+            Got::Line { cut: true }
+        );
+        assert_eq!(buf, b"cut");
+    }
+
+    #[test]
+    fn plausible_figures() {
+        assert_eq!(plausible_ms(1.5), Ok(1500));
+        assert_eq!(plausible_ms(0.0), Ok(0));
+        for bad in [-1.0, 1e308, f64::NAN, f64::INFINITY, TIME_MAX_MS + 1.0] {
+            assert_eq!(plausible_ms(bad), Err(OUT_OF_RANGE), "{bad}");
+        }
+        assert_eq!(count(3.0, 10.0), Ok(3));
+        for bad in [-1.0, 2.5, 11.0, 1e15, f64::NAN] {
+            assert_eq!(count(bad, 10.0), Err(OUT_OF_RANGE), "{bad}");
+        }
+    }
+
     #[test]
     fn outcomes_table() {
-        assert_eq!(failure_kind("http_503"), Some(FailureKind::Status(503)));
-        assert_eq!(failure_kind("timeout"), Some(FailureKind::Timeout));
-        assert_eq!(failure_kind("malformed"), Some(FailureKind::Malformed));
-        assert_eq!(failure_kind("http_x"), None);
-        assert_eq!(failure_kind("bogus"), None);
+        assert_eq!(failure_kind("http_503"), Ok(FailureKind::Status(503)));
+        assert_eq!(failure_kind("timeout"), Ok(FailureKind::Timeout));
+        assert_eq!(failure_kind("malformed"), Ok(FailureKind::Malformed));
+        assert_eq!(failure_kind("http_x"), Err(NOT_CONTRACT));
+        assert_eq!(failure_kind("bogus"), Err(NOT_CONTRACT));
+        assert_eq!(failure_kind("http_99"), Err(OUT_OF_RANGE));
+        assert_eq!(failure_kind("http_600"), Err(OUT_OF_RANGE));
+        assert_eq!(failure_kind("http_99999999999999999999"), Err(NOT_CONTRACT));
     }
 }

@@ -63,6 +63,19 @@ struct LiveInterval {
 }
 
 impl LiveInterval {
+    /// Adds another interval's figures (two halves of a coarser interval).
+    fn absorb(&mut self, other: &LiveInterval) {
+        self.scheduled += other.scheduled;
+        self.failed += other.failed;
+        self.latency_us.add(&other.latency_us);
+        for (id, s) in other.stores.iter().enumerate() {
+            let mine = self.store(id);
+            mine.read_us.add(&s.read_us);
+            mine.read_hit_us.add(&s.read_hit_us);
+            mine.write_us.add(&s.write_us);
+        }
+    }
+
     fn store(&mut self, id: usize) -> &mut StoreLive {
         if self.stores.len() <= id {
             self.stores.resize_with(id + 1, StoreLive::default);
@@ -136,6 +149,7 @@ pub struct Snapshot {
 /// Folds samples into a [`Report`].
 pub struct Collector {
     interval_us: u64,
+    timeout_us: u64,
     /// Intervals kept live behind the newest one seen: answers arrive up to a timeout late.
     keep_open: u64,
     scheduled: u64,
@@ -162,6 +176,27 @@ pub fn auto_interval(duration: Duration) -> Duration {
     Duration::from_secs(s as u64)
 }
 
+/// Most intervals a timeline holds. A run (or an imported file) that would need more gets
+/// coarser intervals, doubled as often as needed while it is recorded, so memory and the report
+/// stay bounded however far apart its samples are (an hour-long run at 5 s needs 720).
+pub const MAX_INTERVALS: u64 = 10_000;
+
+/// Longest failure example kept, in bytes: an error body or a tag can be megabytes long.
+pub const EXAMPLE_MAX_BYTES: usize = 240;
+
+/// `text` cut to [`EXAMPLE_MAX_BYTES`] on a character boundary, `...` marking the cut.
+fn clip_example(mut text: String) -> String {
+    if text.len() > EXAMPLE_MAX_BYTES {
+        let mut cut = EXAMPLE_MAX_BYTES - 3;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str("...");
+    }
+    text
+}
+
 fn units(bytes: u64, unit: u64) -> u64 {
     bytes.div_ceil(unit).max(1)
 }
@@ -173,6 +208,7 @@ impl Collector {
         let timeout_us = timeout.as_micros() as u64;
         Collector {
             interval_us,
+            timeout_us,
             keep_open: timeout_us.div_ceil(interval_us) + 1,
             scheduled: 0,
             sent: 0,
@@ -216,6 +252,59 @@ impl Collector {
     /// Live-interval count, for the memory-flatness test.
     pub fn live_intervals(&self) -> usize {
         self.live.len()
+    }
+
+    /// Intervals held, live and closed (at most [`MAX_INTERVALS`]).
+    pub fn held_intervals(&self) -> usize {
+        self.live.len() + self.closed.len()
+    }
+
+    /// The timeline index of a sample, coarsening the timeline first if it would pass
+    /// [`MAX_INTERVALS`].
+    fn index(&mut self, intended_us: u64) -> u64 {
+        while intended_us / self.interval_us >= MAX_INTERVALS {
+            self.coarsen();
+        }
+        intended_us / self.interval_us
+    }
+
+    /// Doubles the interval: each pair of intervals becomes one.
+    fn coarsen(&mut self) {
+        self.interval_us *= 2;
+        self.keep_open = self.timeout_us.div_ceil(self.interval_us) + 1;
+        let interval_s = self.interval_us as f64 / 1e6;
+        for (index, iv) in std::mem::take(&mut self.live) {
+            match self.live.entry(index / 2) {
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert(iv);
+                }
+                std::collections::btree_map::Entry::Occupied(mut e) => e.get_mut().absorb(&iv),
+            }
+        }
+        for (index, mut iv) in std::mem::take(&mut self.closed) {
+            match self.closed.entry(index / 2) {
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    iv.start_s = (index / 2) as f64 * interval_s;
+                    e.insert(iv);
+                }
+                std::collections::btree_map::Entry::Occupied(mut e) => e.get_mut().add(&iv),
+            }
+        }
+        // A closed half and a live half of the same interval: it stays live.
+        let both: Vec<u64> = self
+            .live
+            .keys()
+            .filter(|i| self.closed.contains_key(i))
+            .copied()
+            .collect();
+        for index in both {
+            let closed = self.closed.remove(&index).expect("key just seen");
+            let closed = LiveInterval::unpack(&closed, &mut self.store_names);
+            self.live
+                .get_mut(&index)
+                .expect("key just seen")
+                .absorb(&closed);
+        }
     }
 
     pub fn snapshot(&self) -> Snapshot {
@@ -285,6 +374,40 @@ impl Collector {
         }
     }
 
+    /// Records `count` requests k6 (or a pacer) never sent, in one step: a file may claim any
+    /// number of them.
+    pub fn record_not_sent(&mut self, intended_us: u64, count: u64, detail: &str) {
+        if count == 0 {
+            return;
+        }
+        let index = self.index(intended_us);
+        self.scheduled += count;
+        *self.failures.entry(FailureKind::NotSent).or_default() += count;
+        self.add_example(FailureKind::NotSent, || detail.to_owned());
+        let iv = self.interval(index);
+        iv.scheduled += count;
+        iv.failed += count;
+        self.close_before(index);
+    }
+
+    /// Keeps `detail` (shortened) as an example of `kind` while the kind has room; `detail` is
+    /// only built then.
+    fn add_example(&mut self, kind: FailureKind, detail: impl FnOnce() -> String) {
+        let full = self
+            .failure_examples
+            .get(&kind)
+            .is_some_and(|e| e.len() >= EXAMPLES_PER_KIND);
+        if !full {
+            let detail = clip_example(detail());
+            if !detail.is_empty() {
+                let examples = self.failure_examples.entry(kind).or_default();
+                if !examples.contains(&detail) {
+                    examples.push(detail);
+                }
+            }
+        }
+    }
+
     /// Records one result as read from the connections' batch (see [`crate::batch::read`]).
     pub fn record_read(&mut self, intended_us: u64, latency_us: u64, read: &Read<'_>) {
         match read {
@@ -312,25 +435,13 @@ impl Collector {
         kind: FailureKind,
         detail: impl FnOnce() -> String,
     ) {
-        let index = intended_us / self.interval_us;
+        let index = self.index(intended_us);
         self.scheduled += 1;
         if kind != FailureKind::NotSent {
             self.sent += 1;
         }
         *self.failures.entry(kind).or_default() += 1;
-        let full = self
-            .failure_examples
-            .get(&kind)
-            .is_some_and(|e| e.len() >= EXAMPLES_PER_KIND);
-        if !full {
-            let detail = detail();
-            if !detail.is_empty() {
-                let examples = self.failure_examples.entry(kind).or_default();
-                if !examples.contains(&detail) {
-                    examples.push(detail);
-                }
-            }
-        }
+        self.add_example(kind, detail);
         let answered = kind.answered();
         if answered {
             self.latency_us.record(latency_us);
@@ -352,7 +463,7 @@ impl Collector {
         colo: &str,
         stores: impl Iterator<Item = (&'s str, &'s StoreResult)>,
     ) {
-        let index = intended_us / self.interval_us;
+        let index = self.index(intended_us);
         self.scheduled += 1;
         self.sent += 1;
         self.answered += 1;
@@ -779,6 +890,81 @@ mod tests {
         let packed = serde_json::to_string(&r.timeline).unwrap().len();
         assert!(packed < 360 * 1024, "closed intervals take {packed} bytes");
         assert!(r.timeline.intervals.iter().all(|iv| iv.scheduled == 100));
+    }
+
+    fn run_info() -> crate::report::RunInfo {
+        crate::report::RunInfo {
+            label: "x".into(),
+            url: String::new(),
+            started_at: String::new(),
+            requested_rate: 1.0,
+            planned_duration_s: 1.0,
+            send_window_s: 1.0,
+            elapsed_s: 1.0,
+            timeout_s: 1.0,
+            max_in_flight: 1,
+            interrupted: false,
+            pacer_lag_us: Hist::default(),
+            engine: "kvbench".into(),
+            latency_from: "intended".into(),
+            import: None,
+        }
+    }
+
+    /// Samples years apart at a 1 s interval would need ~10^8 intervals: the timeline coarsens
+    /// instead, keeping every count, and what is held never passes the cap.
+    #[test]
+    fn far_apart_samples_coarsen_the_timeline_instead_of_filling_it() {
+        let mut c = Collector::new(Duration::from_secs(1), Duration::from_secs(10));
+        let year_us = 365 * 86_400 * 1_000_000u64;
+        for (i, at) in [0, 1_500_000, year_us / 2, 3 * year_us, 3 * year_us + 1]
+            .into_iter()
+            .enumerate()
+        {
+            c.record(&answer(at, r#"{"stores":{"kv":{"read_ms":1,"hit":true}}}"#));
+            if i == 1 {
+                c.record(&Sample::failure(at, 5, FailureKind::Status(500), "x"));
+            }
+            assert!(c.held_intervals() as u64 <= MAX_INTERVALS);
+        }
+        c.record_not_sent(2 * year_us, 1_000_000_000_000, "dropped");
+        let r = c.finish(run_info());
+        let n = r.timeline.intervals.len() as u64;
+        assert!(n <= MAX_INTERVALS, "{n}");
+        let interval_s = r.timeline.interval_s;
+        assert!((interval_s.log2().fract()).abs() < 1e-9, "{interval_s}");
+        assert!(interval_s * n as f64 >= 3.0 * 365.0 * 86_400.0);
+        let sum = |f: fn(&Interval) -> u64| r.timeline.intervals.iter().map(f).sum::<u64>();
+        assert_eq!(sum(|iv| iv.scheduled), 6 + 1_000_000_000_000);
+        assert_eq!(sum(|iv| iv.failed), 1 + 1_000_000_000_000);
+        assert_eq!(r.total.not_sent(), 1_000_000_000_000);
+        assert_eq!(
+            r.timeline.intervals[0].scheduled, 3,
+            "0 s and 1.5 s share the first"
+        );
+        let reads: u64 = r
+            .timeline
+            .intervals
+            .iter()
+            .map(|iv| iv.read_us.get("kv").map_or(0, |p| p.unpack().len()))
+            .sum();
+        assert_eq!(reads, 5);
+        for (i, iv) in r.timeline.intervals.iter().enumerate() {
+            assert_eq!(iv.start_s, i as f64 * interval_s);
+        }
+    }
+
+    #[test]
+    fn failure_examples_are_clipped() {
+        let mut c = Collector::new(Duration::from_secs(1), Duration::from_secs(1));
+        let long = "é".repeat(10_000);
+        c.record(&Sample::failure(0, 5, FailureKind::Status(500), long));
+        let e = &c.section().failure_examples["http_500"][0];
+        assert!(
+            e.len() <= EXAMPLE_MAX_BYTES && e.ends_with("..."),
+            "{}",
+            e.len()
+        );
     }
 
     #[test]

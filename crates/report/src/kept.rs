@@ -120,6 +120,7 @@ impl Aggregate {
             malformed_lines: self.malformed,
             truncated: false,
             incomplete_requests: 0,
+            ..ImportInfo::default()
         });
         let reports: Vec<Report> = self
             .runs

@@ -89,6 +89,10 @@ pub struct ImportInfo {
     /// Requests whose per-store points were read but whose closing point never came (cut short);
     /// not in any count.
     pub incomplete_requests: u64,
+    /// The malformed lines by reason (`not_k6_json`, `line_too_long`, `time_outside_run`,
+    /// `value_out_of_range`, ...); they add up to `malformed_lines`. Absent in older reports.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub refused: BTreeMap<String, u64>,
 }
 
 /// Counters and histograms for a set of requests (all, or one label).
