@@ -3,6 +3,11 @@
 //! it the gateway stops the script from another connection (`SCRIPT KILL`, or `FUNCTION KILL`
 //! for a function) and answers with Redis' error. Failures say whether the command reached Redis:
 //! "not sent" (safe to retry) or "unknown outcome" (it may have run).
+//!
+//! While a script runs past Redis' `busy-reply-threshold` (5 s by default, about when the gateway
+//! stops it), Redis answers every other command BUSY without running it. A request refused that
+//! way as a whole waits for the script to end and is sent again, for at most the script limit
+//! plus [`BUSY_MARGIN`] — so a client sees the script's limit, not Redis' BUSY.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -10,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
+use tokio::sync::Notify;
 use tokio::time::{timeout_at, Instant};
 
 use crate::command::Command;
@@ -103,7 +109,16 @@ impl From<ReadError> for StoreError {
     }
 }
 
+/// How long past the script limit a request refused BUSY may keep waiting for Redis to come
+/// free: the stop (`SCRIPT KILL`) and the killed script's answer take milliseconds.
+pub const BUSY_MARGIN: Duration = Duration::from_millis(1_000);
+
+/// How often a request refused BUSY tries again when no script of the gateway's ends sooner
+/// (the script may be another client's, straight to Redis).
+const BUSY_POLL: Duration = Duration::from_millis(50);
+
 /// What a request expects back.
+#[derive(Clone, Copy)]
 enum Plan {
     /// One reply per command.
     Replies(usize),
@@ -116,7 +131,36 @@ enum Answer {
     Transaction(Result<Vec<Reply>, String>),
 }
 
+/// Redis' refusal while a script or function runs too long; the command did not run.
+fn is_busy(reply: &Reply) -> bool {
+    matches!(reply, Reply::Error(msg) if msg.starts_with("BUSY"))
+}
+
 impl Answer {
+    /// Whether Redis refused the whole request as BUSY, so none of it ran: every reply is BUSY,
+    /// or the transaction was discarded because a command was refused BUSY. (A pipeline refused
+    /// only in part is answered as it is: sending its refused commands again would reorder them.)
+    fn refused_busy(&self) -> bool {
+        match self {
+            Self::Replies(r) => !r.is_empty() && r.iter().all(is_busy),
+            Self::Transaction(Err(msg)) => msg.starts_with("EXECABORT") && msg.contains(": BUSY"),
+            Self::Transaction(Ok(_)) => false,
+        }
+    }
+
+    /// Adds to BUSY errors that the gateway waited for the script before giving up.
+    fn explain_busy(self, note: &str) -> Self {
+        let explain = |reply: Reply| match reply {
+            Reply::Error(msg) if msg.starts_with("BUSY") => Reply::Error(msg + note),
+            other => other,
+        };
+        match self {
+            Self::Replies(r) => Self::Replies(r.into_iter().map(explain).collect()),
+            Self::Transaction(Err(msg)) => Self::Transaction(Err(msg + note)),
+            Self::Transaction(Ok(r)) => Self::Transaction(Ok(r)),
+        }
+    }
+
     /// Adds to the error of a script the gateway stopped why it was stopped.
     fn explain_kill(self, note: &str) -> Self {
         let explain = |reply: Reply| match reply {
@@ -146,6 +190,9 @@ pub struct Store(Arc<Shared>);
 struct Shared {
     pool: Pool,
     config: StoreConfig,
+    /// Woken whenever a request that ran a script has its answer (the script ended or was
+    /// stopped): requests refused BUSY try again then.
+    script_ended: Notify,
 }
 
 impl Store {
@@ -155,6 +202,7 @@ impl Store {
         Ok(Self(Arc::new(Shared {
             pool: Pool::new(addr, config.pool_size),
             config,
+            script_ended: Notify::new(),
         })))
     }
 
@@ -214,9 +262,9 @@ impl Store {
         }
     }
 
-    /// Sends `wire` and reads what `plan` expects. A request that runs a script is carried out
-    /// by a task of its own, so that if its client goes away (and this future is dropped) the
-    /// script is still stopped at the limit instead of keeping Redis busy for everyone.
+    /// Sends `wire` and reads what `plan` expects; refused BUSY as a whole (a script holds
+    /// Redis), waits for the script to end and sends it again, until the script limit plus
+    /// [`BUSY_MARGIN`] has passed.
     async fn exchange(
         &self,
         wire: Vec<u8>,
@@ -224,11 +272,50 @@ impl Store {
         scripted: bool,
         encoding: Encoding,
     ) -> Result<Answer, StoreError> {
+        let start = Instant::now();
+        let give_up = start + self.0.config.script_timeout + BUSY_MARGIN;
+        let wire = Arc::new(wire);
+        loop {
+            // Listening before the attempt: a script that ends during it is not missed.
+            let ended = self.0.script_ended.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            let answer = self.attempt(&wire, plan, scripted, encoding).await?;
+            if !answer.refused_busy() {
+                return Ok(answer);
+            }
+            let now = Instant::now();
+            if now >= give_up {
+                let note = format!(
+                    " (the gateway waited {} ms for the script to stop: --script-timeout-ms)",
+                    (now - start).as_millis()
+                );
+                return Ok(answer.explain_busy(&note));
+            }
+            let _ = timeout_at(give_up.min(now + BUSY_POLL), ended).await;
+        }
+    }
+
+    /// One try of [`Store::exchange`]. A request that runs a script is carried out by a task of
+    /// its own, so that if its client goes away (and this future is dropped) the script is still
+    /// stopped at the limit instead of keeping Redis busy for everyone.
+    async fn attempt(
+        &self,
+        wire: &Arc<Vec<u8>>,
+        plan: Plan,
+        scripted: bool,
+        encoding: Encoding,
+    ) -> Result<Answer, StoreError> {
         if !scripted {
-            return self.0.exchange(&wire, plan, false, encoding).await;
+            return self.0.exchange(wire, plan, false, encoding).await;
         }
         let shared = self.0.clone();
-        let task = tokio::spawn(async move { shared.exchange(&wire, plan, true, encoding).await });
+        let wire = wire.clone();
+        let task = tokio::spawn(async move {
+            let answer = shared.exchange(&wire, plan, true, encoding).await;
+            shared.script_ended.notify_waiters();
+            answer
+        });
         match task.await {
             Ok(answer) => answer,
             // Only a panic in the task gets here; whether the script ran is unknown.
