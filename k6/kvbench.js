@@ -61,13 +61,15 @@ const TARGET = withQuery(URL_BASE, QUERY);
 
 // The worker's worst case for a /test URL, the rule `kvbench run` uses for its default --timeout
 // (crates/cli/src/args.rs, worst_case_timeout; tests/e2e/k6-timeout.test.mjs checks both on one
-// table): timeout_ms (the URL's, else the worker's default TIMEOUT_MS) x 4 timed calls per store
-// (setup, read, setup again, write) x the stores measured (the URL's stores or order, else the
-// worker's default STORES: all 8) + 5 s, so a slow store comes back as that store's timeout.
+// table): per store measured (the URL's stores or order, else the worker's default STORES: all 8),
+// timeout_ms (the URL's, else the worker's default TIMEOUT_MS) x 4 timed calls (setup, read,
+// setup again, write) plus the wait for a timed-out call (min(timeout_ms, 5 s)); then + 5 s, so a
+// slow store comes back as that store's timeout.
 // worst-case:begin
 const WORKER_TIMEOUT_MS = 10000;
 const WORKER_DEFAULT_STORES = 8;
 const CALLS_PER_STORE = 4;
+const DRAIN_MAX_MS = 5000; // kvbench_core::probe::DRAIN_MAX_MS
 function worstCaseTimeoutMs(url) {
   const at = url.indexOf('?');
   const pairs = (at < 0 ? '' : url.slice(at + 1)).split('&').map((p) => {
@@ -85,7 +87,7 @@ function worstCaseTimeoutMs(url) {
   const stores = listed === undefined
     ? WORKER_DEFAULT_STORES
     : Math.max(1, listed.split(/[,%]/).filter((s) => s !== '' && s !== '2C').length);
-  return timeoutMs * CALLS_PER_STORE * stores + 5000;
+  return (timeoutMs * CALLS_PER_STORE + Math.min(timeoutMs, DRAIN_MAX_MS)) * stores + 5000;
 }
 // worst-case:end
 const TIMEOUT = (__ENV.KVBENCH_TIMEOUT || '').trim() || `${worstCaseTimeoutMs(TARGET)}ms`;

@@ -61,7 +61,7 @@ pub enum Op {
 }
 
 /// How a mock store misbehaves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum Fault {
     #[default]
     None,
@@ -71,6 +71,27 @@ pub enum Fault {
     Hang,
     /// Reads work, writes fail.
     FailWrites,
+    /// Every call completes only once the clock has moved this many ms past its start (after a
+    /// timeout, during the probe's wait for the abandoned call).
+    Late(f64),
+}
+
+impl Fault {
+    /// Waits out a `Late` fault: pending until the fake clock passes `start + ms`.
+    pub async fn late(self, clock: &FakeClock) {
+        if let Fault::Late(ms) = self {
+            let until = clock.now.get() + ms;
+            futures::future::poll_fn(|cx| {
+                if clock.now.get() >= until {
+                    std::task::Poll::Ready(())
+                } else {
+                    cx.waker().wake_by_ref();
+                    std::task::Poll::Pending
+                }
+            })
+            .await;
+        }
+    }
 }
 
 /// A fake clock in milliseconds; each store call advances it by a scripted latency.
@@ -154,20 +175,27 @@ pub struct FakeTimer<'a>(pub &'a FakeClock);
 #[async_trait(?Send)]
 impl Timer for FakeTimer<'_> {
     async fn sleep_ms(&self, ms: u64) {
-        // Yield once so that a store future that is ready wins the race, as with a real timer.
-        let mut yielded = false;
-        futures::future::poll_fn(|cx| {
-            if yielded {
-                std::task::Poll::Ready(())
-            } else {
-                yielded = true;
-                cx.waker().wake_by_ref();
-                std::task::Poll::Pending
-            }
-        })
-        .await;
+        // Yield once so that a store future that is ready wins the race, as with a real timer;
+        // then move the clock and yield again, so a store call that completes at that time (a
+        // `Fault::Late` one) is seen to, before the timer fires.
+        yield_once().await;
         self.0.advance(ms as f64);
+        yield_once().await;
     }
+}
+
+async fn yield_once() {
+    let mut yielded = false;
+    futures::future::poll_fn(|cx| {
+        if yielded {
+            std::task::Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    })
+    .await;
 }
 
 /// In-memory Cloudflare KV, enforcing `expirationTtl >= 60` like the real service.
@@ -201,6 +229,7 @@ impl Store for MockKv<'_> {
         match self.fault.get() {
             Fault::Hang => futures::future::pending::<()>().await,
             Fault::Fail(kind) => return Err(StoreError::new(kind, "injected")),
+            late @ Fault::Late(_) => late.late(self.clock).await,
             _ => {}
         }
         let found = self
@@ -230,6 +259,7 @@ impl Store for MockKv<'_> {
             Fault::Hang => futures::future::pending::<()>().await,
             Fault::Fail(kind) => return Err(StoreError::new(kind, "injected")),
             Fault::FailWrites => return Err(StoreError::new(ErrorKind::Runtime, "KV put failed")),
+            late @ Fault::Late(_) => late.late(self.clock).await,
             Fault::None => {}
         }
         if ttl_s < 60 {
@@ -735,6 +765,7 @@ impl Store for MockBinding<'_> {
             Fault::Hang => futures::future::pending::<()>().await,
             Fault::Fail(kind) => return Err(StoreError::new(kind, "injected")),
             Fault::FailWrites => return Err(StoreError::new(ErrorKind::Runtime, "put failed")),
+            late @ Fault::Late(_) => late.late(self.clock).await,
             Fault::None => {}
         }
         self.check(key, value.len(), ttl_s)?;

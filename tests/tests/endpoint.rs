@@ -615,6 +615,47 @@ fn a_hung_store_times_out_with_its_elapsed_time() {
     assert_eq!(store(&a, "upstash")["error"], Value::Null);
 }
 
+/// Issue 16 item 4: a binding call is not cancelled by a timeout. The timed-out call is waited
+/// for, outside any span and bounded, before the next store starts, and the answer says so.
+#[test]
+fn a_timed_out_call_is_waited_for_before_the_next_store() {
+    // The write lands 15 s after it started: 10 s timeout, then 5 s of the bounded wait.
+    let clock = FakeClock::default();
+    let w = World::new(&clock);
+    w.kv.fault.set(Fault::Late(15_000.0));
+    let (status, a) = w.call("key=late&order=kv,upstash");
+    assert_eq!(status, 200);
+    let kv = store(&a, "kv");
+    // The read (also late) timed out; its call finished during the wait.
+    assert_eq!(kv["error"]["kind"], "timeout");
+    assert_eq!(kv["read_ms"], 10_000.0);
+    assert_eq!(kv["abandoned"]["finished"], true, "{kv}");
+    assert_eq!(kv["abandoned"]["waited_ms"], 5_000.0 + latency("kv"));
+    // The next store was timed as usual, after the wait.
+    assert_eq!(store(&a, "upstash")["error"], Value::Null);
+    assert_eq!(store(&a, "upstash")["read_ms"], latency("upstash"));
+
+    // Later than the bounded wait: reported as still running, and the next store goes on.
+    let clock = FakeClock::default();
+    let w = World::new(&clock);
+    w.kv.fault.set(Fault::Late(60_000.0));
+    let (_, a) = w.call("key=later&order=kv,upstash&timeout_ms=2000");
+    let kv = store(&a, "kv");
+    assert_eq!(kv["read_ms"], 2_000.0);
+    assert_eq!(kv["abandoned"]["finished"], false, "{kv}");
+    assert_eq!(
+        kv["abandoned"]["waited_ms"], 2_000.0,
+        "the wait is bounded by timeout_ms"
+    );
+    assert_eq!(store(&a, "upstash")["error"], Value::Null);
+
+    // No timeout, no `abandoned`.
+    let clock = FakeClock::default();
+    let w = World::new(&clock);
+    let (_, a) = w.call("key=fine&order=kv");
+    assert!(store(&a, "kv").get("abandoned").is_none());
+}
+
 #[test]
 fn a_failed_write_is_reported_with_its_time_and_size() {
     let clock = FakeClock::default();

@@ -308,7 +308,9 @@ pub const WORKER_TIMEOUT_MS: u64 = 10_000;
 /// Stores the worker measures when the query names none (its `STORES` default: every store in
 /// the descriptions).
 pub const WORKER_DEFAULT_STORES: usize = kvbench_core::spec::STORES.len();
-/// Timed calls per store at worst: setup, read, setup again (a token refresh), write.
+/// Timed calls per store at worst: setup, read, setup again (a token refresh), write; the last
+/// may time out and then be waited for, at most `min(timeout_ms, DRAIN_MAX_MS)` (a timeout ends
+/// the store's turn, so there is one such wait per store at most).
 const CALLS_PER_STORE: u64 = 4;
 
 /// The request timeout that covers the worker's worst case for this `/test` URL, and how it was
@@ -350,9 +352,10 @@ pub fn worst_case_timeout(url: &Uri) -> (Duration, String) {
             "the worker's default stores, if the deployment kept them",
         ),
     };
-    let ms = timeout_ms * CALLS_PER_STORE * stores as u64 + 5_000;
+    let drain_ms = timeout_ms.min(u64::from(kvbench_core::probe::DRAIN_MAX_MS));
+    let ms = (timeout_ms * CALLS_PER_STORE + drain_ms) * stores as u64 + 5_000;
     let why = format!(
-        "{stores} store(s) ({stores_from}) x {CALLS_PER_STORE} calls x {timeout_ms} ms ({ms_from}) + 5 s"
+        "{stores} store(s) ({stores_from}) x ({CALLS_PER_STORE} calls x {timeout_ms} ms ({ms_from}) + {drain_ms} ms waiting for a timed-out call) + 5 s"
     );
     (Duration::from_millis(ms), why)
 }
@@ -484,14 +487,17 @@ mod tests {
     #[test]
     fn default_timeout_covers_the_workers_worst_case() {
         let t = |url: &str| worst_case_timeout(&parse_url(url).unwrap()).0.as_secs();
-        assert_eq!(t("http://w/test"), 8 * 4 * 10 + 5);
+        assert_eq!(t("http://w/test"), 8 * (4 * 10 + 5) + 5);
         assert_eq!(
             t("http://w/test?stores=kv,upstash&timeout_ms=2000"),
-            2 * 4 * 2 + 5
+            2 * (4 * 2 + 2) + 5
         );
-        assert_eq!(t("http://w/test?stores=kv%2Cupstash"), 2 * 4 * 10 + 5);
-        assert_eq!(t("http://w/test?order=upstash,kv,denokv"), 3 * 4 * 10 + 5);
-        assert_eq!(t("http://w/test?order=random&stores=kv"), 4 * 10 + 5);
+        assert_eq!(t("http://w/test?stores=kv%2Cupstash"), 2 * (4 * 10 + 5) + 5);
+        assert_eq!(
+            t("http://w/test?order=upstash,kv,denokv"),
+            3 * (4 * 10 + 5) + 5
+        );
+        assert_eq!(t("http://w/test?order=random&stores=kv"), (4 * 10 + 5) + 5);
         let (_, why) = worst_case_timeout(&parse_url("http://w/test").unwrap());
         assert!(why.contains("if the deployment kept"), "{why}");
     }

@@ -29,13 +29,14 @@ const ANSWER_FIELDS: [&str; 7] = [
     "kvLatency",
     "redisLatency",
 ];
-const STORE_FIELDS: [&str; 6] = [
+const STORE_FIELDS: [&str; 7] = [
     "read_ms",
     "hit",
     "value_bytes",
     "write_ms",
     "connect_ms",
     "error",
+    "abandoned",
 ];
 const ERROR_FIELDS: [&str; 3] = ["kind", "message", "op"];
 
@@ -55,6 +56,11 @@ fn check_store(line: usize, name: &str, wire: &Value, got: &StoreResult) {
         known(&at, &wire["error"], &ERROR_FIELDS);
     }
     assert_eq!(got.read_us, us(&wire["read_ms"]), "{at}: read_ms");
+    assert_eq!(
+        got.abandoned,
+        wire["abandoned"]["finished"].as_bool(),
+        "{at}: abandoned"
+    );
     assert_eq!(got.write_us, us(&wire["write_ms"]), "{at}: write_ms");
     assert_eq!(
         got.connect_us,

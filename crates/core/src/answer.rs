@@ -50,6 +50,20 @@ pub struct StoreResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connect_ms: Option<f64>,
     pub error: Option<ErrorBody>,
+    /// A call that timed out, waited for afterwards outside any span (a binding call is not
+    /// cancelled by a timeout): whether it finished and how long it was waited for. Omitted when
+    /// no call timed out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub abandoned: Option<Abandoned>,
+}
+
+/// What became of a call after its timeout (see [`crate::probe`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Abandoned {
+    /// It completed within the wait; `false`: still running when the wait ended (dropped then).
+    pub finished: bool,
+    /// Milliseconds waited after the timeout, before the next store started.
+    pub waited_ms: f64,
 }
 
 impl StoreResult {
@@ -131,6 +145,7 @@ mod tests {
                 write_ms: Some(2.0),
                 connect_ms: None,
                 error: None,
+                abandoned: None,
             },
         );
         a.push(
@@ -142,6 +157,7 @@ mod tests {
                 write_ms: None,
                 connect_ms: None,
                 error: None,
+                abandoned: None,
             },
         );
         a.push(

@@ -13,7 +13,7 @@ use std::future::Future;
 
 use futures::future::{select, Either};
 
-use crate::answer::{round_ms, Answer, ErrorBody, Op, StoreResult};
+use crate::answer::{round_ms, Abandoned, Answer, ErrorBody, Op, StoreResult};
 use crate::clock::{Clock, Timer};
 use crate::error::{ErrorKind, StoreError};
 use crate::params::{Order, Params};
@@ -172,8 +172,10 @@ async fn measure(
         result.error = Some(ErrorBody::new(e, Op::Read));
         return done(result, None);
     }
-    let (read, read_ms) = timed(isolate, params.timeout_ms, store.get(key, options)).await;
+    let (read, read_ms, abandoned) =
+        timed(isolate, params.timeout_ms, store.get(key, options)).await;
     result.read_ms = Some(read_ms);
+    result.abandoned = abandoned;
     match read {
         Err(e) => {
             result.error = Some(ErrorBody::new(e, Op::Read));
@@ -197,13 +199,14 @@ async fn measure(
                 result.error = Some(ErrorBody::new(e, Op::Write));
                 return done(result, None);
             }
-            let (write, write_ms) = timed(
+            let (write, write_ms, abandoned) = timed(
                 isolate,
                 params.timeout_ms,
                 store.put(key, value, params.ttl_s, body, options),
             )
             .await;
             result.write_ms = Some(write_ms);
+            result.abandoned = abandoned;
             if let Err(e) = write {
                 result.error = Some(ErrorBody::new(e, Op::Write));
             }
@@ -220,7 +223,10 @@ async fn connect(
     store: &dyn Store,
     result: &mut StoreResult,
 ) -> Result<(), StoreError> {
-    let (outcome, ms) = timed(isolate, timeout_ms, store.connect()).await;
+    let (outcome, ms, abandoned) = timed(isolate, timeout_ms, store.connect()).await;
+    if abandoned.is_some() {
+        result.abandoned = abandoned;
+    }
     if !matches!(outcome, Ok(false)) {
         result.connect_ms = Some(round_ms(result.connect_ms.unwrap_or(0.0) + ms));
     }
@@ -234,23 +240,45 @@ fn not_configured(e: StoreError) -> StoreResult {
     }
 }
 
+/// The longest a store's abandoned call (one that timed out) is waited for before the next
+/// store starts.
+pub const DRAIN_MAX_MS: u32 = 5_000;
+
 /// Awaits `op` under the per-store timeout and returns its outcome with the elapsed milliseconds.
-/// On timeout the operation's future is dropped, which aborts the underlying request.
+///
+/// On timeout the span ends there, but the call is not simply dropped: dropping the future of a
+/// binding call (KV, Durable Objects, D1, R2, Cache) does not cancel it, so it would keep running
+/// while the next store is timed. It is awaited on, outside any span, for up to
+/// `min(timeout_ms, DRAIN_MAX_MS)`; what happened is reported in `abandoned` (a fetch-based call
+/// still running then is aborted when its future is dropped).
 async fn timed<T>(
     isolate: &Isolate<'_>,
     timeout_ms: u32,
     op: impl Future<Output = Result<T, StoreError>>,
-) -> (Result<T, StoreError>, f64) {
+) -> (Result<T, StoreError>, f64, Option<Abandoned>) {
     let start = isolate.clock.now_ms();
-    let op = std::pin::pin!(op);
+    let mut op = std::pin::pin!(op);
     let sleep = std::pin::pin!(isolate.timer.sleep_ms(u64::from(timeout_ms)));
-    let outcome = match select(op, sleep).await {
-        Either::Left((result, _)) => result,
-        Either::Right(_) => Err(StoreError::new(
-            ErrorKind::Timeout,
-            format!("no answer within {timeout_ms} ms"),
-        )),
-    };
-    let elapsed = round_ms((isolate.clock.now_ms() - start).max(0.0));
-    (outcome, elapsed)
+    match select(op.as_mut(), sleep).await {
+        Either::Left((result, _)) => {
+            let elapsed = round_ms((isolate.clock.now_ms() - start).max(0.0));
+            (result, elapsed, None)
+        }
+        Either::Right(_) => {
+            let timed_out_at = isolate.clock.now_ms();
+            let elapsed = round_ms((timed_out_at - start).max(0.0));
+            let drain_ms = timeout_ms.min(DRAIN_MAX_MS);
+            let drain = std::pin::pin!(isolate.timer.sleep_ms(u64::from(drain_ms)));
+            let finished = matches!(select(op, drain).await, Either::Left(_));
+            let abandoned = Abandoned {
+                finished,
+                waited_ms: round_ms((isolate.clock.now_ms() - timed_out_at).max(0.0)),
+            };
+            let error = StoreError::new(
+                ErrorKind::Timeout,
+                format!("no answer within {timeout_ms} ms"),
+            );
+            (Err(error), elapsed, Some(abandoned))
+        }
+    }
 }

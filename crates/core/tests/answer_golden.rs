@@ -12,7 +12,7 @@
 
 use std::path::Path;
 
-use kvbench_core::answer::{round_ms, Answer, ErrorBody, Op, StoreResult};
+use kvbench_core::answer::{round_ms, Abandoned, Answer, ErrorBody, Op, StoreResult};
 use kvbench_core::{ErrorKind, StoreError, StoreId};
 
 fn ok(read_ms: f64, hit: bool, value_bytes: u64, write_ms: Option<f64>) -> StoreResult {
@@ -23,6 +23,7 @@ fn ok(read_ms: f64, hit: bool, value_bytes: u64, write_ms: Option<f64>) -> Store
         write_ms: write_ms.map(round_ms),
         connect_ms: None,
         error: None,
+        abandoned: None,
     }
 }
 
@@ -67,6 +68,11 @@ fn answers() -> Vec<Answer> {
                 StoreError::new(ErrorKind::Timeout, "no answer within 2500 ms"),
                 Op::Read,
             )),
+            // The timed-out call, waited for before the next store, finished 310.5 ms later.
+            abandoned: Some(Abandoned {
+                finished: true,
+                waited_ms: 310.5,
+            }),
             ..StoreResult::default()
         },
     );

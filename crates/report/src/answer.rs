@@ -35,6 +35,17 @@ pub struct StoreResult {
     pub write_us: Option<u64>,
     pub connect_us: Option<u64>,
     pub error: Option<StoreError>,
+    /// A call that timed out was waited for before the next store (`Some(finished)`).
+    pub abandoned: Option<bool>,
+}
+
+/// `abandoned` as the worker writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+struct WireAbandoned {
+    finished: bool,
+    #[allow(dead_code)]
+    #[serde(default)]
+    waited_ms: f64,
 }
 
 /// A store call that failed: a data point, not an HTTP error.
@@ -209,6 +220,8 @@ struct WireStore {
     connect_ms: Option<f64>,
     #[serde(default)]
     error: Option<StoreError>,
+    #[serde(default)]
+    abandoned: Option<WireAbandoned>,
 }
 
 fn time(store: &str, field: &str, ms: Option<f64>) -> Result<Option<u64>, AnswerError> {
@@ -254,6 +267,7 @@ pub fn parse_ref(body: &[u8]) -> Result<AnswerRef<'_>, AnswerError> {
                 write_us: time(&name, "write_ms", s.write_ms)?,
                 connect_us: time(&name, "connect_ms", s.connect_ms)?,
                 error: s.error,
+                abandoned: s.abandoned.map(|a| a.finished),
             };
             Ok((name, result))
         })

@@ -541,6 +541,11 @@ impl Collector {
                     s.write_bytes.record(bytes);
                 }
             }
+            match r.abandoned {
+                Some(true) => s.abandoned_finished += 1,
+                Some(false) => s.abandoned_running += 1,
+                None => {}
+            }
             // Failed operations are counted apart, so the cost leaves them out.
             if r.read_us.is_some() && ok_read_us.is_none() {
                 s.failed_reads += 1;

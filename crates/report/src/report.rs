@@ -157,6 +157,12 @@ pub struct StoreStats {
     /// connections a per-connection charge (Redis `SELECT`) counts.
     #[serde(default)]
     pub connected: u64,
+    /// Calls that timed out and were waited for afterwards (outside any span) before the next
+    /// store: those that then finished, and those still running when the wait ended.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub abandoned_finished: u64,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub abandoned_running: u64,
 }
 
 impl StoreStats {
@@ -308,6 +314,10 @@ pub struct UnitLine {
     pub included_per_month: f64,
     #[serde(default)]
     pub billed_units: f64,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -515,6 +525,8 @@ impl StoreStats {
         self.failed_writes += from.failed_writes;
         self.failed_write_units_1k += from.failed_write_units_1k;
         self.connected += from.connected;
+        self.abandoned_finished += from.abandoned_finished;
+        self.abandoned_running += from.abandoned_running;
     }
 }
 

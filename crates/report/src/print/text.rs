@@ -190,6 +190,15 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
                 let (store, kind) = (tty(store), tty(kind));
                 writeln!(out, "  {store:<7} {kind:<16} {n:>8}")?;
             }
+            if s.abandoned_finished + s.abandoned_running > 0 {
+                writeln!(
+                    out,
+                    "  {:<7} timed-out calls waited for before the next store: {} finished, {} still running",
+                    tty(store),
+                    s.abandoned_finished,
+                    s.abandoned_running
+                )?;
+            }
         }
     }
     if summary.labels.len() > 1 {
