@@ -13,7 +13,9 @@ use crate::d1::D1Binding;
 use crate::durable::DoBinding;
 use crate::r2::R2Binding;
 use crate::socket::redis_store;
-use crate::testing::{empty_env, env, miss_put_hit, read, unique_key, value, write};
+use crate::testing::{
+    allocated_during, empty_env, env, miss_put_hit, read, unique_key, value, write,
+};
 use kvbench_core::Clock;
 
 /// Sizes at the edges that matter: one byte, the default range, getrandom's 64 KiB chunk, 1 MiB.
@@ -241,4 +243,101 @@ async fn runner_selftest() {
 
 fn web_sys_log(text: &str) {
     worker::console_log!("{text}");
+}
+
+const MIB: usize = 1 << 20;
+/// What a call may allocate in wasm without having copied a 1 MiB value: its bookkeeping.
+const NO_COPY: usize = 64 * 1024;
+
+/// The README's "what remains inside a span", shown where the copies happen: a read inside its
+/// span (`get`, up to the hit/miss decision) copies no 1 MiB value into wasm for `kv`, `do`, `d1`,
+/// `r2` and `cache` — sizing a hit is a JS `byteLength`, or deferred until every span is over
+/// (`d1`); a write's value is copied into JS before the first span (`encode_put`), so `put`
+/// copies nothing out of wasm. Redis over TCP reads its reply through wasm: that copy is inside
+/// its own read span, as the README says.
+#[wasm_bindgen_test]
+async fn reads_copy_no_value_into_wasm_inside_their_span() {
+    let origin = worker::Url::parse("https://kvbench.example.com/test").unwrap();
+    let stores: Vec<(&str, Box<dyn Store>)> = vec![
+        ("kv", Box::new(KvBinding::from_env(&env()).unwrap())),
+        ("do", Box::new(DoBinding::from_env(&env()).unwrap())),
+        ("d1", Box::new(D1Binding::from_env(&env()).unwrap())),
+        ("r2", Box::new(R2Binding::from_env(&env()).unwrap())),
+        (
+            "cache",
+            Box::new(CacheBinding::for_request(&origin).unwrap()),
+        ),
+    ];
+    for (name, store) in &stores {
+        let key = unique_key(&format!("copy-{name}"));
+        write(store.as_ref(), &key, &value(MIB), 60)
+            .await
+            .expect("write");
+        let (fetched, bytes) =
+            allocated_during(store.get(&key, &kvbench_core::store::Options::default())).await;
+        assert!(
+            bytes < NO_COPY,
+            "{name}: the read allocated {bytes} bytes in wasm inside its span (a copy of the value)"
+        );
+        let kvbench_core::store::Fetched::Hit(decode) = fetched.expect("read") else {
+            panic!("{name}: a miss after the write");
+        };
+        assert_eq!(
+            decode.finish().unwrap(),
+            MIB as u64,
+            "{name}: sized as stored"
+        );
+    }
+    // Redis over TCP: the reply comes through wasm, inside the read's own span.
+    let redis = redis_store(&env()).unwrap();
+    redis.connect().await.unwrap();
+    let key = unique_key("copy-redis");
+    write(&redis, &key, &value(MIB), 60).await.unwrap();
+    let (_, bytes) =
+        allocated_during(redis.get(&key, &kvbench_core::store::Options::default())).await;
+    assert!(
+        bytes >= MIB,
+        "redis reads its reply into wasm ({bytes} bytes)"
+    );
+}
+
+#[wasm_bindgen_test]
+async fn writes_copy_no_value_out_of_wasm_inside_their_span() {
+    // The copy into JS happens in encode_put (before the first span): put allocates nothing of
+    // the value, and the prepared JS objects hold it.
+    let origin = worker::Url::parse("https://kvbench.example.com/test").unwrap();
+    let stores: Vec<(&str, Box<dyn Store>)> = vec![
+        ("kv", Box::new(KvBinding::from_env(&env()).unwrap())),
+        ("do", Box::new(DoBinding::from_env(&env()).unwrap())),
+        ("d1", Box::new(D1Binding::from_env(&env()).unwrap())),
+        ("r2", Box::new(R2Binding::from_env(&env()).unwrap())),
+        (
+            "cache",
+            Box::new(CacheBinding::for_request(&origin).unwrap()),
+        ),
+    ];
+    for (name, store) in &stores {
+        let key = unique_key(&format!("copy-put-{name}"));
+        let v = value(MIB);
+        let body = store.encode_put(&key, &v, 60).expect("encode");
+        let (put, bytes) = allocated_during(store.put(
+            &key,
+            v.bytes(),
+            60,
+            body,
+            &kvbench_core::store::Options::default(),
+        ))
+        .await;
+        put.expect("put");
+        assert!(
+            bytes < NO_COPY,
+            "{name}: put allocated {bytes} bytes inside its span"
+        );
+    }
+    // The Cache API's entry is a JS Response already (its put converts nothing from wasm).
+    let entry = CacheBinding::entry(value(1024).bytes(), 60).unwrap();
+    assert!(
+        matches!(entry.body(), worker::ResponseBody::Stream(_)),
+        "the cache entry's body must be JS-side, not a wasm Vec copied at put time"
+    );
 }

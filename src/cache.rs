@@ -6,9 +6,9 @@ use async_trait::async_trait;
 use kvbench_core::cache;
 use kvbench_core::store::{Deferred, Fetched, Options};
 use kvbench_core::{ErrorKind, Store, StoreError, Value};
-use worker::{Cache, Headers, Response};
+use worker::{Cache, Response};
 
-use crate::bindings::{body_len, runtime};
+use crate::bindings::{body_len, js_text, runtime};
 use crate::stores::Prepared;
 
 pub struct CacheBinding {
@@ -32,17 +32,23 @@ impl CacheBinding {
         })
     }
 
-    fn entry(value: &[u8], ttl_s: u32) -> Result<Response, StoreError> {
-        let headers = Headers::new();
+    /// The entry to put: a JS `Response` whose body is already a JS copy of the value, so the
+    /// put (inside the write span) copies nothing. (A `worker::Response` built from bytes keeps
+    /// them in wasm and copies them into JS when it is put.)
+    pub(crate) fn entry(value: &[u8], ttl_s: u32) -> Result<Response, StoreError> {
+        let headers = worker::web_sys::Headers::new().map_err(|e| runtime(js_text(&e)))?;
         headers
             .set("Cache-Control", &cache::cache_control(ttl_s))
-            .map_err(runtime)?;
+            .map_err(|e| runtime(js_text(&e)))?;
         headers
             .set("Content-Type", "application/octet-stream")
-            .map_err(runtime)?;
-        Ok(Response::from_bytes(value.to_vec())
-            .map_err(runtime)?
-            .with_headers(headers))
+            .map_err(|e| runtime(js_text(&e)))?;
+        let init = worker::web_sys::ResponseInit::new();
+        init.set_headers(&headers);
+        let body = js_sys::Uint8Array::from(value);
+        worker::web_sys::Response::new_with_opt_buffer_source_and_init(Some(&body), &init)
+            .map(Response::from)
+            .map_err(|e| runtime(js_text(&e)))
     }
 }
 

@@ -2,6 +2,9 @@
 //! `worker::Env` (and `Context`) of the request that runs the test, handed over by
 //! `scripts/wasm-test-runner.mjs` inside workerd, plus small helpers shared by the binding tests.
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use kvbench_core::store::{Fetched, Options};
 use kvbench_core::{Store, StoreError, Value};
 use wasm_bindgen::{JsCast, JsValue};
@@ -76,4 +79,34 @@ pub async fn miss_put_hit(store: &dyn Store, prefix: &str, sizes: &[usize]) {
             "{prefix}: a hit is sized as stored ({len} bytes)"
         );
     }
+}
+
+/// Bytes allocated in wasm memory (the test binary's allocator counts them): a value copied out
+/// of JS into wasm shows up here, so a test can tell which calls copy and which do not.
+struct Counting;
+
+static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATED.fetch_add(layout.size(), Ordering::Relaxed);
+        System.alloc(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATED.fetch_add(new_size.saturating_sub(layout.size()), Ordering::Relaxed);
+        System.realloc(ptr, layout, new_size)
+    }
+}
+
+#[global_allocator]
+static COUNTING: Counting = Counting;
+
+/// Bytes allocated in wasm while `f` runs.
+pub async fn allocated_during<T>(f: impl std::future::Future<Output = T>) -> (T, usize) {
+    let before = ALLOCATED.load(Ordering::Relaxed);
+    let out = f.await;
+    (out, ALLOCATED.load(Ordering::Relaxed) - before)
 }
