@@ -17,7 +17,9 @@ use std::cell::{Cell, RefCell};
 
 use kvbench_core::budget::ISOLATE_BUDGET_BYTES;
 use kvbench_core::probes::{Kept, RUN_HEADER};
-use kvbench_core::{handle, Budget, Call, Clock, Defaults, Isolate, MetadataCache, ValueGen};
+use kvbench_core::{
+    handle, Budget, Call, Clock, Defaults, InFlight, Isolate, MetadataCache, ValueGen,
+};
 use worker::{
     event, Context, Env, Method, Request, Response, Result, RouteContext, Router, ScheduleContext,
     ScheduledEvent,
@@ -39,6 +41,8 @@ thread_local! {
     static DENO_KV_META: &'static MetadataCache = Box::leak(Box::default());
     /// Value bytes in flight across this isolate's concurrent requests.
     static BUDGET: &'static Budget = Box::leak(Box::new(Budget::new(ISOLATE_BUDGET_BYTES)));
+    /// This isolate's requests in flight.
+    static IN_FLIGHT: &'static InFlight = Box::leak(Box::default());
 }
 
 #[event(fetch)]
@@ -108,6 +112,7 @@ async fn handle_test(req: Request, ctx: RouteContext<Data>) -> Result<Response> 
         requests: REQUESTS.with(Cell::get),
         colo: colo(&req),
         budget: BUDGET.with(|b| *b),
+        in_flight: IN_FLIGHT.with(|f| *f),
     };
     let reply = handle(call, &stores.set(), &isolate).await;
     stores.finish().await;

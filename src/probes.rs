@@ -72,6 +72,7 @@ pub struct ProbeObject {
     requests: Cell<u64>,
     gen: RefCell<ValueGen>,
     budget: Budget,
+    in_flight: kvbench_core::InFlight,
     deno_meta: MetadataCache,
 }
 
@@ -358,6 +359,7 @@ impl ProbeObject {
             requests: self.requests.get(),
             colo: colo.to_string(),
             budget: &self.budget,
+            in_flight: &self.in_flight,
         };
         let call = Call {
             query: "",
@@ -421,6 +423,7 @@ impl DurableObject for ProbeObject {
             requests: Cell::new(0),
             gen: RefCell::new(seeded_gen()),
             budget: Budget::new(ISOLATE_BUDGET_BYTES),
+            in_flight: Default::default(),
             deno_meta: MetadataCache::default(),
         }
     }

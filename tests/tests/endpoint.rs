@@ -60,6 +60,7 @@ struct World<'a> {
     gen: RefCell<ValueGen>,
     requests: Cell<u64>,
     budget: Budget,
+    in_flight: kvbench_core::InFlight,
 }
 
 impl<'a> World<'a> {
@@ -81,6 +82,7 @@ impl<'a> World<'a> {
             gen: RefCell::new(ValueGen::from_seed([42; 32])),
             requests: Cell::new(0),
             budget: Budget::new(kvbench_core::budget::ISOLATE_BUDGET_BYTES),
+            in_flight: Default::default(),
         }
     }
 
@@ -150,6 +152,7 @@ impl<'a> World<'a> {
             requests: self.requests.get(),
             colo: "local".into(),
             budget: &self.budget,
+            in_flight: &self.in_flight,
         };
         let call = Call {
             query,

@@ -97,6 +97,11 @@ pub struct RunArgs {
     /// connections (wrk's threads).
     #[arg(long, default_value = "1", value_name = "N", value_parser = parse_threads)]
     pub threads: u64,
+    /// Leave out answers whose worker isolate had more than N other requests in flight during
+    /// them (the answers' `concurrent`): on a deployed worker those requests' CPU may be in the
+    /// spans. Left-out answers are counted in `excluded_concurrent`. Default: keep all.
+    #[arg(long, value_name = "N")]
+    pub max_concurrent: Option<u32>,
     /// Timeline resolution and period of the plain progress lines; `auto`: 1/60 of --duration,
     /// between 5 s and 60 s (30 s for a 30-minute run).
     #[arg(long, default_value = "auto", value_parser = parse_interval)]
@@ -182,6 +187,11 @@ pub struct WorkerArgs {
     /// Directory for report.json, report.html and the charts.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// Leave out answers whose worker isolate had more than N other requests in flight during
+    /// them (the answers' `concurrent`): on a deployed worker those requests' CPU may be in the
+    /// spans. Left-out answers are counted in `excluded_concurrent`. Default: keep all.
+    #[arg(long, value_name = "N")]
+    pub max_concurrent: Option<u32>,
     /// Timeline resolution; `auto`: 1/60 of the span, between 5 s and 60 s.
     #[arg(long, default_value = "auto", value_parser = parse_interval)]
     pub interval: Interval,

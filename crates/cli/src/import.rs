@@ -513,6 +513,8 @@ impl<'o> FileImport<'o> {
                         key: None,
                         colo: colo.to_string(),
                         stores: pending.unwrap_or_default().stores,
+                        // k6's points do not carry it.
+                        concurrent: None,
                     })
                 } else {
                     let kind = failure_kind(outcome)?;

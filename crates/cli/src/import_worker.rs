@@ -36,6 +36,8 @@ pub struct WorkerImport {
     /// `BENCH_TOKEN`, never printed.
     pub token: Option<String>,
     pub interval: Option<Duration>,
+    /// `--max-concurrent`.
+    pub max_concurrent: Option<u32>,
 }
 
 /// Fetch attempts before an import that keeps ending short fails.
@@ -251,7 +253,7 @@ fn build(
     let interval = w.interval.unwrap_or_else(|| auto_interval(span));
     reader.rewind()?;
     // Pass 2: one collector per label.
-    let mut aggregate = Aggregate::new(first, interval);
+    let mut aggregate = Aggregate::new(first, interval).with_max_concurrent(w.max_concurrent);
     for_each_line(&mut reader, |l| {
         aggregate.push(&l);
         Ok(())

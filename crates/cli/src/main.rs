@@ -72,6 +72,7 @@ fn run_command(a: RunArgs) -> anyhow::Result<ExitCode> {
         max_in_flight: a.max_in_flight(),
         connections: a.connections(),
         threads: a.threads,
+        max_concurrent: a.max_concurrent,
         interval,
         samples_csv: a.samples_csv.then(|| a.out.join("samples.csv")),
     };
@@ -133,6 +134,7 @@ fn main_inner() -> anyhow::Result<ExitCode> {
                         .ok()
                         .filter(|t| !t.trim().is_empty()),
                     interval: w.interval.fixed(),
+                    max_concurrent: w.max_concurrent,
                 };
                 let runtime = tokio::runtime::Builder::new_current_thread()
                     .enable_all()

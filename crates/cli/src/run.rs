@@ -48,6 +48,8 @@ pub struct RunConfig {
     pub threads: u64,
     pub interval: Duration,
     pub samples_csv: Option<PathBuf>,
+    /// `--max-concurrent`.
+    pub max_concurrent: Option<u32>,
 }
 
 type CsvOut = BufWriter<File>;
@@ -165,7 +167,8 @@ pub async fn run(cfg: RunConfig, mut progress: Progress) -> anyhow::Result<Repor
         })
         .collect();
     let folding = Folding {
-        collector: Collector::new(cfg.interval, cfg.timeout),
+        collector: Collector::new(cfg.interval, cfg.timeout)
+            .with_max_concurrent(cfg.max_concurrent),
         csv: open_csv(cfg.samples_csv.as_deref())?,
         csv_error: None,
         batch: Batch::default(),

@@ -20,12 +20,13 @@ fn us(v: &Value) -> Option<u64> {
 
 /// Fields kvbench reads, or knowingly ignores: a field renamed or added on the worker's side
 /// fails here instead of silently reading as absent.
-const ANSWER_FIELDS: [&str; 7] = [
+const ANSWER_FIELDS: [&str; 8] = [
     "key",
     "colo",
     "stores",
     "order",
     "isolate_requests",
+    "concurrent",
     "kvLatency",
     "redisLatency",
 ];
@@ -98,6 +99,11 @@ fn parser_reads_every_golden_answer_field_by_field() {
         known(&format!("line {n}"), &wire, &ANSWER_FIELDS);
         let a = parse(line.as_bytes()).unwrap_or_else(|e| panic!("line {n}: {e}"));
         assert_eq!(a.key.as_deref(), wire["key"].as_str(), "line {n}: key");
+        assert_eq!(
+            a.concurrent.map(u64::from),
+            wire["concurrent"].as_u64(),
+            "line {n}: concurrent"
+        );
         assert_eq!(
             Some(a.colo.as_str()),
             wire["colo"].as_str(),

@@ -85,6 +85,10 @@ pub struct Answer {
     pub order: Vec<StoreId>,
     /// Requests this isolate has served, this one included (1 = cold isolate).
     pub isolate_requests: u64,
+    /// Other requests of this isolate in flight at some moment of this one. On a deployed
+    /// worker their CPU (parsing, encoding, decoding) may be counted in this request's spans:
+    /// 0 means none could be.
+    pub concurrent: u32,
     pub stores: BTreeMap<StoreId, StoreResult>,
     #[serde(rename = "kvLatency")]
     pub kv_latency: Option<f64>,
@@ -98,6 +102,7 @@ impl Answer {
             key,
             colo,
             order: Vec::new(),
+            concurrent: 0,
             isolate_requests,
             stores: BTreeMap::new(),
             kv_latency: None,
@@ -174,7 +179,7 @@ mod tests {
         assert_eq!(
             v,
             serde_json::json!({
-                "key": "417", "colo": "FRA", "order": ["upstash", "kv", "denokv"], "isolate_requests": 12,
+                "key": "417", "colo": "FRA", "order": ["upstash", "kv", "denokv"], "isolate_requests": 12, "concurrent": 0,
                 "stores": {
                     "denokv": {"read_ms": 4.0, "hit": true, "value_bytes": 10, "write_ms": null, "connect_ms": 7.5, "error": null},
                     "kv": {"read_ms": 12.0, "hit": true, "value_bytes": 23456, "write_ms": null, "error": null},

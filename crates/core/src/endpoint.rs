@@ -45,6 +45,7 @@ pub struct Call<'a> {
 
 /// Answers one `/test` call. Stores are touched only after auth and every parameter passed.
 pub async fn handle(call: Call<'_>, stores: &StoreSet<'_>, isolate: &Isolate<'_>) -> Reply {
+    let visit = isolate.in_flight.enter();
     if let Err((status, e)) = auth::admit(call.authorization, call.token) {
         return Reply::error(status, &e);
     }
@@ -78,7 +79,8 @@ pub async fn handle(call: Call<'_>, stores: &StoreSet<'_>, isolate: &Isolate<'_>
             ),
         );
     };
-    let answer = probe(&params, stores, isolate).await;
+    let mut answer = probe(&params, stores, isolate, &visit).await;
+    answer.concurrent = visit.others();
     Reply {
         status: 200,
         body: answer.to_json(),

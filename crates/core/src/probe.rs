@@ -34,6 +34,8 @@ pub struct Isolate<'a> {
     pub colo: String,
     /// Value bytes this isolate may hold in flight (see [`crate::budget`]).
     pub budget: &'a crate::budget::Budget,
+    /// This isolate's requests in flight (see [`crate::in_flight`]).
+    pub in_flight: &'a crate::in_flight::InFlight,
 }
 
 /// One store's part of the answer while the request runs: its result so far and the decoding
@@ -45,7 +47,12 @@ struct Measured {
 }
 
 /// Runs one measurement. Never fails: every store failure is data in the answer.
-pub async fn probe(params: &Params, stores: &StoreSet<'_>, isolate: &Isolate<'_>) -> Answer {
+pub async fn probe(
+    params: &Params,
+    stores: &StoreSet<'_>,
+    isolate: &Isolate<'_>,
+    visit: &crate::in_flight::Visit<'_>,
+) -> Answer {
     let (key, order, value) = {
         let mut gen = isolate.gen.borrow_mut();
         let key = params.key.clone().unwrap_or_else(|| gen.key(params.keys));
@@ -145,10 +152,14 @@ pub async fn probe(params: &Params, stores: &StoreSet<'_>, isolate: &Isolate<'_>
         answer.push(id, result);
     }
     let mut gen = isolate.gen.borrow_mut();
-    if wrote {
-        gen.prepare(params.min_bytes, params.max_bytes);
-    } else {
+    if !wrote {
         gen.keep(params.min_bytes, params.max_bytes, value);
+    }
+    // Values for the next requests, as many as this isolate has had in flight at once — only
+    // while no other request is in flight: otherwise this CPU would land in their open spans.
+    if visit.alone() {
+        let want = isolate.in_flight.peak() as usize;
+        gen.prepare(params.min_bytes, params.max_bytes, want);
     }
     answer
 }

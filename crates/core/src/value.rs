@@ -53,10 +53,16 @@ impl Value {
 /// The per-isolate random source.
 pub struct ValueGen {
     rng: Xoshiro256PlusPlus,
-    /// The next write's value, generated after the previous request's last I/O: `(min, max,
-    /// bytes)`, its size drawn uniformly from `[min, max]`.
-    ready: Option<(u32, u32, Value)>,
+    /// Values for the next writes, generated when no span is open: `(min, max, values)`, each
+    /// size drawn uniformly from `[min, max]`. Several, so that requests arriving while another
+    /// is in flight find one instead of generating it in the other's open span.
+    ready: Option<(u32, u32, Vec<Value>)>,
 }
+
+/// At most this many values are kept ready.
+pub const READY_MAX: usize = 8;
+/// Nor more than this many bytes of them.
+pub const READY_MAX_BYTES: usize = 4 << 20;
 
 impl ValueGen {
     /// `seed` should come from the platform CSPRNG (`crypto.getRandomValues` in the worker).
@@ -71,9 +77,20 @@ impl ValueGen {
     /// one, else a fresh one (a cold isolate, or the range changed). Its size is uniform in
     /// `[min, max]` either way.
     pub fn take_value(&mut self, min: u32, max: u32) -> Value {
-        match self.ready.take() {
-            Some((lo, hi, value)) if (lo, hi) == (min, max) => value,
+        match &mut self.ready {
+            Some((lo, hi, values)) if (*lo, *hi) == (min, max) => match values.pop() {
+                Some(v) => v,
+                None => self.sized_value(min, max),
+            },
             _ => self.sized_value(min, max),
+        }
+    }
+
+    /// Values ready for this range.
+    pub fn ready(&self, min: u32, max: u32) -> usize {
+        match &self.ready {
+            Some((lo, hi, values)) if (*lo, *hi) == (min, max) => values.len(),
+            _ => 0,
         }
     }
 
@@ -85,17 +102,31 @@ impl ValueGen {
         }
     }
 
-    /// Gives back a value no write used, for the next request with the same range.
-    pub fn keep(&mut self, min: u32, max: u32, value: Value) {
-        self.ready = Some((min, max, value));
+    fn slot(&mut self, min: u32, max: u32) -> &mut Vec<Value> {
+        if !matches!(&self.ready, Some((lo, hi, _)) if (*lo, *hi) == (min, max)) {
+            self.ready = Some((min, max, Vec::new()));
+        }
+        &mut self.ready.as_mut().expect("just set").2
     }
 
-    /// Prepares the next request's value now, when no span is being timed (generating up to
-    /// 1 MiB is CPU that a deployed worker's clock would otherwise add to a store's time).
-    pub fn prepare(&mut self, min: u32, max: u32) {
-        if !matches!(&self.ready, Some((lo, hi, _)) if (*lo, *hi) == (min, max)) {
+    /// Gives back a value no write used, for the next request with the same range.
+    pub fn keep(&mut self, min: u32, max: u32, value: Value) {
+        let slot = self.slot(min, max);
+        if slot.len() < READY_MAX {
+            slot.push(value);
+        }
+    }
+
+    /// Prepares values now, when no span is being timed (generating up to 1 MiB is CPU that a
+    /// deployed worker's clock would otherwise add to a store's time), until `want` are ready
+    /// (bounded by [`READY_MAX`] and [`READY_MAX_BYTES`]).
+    pub fn prepare(&mut self, min: u32, max: u32, want: usize) {
+        let want = want
+            .min(READY_MAX)
+            .min((READY_MAX_BYTES / (max.max(1) as usize)).max(1));
+        while self.ready(min, max) < want {
             let value = self.sized_value(min, max);
-            self.ready = Some((min, max, value));
+            self.slot(min, max).push(value);
         }
     }
 
@@ -133,18 +164,36 @@ mod tests {
     #[test]
     fn prepared_values_match_their_range_and_are_used_once() {
         let mut g = ValueGen::from_seed([3; 32]);
-        g.prepare(10, 20);
+        g.prepare(10, 20, 1);
         let a = g.take_value(10, 20);
         assert!((10..=20).contains(&a.len()));
         assert_eq!(a.plain_str().map(str::len), Some(a.len()));
         assert_eq!(Value::from_bytes(b"x".to_vec()).plain_str(), None);
         // Taken: the next one is fresh, and a different range never reuses a prepared value.
-        g.prepare(10, 20);
+        g.prepare(10, 20, 1);
         let b = g.take_value(5, 5);
         assert_eq!(b.len(), 5);
         g.keep(5, 5, b.clone());
         assert_eq!(g.take_value(5, 5), b);
         assert_ne!(g.take_value(5, 5), b, "a kept value is handed out once");
+    }
+
+    #[test]
+    fn several_values_are_kept_ready_within_bounds() {
+        let mut g = ValueGen::from_seed([4; 32]);
+        g.prepare(100, 200, 3);
+        assert_eq!(g.ready(100, 200), 3);
+        let taken: Vec<_> = (0..3).map(|_| g.take_value(100, 200)).collect();
+        assert_eq!(g.ready(100, 200), 0);
+        assert_ne!(taken[0], taken[1], "each request gets its own value");
+        g.prepare(100, 200, 100);
+        assert_eq!(g.ready(100, 200), READY_MAX, "at most READY_MAX");
+        g.prepare(1 << 20, 1 << 20, 8);
+        assert_eq!(
+            g.ready(1 << 20, 1 << 20),
+            4,
+            "at most READY_MAX_BYTES of values"
+        );
     }
 
     #[test]

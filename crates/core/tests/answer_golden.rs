@@ -50,6 +50,8 @@ fn answers() -> Vec<Answer> {
     // Failures are data points: a failed write after a miss, a read that timed out, a store that
     // is not configured in this deployment.
     let mut third = Answer::new("k-9".into(), "local".into(), 3);
+    // Two other requests of the isolate overlapped this one.
+    third.concurrent = 2;
     third.push(
         StoreId::Kv,
         StoreResult {

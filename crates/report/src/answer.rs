@@ -24,6 +24,8 @@ pub struct Answer {
     pub key: Option<String>,
     pub colo: String,
     pub stores: BTreeMap<String, StoreResult>,
+    /// Other requests of the isolate in flight during this one (`None`: not reported).
+    pub concurrent: Option<u32>,
 }
 
 /// What one store did during the request.
@@ -80,6 +82,7 @@ pub struct AnswerRef<'a> {
     pub colo: Cow<'a, str>,
     /// Sorted by store name, each name once (the last one wins, as in a JSON object).
     pub stores: Vec<(Cow<'a, str>, StoreResult)>,
+    pub concurrent: Option<u32>,
 }
 
 impl AnswerRef<'_> {
@@ -92,6 +95,7 @@ impl AnswerRef<'_> {
                 .into_iter()
                 .map(|(name, r)| (name.into_owned(), r))
                 .collect(),
+            concurrent: self.concurrent,
         }
     }
 }
@@ -204,6 +208,8 @@ struct WireAnswer<'a> {
     colo: Option<Text<'a>>,
     #[serde(borrow)]
     stores: Stores<'a>,
+    #[serde(default)]
+    concurrent: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -276,6 +282,7 @@ pub fn parse_ref(body: &[u8]) -> Result<AnswerRef<'_>, AnswerError> {
         key: wire.key.map(|k| k.0),
         colo: wire.colo.map_or(Cow::Borrowed("unknown"), |c| c.0),
         stores,
+        concurrent: wire.concurrent,
     })
 }
 

@@ -148,6 +148,10 @@ pub struct Snapshot {
 
 /// Folds samples into a [`Report`].
 pub struct Collector {
+    /// `--max-concurrent`: answers with more other requests in flight are left out.
+    max_concurrent: Option<u32>,
+    concurrent: BTreeMap<u32, u64>,
+    excluded_concurrent: u64,
     interval_us: u64,
     timeout_us: u64,
     /// Intervals kept live behind the newest one seen: answers arrive up to a timeout late.
@@ -222,7 +226,29 @@ impl Collector {
             colos: Vec::new(),
             live: BTreeMap::new(),
             closed: BTreeMap::new(),
+            max_concurrent: None,
+            concurrent: BTreeMap::new(),
+            excluded_concurrent: 0,
         }
+    }
+
+    /// Leaves out answers whose isolate had more than `max` other requests in flight during
+    /// them (counted in `excluded_concurrent`, in nothing else).
+    pub fn with_max_concurrent(mut self, max: Option<u32>) -> Collector {
+        self.max_concurrent = max;
+        self
+    }
+
+    /// Whether an answer with this `concurrent` is left out; counts it.
+    fn excluded(&mut self, concurrent: Option<u32>) -> bool {
+        if let Some(c) = concurrent {
+            if self.max_concurrent.is_some_and(|max| c > max) {
+                self.excluded_concurrent += 1;
+                return true;
+            }
+            *self.concurrent.entry(c).or_insert(0) += 1;
+        }
+        false
     }
 
     /// The figures so far, as the report's section (built on demand: for tests and checks).
@@ -246,6 +272,8 @@ impl Collector {
                 .enumerate()
                 .map(|(id, s)| (self.store_names.name(id).to_owned(), s.clone()))
                 .collect(),
+            concurrent: self.concurrent.clone(),
+            excluded_concurrent: self.excluded_concurrent,
         }
     }
 
@@ -365,12 +393,17 @@ impl Collector {
                     f.detail.clone()
                 })
             }
-            Outcome::Answer(a) => self.record_answer(
-                sample.intended_us,
-                sample.latency_us,
-                &a.colo,
-                a.stores.iter().map(|(name, r)| (name.as_str(), r)),
-            ),
+            Outcome::Answer(a) => {
+                if self.excluded(a.concurrent) {
+                    return;
+                }
+                self.record_answer(
+                    sample.intended_us,
+                    sample.latency_us,
+                    &a.colo,
+                    a.stores.iter().map(|(name, r)| (name.as_str(), r)),
+                )
+            }
         }
     }
 
@@ -419,6 +452,9 @@ impl Collector {
     }
 
     fn record_answer_ref(&mut self, intended_us: u64, latency_us: u64, a: &AnswerRef<'_>) {
+        if self.excluded(a.concurrent) {
+            return;
+        }
         self.record_answer(
             intended_us,
             latency_us,
@@ -640,6 +676,33 @@ impl Collector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn answers_are_split_by_concurrency_and_filtered_by_max_concurrent() {
+        use crate::answer::Answer;
+        let answer = |c: Option<u32>| Sample {
+            intended_us: 0,
+            latency_us: 1_000,
+            outcome: Outcome::Answer(Answer {
+                key: None,
+                colo: "LHR".into(),
+                stores: BTreeMap::new(),
+                concurrent: c,
+            }),
+        };
+        let mut c = Collector::new(Duration::from_secs(1), Duration::from_secs(1))
+            .with_max_concurrent(Some(1));
+        for n in [Some(0), Some(0), Some(1), Some(3), None] {
+            c.record(&answer(n));
+        }
+        let s = c.section();
+        assert_eq!(s.answered, 4, "the one with 3 others in flight is left out");
+        assert_eq!(s.excluded_concurrent, 1);
+        assert_eq!(s.concurrent, BTreeMap::from([(0, 2), (1, 1)]));
+        let mut all = Collector::new(Duration::from_secs(1), Duration::from_secs(1));
+        all.record(&answer(Some(3)));
+        assert_eq!(all.section().answered, 1, "no filter: kept");
+    }
     use crate::answer::parse;
     use crate::sample::Failure;
 

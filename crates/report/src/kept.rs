@@ -56,6 +56,7 @@ pub struct Aggregate {
     runs: BTreeMap<String, LabelRun>,
     lines: u64,
     malformed: u64,
+    max_concurrent: Option<u32>,
 }
 
 impl Aggregate {
@@ -68,6 +69,7 @@ impl Aggregate {
             runs: BTreeMap::new(),
             lines: 0,
             malformed: 0,
+            max_concurrent: None,
         }
     }
 
@@ -86,11 +88,13 @@ impl Aggregate {
         let intended_us = ((t - self.origin_ms).max(0) as u64) * 1000;
         let latency_us = (line.duration_ms.unwrap_or(0.0).max(0.0) * 1000.0) as u64;
         let interval = self.interval;
+        let max_concurrent = self.max_concurrent;
         let run = self
             .runs
             .entry(label.to_string())
             .or_insert_with(|| LabelRun {
-                collector: Collector::new(interval, Duration::from_secs(600)),
+                collector: Collector::new(interval, Duration::from_secs(600))
+                    .with_max_concurrent(max_concurrent),
                 n: 0,
                 last_us: 0,
                 last_end_us: 0,
@@ -103,6 +107,12 @@ impl Aggregate {
         run.n += 1;
         run.last_us = run.last_us.max(intended_us);
         run.last_end_us = run.last_end_us.max(intended_us + latency_us);
+    }
+
+    /// Leaves out answers with more than `max` other requests in flight (`--max-concurrent`).
+    pub fn with_max_concurrent(mut self, max: Option<u32>) -> Aggregate {
+        self.max_concurrent = max;
+        self
     }
 
     /// Answers pushed so far (malformed ones included).

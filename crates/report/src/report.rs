@@ -115,6 +115,13 @@ pub struct Section {
     /// End-to-end latency from the intended start, µs, of every request that got an HTTP answer.
     pub latency_us: Hist,
     pub stores: BTreeMap<String, StoreStats>,
+    /// Answers by how many other requests their isolate had in flight during them (from the
+    /// answers' `concurrent`; absent for answers that do not report it, k6's).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub concurrent: BTreeMap<u32, u64>,
+    /// Answers left out because more other requests than `--max-concurrent` overlapped them.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub excluded_concurrent: u64,
 }
 
 /// What one store did across the answers of a section.
@@ -534,6 +541,10 @@ impl Section {
     /// Adds a section of requests sent concurrently (another vantage point): counts and
     /// histograms add, rates add, the send window is the longest.
     pub fn add(&mut self, from: &Section) {
+        for (n, count) in &from.concurrent {
+            *self.concurrent.entry(*n).or_insert(0) += count;
+        }
+        self.excluded_concurrent += from.excluded_concurrent;
         self.scheduled += from.scheduled;
         self.sent += from.sent;
         self.answered += from.answered;

@@ -244,6 +244,7 @@ pub fn samples(seed: u64, n: u64, span_s: u64) -> Vec<kvbench::sample::Sample> {
                         key: Some(i.to_string()),
                         colo: if roll % 2 == 0 { "FRA".into() } else { "AMS".into() },
                         stores,
+                        concurrent: None,
                     })
                 }
             };

@@ -157,6 +157,23 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
         t.not_sent()
     )?;
     writeln!(out, "end-to-end latency: {}", latency_origin(report))?;
+    if !t.concurrent.is_empty() || t.excluded_concurrent > 0 {
+        let dist: Vec<String> = t
+            .concurrent
+            .iter()
+            .map(|(n, count)| format!("{n}: {count}"))
+            .collect();
+        writeln!(
+            out,
+            "answers by other requests in flight in their isolate: {}{}",
+            dist.join(", "),
+            if t.excluded_concurrent > 0 {
+                format!("; {} left out (--max-concurrent)", t.excluded_concurrent)
+            } else {
+                String::new()
+            }
+        )?;
+    }
     writeln!(out)?;
     writeln!(
         out,
