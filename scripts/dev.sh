@@ -73,14 +73,9 @@ fi)
 
 MSG
 
-# Stay up while every service is; stop the whole stack if one of them dies.
+# Stay up while every service is and the worker answers; stop the whole stack if one of them
+# dies (stack_watch also keeps the logs bounded).
 while :; do
-  for entry in "${STACK_PIDS[@]}"; do
-    name=${entry%%:*}; pid=${entry##*:}
-    if ! kill -0 "$pid" 2>/dev/null; then
-      tail -n 20 "$DIR/$name.log" >&2 || true
-      die "$name exited (log: $DIR/$name.log)"
-    fi
-  done
-  sleep 1
+  stack_watch "http://127.0.0.1:$PORT/healthz"
+  sleep 2
 done

@@ -19,10 +19,12 @@ stack_init() {
 }
 
 # spawn NAME CMD...: runs CMD in its own session (so its children can be stopped with it),
-# logs to $STACK_DIR/NAME.log, remembers its PID.
+# logs to $STACK_DIR/NAME.log (appending, so stack_watch can cut a log that grows too long while
+# its writer keeps going), remembers its PID.
 spawn() {
   local name=$1; shift
-  setsid "$@" >"$STACK_DIR/$name.log" 2>&1 < /dev/null &
+  : >"$STACK_DIR/$name.log"
+  setsid "$@" >>"$STACK_DIR/$name.log" 2>&1 < /dev/null &
   local pid=$!
   echo "$pid" >"$STACK_DIR/$name.pid"
   STACK_PIDS+=("$name:$pid")
@@ -149,10 +151,55 @@ stack_stop() {
   local entry name pid i
   for ((i = ${#STACK_PIDS[@]} - 1; i >= 0; i--)); do
     entry=${STACK_PIDS[$i]}; name=${entry%%:*}; pid=${entry##*:}
+    # The whole session group: a service's children (wrangler's workerd) outlive their leader.
     kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$pid" 2>/dev/null; then kill -KILL -- "-$pid" 2>/dev/null || true; fi
+    for _ in $(seq 50); do
+      kill -0 -- "-$pid" 2>/dev/null || kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    # Whatever is left of the group is killed, whether or not its leader still lives.
+    kill -KILL -- "-$pid" 2>/dev/null || true
+    kill -KILL "$pid" 2>/dev/null || true
     rm -f "$STACK_DIR/$name.pid"
   done
   STACK_PIDS=()
+}
+
+# Logs are cut to their last STACK_LOG_KEEP bytes when they pass STACK_LOG_MAX (a service that
+# logs an error per request must not fill the disk).
+STACK_LOG_MAX=${STACK_LOG_MAX:-67108864}
+STACK_LOG_KEEP=${STACK_LOG_KEEP:-8388608}
+STACK_HEALTH_FAILS=0
+
+# stack_watch [HEALTH_URL]: one look at the stack. Fails naming the part that died (a process
+# gone, or the worker no longer answering HEALTH_URL three looks in a row), and cuts logs that
+# grew too long.
+stack_watch() {
+  local health=${1:-} entry name pid log size
+  for entry in "${STACK_PIDS[@]}"; do
+    name=${entry%%:*}; pid=${entry##*:}
+    if ! kill -0 "$pid" 2>/dev/null; then
+      tail -n 20 "$STACK_DIR/$name.log" >&2 || true
+      die "$name exited (log: $STACK_DIR/$name.log)"
+    fi
+    log="$STACK_DIR/$name.log"
+    size=$(stat -c %s "$log" 2>/dev/null || echo 0)
+    if [ "$size" -gt "$STACK_LOG_MAX" ]; then
+      tail -c "$STACK_LOG_KEEP" "$log" >"$log.cut" && {
+        printf '[kvbench] log cut: it passed %s bytes; the last %s follow\n' "$STACK_LOG_MAX" "$STACK_LOG_KEEP"
+        cat "$log.cut"
+      } >"$log" || true
+      rm -f "$log.cut"
+    fi
+  done
+  if [ -n "$health" ]; then
+    if curl -fsS --max-time 5 -o /dev/null "$health" 2>/dev/null; then
+      STACK_HEALTH_FAILS=0
+    else
+      STACK_HEALTH_FAILS=$((STACK_HEALTH_FAILS + 1))
+      if [ "$STACK_HEALTH_FAILS" -ge 3 ]; then
+        die "$health stopped answering (3 checks in a row) although its processes live: see $STACK_DIR/*.log"
+      fi
+    fi
+  fi
 }
