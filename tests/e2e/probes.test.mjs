@@ -8,6 +8,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { spawnSync } from "node:child_process";
@@ -144,7 +145,39 @@ test("probes start, measure every store from every hint, and keep each answer", 
   await sleep(1500);
   const { body: cron } = await json("GET", "/probes");
   assert.deepEqual(cron.probes.map((p) => p.kept), kept);
+
+  // Cross-checked against what the real redis-server served: its GETs and SETs are exactly the
+  // kept answers' redis reads and writes (nothing else used this server yet).
+  const final = lines((await call("GET", "/probes/answers")).text).filter((l) => l.answer);
+  const stats = await redisInfo(redis.port, "commandstats");
+  const calls = (cmd) => Number(stats.match(new RegExp(`cmdstat_${cmd}:calls=(\\d+)`))?.[1] ?? 0);
+  const redisReads = final.filter((l) => l.answer.stores.redis.read_ms !== null).length;
+  const redisWrites = final.filter((l) => l.answer.stores.redis.write_ms !== null).length;
+  assert.equal(calls("get"), redisReads, "redis GETs vs kept reads");
+  assert.equal(calls("set"), redisWrites, "redis SETs vs kept writes");
 });
+
+/** `INFO <section>` of a redis-server, as text. */
+function redisInfo(port, section) {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(port, "127.0.0.1");
+    let buf = "";
+    sock.setTimeout(5000, () => {
+      sock.destroy();
+      reject(new Error("redis INFO timed out"));
+    });
+    sock.on("connect", () => sock.write(`INFO ${section}\r\n`));
+    sock.on("data", (d) => {
+      buf += d;
+      const m = buf.match(/^\$(\d+)\r\n/);
+      if (m && Buffer.byteLength(buf) >= m[0].length + Number(m[1])) {
+        sock.destroy();
+        resolve(buf);
+      }
+    });
+    sock.on("error", reject);
+  });
+}
 
 test("GET /report is kvbench's report.html over the probes' window, and the same numbers", { skip }, async () => {
   // The probes are stopped (previous test): the window's answers no longer change.
