@@ -2,6 +2,19 @@
 //! `kvbench-core`; this crate connects it to the bindings (KV, Durable Objects, D1, R2, the
 //! Cache API), `fetch`, TCP sockets, the clock and timers.
 
+// A panic in a wasm worker ends the instance and every request in flight in it (panic = abort:
+// catching it needs panic = unwind, which on wasm32 takes a nightly toolchain). So the request
+// path must not panic: these are errors here, outside tests.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
+
 mod bindings;
 mod cache;
 mod d1;

@@ -65,7 +65,9 @@ pub async fn list(req: Request, ctx: RouteContext<super::Data>) -> Result<Respon
     for &hint in &probes.config.hints {
         list.push(match probes.status(hint).await {
             Ok(mut status) => {
-                status["hint"] = json!(hint.as_str());
+                if let Some(fields) = status.as_object_mut() {
+                    fields.insert("hint".into(), json!(hint.as_str()));
+                }
                 status
             }
             Err(e) => json!({ "hint": hint.as_str(), "error": e }),
@@ -192,7 +194,7 @@ pub async fn run_answers(req: Request, ctx: RouteContext<super::Data>) -> Result
     let kept = status_of(&stub)
         .await
         .ok()
-        .and_then(|v| v["kept"].as_u64())
+        .and_then(|v| v.get("kept").and_then(serde_json::Value::as_u64))
         .unwrap_or(0);
     if kept == 0 {
         return error(
@@ -267,7 +269,7 @@ async fn report_call(
             .status(hint)
             .await
             .ok()
-            .and_then(|s| s["first_t_ms"].as_i64())
+            .and_then(|s| s.get("first_t_ms").and_then(serde_json::Value::as_i64))
         {
             first = Some(first.map_or(t, |f| f.min(t)));
         }

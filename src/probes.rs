@@ -377,18 +377,20 @@ impl ProbeObject {
 /// The failed stores of an answer, other than those not configured: `kv: timeout (...)`.
 fn store_errors(body: &str) -> Option<String> {
     let v: serde_json::Value = serde_json::from_str(body).ok()?;
-    let errors: Vec<String> = v["stores"]
+    let text = |e: &serde_json::Value, k: &str| {
+        e.get(k)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let errors: Vec<String> = v
+        .get("stores")?
         .as_object()?
         .iter()
         .filter_map(|(store, r)| {
             let e = r.get("error").filter(|e| !e.is_null())?;
-            (e["kind"] != "not_configured").then(|| {
-                format!(
-                    "{store}: {} ({})",
-                    e["kind"].as_str().unwrap_or("?"),
-                    e["message"].as_str().unwrap_or("")
-                )
-            })
+            let kind = text(e, "kind");
+            (kind != "not_configured").then(|| format!("{store}: {kind} ({})", text(e, "message")))
         })
         .collect();
     (!errors.is_empty()).then(|| errors.join("; "))

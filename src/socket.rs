@@ -94,7 +94,7 @@ impl Connection for SocketConnection {
             let n = poll_fn(|cx| Pin::new(&mut *socket).poll_write(cx, bytes))
                 .await
                 .map_err(|e| io_error("write", e))?;
-            bytes = &bytes[n..];
+            bytes = bytes.get(n..).unwrap_or_default();
         }
         poll_fn(|cx| Pin::new(&mut *socket).poll_flush(cx))
             .await

@@ -1,6 +1,19 @@
 //! Platform-free core of the benchmark worker: everything that decides *what* a `/test` call
 //! measures lives here, behind traits, so it compiles for wasm32 and is tested natively with mocks.
 
+// A panic in a wasm worker ends the instance and every request in flight in it (panic = abort:
+// catching it needs panic = unwind, which on wasm32 takes a nightly toolchain). So the request
+// path must not panic: these are errors here, outside tests.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
+
 pub mod answer;
 pub mod auth;
 pub mod budget;

@@ -167,7 +167,11 @@ impl<T: Connection> Conn<T> {
         if self.end == self.buf.len() {
             self.buf.resize(self.buf.len() * 2, 0);
         }
-        let n = self.io.read(&mut self.buf[self.end..]).await?;
+        let free = self
+            .buf
+            .get_mut(self.end..)
+            .ok_or_else(|| protocol("reader state out of bounds"))?;
+        let n = self.io.read(free).await?;
         if n == 0 {
             return Err(StoreError::new(
                 ErrorKind::Runtime,
@@ -182,9 +186,12 @@ impl<T: Connection> Conn<T> {
     /// text of a status or error is ever shown (lossily).
     async fn line(&mut self) -> Result<Vec<u8>, StoreError> {
         loop {
-            let pending = &self.buf[self.start..self.end];
+            let pending = self
+                .buf
+                .get(self.start..self.end)
+                .ok_or_else(|| protocol("reader state out of bounds"))?;
             if let Some(i) = pending.windows(2).position(|w| w == b"\r\n") {
-                let line = pending[..i].to_vec();
+                let line = pending.get(..i).unwrap_or_default().to_vec();
                 self.start += i + 2;
                 return Ok(line);
             }

@@ -52,6 +52,7 @@ impl StoreId {
     }
 
     /// This store's description.
+    #[allow(clippy::indexing_slicing)] // STORES holds one entry per StoreId, in order (tested)
     pub fn spec(self) -> &'static StoreSpec {
         &STORES[self as usize]
     }

@@ -104,9 +104,9 @@ impl ValueGen {
 
     fn slot(&mut self, min: u32, max: u32) -> &mut Vec<Value> {
         if !matches!(&self.ready, Some((lo, hi, _)) if (*lo, *hi) == (min, max)) {
-            self.ready = Some((min, max, Vec::new()));
+            self.ready = None;
         }
-        &mut self.ready.as_mut().expect("just set").2
+        &mut self.ready.get_or_insert_with(|| (min, max, Vec::new())).2
     }
 
     /// Gives back a value no write used, for the next request with the same range.
@@ -146,7 +146,10 @@ impl ValueGen {
         for chunk in out.chunks_mut(8) {
             let word = self.rng.next_u64().to_le_bytes();
             for (b, r) in chunk.iter_mut().zip(word) {
-                *b = ALPHABET[usize::from(r & 63)];
+                #[allow(clippy::indexing_slicing)] // r & 63 < 64 = ALPHABET.len()
+                {
+                    *b = ALPHABET[usize::from(r & 63)];
+                }
             }
         }
         out

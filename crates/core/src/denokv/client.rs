@@ -433,12 +433,13 @@ pub fn parse_rfc3339_ms(text: &str) -> Option<f64> {
             .all(|c| c.is_ascii_digit())
             .then(|| s.parse().ok())?
     };
+    let at = |i: usize| b.get(i).copied();
     if b.len() < 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || !matches!(b[10], b'T' | b't' | b' ')
-        || b[13] != b':'
-        || b[16] != b':'
+        || at(4) != Some(b'-')
+        || at(7) != Some(b'-')
+        || !matches!(at(10), Some(b'T' | b't' | b' '))
+        || at(13) != Some(b':')
+        || at(16) != Some(b':')
     {
         return None;
     }
@@ -465,14 +466,14 @@ pub fn parse_rfc3339_ms(text: &str) -> Option<f64> {
         }
         // Integer digits only (no float parsing, which would pull `dec2flt` into the wasm).
         let mut scale = 100.0;
-        for &digit in &b[start..i] {
+        for &digit in b.get(start..i)? {
             fraction_ms += f64::from(digit - b'0') * scale;
             scale /= 10.0;
         }
     }
     let offset_min = match b.get(i)? {
         b'Z' | b'z' if i + 1 == b.len() => 0,
-        sign @ (b'+' | b'-') if i + 6 == b.len() && b[i + 3] == b':' => {
+        sign @ (b'+' | b'-') if i + 6 == b.len() && at(i + 3) == Some(b':') => {
             let minutes = num(i + 1..i + 3)? * 60 + num(i + 4..i + 6)?;
             if *sign == b'+' {
                 minutes
