@@ -107,7 +107,6 @@ fn a_stream_that_keeps_ending_short_fails_and_writes_nothing() {
 #[test]
 fn the_token_comes_from_the_env_and_is_never_printed() {
     const TOKEN: &str = "import-worker-token-9d2a";
-    let all = lines();
     let addr = serve(move |_| {
         Reply {
         status: 401,
