@@ -299,6 +299,39 @@ test("/test?run= keeps exactly the answers sent, after the response", async () =
   assert.match(bad.out, /--run/);
 });
 
+test("a kvbench run with the Kvbench-Run header imports with exactly the requests it got answered", async () => {
+  const run = `kvbench-run-${Date.now()}`;
+  const url = (await mf.ready).toString().replace(/\/$/, "");
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-run-header-"));
+  try {
+    const r = spawnSync(
+      KVBENCH_BIN,
+      ["run", "--url", `${url}/test?stores=kv,redis`, "--rate", "20", "--duration", "2s", "--header", `Kvbench-Run: ${run}`, "--out", out],
+      { encoding: "utf8", timeout: 120_000 },
+    );
+    assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
+    const sent = JSON.parse(fs.readFileSync(path.join(out, "report.json"), "utf8"));
+    assert.ok(sent.total.answered >= 30, `answered ${sent.total.answered}`);
+    // The answers are kept after the responses (waitUntil): wait until all are.
+    const kept = await waitFor("every answer kept", 40, async () => {
+      const { res, text } = await call("GET", `/runs/${run}/answers`);
+      if (res.status !== 200) return null;
+      const l = lines(text);
+      return l.length === sent.total.answered + 1 && l;
+    });
+    assert.ok(kept);
+    const imported = await importWorker(["--run", run]);
+    assert.equal(imported.code, 0, imported.out);
+    assert.equal(imported.report.total.answered, sent.total.answered);
+    for (const s of ["kv", "redis"]) {
+      assert.equal(imported.report.total.stores[s].reads, sent.total.stores[s].reads, s);
+      assert.equal(imported.report.total.stores[s].writes, sent.total.stores[s].writes, s);
+    }
+  } finally {
+    fs.rmSync(out, { recursive: true, force: true });
+  }
+});
+
 test("kvbench import worker --probes reads every kept probe answer, one label per hint", async () => {
   const kept = lines((await call("GET", "/probes/answers")).text);
   kept.pop();
