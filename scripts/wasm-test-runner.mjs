@@ -3,7 +3,8 @@
 // #[wasm_bindgen_test] of a test binary inside workerd, through Miniflare, with the worker's real
 // bindings (KV, the Durable Object classes, D1 migrated, R2, the Cache API) configured by
 // scripts/worker-options.mjs — the same options the dev stack and the e2e suites use — plus
-// `connect()` to a redis-server this runner starts on a free loopback port (REDIS_URL).
+// `connect()` to a redis-server this runner starts on a free loopback port (REDIS_URL), and
+// `fetch` to the Upstash-REST gateway in front of it when the gateway is built (UPSTASH_*).
 //
 // It speaks wasm-bindgen-test's own protocol (what wasm-bindgen-test-runner's Node harness does):
 // `wasm-bindgen --target web` over the binary, then a `WasmBindgenTestContext` runs the exported
@@ -140,6 +141,26 @@ async function startRedis() {
   fail(`${bin} did not listen on 127.0.0.1:${port}`);
 }
 
+/** The Upstash-REST gateway in front of that redis-server, when its binary is built
+ * (GATEWAY_BIN, default target/debug/upstash-gateway; npm test builds it before the wasm step):
+ * the `upstash` store's `fetch` glue is then tested too. `null` when it is not there. */
+async function startGateway(redisPort) {
+  const bin = process.env.GATEWAY_BIN ?? path.join(ROOT, "target/debug/upstash-gateway");
+  if (!fs.existsSync(bin)) return null;
+  const port = await freePort();
+  const token = `wasm-test-${process.pid}-${Date.now()}`;
+  const child = spawn(bin, ["--listen", `127.0.0.1:${port}`, "--redis-url", `redis://127.0.0.1:${redisPort}`], {
+    stdio: "ignore",
+    env: { ...process.env, UPSTASH_REDIS_REST_TOKEN: token, RUST_LOG: "warn" },
+  });
+  for (let i = 0; i < 200; i++) {
+    if (await portOpen(port)) return { child, url: `http://127.0.0.1:${port}`, token };
+    await sleep(50);
+  }
+  child.kill("SIGKILL");
+  fail(`${bin} did not listen on 127.0.0.1:${port}`);
+}
+
 async function startWorker(dir, vars) {
   const options = workerOptions(vars, {
     scriptPath: path.join(dir, "runner.js"),
@@ -196,9 +217,15 @@ async function main() {
     // Also on a signal or an exception: redis-server is stopped by PID whatever happens.
     process.once("exit", () => redis.child.kill("SIGKILL"));
     cleanup.push(() => redis.child.kill("SIGKILL"));
+    const gateway = await startGateway(redis.port);
+    if (gateway) {
+      process.once("exit", () => gateway.child.kill("SIGKILL"));
+      cleanup.push(() => gateway.child.kill("SIGKILL"));
+    }
     const vars = {
       ...tomlVars(path.join(ROOT, "wrangler.toml")),
       REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+      ...(gateway ? { UPSTASH_REDIS_REST_URL: gateway.url, UPSTASH_REDIS_REST_TOKEN: gateway.token } : {}),
     };
     for (const [k, v] of Object.entries(process.env)) {
       if (k.startsWith("WASM_TEST_VAR_")) vars[k.slice("WASM_TEST_VAR_".length)] = v;

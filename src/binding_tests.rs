@@ -205,6 +205,14 @@ async fn cache_miss_put_hit_and_max_age() {
 }
 
 #[wasm_bindgen_test]
+async fn upstash_over_fetch_miss_put_hit() {
+    // The runner's gateway (GATEWAY_BIN); npm test always builds it first.
+    let store = crate::bindings::upstash_store(&env())
+        .expect("UPSTASH_REDIS_REST_URL (the runner's gateway: build it with cargo build -p upstash-gateway)");
+    miss_put_hit(&store, "upstash", &SIZES).await;
+}
+
+#[wasm_bindgen_test]
 async fn redis_over_tcp_miss_put_hit() {
     let store = redis_store(&env()).expect("REDIS_URL (the runner's redis-server)");
     assert!(
@@ -286,6 +294,18 @@ async fn reads_copy_no_value_into_wasm_inside_their_span() {
             decode.finish().unwrap(),
             MIB as u64,
             "{name}: sized as stored"
+        );
+    }
+    // Upstash over fetch: the body is copied into wasm after the read's I/O (the README's list:
+    // it lands in the next store's span), 4/3 of the value as base64.
+    if let Ok(upstash) = crate::bindings::upstash_store(&env()) {
+        let key = unique_key("copy-upstash");
+        write(&upstash, &key, &value(MIB), 60).await.unwrap();
+        let (_, bytes) =
+            allocated_during(upstash.get(&key, &kvbench_core::store::Options::default())).await;
+        assert!(
+            bytes >= MIB * 4 / 3,
+            "upstash copies its base64 body ({bytes} bytes)"
         );
     }
     // Redis over TCP: the reply comes through wasm, inside the read's own span.
