@@ -107,6 +107,46 @@ pub fn decode(response: &HttpResponse, secrets: &[&str]) -> Result<Value, StoreE
     })
 }
 
+/// `{"result": <string or null>}` and nothing else, the string borrowed from the body.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GetAnswer<'a> {
+    #[serde(borrow)]
+    result: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// Whether a byte is in standard base64's alphabet (padding apart).
+fn is_base64(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'+' || b == b'/'
+}
+
+/// The decoded size of standard padded base64, from its length: every byte is checked to be in
+/// the alphabet (a value written without `Upstash-Encoding` would not be), nothing is decoded or
+/// copied. `None` when it is not base64.
+pub fn base64_decoded_len(text: &[u8]) -> Option<u64> {
+    if !text.len().is_multiple_of(4) {
+        return None;
+    }
+    let pad = text.iter().rev().take_while(|b| **b == b'=').count();
+    if pad > 2 {
+        return None;
+    }
+    let body = text.get(..text.len() - pad)?;
+    if !body.iter().copied().all(is_base64) {
+        return None;
+    }
+    Some((text.len() / 4 * 3 - pad) as u64)
+}
+
+/// A `GET` answer's stored size, the cheap way, when the answer has the usual shape.
+fn fast_get_size(body: &[u8]) -> Option<Option<u64>> {
+    let answer: GetAnswer<'_> = serde_json::from_slice(body).ok()?;
+    match answer.result {
+        None => Some(None),
+        Some(text) => base64_decoded_len(text.as_bytes()).map(Some),
+    }
+}
+
 /// The stored size of a base64 `GET` result.
 fn get_result(result: Value) -> Result<Option<u64>, StoreError> {
     match result {
@@ -136,6 +176,12 @@ impl<T: HttpTransport> Store for UpstashStore<T> {
         let response = self.send(self.get_request(key)).await?;
         let token = self.token.clone();
         let size = move |response: &HttpResponse| {
+            // The common answer, `{"result":"<base64>"}` or `{"result":null}`, is sized from the
+            // base64's length without copying or decoding it; anything else takes the full path,
+            // which also words the errors.
+            if let Some(sized) = fast_get_size(&response.body) {
+                return Ok(sized);
+            }
             decode(response, &[&token])
                 .and_then(get_result)
                 .map_err(|e| without_token(&token, e))
@@ -218,6 +264,35 @@ mod tests {
     impl HttpTransport for NoTransport {
         async fn send(&self, _: HttpRequest) -> Result<HttpResponse, StoreError> {
             unreachable!("encoding only")
+        }
+    }
+
+    #[test]
+    fn base64_sizes_follow_from_the_length() {
+        use base64::Engine as _;
+        for len in [0usize, 1, 2, 3, 4, 5, 1000, 65_536, 65_537] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 7 % 256) as u8).collect();
+            let b64 = base64::engine::general_purpose::STANDARD.encode(&bytes);
+            assert_eq!(
+                base64_decoded_len(b64.as_bytes()),
+                Some(len as u64),
+                "{len}"
+            );
+            let body = format!("{{\"result\":\"{b64}\"}}");
+            assert_eq!(fast_get_size(body.as_bytes()), Some(Some(len as u64)));
+        }
+        assert_eq!(fast_get_size(br#"{"result":null}"#), Some(None));
+        for bad in ["abc", "ab=c", "a===", "abc-", "abc_", "ab c"] {
+            assert_eq!(base64_decoded_len(bad.as_bytes()), None, "{bad}");
+        }
+        // Not the usual shape: left to the full path (which words the error).
+        for other in [
+            r#"{"error":"ERR x"}"#,
+            r#"{"result":5}"#,
+            r#"{"result":"abc-"}"#,
+            "nope",
+        ] {
+            assert_eq!(fast_get_size(other.as_bytes()), None, "{other}");
         }
     }
 

@@ -1,0 +1,137 @@
+// workerd CPU per request of the Rust worker beside a floor worker doing only the same I/O
+// (bench/floor-worker.js), side by side in one run: the same redis-server and Upstash-REST
+// gateway, each worker in its own Miniflare (alternating rounds, so drift hits both), driven
+// closed-loop by CONCURRENCY keep-alive loops for SECONDS each. CPU is workerd's utime + stime
+// from /proc, per request answered; the table prints each and its ratio to the floor.
+// Usage: node bench/cpu.mjs [--seconds 10] [--concurrency 8] [--rounds 3] [--query stores=kv,upstash]
+// Build first (npm run build); loopback only.
+import fs from "node:fs";
+import path from "node:path";
+import { execFileSync } from "node:child_process";
+import { parseArgs } from "node:util";
+import { Miniflare } from "miniflare";
+import { ROOT, workerOptions } from "../scripts/worker-options.mjs";
+import { startGateway, startRedis, stop } from "../tests/e2e/procs.mjs";
+
+const { values } = parseArgs({
+  options: {
+    seconds: { type: "string", default: "10" },
+    concurrency: { type: "string", default: "8" },
+    rounds: { type: "string", default: "3" },
+    query: { type: "string", default: "stores=kv,upstash" },
+  },
+});
+const SECONDS = Number(values.seconds);
+const CONCURRENCY = Number(values.concurrency);
+const ROUNDS = Number(values.rounds);
+for (const [name, v, max] of [["seconds", SECONDS, 600], ["concurrency", CONCURRENCY, 256], ["rounds", ROUNDS, 20]]) {
+  if (!Number.isInteger(v) || v < 1 || v > max) {
+    console.error(`--${name}: expected a whole number 1..${max}`);
+    process.exit(2);
+  }
+}
+const TICK = Number(execFileSync("getconf", ["CLK_TCK"]).toString()) || 100;
+
+/** workerd's CPU ms (user + system): the Miniflare's workerd child of this process. */
+function workerdCpuMs() {
+  const pids = execFileSync("ps", ["-o", "pid=,comm=", "--ppid", String(process.pid)])
+    .toString()
+    .split("\n")
+    .map((l) => l.trim().split(/\s+/))
+    .filter(([, comm]) => comm === "workerd")
+    .map(([pid]) => Number(pid));
+  let ms = 0;
+  for (const pid of pids) {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    ms += ((Number(fields[11]) + Number(fields[12])) * 1000) / TICK;
+  }
+  return ms;
+}
+
+async function drive(url, seconds) {
+  let done = 0;
+  let failed = 0;
+  const until = Date.now() + seconds * 1000;
+  const loop = async () => {
+    while (Date.now() < until) {
+      try {
+        const res = await fetch(url);
+        await res.arrayBuffer();
+        if (res.ok) done++;
+        else failed++;
+      } catch {
+        failed++;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, loop));
+  return { done, failed };
+}
+
+async function measure(options, path_) {
+  // As scripts/serve-worker.mjs runs the worker: requests straight to it (no Miniflare entry
+  // worker), outbound fetch not re-issued through Miniflare's header-stripping worker.
+  const mf = new Miniflare({
+    ...options,
+    host: "127.0.0.1",
+    port: 0,
+    unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
+    stripCfConnectingIp: false,
+  });
+  await mf.ready;
+  const base = (await mf.unsafeGetDirectURL()).toString().replace(/\/$/, "");
+  try {
+    await drive(`${base}${path_}`, 2); // warm-up: compile, first writes
+    const cpu0 = workerdCpuMs();
+    const t0 = Date.now();
+    const { done, failed } = await drive(`${base}${path_}`, SECONDS);
+    const wall = (Date.now() - t0) / 1000;
+    const cpu = workerdCpuMs() - cpu0;
+    return { rps: done / wall, cpuMs: cpu / Math.max(done, 1), done, failed };
+  } finally {
+    await mf.dispose();
+  }
+}
+
+const redis = await startRedis();
+const TOKEN = `bench-cpu-${process.pid}`;
+const gateway = await startGateway(redis.port, TOKEN);
+const vars = { UPSTASH_REDIS_REST_URL: gateway.url, UPSTASH_REDIS_REST_TOKEN: TOKEN };
+const variants = [
+  {
+    name: "floor (JS, the I/O only)",
+    options: {
+      modules: true,
+      scriptPath: path.join(ROOT, "bench/floor-worker.js"),
+      compatibilityDate: "2026-04-01",
+      kvNamespaces: ["BENCH_KV"],
+      bindings: vars,
+    },
+    path: "/",
+  },
+  { name: `kvbench /test?${values.query}`, options: workerOptions(vars), path: `/test?${values.query}` },
+  { name: "kvbench /healthz", options: workerOptions(vars), path: "/healthz" },
+];
+const results = variants.map(() => []);
+try {
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [i, v] of variants.entries()) results[i].push(await measure(v.options, v.path));
+  }
+} finally {
+  await stop(gateway.proc);
+  await stop(redis.proc);
+}
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const floorCpu = median(results[0].map((r) => r.cpuMs));
+const floorRps = median(results[0].map((r) => r.rps));
+console.log(`\n${CONCURRENCY} concurrent closed-loop requests, ${SECONDS} s x ${ROUNDS} rounds (medians), workerd CPU per request:\n`);
+console.log(`${"worker".padEnd(44)} ${"req/s".padStart(8)} ${"CPU ms/req".padStart(11)} ${"x floor CPU".padStart(12)} ${"x floor req/s".padStart(14)} ${"failed".padStart(7)}`);
+for (const [i, v] of variants.entries()) {
+  const rps = median(results[i].map((r) => r.rps));
+  const cpu = median(results[i].map((r) => r.cpuMs));
+  const failed = results[i].reduce((a, r) => a + r.failed, 0);
+  console.log(
+    `${v.name.padEnd(44)} ${rps.toFixed(0).padStart(8)} ${cpu.toFixed(3).padStart(11)} ${(cpu / floorCpu).toFixed(2).padStart(12)} ${(rps / floorRps).toFixed(2).padStart(14)} ${String(failed).padStart(7)}`,
+  );
+}
