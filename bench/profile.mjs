@@ -1,0 +1,95 @@
+// A V8 CPU profile of the worker inside workerd while it serves /test (closed loop, like
+// bench/cpu.mjs), through workerd's inspector: the top functions by self time. Build with
+// function names for readable wasm frames: KVBENCH_WASM_NAMES=1 npm run build.
+// Usage: node bench/profile.mjs [--seconds 8] [--query stores=kv,upstash] [--top 30]
+import { parseArgs } from "node:util";
+import { Miniflare } from "miniflare";
+import WebSocket from "ws";
+import { workerOptions } from "../scripts/worker-options.mjs";
+import { freePort } from "../scripts/net.mjs";
+import { startGateway, startRedis, stop } from "../tests/e2e/procs.mjs";
+
+const { values } = parseArgs({
+  options: {
+    seconds: { type: "string", default: "8" },
+    query: { type: "string", default: "stores=kv,upstash" },
+    top: { type: "string", default: "30" },
+  },
+});
+const redis = await startRedis();
+const TOKEN = `bench-profile-${process.pid}`;
+const gateway = await startGateway(redis.port, TOKEN);
+const inspectorPort = await freePort();
+const mf = new Miniflare({
+  ...workerOptions({ UPSTASH_REDIS_REST_URL: gateway.url, UPSTASH_REDIS_REST_TOKEN: TOKEN }),
+  host: "127.0.0.1",
+  port: 0,
+  inspectorPort,
+  unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
+  stripCfConnectingIp: false,
+});
+try {
+  await mf.ready;
+  const base = (await mf.unsafeGetDirectURL()).toString().replace(/\/$/, "");
+  const url = `${base}/test?${values.query}`;
+  const targets = await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json();
+  const target = targets.find((t) => !/miniflare|entry|proxy/i.test(t.title ?? "")) ?? targets[0];
+  const ws = new WebSocket(target.webSocketDebuggerUrl);
+  await new Promise((r, j) => (ws.once("open", r), ws.once("error", j)));
+  let id = 0;
+  const pending = new Map();
+  ws.on("message", (m) => {
+    const msg = JSON.parse(m);
+    if (msg.id && pending.has(msg.id)) {
+      pending.get(msg.id)(msg);
+      pending.delete(msg.id);
+    }
+  });
+  const send = (method, params = {}) =>
+    new Promise((r) => {
+      const n = ++id;
+      pending.set(n, r);
+      ws.send(JSON.stringify({ id: n, method, params }));
+    });
+  const drive = async (seconds) => {
+    const until = Date.now() + seconds * 1000;
+    let n = 0;
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (Date.now() < until) {
+          const r = await fetch(url);
+          await r.arrayBuffer();
+          n++;
+        }
+      }),
+    );
+    return n;
+  };
+  await drive(2);
+  await send("Profiler.enable");
+  await send("Profiler.setSamplingInterval", { interval: 100 });
+  await send("Profiler.start");
+  const n = await drive(Number(values.seconds));
+  const { result } = await send("Profiler.stop");
+  ws.close();
+  const { nodes, samples, timeDeltas } = result.profile;
+  const byId = new Map(nodes.map((x) => [x.id, x]));
+  const self = new Map();
+  let total = 0;
+  samples.forEach((sid, i) => {
+    const node = byId.get(sid);
+    const f = node.callFrame;
+    const name = `${f.functionName || "(anonymous)"} ${f.url ? `[${f.url.split("/").pop()}]` : ""}`.trim();
+    const dt = timeDeltas[i] ?? 0;
+    self.set(name, (self.get(name) ?? 0) + dt);
+    total += dt;
+  });
+  console.log(`${n} requests profiled; self time by function (top ${values.top}):`);
+  for (const [name, us] of [...self].sort((a, b) => b[1] - a[1]).slice(0, Number(values.top))) {
+    console.log(`${((100 * us) / total).toFixed(1).padStart(5)}%  ${(us / n).toFixed(1).padStart(7)} us/req  ${name.slice(0, 110)}`);
+  }
+} finally {
+  await mf.dispose();
+  await stop(gateway.proc);
+  await stop(redis.proc);
+}
