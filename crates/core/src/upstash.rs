@@ -125,6 +125,28 @@ fn is_base64(b: u8) -> bool {
     BASE64[usize::from(b)]
 }
 
+/// Whether all 8 bytes of `w` are in base64's alphabet, a word at a time (SWAR): for a byte
+/// `b < 0x80`, `b + (0x80 - lo)` sets the byte's top bit exactly when `b >= lo`, and
+/// `b + (0x7F - hi)` when `b > hi`; no sum leaves its byte, so the 8 lanes are checked at once.
+fn base64_word(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const TOP: u64 = 0x8080_8080_8080_8080;
+    if w & TOP != 0 {
+        return false;
+    }
+    let range = |lo: u8, hi: u8| {
+        let at_least = w + ONES * u64::from(0x80 - lo);
+        let above = w + ONES * u64::from(0x7F - hi);
+        at_least & !above & TOP
+    };
+    let ok = range(b'A', b'Z')
+        | range(b'a', b'z')
+        | range(b'0', b'9')
+        | range(b'+', b'+')
+        | range(b'/', b'/');
+    ok == TOP
+}
+
 /// The decoded size of standard padded base64, from its length: every byte is checked to be in
 /// the alphabet (a value written without `Upstash-Encoding` would not be), nothing is decoded or
 /// copied. `None` when it is not base64.
@@ -137,7 +159,13 @@ pub fn base64_decoded_len(text: &[u8]) -> Option<u64> {
         return None;
     }
     let body = text.get(..text.len() - pad)?;
-    if !body.iter().copied().all(is_base64) {
+    let mut words = body.chunks_exact(8);
+    if !words.by_ref().all(|w| {
+        let mut lanes = [0u8; 8];
+        lanes.copy_from_slice(w);
+        base64_word(u64::from_le_bytes(lanes))
+    }) || !words.remainder().iter().copied().all(is_base64)
+    {
         return None;
     }
     Some((text.len() / 4 * 3 - pad) as u64)
@@ -273,6 +301,21 @@ mod tests {
     impl HttpTransport for NoTransport {
         async fn send(&self, _: HttpRequest) -> Result<HttpResponse, StoreError> {
             unreachable!("encoding only")
+        }
+    }
+
+    #[test]
+    fn the_word_check_agrees_with_the_byte_check_on_every_byte() {
+        for b in 0..=255u8 {
+            for at in 0..8 {
+                let mut lanes = *b"AAAAAAAA";
+                lanes[at] = b;
+                assert_eq!(
+                    base64_word(u64::from_le_bytes(lanes)),
+                    is_base64(b),
+                    "byte {b:#04x} at {at}"
+                );
+            }
         }
     }
 
