@@ -291,7 +291,7 @@ impl ProbeObject {
 
     /// The alarm: re-arm first (the chain survives a failed measurement), then measure and keep.
     async fn measure(&self) -> worker::Result<()> {
-        let mut s = self.load().await?;
+        let s = self.load().await?;
         if s.hint.is_none() {
             return self.expire_run(&s).await;
         }
@@ -314,6 +314,9 @@ impl ProbeObject {
         let duration_ms = kvbench_core::answer::round_ms(now_ms() - t_ms);
         let concurrent = self.concurrent.get();
         self.measuring.set(false);
+        // The state again: a stop (or start) may have come in while the probe measured, and
+        // must not be undone by saving what was read before.
+        let mut s = self.load().await?;
         if reply.status != 200 {
             s.last_error = Some(format!("/test answered {}: {}", reply.status, reply.body));
             return self.save(&s).await;
