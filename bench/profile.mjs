@@ -4,8 +4,8 @@
 // Usage: node bench/profile.mjs [--seconds 8] [--query stores=kv,upstash] [--top 30]
 import { parseArgs } from "node:util";
 import { Miniflare } from "miniflare";
-import WebSocket from "ws";
 import { workerOptions } from "../scripts/worker-options.mjs";
+import { inspect } from "./inspector.mjs";
 import { freePort } from "../scripts/net.mjs";
 import { startGateway, startRedis, stop } from "../tests/e2e/procs.mjs";
 
@@ -32,25 +32,7 @@ try {
   await mf.ready;
   const base = (await mf.unsafeGetDirectURL()).toString().replace(/\/$/, "");
   const url = `${base}/test?${values.query}`;
-  const targets = await (await fetch(`http://127.0.0.1:${inspectorPort}/json`)).json();
-  const target = targets.find((t) => !/miniflare|entry|proxy/i.test(t.title ?? "")) ?? targets[0];
-  const ws = new WebSocket(target.webSocketDebuggerUrl);
-  await new Promise((r, j) => (ws.once("open", r), ws.once("error", j)));
-  let id = 0;
-  const pending = new Map();
-  ws.on("message", (m) => {
-    const msg = JSON.parse(m);
-    if (msg.id && pending.has(msg.id)) {
-      pending.get(msg.id)(msg);
-      pending.delete(msg.id);
-    }
-  });
-  const send = (method, params = {}) =>
-    new Promise((r) => {
-      const n = ++id;
-      pending.set(n, r);
-      ws.send(JSON.stringify({ id: n, method, params }));
-    });
+  const { send, close } = await inspect(inspectorPort);
   const drive = async (seconds) => {
     const until = Date.now() + seconds * 1000;
     let n = 0;
@@ -71,7 +53,7 @@ try {
   await send("Profiler.start");
   const n = await drive(Number(values.seconds));
   const { result } = await send("Profiler.stop");
-  ws.close();
+  close();
   const { nodes, samples, timeDeltas } = result.profile;
   const byId = new Map(nodes.map((x) => [x.id, x]));
   const self = new Map();

@@ -296,16 +296,44 @@ async fn reads_copy_no_value_into_wasm_inside_their_span() {
             "{name}: sized as stored"
         );
     }
-    // Upstash over fetch: the body is copied into wasm after the read's I/O (the README's list:
-    // it lands in the next store's span), 4/3 of the value as base64.
+    // Upstash over fetch: the body stays a JS ArrayBuffer through the read (no copy inside a
+    // span, none held in wasm while the next stores run); its 4/3 base64 copy into wasm happens
+    // when the hit is sized, which the probe does after every span.
     if let Ok(upstash) = crate::bindings::upstash_store(&env()) {
         let key = unique_key("copy-upstash");
         write(&upstash, &key, &value(MIB), 60).await.unwrap();
-        let (_, bytes) =
+        let (fetched, bytes) =
             allocated_during(upstash.get(&key, &kvbench_core::store::Options::default())).await;
         assert!(
+            bytes < NO_COPY,
+            "upstash: the read allocated {bytes} bytes in wasm inside its span"
+        );
+        let kvbench_core::store::Fetched::Hit(decode) = fetched.expect("read") else {
+            panic!("upstash: a miss after the write");
+        };
+        let (size, bytes) = allocated_during(async { decode.finish() }).await;
+        assert_eq!(size.unwrap(), MIB as u64, "upstash: sized as stored");
+        assert!(
             bytes >= MIB * 4 / 3,
-            "upstash copies its base64 body ({bytes} bytes)"
+            "upstash: sizing the hit copies its base64 body into wasm ({bytes} bytes)"
+        );
+        // And the write's JSON body was taken into JS by encode_put: put copies nothing.
+        let v = value(MIB);
+        let key = unique_key("copy-put-upstash");
+        let body = upstash.encode_put(&key, &v, 60).unwrap();
+        assert!(body.is_empty(), "the body went to JS before the span");
+        let (put, bytes) = allocated_during(upstash.put(
+            &key,
+            v.bytes(),
+            60,
+            body,
+            &kvbench_core::store::Options::default(),
+        ))
+        .await;
+        put.expect("put");
+        assert!(
+            bytes < NO_COPY,
+            "upstash: put allocated {bytes} bytes inside its span"
         );
     }
     // Redis over TCP: the reply comes through wasm, inside the read's own span.
@@ -355,9 +383,94 @@ async fn writes_copy_no_value_out_of_wasm_inside_their_span() {
         );
     }
     // The Cache API's entry is a JS Response already (its put converts nothing from wasm).
-    let entry = CacheBinding::entry(value(1024).bytes(), 60).unwrap();
+    let entry = CacheBinding::for_request(&origin)
+        .unwrap()
+        .entry(value(1024).bytes(), 60)
+        .unwrap();
     assert!(
         matches!(entry.body(), worker::ResponseBody::Stream(_)),
         "the cache entry's body must be JS-side, not a wasm Vec copied at put time"
     );
+}
+
+/// The bindings of one request share one JS copy of the value (`stores::SharedValue`): written
+/// through KV, the Durable Object, R2 and the Cache API in turn, each stores every byte of it —
+/// none of them detached or consumed the buffer the next one was given.
+#[wasm_bindgen_test]
+async fn one_js_copy_of_the_value_serves_every_binding_write() {
+    let origin = worker::Url::parse("https://kvbench.example.com/test").unwrap();
+    let meta = kvbench_core::MetadataCache::default();
+    let stores = crate::stores::Stores::from_env(&env(), CacheBinding::for_request(&origin), &meta);
+    let set = stores.set();
+    let v = value(300_000);
+    let key = unique_key("shared");
+    let ids = [
+        kvbench_core::StoreId::Kv,
+        kvbench_core::StoreId::Do,
+        kvbench_core::StoreId::R2,
+        kvbench_core::StoreId::Cache,
+    ];
+    for id in ids {
+        let (_, store) = set.iter().find(|(s, _)| *s == id).unwrap();
+        let store = store.as_ref().unwrap();
+        let store_key = id.spec().store_key(&key);
+        write(*store, &store_key, &v, 60).await.expect("write");
+    }
+    for id in ids {
+        let store_key = id.spec().store_key(&key);
+        let stored: Vec<u8> = match id {
+            kvbench_core::StoreId::Kv => env()
+                .kv(BENCH_KV)
+                .unwrap()
+                .get(&store_key)
+                .bytes()
+                .await
+                .unwrap()
+                .expect("kv has the key"),
+            kvbench_core::StoreId::R2 => env()
+                .bucket(BENCH_R2)
+                .unwrap()
+                .get(&store_key)
+                .execute()
+                .await
+                .unwrap()
+                .expect("r2 has the key")
+                .body()
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap(),
+            kvbench_core::StoreId::Cache => worker::Cache::default()
+                .get(
+                    kvbench_core::cache::url(
+                        origin.origin().ascii_serialization().as_str(),
+                        &store_key,
+                    ),
+                    false,
+                )
+                .await
+                .unwrap()
+                .expect("the cache has the key")
+                .bytes()
+                .await
+                .unwrap(),
+            _ => env()
+                .durable_object(BENCH_DO)
+                .unwrap()
+                .get_by_name(durable::object_name(Default::default(), &store_key))
+                .unwrap()
+                .fetch_with_str(&durable::url(&store_key, None))
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap(),
+        };
+        assert!(
+            stored == v.bytes(),
+            "{id:?} stored {} bytes, not the {} written",
+            stored.len(),
+            v.len()
+        );
+    }
 }

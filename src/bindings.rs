@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use kvbench_core::http::{Body, OutsideBody, Prepared};
 use kvbench_core::spec::env::{
     BENCH_KV as KV_BINDING, DENO_KV_ACCESS_TOKEN, DENO_KV_URL,
     UPSTASH_REDIS_REST_TOKEN as UPSTASH_TOKEN, UPSTASH_REDIS_REST_URL as UPSTASH_URL,
@@ -63,7 +64,16 @@ pub fn seeded_gen() -> ValueGen {
 pub struct KvBinding {
     namespace: JsValue,
     /// The write's value as a JS copy, made before the first span (`encode_put`).
-    write: crate::stores::Prepared<js_sys::Uint8Array>,
+    value: std::rc::Rc<crate::stores::SharedValue>,
+}
+
+impl crate::stores::Shares for KvBinding {
+    fn sharing(self, value: &std::rc::Rc<crate::stores::SharedValue>) -> Self {
+        KvBinding {
+            value: value.clone(),
+            ..self
+        }
+    }
 }
 
 impl KvBinding {
@@ -75,7 +85,7 @@ impl KvBinding {
             .map_err(|_| missing_binding("KV namespace", KV_BINDING))?;
         Ok(KvBinding {
             namespace,
-            write: Default::default(),
+            value: Default::default(),
         })
     }
 
@@ -164,7 +174,7 @@ impl Store for KvBinding {
     }
 
     fn encode_put(&self, _key: &str, value: &Value, _ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        self.write.set(js_sys::Uint8Array::from(value.bytes()));
+        self.value.get(value.bytes());
         Ok(Vec::new())
     }
 
@@ -177,9 +187,7 @@ impl Store for KvBinding {
         _body: Vec<u8>,
         _options: &Options,
     ) -> Result<(), StoreError> {
-        let bytes = self
-            .write
-            .take_or(|| Ok::<_, StoreError>(js_sys::Uint8Array::from(value)))?;
+        let bytes = self.value.get(value);
         let opts = js_sys::Object::new();
         js_sys::Reflect::set(&opts, &"expirationTtl".into(), &f64::from(ttl_s).into())
             .map_err(|e| runtime(js_text(&e)))?;
@@ -243,7 +251,15 @@ impl HttpTransport for FetchTransport {
         let init = worker::web_sys::RequestInit::new();
         init.set_method(request.method);
         init.set_headers(&headers);
-        init.set_body(&js_sys::Uint8Array::from(request.body.as_slice()));
+        // A body prepared before the first span is a JS copy already; any other is copied now.
+        let prepared = request
+            .prepared
+            .as_ref()
+            .and_then(|p| p.0.downcast_ref::<js_sys::Uint8Array>());
+        match prepared {
+            Some(body) => init.set_body(body),
+            None => init.set_body(&js_sys::Uint8Array::from(request.body.as_slice())),
+        }
         let req = worker::web_sys::Request::new_with_str_and_init(&request.url, &init)
             .map(Request::from)
             .map_err(|e| runtime(js_text(&e)))?;
@@ -255,17 +271,35 @@ impl HttpTransport for FetchTransport {
             .await
             .map_err(runtime)?;
         let status = response.status_code();
-        // The body in one piece (`arrayBuffer()`), then one copy into wasm: the SDK's `.bytes()`
-        // reads a stream body chunk by chunk across JS and wasm (a reader, a lock, a microtask per
-        // chunk), which profiled at ~0.4 ms of workerd CPU per Upstash request.
+        // The body in one piece (`arrayBuffer()`): the SDK's `.bytes()` reads a stream body chunk
+        // by chunk across JS and wasm (a reader, a lock, a microtask per chunk), which profiled at
+        // ~0.4 ms of workerd CPU per Upstash request. It stays a JS `ArrayBuffer` until the store
+        // asks for its bytes (`http::Body`): a large hit's after every span of the request.
         let web: worker::web_sys::Response = response.into();
         let buffer = web.array_buffer().map_err(|e| runtime(js_text(&e)))?;
         let buffer = worker::wasm_bindgen_futures::JsFuture::from(buffer)
             .await
             .map_err(|e| runtime(js_text(&e)))?;
-        let body = js_sys::Uint8Array::new(&buffer).to_vec();
+        let bytes = js_sys::Uint8Array::new(&buffer);
         guard.0 = None;
-        Ok(HttpResponse { status, body })
+        let len = bytes.length() as usize;
+        Ok(HttpResponse {
+            status,
+            body: Body::outside(len, Box::new(JsBody(bytes))),
+        })
+    }
+
+    fn prepare(&self, body: &[u8]) -> Option<Prepared> {
+        Some(Prepared(std::rc::Rc::new(js_sys::Uint8Array::from(body))))
+    }
+}
+
+/// A response body still in JS.
+struct JsBody(js_sys::Uint8Array);
+
+impl OutsideBody for JsBody {
+    fn copy_in(&self) -> Vec<u8> {
+        self.0.to_vec()
     }
 }
 

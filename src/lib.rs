@@ -192,8 +192,28 @@ async fn handle_index(req: Request, ctx: RouteContext<Data>) -> Result<Response>
         kvbench_core::auth::TokenConfig::from_raw(
             env_raw(env, kvbench_core::auth::TOKEN_VAR).as_deref(),
         ),
+        isolate_state(),
     );
     respond::json(200, &body)
+}
+
+/// This isolate as it is now: what it has served and what it holds (GET / shows it; the memory
+/// benchmark reads it).
+fn isolate_state() -> serde_json::Value {
+    let budget = BUDGET.with(|b| *b);
+    let in_flight = IN_FLIGHT.with(|f| *f);
+    #[cfg(target_arch = "wasm32")]
+    let wasm_memory_bytes = core::arch::wasm32::memory_size(0) as u64 * 65_536;
+    #[cfg(not(target_arch = "wasm32"))]
+    let wasm_memory_bytes = 0u64;
+    serde_json::json!({
+        "requests": REQUESTS.with(Cell::get),
+        "in_flight": in_flight.running(),
+        "in_flight_peak": in_flight.peak(),
+        "wasm_memory_bytes": wasm_memory_bytes,
+        "budget_bytes": budget.limit(),
+        "reserved_bytes": budget.reserved(),
+    })
 }
 
 #[cfg(all(test, target_arch = "wasm32"))]

@@ -16,7 +16,7 @@ use worker::worker_sys::{R2Bucket, R2ObjectBody};
 use worker::Env;
 
 use crate::bindings::{js_text, missing_binding, JsClock};
-use crate::stores::Prepared;
+use crate::stores::{SharedValue, Shares};
 
 /// The custom metadata field holding an object's expiry, epoch milliseconds.
 pub const EXPIRES_AT: &str = "expires-at-ms";
@@ -24,7 +24,16 @@ pub const EXPIRES_AT: &str = "expires-at-ms";
 pub struct R2Binding {
     bucket: R2Bucket,
     /// The value as a `Uint8Array`, copied out of wasm before the first span.
-    value: Prepared<Uint8Array>,
+    value: std::rc::Rc<SharedValue>,
+}
+
+impl Shares for R2Binding {
+    fn sharing(self, value: &std::rc::Rc<SharedValue>) -> Self {
+        R2Binding {
+            value: value.clone(),
+            ..self
+        }
+    }
 }
 
 impl R2Binding {
@@ -37,7 +46,7 @@ impl R2Binding {
             .ok_or_else(|| missing_binding("R2 bucket", BENCH_R2))?;
         Ok(R2Binding {
             bucket: binding.unchecked_into(),
-            value: Prepared::default(),
+            value: Default::default(),
         })
     }
 }
@@ -81,7 +90,7 @@ impl Store for R2Binding {
     }
 
     fn encode_put(&self, _key: &str, value: &Value, _ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        self.value.set(Uint8Array::from(value.bytes()));
+        self.value.get(value.bytes());
         Ok(Vec::new())
     }
 
@@ -93,9 +102,7 @@ impl Store for R2Binding {
         _body: Vec<u8>,
         _options: &Options,
     ) -> Result<(), StoreError> {
-        let value = self
-            .value
-            .take_or(|| Ok::<_, StoreError>(Uint8Array::from(value)))?;
+        let value: Uint8Array = self.value.get(value);
         let expires_at = sql::expires_at_ms(JsClock.now_ms(), ttl_s).to_string();
         let metadata = Object::new();
         let options = Object::new();

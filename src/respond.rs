@@ -52,6 +52,7 @@ pub fn index(
     defaults: std::result::Result<Defaults, ParamError>,
     configured: &[(StoreId, std::result::Result<(), StoreError>)],
     token: TokenConfig,
+    isolate: serde_json::Value,
 ) -> String {
     let auth = match token {
         TokenConfig::Open => json!({ "bearer_token_required": false }),
@@ -111,6 +112,7 @@ pub fn index(
         "defaults": defaults,
         "stores": stores,
         "auth": auth,
+        "isolate": isolate,
     })
     .to_string()
 }

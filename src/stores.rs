@@ -41,6 +41,41 @@ impl<T> Prepared<T> {
     }
 }
 
+/// The request's value as one JS `Uint8Array`, shared by every binding write that takes bytes:
+/// KV's and R2's `put`, the Cache API's `Response` and the Durable Object's `Request` are all
+/// built from it before the first span. The bindings only read it (none transfers or detaches it:
+/// `binding_tests` writes one value through all of them and reads each back), so one JS copy
+/// serves them all, where each used to hold its own. Keyed by the wasm bytes it copies, so a
+/// write of other bytes (a store used outside the probe) never gets a stale copy.
+#[derive(Default)]
+pub struct SharedValue(std::cell::RefCell<Option<((usize, usize), js_sys::Uint8Array)>>);
+
+impl SharedValue {
+    /// The JS copy of `value`, made on first use.
+    pub fn get(&self, value: &[u8]) -> js_sys::Uint8Array {
+        let id = (value.as_ptr() as usize, value.len());
+        let mut slot = self.0.borrow_mut();
+        match &*slot {
+            Some((of, copy)) if *of == id => copy.clone(),
+            _ => {
+                let copy = js_sys::Uint8Array::from(value);
+                *slot = Some((id, copy.clone()));
+                copy
+            }
+        }
+    }
+}
+
+/// A binding whose writes take the request's [`SharedValue`].
+pub trait Shares: Sized {
+    fn sharing(self, value: &std::rc::Rc<SharedValue>) -> Self;
+}
+
+/// `store` sharing `value`, when it is configured.
+fn shared<S: Shares>(store: Entry<S>, value: &std::rc::Rc<SharedValue>) -> Entry<S> {
+    store.map(|s| s.sharing(value))
+}
+
 pub struct Stores<'a> {
     kv: Entry<KvBinding>,
     upstash: Entry<UpstashStore<FetchTransport>>,
@@ -60,14 +95,15 @@ impl<'a> Stores<'a> {
         cache: Result<CacheBinding, StoreError>,
         deno_meta: &'a MetadataCache,
     ) -> Self {
+        let value = std::rc::Rc::new(SharedValue::default());
         Stores {
-            kv: KvBinding::from_env(env),
+            kv: shared(KvBinding::from_env(env), &value),
             upstash: upstash_store(env),
             denokv: deno_kv_store(env, deno_meta),
-            durable: DoBinding::from_env(env),
+            durable: shared(DoBinding::from_env(env), &value),
             d1: D1Binding::from_env(env),
-            r2: R2Binding::from_env(env),
-            cache,
+            r2: shared(R2Binding::from_env(env), &value),
+            cache: shared(cache, &value),
             redis: redis_store(env),
         }
     }

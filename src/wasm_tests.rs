@@ -80,6 +80,7 @@ fn index_describes_config_without_secrets() {
         Ok(Defaults::default()),
         &all_but(&[StoreId::Upstash, StoreId::DenoKv]),
         kvbench_core::auth::TokenConfig::Required("t".into()),
+        serde_json::json!({ "requests": 1 }),
     );
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["stores"]["upstash"]["configured"], false);
@@ -100,10 +101,12 @@ fn index_describes_config_without_secrets() {
     assert_eq!(v["auth"]["bearer_token_required"], true);
     assert_eq!(v["defaults"]["ttl"], 60);
     assert_eq!(v["defaults"]["order"], "random");
+    assert_eq!(v["isolate"]["requests"], 1);
     let blank = respond::index(
         Ok(Defaults::default()),
         &all_but(&[]),
         kvbench_core::auth::TokenConfig::Blank,
+        serde_json::Value::Null,
     );
     let v: serde_json::Value = serde_json::from_str(&blank).unwrap();
     assert_eq!(

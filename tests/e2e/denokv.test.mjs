@@ -6,38 +6,13 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
-import os from "node:os";
-import path from "node:path";
 import { openKv } from "@deno/kv";
 import { startFixture } from "./upstash-fixture.mjs";
-import { freePort, start, startWorker, stop, waitUntil } from "./procs.mjs";
+import { startDenoKv, startWorker } from "./procs.mjs";
 
 const UPSTASH_TOKEN = "e2e-upstash-token-d3n0kv";
 const DENO_TOKEN = "e2e-denokv-access-token-7a41c9";
-const DENOKV_BIN = process.env.DENOKV_BIN || "denokv";
 const bodies = [];
-
-const accepts = (port) =>
-  new Promise((resolve) => {
-    const c = net.connect(port, "127.0.0.1", () => {
-      c.destroy();
-      resolve(true);
-    });
-    c.on("error", () => resolve(false));
-  });
-
-/** A denokv on a free loopback port with a fresh SQLite file: { url, sqlite, dir, stop }. */
-async function startDenoKv() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-e2e-denokv-"));
-  const sqlite = path.join(dir, "kv.sqlite");
-  const port = await freePort();
-  const proc = start(DENOKV_BIN, [
-    "--sqlite-path", sqlite, "serve", "--access-token", DENO_TOKEN, "--addr", `127.0.0.1:${port}`,
-  ]);
-  await waitUntil(proc, `denokv (${DENOKV_BIN}; run npm run setup or set DENOKV_BIN)`, 200, () => accepts(port));
-  return { url: `http://127.0.0.1:${port}`, sqlite, dir, stop: () => stop(proc) };
-}
 
 /** [v_encoding, expiration_ms] of the Deno key [key], from denokv's SQLite file. */
 function storedRow(sqlite, key) {
@@ -63,7 +38,7 @@ let fixture;
 let mf;
 let client;
 before(async () => {
-  denokv = await startDenoKv();
+  denokv = await startDenoKv(DENO_TOKEN);
   fixture = await startFixture(UPSTASH_TOKEN);
   mf = await worker({
     UPSTASH_REDIS_REST_URL: fixture.url,

@@ -3,8 +3,9 @@
 // GATEWAY_BIN (default target/debug/upstash-gateway), REDIS_SERVER_BIN (default redis-server on
 // PATH).
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import fs, { existsSync } from "node:fs";
 import net from "node:net";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "../../scripts/net.mjs";
@@ -13,6 +14,7 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "
 export const GATEWAY_BIN =
   process.env.GATEWAY_BIN ?? path.join(ROOT, "target/debug/upstash-gateway");
 export const REDIS_SERVER_BIN = process.env.REDIS_SERVER_BIN ?? "redis-server";
+export const DENOKV_BIN = process.env.DENOKV_BIN || "denokv";
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -169,4 +171,26 @@ export async function startStack(bindings, extra = {}) {
   await mf.ready;
   await applyMigrations(mf);
   return mf;
+}
+
+const accepts = (port) =>
+  new Promise((resolve) => {
+    const c = net.connect(port, "127.0.0.1", () => {
+      c.destroy();
+      resolve(true);
+    });
+    c.on("error", () => resolve(false));
+  });
+
+/** A denokv (DENOKV_BIN) on a free loopback port with a fresh SQLite file, serving `token`:
+ * { url, sqlite, dir, stop }. */
+export async function startDenoKv(token) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-e2e-denokv-"));
+  const sqlite = path.join(dir, "kv.sqlite");
+  const port = await freePort();
+  const proc = start(DENOKV_BIN, [
+    "--sqlite-path", sqlite, "serve", "--access-token", token, "--addr", `127.0.0.1:${port}`,
+  ]);
+  await waitUntil(proc, `denokv (${DENOKV_BIN}; run npm run setup or set DENOKV_BIN)`, 200, () => accepts(port));
+  return { url: `http://127.0.0.1:${port}`, sqlite, dir, stop: () => stop(proc) };
 }

@@ -316,7 +316,7 @@ impl<'a> MockUpstash<'a> {
     fn execute(&self, request: &HttpRequest) -> HttpResponse {
         let reply = |status: u16, body: Value| HttpResponse {
             status,
-            body: body.to_string().into_bytes(),
+            body: body.to_string().into_bytes().into(),
         };
         let auth = request
             .headers
@@ -372,7 +372,7 @@ impl HttpTransport for &MockUpstash<'_> {
         let response = self.clock.server(|| match self.script.borrow().clone() {
             Some(s) => HttpResponse {
                 status: s.status,
-                body: s.body.into_bytes(),
+                body: s.body.into_bytes().into(),
             },
             None => self.execute(&request),
         });
@@ -427,7 +427,7 @@ impl<'a> MockDenoKv<'a> {
     pub fn push_script(&self, status: u16, body: impl Into<Vec<u8>>) {
         self.script.borrow_mut().push_back(HttpResponse {
             status,
-            body: body.into(),
+            body: body.into().into(),
         });
     }
 
@@ -453,7 +453,7 @@ impl<'a> MockDenoKv<'a> {
     fn execute(&self, request: &HttpRequest) -> HttpResponse {
         let text = |status: u16, body: &str| HttpResponse {
             status,
-            body: body.as_bytes().to_vec(),
+            body: body.as_bytes().to_vec().into(),
         };
         let bearer = header(request, "authorization")
             .and_then(|v| v.strip_prefix("Bearer "))
@@ -502,7 +502,7 @@ impl<'a> MockDenoKv<'a> {
         }
         let proto_reply = |m: &dyn Fn() -> Vec<u8>| HttpResponse {
             status: 200,
-            body: m(),
+            body: m().into(),
         };
         if request.url == format!("{}/v2/snapshot_read", Self::URL) {
             let Ok(read) = proto::SnapshotRead::decode(request.body.as_slice()) else {

@@ -120,7 +120,10 @@ impl HttpTransport for &Ureq {
         let mut body = Vec::new();
         std::io::Read::read_to_end(&mut response.into_reader(), &mut body)
             .map_err(|e| StoreError::new(ErrorKind::Runtime, e.to_string()))?;
-        Ok(HttpResponse { status, body })
+        Ok(HttpResponse {
+            status,
+            body: body.into(),
+        })
     }
 }
 

@@ -15,20 +15,124 @@ pub const PATH_SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'_')
     .remove(b'~');
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct HttpRequest {
     pub method: &'static str,
     pub url: String,
     /// Header pairs. May carry credentials: never log or echo a request.
     pub headers: Vec<(String, String)>,
+    /// The body, unless it is `prepared`.
     pub body: Vec<u8>,
+    /// The body as the transport took it ahead of the request ([`HttpTransport::prepare`]);
+    /// `body` is then empty.
+    pub prepared: Option<Prepared>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A request body the transport holds on its own side (the worker: a JS `Uint8Array`).
+#[derive(Clone)]
+pub struct Prepared(pub std::rc::Rc<dyn std::any::Any>);
+
+impl PartialEq for Prepared {
+    fn eq(&self, other: &Prepared) -> bool {
+        std::rc::Rc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Prepared")
+    }
+}
+
+#[derive(Debug)]
 pub struct HttpResponse {
     pub status: u16,
     /// The whole body, fully read.
-    pub body: Vec<u8>,
+    pub body: Body,
+}
+
+/// A response body, read whole. The worker's stays a JS `ArrayBuffer` until its bytes are first
+/// asked for: its length is known at once, and the copy into wasm happens where the store asks —
+/// which for a large hit is after every span of the request (a deployed clock would count a copy
+/// made between two store calls in the next one), and never while other stores run (wasm memory
+/// only grows, so a body held there across a request is memory the isolate keeps).
+pub struct Body {
+    len: usize,
+    outside: Option<Box<dyn OutsideBody>>,
+    bytes: std::cell::OnceCell<Vec<u8>>,
+}
+
+/// A body still on the platform's side.
+pub trait OutsideBody {
+    /// Its bytes, copied in.
+    fn copy_in(&self) -> Vec<u8>;
+}
+
+impl Body {
+    /// A body whose bytes are already here.
+    pub fn new(bytes: Vec<u8>) -> Body {
+        Body {
+            len: bytes.len(),
+            outside: None,
+            bytes: std::cell::OnceCell::from(bytes),
+        }
+    }
+
+    /// A body of `len` bytes still on the platform's side.
+    pub fn outside(len: usize, body: Box<dyn OutsideBody>) -> Body {
+        Body {
+            len,
+            outside: Some(body),
+            bytes: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// Its length, without copying it in.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether its bytes have been copied in (or were always here).
+    pub fn is_copied(&self) -> bool {
+        self.bytes.get().is_some()
+    }
+
+    /// Its bytes, copied in on first use.
+    pub fn bytes(&self) -> &[u8] {
+        self.bytes.get_or_init(|| match &self.outside {
+            Some(body) => body.copy_in(),
+            None => Vec::new(),
+        })
+    }
+
+    /// Its bytes, owned.
+    pub fn into_vec(self) -> Vec<u8> {
+        let _ = self.bytes();
+        self.bytes.into_inner().unwrap_or_default()
+    }
+}
+
+impl From<Vec<u8>> for Body {
+    fn from(bytes: Vec<u8>) -> Body {
+        Body::new(bytes)
+    }
+}
+
+impl std::ops::Deref for Body {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.bytes()
+    }
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Body({} bytes)", self.len)
+    }
 }
 
 /// Sends one request and reads the whole response body. Dropping the returned future must
@@ -36,4 +140,11 @@ pub struct HttpResponse {
 #[async_trait(?Send)]
 pub trait HttpTransport {
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse, StoreError>;
+
+    /// Takes a request body ahead of its request, before any span: the worker copies it into a
+    /// JS `Uint8Array` then, so the request copies nothing inside its span and wasm does not
+    /// hold the body until its store's turn. `None`: the bytes travel with the request.
+    fn prepare(&self, _body: &[u8]) -> Option<Prepared> {
+        None
+    }
 }

@@ -22,6 +22,8 @@ pub struct UpstashStore<T> {
     url: String,
     token: String,
     transport: T,
+    /// The `SET`'s body as the transport took it before the first span.
+    prepared: std::cell::RefCell<Option<crate::http::Prepared>>,
 }
 
 impl<T: HttpTransport> UpstashStore<T> {
@@ -30,6 +32,7 @@ impl<T: HttpTransport> UpstashStore<T> {
             url: url.into(),
             token: token.into(),
             transport,
+            prepared: Default::default(),
         }
     }
 
@@ -47,6 +50,7 @@ impl<T: HttpTransport> UpstashStore<T> {
                 ("Content-Type".into(), "application/json".into()),
             ],
             body,
+            prepared: None,
         }
     }
 
@@ -57,6 +61,17 @@ impl<T: HttpTransport> UpstashStore<T> {
             .headers
             .push(("Upstash-Encoding".into(), "base64".into()));
         request
+    }
+
+    /// `body`, or an empty one when the transport took it ahead ([`HttpTransport::prepare`]).
+    fn prepare(&self, body: Vec<u8>) -> Vec<u8> {
+        match self.transport.prepare(&body) {
+            Some(prepared) => {
+                *self.prepared.borrow_mut() = Some(prepared);
+                Vec::new()
+            }
+            None => body,
+        }
     }
 
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse, StoreError> {
@@ -242,7 +257,9 @@ impl<T: HttpTransport> Store for UpstashStore<T> {
         let Some(plain) = value.plain_str() else {
             let text = std::str::from_utf8(value.bytes())
                 .map_err(|_| StoreError::new(ErrorKind::Runtime, "value is not UTF-8"))?;
-            return serde_json::to_vec(&json!(["SET", key, text, "EX", ttl_s])).map_err(json_error);
+            let body =
+                serde_json::to_vec(&json!(["SET", key, text, "EX", ttl_s])).map_err(json_error)?;
+            return Ok(self.prepare(body));
         };
         // A plain value is its own JSON string body: copied, not scanned.
         let key = serde_json::to_vec(key).map_err(json_error)?;
@@ -252,7 +269,7 @@ impl<T: HttpTransport> Store for UpstashStore<T> {
         body.extend_from_slice(b",\"");
         body.extend_from_slice(plain.as_bytes());
         body.extend_from_slice(format!("\",\"EX\",{ttl_s}]").as_bytes());
-        Ok(body)
+        Ok(self.prepare(body))
     }
 
     async fn put(
@@ -263,7 +280,12 @@ impl<T: HttpTransport> Store for UpstashStore<T> {
         body: Vec<u8>,
         _options: &Options,
     ) -> Result<(), StoreError> {
-        let response = self.send(self.request_with_body(body)).await?;
+        let prepared = self.prepared.borrow_mut().take();
+        let mut request = self.request_with_body(body);
+        if request.body.is_empty() {
+            request.prepared = prepared;
+        }
+        let response = self.send(request).await?;
         match decode(&response, &[&self.token]).map_err(|e| self.redact(e))? {
             Value::String(s) if s == "OK" => Ok(()),
             other => Err(StoreError::new(
@@ -364,7 +386,7 @@ mod tests {
     fn resp(status: u16, body: &str) -> HttpResponse {
         HttpResponse {
             status,
-            body: body.as_bytes().to_vec(),
+            body: body.as_bytes().to_vec().into(),
         }
     }
 

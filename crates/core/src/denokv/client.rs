@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::proto;
 use crate::clock::Clock;
 use crate::error::{quote, redact, ErrorKind, StoreError};
-use crate::http::{HttpRequest, HttpResponse, HttpTransport};
+use crate::http::{Body, HttpRequest, HttpResponse, HttpTransport};
 use crate::store::Consistency;
 
 /// The protocol versions this client speaks (1 and 2 differ only in headers; 3 adds `status`).
@@ -101,6 +101,10 @@ impl<'a, T: HttpTransport> KvConnect<'a, T> {
         }
     }
 
+    pub fn transport(&self) -> &T {
+        &self.transport
+    }
+
     pub fn now_ms(&self) -> f64 {
         self.clock.now_ms()
     }
@@ -147,6 +151,7 @@ impl<'a, T: HttpTransport> KvConnect<'a, T> {
             body: serde_json::json!({ "supportedVersions": SUPPORTED_VERSIONS })
                 .to_string()
                 .into_bytes(),
+            prepared: None,
         }
     }
 
@@ -186,6 +191,7 @@ impl<'a, T: HttpTransport> KvConnect<'a, T> {
             url: format!("{endpoint}/{op}"),
             headers,
             body,
+            prepared: None,
         }
     }
 
@@ -194,14 +200,18 @@ impl<'a, T: HttpTransport> KvConnect<'a, T> {
         meta: &Metadata,
         endpoint: &str,
         op: &str,
-        body: Vec<u8>,
-    ) -> Result<Vec<u8>, StoreError> {
+        body: Payload,
+    ) -> Result<Body, StoreError> {
         let context = |e: StoreError| self.redact(prefixed(op, e), Some(meta));
-        let response = self
-            .transport
-            .send(self.data_request(meta, endpoint, op, body))
-            .await
-            .map_err(context)?;
+        let request = match body {
+            Payload::Bytes(body) => self.data_request(meta, endpoint, op, body),
+            Payload::Prepared(prepared) => {
+                let mut request = self.data_request(meta, endpoint, op, Vec::new());
+                request.prepared = Some(prepared);
+                request
+            }
+        };
+        let response = self.transport.send(request).await.map_err(context)?;
         if matches!(response.status, 401 | 403) {
             // The token may have been revoked early: exchange again on the next request.
             self.invalidate();
@@ -216,67 +226,52 @@ impl<'a, T: HttpTransport> KvConnect<'a, T> {
         ranges: Vec<proto::ReadRange>,
         consistency: Consistency,
     ) -> Result<Vec<proto::ReadRangeOutput>, StoreError> {
+        let raw = self.snapshot_read_raw(ranges, consistency).await?;
+        raw.decode().map_err(|refused| self.refused(refused))
+    }
+
+    /// A refused answer's error, forgetting the metadata when it is stale.
+    pub fn refused(&self, refused: Refused) -> StoreError {
+        if refused.stale {
+            self.invalidate();
+        }
+        refused.error
+    }
+
+    /// [`KvConnect::snapshot_read`] up to the answer, not yet decoded (see [`RawSnapshot`]).
+    pub async fn snapshot_read_raw(
+        &self,
+        ranges: Vec<proto::ReadRange>,
+        consistency: Consistency,
+    ) -> Result<RawSnapshot, StoreError> {
         let (meta, _) = self.metadata().await?;
         let wanted = ranges.len();
         let body = proto::SnapshotRead { ranges }.encode_to_vec();
         let endpoint = meta.read_endpoint(consistency);
-        let bytes = self.call(&meta, endpoint, "snapshot_read", body).await?;
-        let output = proto::SnapshotReadOutput::decode(bytes.as_slice())
-            .map_err(|e| decode_error("snapshot_read", &e))?;
-        let disabled = if meta.version >= 3 {
-            match proto::SnapshotReadStatus::try_from(output.status) {
-                Ok(proto::SnapshotReadStatus::SrSuccess) => false,
-                Ok(proto::SnapshotReadStatus::SrReadDisabled) => true,
-                _ => {
-                    return Err(StoreError::new(
-                        ErrorKind::Http,
-                        format!("snapshot_read: status {} is not a success", output.status),
-                    ))
-                }
-            }
-        } else {
-            output.read_disabled
-        };
-        if disabled {
-            self.invalidate();
-            return Err(StoreError::new(
-                ErrorKind::Http,
-                "snapshot_read: reads are disabled on this endpoint",
-            ));
-        }
-        if consistency == Consistency::Strong
-            && meta.version >= 2
-            && !output.read_is_strongly_consistent
-        {
-            self.invalidate();
-            return Err(StoreError::new(
-                ErrorKind::Http,
-                "snapshot_read: a strong read was not answered strongly consistent",
-            ));
-        }
-        if output.ranges.len() != wanted {
-            return Err(StoreError::new(
-                ErrorKind::Decode,
-                format!(
-                    "snapshot_read: {} ranges answered for {wanted} asked",
-                    output.ranges.len()
-                ),
-            ));
-        }
-        Ok(output.ranges)
+        let body = self
+            .call(&meta, endpoint, "snapshot_read", Payload::Bytes(body))
+            .await?;
+        Ok(RawSnapshot {
+            body,
+            wanted,
+            version: u64::from(meta.version),
+            consistency,
+        })
     }
 
     /// Applies `write` atomically; `Ok` carries the commit's versionstamp.
     pub async fn atomic_write(&self, write: proto::AtomicWrite) -> Result<Vec<u8>, StoreError> {
-        self.atomic_write_encoded(write.encode_to_vec()).await
+        self.atomic_write_encoded(Payload::Bytes(write.encode_to_vec()))
+            .await
     }
 
     /// [`KvConnect::atomic_write`] of an `AtomicWrite` already encoded (before a timed span).
-    pub async fn atomic_write_encoded(&self, body: Vec<u8>) -> Result<Vec<u8>, StoreError> {
+    pub async fn atomic_write_encoded(&self, body: Payload) -> Result<Vec<u8>, StoreError> {
         let (meta, _) = self.metadata().await?;
         let endpoint = meta.strong.first().map_or("", String::as_str);
         let bytes = self.call(&meta, endpoint, "atomic_write", body).await?;
-        let output = proto::AtomicWriteOutput::decode(bytes.as_slice())
+        let bytes = bytes.bytes();
+        let output = proto::AtomicWriteOutput::decode(bytes)
             .map_err(|e| decode_error("atomic_write", &e))?;
         match proto::AtomicWriteStatus::try_from(output.status) {
             Ok(proto::AtomicWriteStatus::AwSuccess) => Ok(output.versionstamp),
@@ -323,6 +318,92 @@ fn decode_error(op: &str, e: &prost::DecodeError) -> StoreError {
         ErrorKind::Decode,
         format!("{op}: invalid protobuf answer: {e}"),
     )
+}
+
+/// A request body for [`KvConnect`]'s data path: bytes, or taken by the transport beforehand.
+pub enum Payload {
+    Bytes(Vec<u8>),
+    Prepared(crate::http::Prepared),
+}
+
+/// A `snapshot_read` answer as it came (its body may still be outside wasm), decoded by
+/// [`RawSnapshot::decode`] — the `denokv` store does that after every span for a large answer.
+pub struct RawSnapshot {
+    pub body: Body,
+    wanted: usize,
+    version: u64,
+    consistency: Consistency,
+}
+
+/// Why a snapshot answer was refused, and whether it means the cached metadata is stale (the
+/// client should exchange again).
+pub struct Refused {
+    pub error: StoreError,
+    pub stale: bool,
+}
+
+impl RawSnapshot {
+    /// The ranges the answer holds, checked as [`KvConnect::snapshot_read`] checks them.
+    pub fn decode(self) -> Result<Vec<proto::ReadRangeOutput>, Refused> {
+        let RawSnapshot {
+            body,
+            wanted,
+            version,
+            consistency,
+        } = self;
+        let refused = |error: StoreError, stale: bool| Refused { error, stale };
+        let output = proto::SnapshotReadOutput::decode(body.bytes())
+            .map_err(|e| refused(decode_error("snapshot_read", &e), false))?;
+        let disabled = if version >= 3 {
+            match proto::SnapshotReadStatus::try_from(output.status) {
+                Ok(proto::SnapshotReadStatus::SrSuccess) => false,
+                Ok(proto::SnapshotReadStatus::SrReadDisabled) => true,
+                _ => {
+                    return Err(refused(
+                        StoreError::new(
+                            ErrorKind::Http,
+                            format!("snapshot_read: status {} is not a success", output.status),
+                        ),
+                        false,
+                    ))
+                }
+            }
+        } else {
+            output.read_disabled
+        };
+        if disabled {
+            return Err(refused(
+                StoreError::new(
+                    ErrorKind::Http,
+                    "snapshot_read: reads are disabled on this endpoint",
+                ),
+                true,
+            ));
+        }
+        if consistency == Consistency::Strong && version >= 2 && !output.read_is_strongly_consistent
+        {
+            return Err(refused(
+                StoreError::new(
+                    ErrorKind::Http,
+                    "snapshot_read: a strong read was not answered strongly consistent",
+                ),
+                true,
+            ));
+        }
+        if output.ranges.len() != wanted {
+            return Err(refused(
+                StoreError::new(
+                    ErrorKind::Decode,
+                    format!(
+                        "snapshot_read: {} ranges answered for {wanted} asked",
+                        output.ranges.len()
+                    ),
+                ),
+                false,
+            ));
+        }
+        Ok(output.ranges)
+    }
 }
 
 fn check_status(response: &HttpResponse, secrets: &[&str]) -> Result<(), StoreError> {

@@ -19,7 +19,13 @@ use crate::store::{Deferred, Fetched, Options, Store};
 /// The `denokv` store: a [`KvConnect`] client with the benchmark's key and value conventions.
 pub struct DenoKvStore<'a, T> {
     client: KvConnect<'a, T>,
+    /// The write's body as the transport took it before the first span.
+    prepared: std::cell::RefCell<Option<crate::http::Prepared>>,
 }
+
+/// An answer up to this size is decoded as soon as it arrives (a miss's answer is a few bytes);
+/// a larger one — a hit carrying its value — after every span of the request.
+const DECODE_NOW_BYTES: usize = 256;
 
 impl<'a, T: HttpTransport> DenoKvStore<'a, T> {
     /// `url` is the KV Connect URL (`DENO_KV_URL`), `access_token` its secret
@@ -33,6 +39,7 @@ impl<'a, T: HttpTransport> DenoKvStore<'a, T> {
     ) -> Self {
         Self {
             client: KvConnect::new(url, access_token, transport, clock, cache),
+            prepared: Default::default(),
         }
     }
 
@@ -55,6 +62,23 @@ pub fn set_mutation(key: &str, value: &[u8], expire_at_ms: i64) -> proto::Mutati
     }
 }
 
+/// The size of the one entry a `get_range` read answered, `None` when there is none. Values
+/// written by Deno code as strings or objects are V8-serialized: still a hit, measured by their
+/// stored size.
+fn entry(mut ranges: Vec<proto::ReadRangeOutput>, want: &[u8]) -> Result<Option<u64>, StoreError> {
+    let values = ranges.pop().map(|r| r.values).unwrap_or_default();
+    let Some(entry) = values.into_iter().next() else {
+        return Ok(None);
+    };
+    if entry.key != want {
+        return Err(StoreError::new(
+            ErrorKind::Decode,
+            "snapshot_read: answered an entry for another key",
+        ));
+    }
+    Ok(Some(entry.value.len() as u64))
+}
+
 /// The `ReadRange` that holds exactly `[key]`.
 pub fn get_range(key: &str) -> proto::ReadRange {
     let start = key::encode(&[key]);
@@ -75,24 +99,29 @@ impl<T: HttpTransport> Store for DenoKvStore<'_, T> {
     async fn get(&self, key: &str, options: &Options) -> Result<Fetched, StoreError> {
         let range = get_range(key);
         let want = range.start.clone();
-        let mut ranges = self
+        let raw = self
             .client
-            .snapshot_read(vec![range], options.consistency)
+            .snapshot_read_raw(vec![range], options.consistency)
             .await?;
-        let values = ranges.pop().map(|r| r.values).unwrap_or_default();
-        let Some(entry) = values.into_iter().next() else {
-            return Ok(Fetched::Miss);
-        };
-        if entry.key != want {
-            return Err(StoreError::new(
-                ErrorKind::Decode,
-                "snapshot_read: answered an entry for another key",
-            ));
+        if raw.body.len() <= DECODE_NOW_BYTES {
+            let ranges = raw.decode().map_err(|r| self.client.refused(r))?;
+            return Ok(match entry(ranges, &want)? {
+                None => Fetched::Miss,
+                Some(bytes) => Fetched::Hit(Deferred::ready(bytes)),
+            });
         }
-        // Values written by Deno code as strings or objects are V8-serialized: still a hit,
-        // measured by their stored size. (Decoding the protobuf answer was a copy of the value:
-        // cheap enough to do here.)
-        Ok(Fetched::Hit(Deferred::ready(entry.value.len() as u64)))
+        // A hit's answer carries the value: decoding it copies the value into wasm, so it waits
+        // until every span is over. (A refusal found then is this read's error; the metadata is
+        // exchanged again on the next small answer that says so, or when it expires.)
+        Ok(Fetched::Hit(Deferred::later(move || {
+            let ranges = raw.decode().map_err(|r| r.error)?;
+            entry(ranges, &want)?.ok_or_else(|| {
+                StoreError::new(
+                    ErrorKind::Decode,
+                    "a large snapshot_read answer held no entry",
+                )
+            })
+        })))
     }
 
     fn encode_put(
@@ -107,7 +136,14 @@ impl<T: HttpTransport> Store for DenoKvStore<'_, T> {
             mutations: vec![set_mutation(key, value.bytes(), expire_at_ms)],
             ..Default::default()
         };
-        Ok(prost::Message::encode_to_vec(&write))
+        let body = prost::Message::encode_to_vec(&write);
+        match self.client.transport().prepare(&body) {
+            Some(prepared) => {
+                *self.prepared.borrow_mut() = Some(prepared);
+                Ok(Vec::new())
+            }
+            None => Ok(body),
+        }
     }
 
     async fn put(
@@ -118,6 +154,11 @@ impl<T: HttpTransport> Store for DenoKvStore<'_, T> {
         body: Vec<u8>,
         _options: &Options,
     ) -> Result<(), StoreError> {
+        let prepared = self.prepared.borrow_mut().take();
+        let body = match prepared {
+            Some(prepared) if body.is_empty() => client::Payload::Prepared(prepared),
+            _ => client::Payload::Bytes(body),
+        };
         self.client.atomic_write_encoded(body).await.map(|_| ())
     }
 }
