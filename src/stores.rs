@@ -45,8 +45,9 @@ impl<T> Prepared<T> {
 /// KV's and R2's `put`, the Cache API's `Response` and the Durable Object's `Request` are all
 /// built from it before the first span. The bindings only read it (none transfers or detaches it:
 /// `binding_tests` writes one value through all of them and reads each back), so one JS copy
-/// serves them all, where each used to hold its own. Keyed by the wasm bytes it copies, so a
-/// write of other bytes (a store used outside the probe) never gets a stale copy.
+/// serves them all, where each used to hold its own. It lives as long as the request's stores,
+/// and the probe gives them one value that lives as long; the copy is keyed by that value's
+/// address and length, so bytes of another length or at another address get a fresh copy.
 #[derive(Default)]
 pub struct SharedValue(std::cell::RefCell<Option<((usize, usize), js_sys::Uint8Array)>>);
 
