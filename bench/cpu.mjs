@@ -11,7 +11,7 @@ import { execFileSync } from "node:child_process";
 import { parseArgs } from "node:util";
 import { Miniflare } from "miniflare";
 import { ROOT, workerOptions } from "../scripts/worker-options.mjs";
-import { startGateway, startRedis, stop } from "../tests/e2e/procs.mjs";
+import { childPids, startGateway, startRedis, stop } from "../tests/e2e/procs.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -34,12 +34,7 @@ const TICK = Number(execFileSync("getconf", ["CLK_TCK"]).toString()) || 100;
 
 /** workerd's CPU ms (user + system): the Miniflare's workerd child of this process. */
 function workerdCpuMs() {
-  const pids = execFileSync("ps", ["-o", "pid=,comm=", "--ppid", String(process.pid)])
-    .toString()
-    .split("\n")
-    .map((l) => l.trim().split(/\s+/))
-    .filter(([, comm]) => comm === "workerd")
-    .map(([pid]) => Number(pid));
+  const pids = childPids("workerd");
   let ms = 0;
   for (const pid of pids) {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");

@@ -12,13 +12,12 @@
 // with every key written. Loopback only; every burst is bounded in count and time.
 // Usage: node bench/memory.mjs [--requests 200] [--waves 3] [--query ""]   (npm run build first)
 import fs from "node:fs";
-import { execFileSync } from "node:child_process";
 import { parseArgs } from "node:util";
 import { Miniflare } from "miniflare";
 import { applyMigrations, workerOptions } from "../scripts/worker-options.mjs";
 import { freePort } from "../scripts/net.mjs";
 import { inspect } from "./inspector.mjs";
-import { startDenoKv, startGateway, startRedis, stop } from "../tests/e2e/procs.mjs";
+import { childPids, startDenoKv, startGateway, startRedis, stop } from "../tests/e2e/procs.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -40,12 +39,7 @@ const MIB = 1 << 20;
 
 /** workerd's resident memory (MiB), summed over the processes Miniflare started. */
 function workerdResident() {
-  const pids = execFileSync("ps", ["-o", "pid=,comm=", "--ppid", String(process.pid)])
-    .toString()
-    .split("\n")
-    .map((l) => l.trim().split(/\s+/))
-    .filter(([, comm]) => comm === "workerd")
-    .map(([pid]) => Number(pid));
+  const pids = childPids("workerd");
   let kib = 0;
   for (const pid of pids) {
     const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");

@@ -2,7 +2,7 @@
 // loopback ports, started and stopped by PID, and the built worker under Miniflare. Env:
 // GATEWAY_BIN (default target/debug/upstash-gateway), REDIS_SERVER_BIN (default redis-server on
 // PATH).
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import fs, { existsSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -193,4 +193,14 @@ export async function startDenoKv(token) {
   ]);
   await waitUntil(proc, `denokv (${DENOKV_BIN}; run npm run setup or set DENOKV_BIN)`, 200, () => accepts(port));
   return { url: `http://127.0.0.1:${port}`, sqlite, dir, stop: () => stop(proc) };
+}
+
+/** PIDs of this process's children named `comm` (e.g. Miniflare's `workerd`). */
+export function childPids(comm) {
+  return execFileSync("ps", ["-o", "pid=,comm=", "--ppid", String(process.pid)])
+    .toString()
+    .split("\n")
+    .map((l) => l.trim().split(/\s+/))
+    .filter(([, c]) => c === comm)
+    .map(([pid]) => Number(pid));
 }
