@@ -2,6 +2,7 @@
 // bench/cpu.mjs), through workerd's inspector: the top functions by self time. Build with
 // function names for readable wasm frames: KVBENCH_WASM_NAMES=1 npm run build.
 // Usage: node bench/profile.mjs [--seconds 8] [--query stores=kv,upstash] [--top 30]
+//        [--callers TEXT]  (also: the call paths of the functions whose name contains TEXT)
 import { parseArgs } from "node:util";
 import { Miniflare } from "miniflare";
 import { workerOptions } from "../scripts/worker-options.mjs";
@@ -14,6 +15,7 @@ const { values } = parseArgs({
     seconds: { type: "string", default: "8" },
     query: { type: "string", default: "stores=kv,upstash" },
     top: { type: "string", default: "30" },
+    callers: { type: "string" },
   },
 });
 const redis = await startRedis();
@@ -56,19 +58,39 @@ try {
   close();
   const { nodes, samples, timeDeltas } = result.profile;
   const byId = new Map(nodes.map((x) => [x.id, x]));
+  const parent = new Map();
+  for (const x of nodes) for (const c of x.children ?? []) parent.set(c, x.id);
+  const nameOf = (node) => {
+    const f = node.callFrame;
+    return `${f.functionName || "(anonymous)"} ${f.url ? `[${f.url.split("/").pop()}]` : ""}`.trim();
+  };
   const self = new Map();
+  const paths = new Map();
   let total = 0;
   samples.forEach((sid, i) => {
     const node = byId.get(sid);
-    const f = node.callFrame;
-    const name = `${f.functionName || "(anonymous)"} ${f.url ? `[${f.url.split("/").pop()}]` : ""}`.trim();
+    const name = nameOf(node);
     const dt = timeDeltas[i] ?? 0;
     self.set(name, (self.get(name) ?? 0) + dt);
     total += dt;
+    if (values.callers && name.includes(values.callers)) {
+      const path = [];
+      for (let id = parent.get(sid); id !== undefined && path.length < 4; id = parent.get(id)) {
+        path.push(nameOf(byId.get(id)).replace(/::h[0-9a-f]{16}/, "").slice(0, 70));
+      }
+      const key = path.join(" < ");
+      paths.set(key, (paths.get(key) ?? 0) + dt);
+    }
   });
   console.log(`${n} requests profiled; self time by function (top ${values.top}):`);
   for (const [name, us] of [...self].sort((a, b) => b[1] - a[1]).slice(0, Number(values.top))) {
     console.log(`${((100 * us) / total).toFixed(1).padStart(5)}%  ${(us / n).toFixed(1).padStart(7)} us/req  ${name.slice(0, 110)}`);
+  }
+  if (values.callers) {
+    console.log(`\ncallers of *${values.callers}*:`);
+    for (const [path, us] of [...paths].sort((a, b) => b[1] - a[1]).slice(0, 12)) {
+      console.log(`${(us / n).toFixed(1).padStart(7)} us/req  < ${path}`);
+    }
   }
 } finally {
   await mf.dispose();

@@ -301,6 +301,10 @@ impl OutsideBody for JsBody {
     fn copy_in(&self) -> Vec<u8> {
         self.0.to_vec()
     }
+
+    fn copy_range(&self, start: usize, end: usize) -> Vec<u8> {
+        self.0.subarray(start as u32, end as u32).to_vec()
+    }
 }
 
 pub struct JsClock;

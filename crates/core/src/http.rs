@@ -66,6 +66,8 @@ pub struct Body {
 pub trait OutsideBody {
     /// Its bytes, copied in.
     fn copy_in(&self) -> Vec<u8>;
+    /// Bytes `start..end` of it, copied in (within its length).
+    fn copy_range(&self, start: usize, end: usize) -> Vec<u8>;
 }
 
 impl Body {
@@ -107,6 +109,18 @@ impl Body {
             Some(body) => body.copy_in(),
             None => Vec::new(),
         })
+    }
+
+    /// Bytes `start..end` (clamped to the body), copying in only those when the body is still
+    /// outside.
+    pub fn range(&self, start: usize, end: usize) -> Vec<u8> {
+        let end = end.min(self.len);
+        let start = start.min(end);
+        match (self.bytes.get(), &self.outside) {
+            (Some(bytes), _) => bytes.get(start..end).unwrap_or_default().to_vec(),
+            (None, Some(body)) => body.copy_range(start, end),
+            (None, None) => Vec::new(),
+        }
     }
 
     /// Its bytes, owned.
