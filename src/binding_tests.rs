@@ -395,41 +395,63 @@ async fn writes_copy_no_value_out_of_wasm_inside_their_span() {
         );
     }
     // The Cache API's entry is a JS Response already (its put converts nothing from wasm).
-    let entry = CacheBinding::for_request(&origin)
-        .unwrap()
-        .entry(value(1024).bytes(), 60)
-        .unwrap();
+    let entry = CacheBinding::entry(&js_sys::Uint8Array::from(value(1024).bytes()), 60).unwrap();
     assert!(
         matches!(entry.body(), worker::ResponseBody::Stream(_)),
         "the cache entry's body must be JS-side, not a wasm Vec copied at put time"
     );
 }
 
-/// The bindings of one request share one JS copy of the value (`stores::SharedValue`): written
-/// through KV, the Durable Object, R2 and the Cache API in turn, each stores every byte of it —
-/// none of them detached or consumed the buffer the next one was given.
+/// One JS copy of a value (`stores::JsCopy`, kept with the value) serves every write of it, in
+/// every request that reuses it: written through KV, the Durable Object, R2, the Cache API and
+/// Upstash by one request's stores, then again under another key by a second request's, each
+/// store holds every byte of it — none of them detached or consumed the buffer the next was given.
 #[wasm_bindgen_test]
-async fn one_js_copy_of_the_value_serves_every_binding_write() {
+async fn one_js_copy_of_the_value_serves_every_write() {
     let origin = worker::Url::parse("https://kvbench.example.com/test").unwrap();
     let meta = kvbench_core::MetadataCache::default();
-    let stores = crate::stores::Stores::from_env(&env(), CacheBinding::for_request(&origin), &meta);
-    let set = stores.set();
     let v = value(300_000);
-    let key = unique_key("shared");
+    let copy = crate::stores::JsCopy::of(&v).bytes;
     let ids = [
         kvbench_core::StoreId::Kv,
         kvbench_core::StoreId::Do,
         kvbench_core::StoreId::R2,
         kvbench_core::StoreId::Cache,
+        kvbench_core::StoreId::Upstash,
     ];
-    for id in ids {
-        let (_, store) = set.iter().find(|(s, _)| *s == id).unwrap();
-        let store = store.as_ref().unwrap();
-        let store_key = id.spec().store_key(&key);
-        write(*store, &store_key, &v, 60).await.expect("write");
+    let keys = [unique_key("shared-1"), unique_key("shared-2")];
+    for key in &keys {
+        let stores =
+            crate::stores::Stores::from_env(&env(), CacheBinding::for_request(&origin), &meta);
+        let set = stores.set();
+        for id in ids {
+            let (_, store) = set.iter().find(|(s, _)| *s == id).unwrap();
+            let store = store.as_ref().unwrap();
+            let store_key = id.spec().store_key(key);
+            write(*store, &store_key, &v, 60).await.expect("write");
+        }
     }
-    for id in ids {
-        let store_key = id.spec().store_key(&key);
+    assert!(
+        js_sys::Object::is(&copy, &crate::stores::JsCopy::of(&v).bytes),
+        "the value kept its one copy"
+    );
+    assert_eq!(copy.length() as usize, v.len(), "and the copy is whole");
+    for id in ids
+        .into_iter()
+        .flat_map(|id| keys.iter().map(move |k| (id, k)))
+    {
+        let (id, key) = id;
+        if id == kvbench_core::StoreId::Upstash {
+            // Read back with a plain GET (no base64) through the gateway.
+            let upstash = crate::bindings::upstash_store(&env()).unwrap();
+            let store_key = id.spec().store_key(key);
+            assert_eq!(
+                crate::testing::read(&upstash, &store_key).await.unwrap(),
+                Some(v.len() as u64)
+            );
+            continue;
+        }
+        let store_key = id.spec().store_key(key);
         let stored: Vec<u8> = match id {
             kvbench_core::StoreId::Kv => env()
                 .kv(BENCH_KV)

@@ -63,17 +63,8 @@ pub fn seeded_gen() -> ValueGen {
 /// value into wasm after the read's I/O, CPU that a deployed clock counts in the next store's span.
 pub struct KvBinding {
     namespace: JsValue,
-    /// The write's value as a JS copy, made before the first span (`encode_put`).
-    value: std::rc::Rc<crate::stores::SharedValue>,
-}
-
-impl crate::stores::Shares for KvBinding {
-    fn sharing(self, value: &std::rc::Rc<crate::stores::SharedValue>) -> Self {
-        KvBinding {
-            value: value.clone(),
-            ..self
-        }
-    }
+    /// The write's value as a JS copy, taken before the first span (`encode_put`).
+    write: crate::stores::Prepared<js_sys::Uint8Array>,
 }
 
 impl KvBinding {
@@ -85,7 +76,7 @@ impl KvBinding {
             .map_err(|_| missing_binding("KV namespace", KV_BINDING))?;
         Ok(KvBinding {
             namespace,
-            value: Default::default(),
+            write: Default::default(),
         })
     }
 
@@ -174,7 +165,7 @@ impl Store for KvBinding {
     }
 
     fn encode_put(&self, _key: &str, value: &Value, _ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        self.value.get(value.bytes());
+        self.write.set(crate::stores::JsCopy::of(value).bytes);
         Ok(Vec::new())
     }
 
@@ -187,7 +178,9 @@ impl Store for KvBinding {
         _body: Vec<u8>,
         _options: &Options,
     ) -> Result<(), StoreError> {
-        let bytes = self.value.get(value);
+        let bytes = self
+            .write
+            .take_or(|| Ok::<_, StoreError>(js_sys::Uint8Array::from(value)))?;
         let opts = js_sys::Object::new();
         js_sys::Reflect::set(&opts, &"expirationTtl".into(), &f64::from(ttl_s).into())
             .map_err(|e| runtime(js_text(&e)))?;
@@ -291,6 +284,12 @@ impl HttpTransport for FetchTransport {
 
     fn prepare(&self, body: &[u8]) -> Option<Prepared> {
         Some(Prepared(std::rc::Rc::new(js_sys::Uint8Array::from(body))))
+    }
+
+    fn prepare_value(&self, value: &Value) -> Option<Prepared> {
+        Some(Prepared(std::rc::Rc::new(
+            crate::stores::JsCopy::of(value).bytes,
+        )))
     }
 }
 

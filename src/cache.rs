@@ -9,25 +9,14 @@ use kvbench_core::{ErrorKind, Store, StoreError, Value};
 use worker::{Cache, Response};
 
 use crate::bindings::{body_len, js_text, runtime};
-use crate::stores::{Prepared, SharedValue, Shares};
+use crate::stores::Prepared;
 
 pub struct CacheBinding {
     cache: Cache,
     /// The request's origin: cache keys live on it.
     origin: String,
-    /// The write's response, built before the first span from the request's JS copy of the
-    /// value.
+    /// The write's response, built before the first span (it holds a copy of the value).
     write: Prepared<Response>,
-    value: std::rc::Rc<SharedValue>,
-}
-
-impl Shares for CacheBinding {
-    fn sharing(self, value: &std::rc::Rc<SharedValue>) -> Self {
-        CacheBinding {
-            value: value.clone(),
-            ..self
-        }
-    }
 }
 
 impl CacheBinding {
@@ -40,14 +29,13 @@ impl CacheBinding {
             cache: Cache::default(),
             origin: url.origin().ascii_serialization(),
             write: Prepared::default(),
-            value: Default::default(),
         })
     }
 
     /// The entry to put: a JS `Response` whose body is already a JS copy of the value, so the
     /// put (inside the write span) copies nothing. (A `worker::Response` built from bytes keeps
     /// them in wasm and copies them into JS when it is put.)
-    pub(crate) fn entry(&self, value: &[u8], ttl_s: u32) -> Result<Response, StoreError> {
+    pub(crate) fn entry(value: &js_sys::Uint8Array, ttl_s: u32) -> Result<Response, StoreError> {
         let headers = worker::web_sys::Headers::new().map_err(|e| runtime(js_text(&e)))?;
         headers
             .set("Cache-Control", &cache::cache_control(ttl_s))
@@ -57,8 +45,7 @@ impl CacheBinding {
             .map_err(|e| runtime(js_text(&e)))?;
         let init = worker::web_sys::ResponseInit::new();
         init.set_headers(&headers);
-        let body = self.value.get(value);
-        worker::web_sys::Response::new_with_opt_buffer_source_and_init(Some(&body), &init)
+        worker::web_sys::Response::new_with_opt_buffer_source_and_init(Some(value), &init)
             .map(Response::from)
             .map_err(|e| runtime(js_text(&e)))
     }
@@ -75,7 +62,8 @@ impl Store for CacheBinding {
     }
 
     fn encode_put(&self, _key: &str, value: &Value, ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        self.write.set(self.entry(value.bytes(), ttl_s)?);
+        self.write
+            .set(Self::entry(&crate::stores::JsCopy::of(value).bytes, ttl_s)?);
         Ok(Vec::new())
     }
 
@@ -87,7 +75,9 @@ impl Store for CacheBinding {
         _body: Vec<u8>,
         _options: &Options,
     ) -> Result<(), StoreError> {
-        let response = self.write.take_or(|| self.entry(value, ttl_s))?;
+        let response = self
+            .write
+            .take_or(|| Self::entry(&js_sys::Uint8Array::from(value), ttl_s))?;
         self.cache
             .put(cache::url(&self.origin, key), response)
             .await

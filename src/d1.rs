@@ -99,12 +99,15 @@ impl Store for D1Binding {
     }
 
     fn encode_put(&self, _key: &str, value: &Value, _ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        let text = match value.plain_str() {
-            Some(text) => text,
-            None => std::str::from_utf8(value.bytes())
-                .map_err(|_| StoreError::new(ErrorKind::Runtime, "value is not UTF-8 text"))?,
-        };
-        self.value.set(JsValue::from_str(text));
+        let text = crate::stores::JsCopy::of(value).text(|| {
+            let text = match value.plain_str() {
+                Some(text) => text,
+                None => std::str::from_utf8(value.bytes())
+                    .map_err(|_| StoreError::new(ErrorKind::Runtime, "value is not UTF-8 text"))?,
+            };
+            Ok(JsValue::from_str(text))
+        })?;
+        self.value.set(text);
         Ok(Vec::new())
     }
 

@@ -16,23 +16,13 @@ use worker::durable::{ObjectNamespace, ScheduledTime, State, Stub};
 use worker::{durable_object, DurableObject, Env, Request, Response};
 
 use crate::bindings::{body_len, js_text, missing_binding, runtime};
-use crate::stores::{Prepared, SharedValue, Shares};
+use crate::stores::{JsCopy, Prepared};
 
 /// The worker's side: one stub `fetch` per read or write.
 pub struct DoBinding {
     namespace: ObjectNamespace,
-    /// The write's request, built before the first span from the request's JS copy of the value.
+    /// The write's request, built before the first span (it holds a copy of the value).
     write: Prepared<Request>,
-    value: std::rc::Rc<SharedValue>,
-}
-
-impl Shares for DoBinding {
-    fn sharing(self, value: &std::rc::Rc<SharedValue>) -> Self {
-        DoBinding {
-            value: value.clone(),
-            ..self
-        }
-    }
 }
 
 impl DoBinding {
@@ -43,7 +33,6 @@ impl DoBinding {
         Ok(DoBinding {
             namespace,
             write: Prepared::default(),
-            value: Default::default(),
         })
     }
 
@@ -58,10 +47,14 @@ impl DoBinding {
         .map_err(runtime)
     }
 
-    fn put_request(&self, key: &str, value: &[u8], ttl_s: u32) -> Result<Request, StoreError> {
+    fn put_request(
+        key: &str,
+        value: &worker::js_sys::Uint8Array,
+        ttl_s: u32,
+    ) -> Result<Request, StoreError> {
         let init = worker::web_sys::RequestInit::new();
         init.set_method("PUT");
-        init.set_body(&self.value.get(value));
+        init.set_body(value);
         worker::web_sys::Request::new_with_str_and_init(&durable::url(key, Some(ttl_s)), &init)
             .map(Request::from)
             .map_err(|e| runtime(js_text(&e)))
@@ -91,7 +84,8 @@ impl Store for DoBinding {
     }
 
     fn encode_put(&self, key: &str, value: &Value, ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        self.write.set(self.put_request(key, value.bytes(), ttl_s)?);
+        self.write
+            .set(Self::put_request(key, &JsCopy::of(value).bytes, ttl_s)?);
         Ok(Vec::new())
     }
 
@@ -103,7 +97,9 @@ impl Store for DoBinding {
         _body: Vec<u8>,
         options: &Options,
     ) -> Result<(), StoreError> {
-        let request = self.write.take_or(|| self.put_request(key, value, ttl_s))?;
+        let request = self
+            .write
+            .take_or(|| Self::put_request(key, &worker::js_sys::Uint8Array::from(value), ttl_s))?;
         let response = self
             .stub(key, options)?
             .fetch_with_request(request)

@@ -16,7 +16,7 @@ use worker::worker_sys::{R2Bucket, R2ObjectBody};
 use worker::Env;
 
 use crate::bindings::{js_text, missing_binding, JsClock};
-use crate::stores::{SharedValue, Shares};
+use crate::stores::Prepared;
 
 /// The custom metadata field holding an object's expiry, epoch milliseconds.
 pub const EXPIRES_AT: &str = "expires-at-ms";
@@ -24,16 +24,7 @@ pub const EXPIRES_AT: &str = "expires-at-ms";
 pub struct R2Binding {
     bucket: R2Bucket,
     /// The value as a `Uint8Array`, copied out of wasm before the first span.
-    value: std::rc::Rc<SharedValue>,
-}
-
-impl Shares for R2Binding {
-    fn sharing(self, value: &std::rc::Rc<SharedValue>) -> Self {
-        R2Binding {
-            value: value.clone(),
-            ..self
-        }
-    }
+    value: Prepared<Uint8Array>,
 }
 
 impl R2Binding {
@@ -46,7 +37,7 @@ impl R2Binding {
             .ok_or_else(|| missing_binding("R2 bucket", BENCH_R2))?;
         Ok(R2Binding {
             bucket: binding.unchecked_into(),
-            value: Default::default(),
+            value: Prepared::default(),
         })
     }
 }
@@ -90,7 +81,7 @@ impl Store for R2Binding {
     }
 
     fn encode_put(&self, _key: &str, value: &Value, _ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        self.value.get(value.bytes());
+        self.value.set(crate::stores::JsCopy::of(value).bytes);
         Ok(Vec::new())
     }
 
@@ -102,7 +93,9 @@ impl Store for R2Binding {
         _body: Vec<u8>,
         _options: &Options,
     ) -> Result<(), StoreError> {
-        let value: Uint8Array = self.value.get(value);
+        let value = self
+            .value
+            .take_or(|| Ok::<_, StoreError>(Uint8Array::from(value)))?;
         let expires_at = sql::expires_at_ms(JsClock.now_ms(), ttl_s).to_string();
         let metadata = Object::new();
         let options = Object::new();

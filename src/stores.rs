@@ -41,40 +41,38 @@ impl<T> Prepared<T> {
     }
 }
 
-/// The request's value as one JS `Uint8Array`, shared by every binding write that takes bytes:
-/// KV's and R2's `put`, the Cache API's `Response` and the Durable Object's `Request` are all
-/// built from it before the first span. The bindings only read it (none transfers or detaches it:
-/// `binding_tests` writes one value through all of them and reads each back), so one JS copy
-/// serves them all, where each used to hold its own. It lives as long as the request's stores,
-/// and the probe gives them one value that lives as long; the copy is keyed by that value's
-/// address and length, so bytes of another length or at another address get a fresh copy.
-#[derive(Default)]
-pub struct SharedValue(std::cell::RefCell<Option<((usize, usize), js_sys::Uint8Array)>>);
+/// A value's JS copies, kept with the value (`Value::outside`): its bytes as one `Uint8Array`
+/// that every write is built from — KV's and R2's `put`, the Durable Object's request, the Cache
+/// API's response, Upstash's raw `SET` body — and its text for D1, made on first use. Made once
+/// per value, not per store and request: a value no write used goes back to the isolate's pool
+/// with them. The writes only read the buffer (none transfers or detaches it: `binding_tests`
+/// writes one value through all of them and reads each back).
+#[derive(Clone)]
+pub struct JsCopy {
+    pub bytes: js_sys::Uint8Array,
+    text: std::rc::Rc<std::cell::OnceCell<wasm_bindgen::JsValue>>,
+}
 
-impl SharedValue {
-    /// The JS copy of `value`, made on first use.
-    pub fn get(&self, value: &[u8]) -> js_sys::Uint8Array {
-        let id = (value.as_ptr() as usize, value.len());
-        let mut slot = self.0.borrow_mut();
-        match &*slot {
-            Some((of, copy)) if *of == id => copy.clone(),
-            _ => {
-                let copy = js_sys::Uint8Array::from(value);
-                *slot = Some((id, copy.clone()));
-                copy
-            }
-        }
+impl JsCopy {
+    /// `value`'s copies.
+    pub fn of(value: &kvbench_core::Value) -> JsCopy {
+        value.outside(|bytes| JsCopy {
+            bytes: js_sys::Uint8Array::from(bytes),
+            text: Default::default(),
+        })
     }
-}
 
-/// A binding whose writes take the request's [`SharedValue`].
-pub trait Shares: Sized {
-    fn sharing(self, value: &std::rc::Rc<SharedValue>) -> Self;
-}
-
-/// `store` sharing `value`, when it is configured.
-fn shared<S: Shares>(store: Entry<S>, value: &std::rc::Rc<SharedValue>) -> Entry<S> {
-    store.map(|s| s.sharing(value))
+    /// The value as a JS string, when it is UTF-8 text (made by `text` on first use).
+    pub fn text(
+        &self,
+        text: impl FnOnce() -> Result<wasm_bindgen::JsValue, StoreError>,
+    ) -> Result<wasm_bindgen::JsValue, StoreError> {
+        if let Some(t) = self.text.get() {
+            return Ok(t.clone());
+        }
+        let t = text()?;
+        Ok(self.text.get_or_init(|| t).clone())
+    }
 }
 
 pub struct Stores<'a> {
@@ -96,15 +94,14 @@ impl<'a> Stores<'a> {
         cache: Result<CacheBinding, StoreError>,
         deno_meta: &'a MetadataCache,
     ) -> Self {
-        let value = std::rc::Rc::new(SharedValue::default());
         Stores {
-            kv: shared(KvBinding::from_env(env), &value),
+            kv: KvBinding::from_env(env),
             upstash: upstash_store(env),
             denokv: deno_kv_store(env, deno_meta),
-            durable: shared(DoBinding::from_env(env), &value),
+            durable: DoBinding::from_env(env),
             d1: D1Binding::from_env(env),
-            r2: shared(R2Binding::from_env(env), &value),
-            cache: shared(cache, &value),
+            r2: R2Binding::from_env(env),
+            cache,
             redis: redis_store(env),
         }
     }

@@ -23,11 +23,27 @@ export async function startFixture(token) {
       if (state.fault?.hang) return; // never answer: the worker must time out and abort
       if (state.fault) return send(state.fault.status, state.fault.body);
       if (req.headers.authorization !== `Bearer ${token}`) return send(401, { error: "Unauthorized" });
+      // The JSON command array at `/`, or Upstash's path form: `/cmd/arg…`, a non-empty body
+      // appended as an argument (bytes kept as latin1 text), then the query's pairs (a number
+      // as a number, as JSON would carry it).
+      const url = new URL(req.url, "http://fixture");
+      const body = Buffer.concat(chunks);
       let cmd;
-      try {
-        cmd = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-      } catch {
-        return send(400, { error: "ERR failed to parse command" });
+      if (url.pathname !== "/") {
+        cmd = url.pathname.split("/").filter(Boolean).map(decodeURIComponent);
+        cmd[0] = cmd[0].toUpperCase();
+        if (body.length) cmd.push(body.toString("latin1"));
+        for (const [k, v] of url.searchParams) {
+          if (k === "_token") continue;
+          cmd.push(k);
+          if (v !== "") cmd.push(/^\d+$/.test(v) ? Number(v) : v);
+        }
+      } else {
+        try {
+          cmd = JSON.parse(body.toString("utf8"));
+        } catch {
+          return send(400, { error: "ERR failed to parse command" });
+        }
       }
       state.commands.push(cmd);
       const [name, key, value, ex, ttl] = cmd;

@@ -326,12 +326,47 @@ impl<'a> MockUpstash<'a> {
         if auth != Some(format!("Bearer {}", self.token).as_str()) {
             return reply(401, json!({"error": "Unauthorized"}));
         }
-        let Ok(Value::Array(args)) = serde_json::from_slice::<Value>(&request.body) else {
-            return reply(400, json!({"error": "ERR failed to parse command"}));
+        // The JSON command array, or the path form: `/cmd/arg…`, the raw body appended as the
+        // last argument, then the query's pairs (Upstash's REST API).
+        let path = request
+            .url
+            .split_once("://")
+            .and_then(|(_, rest)| rest.split_once('/'))
+            .map(|(_, path)| path);
+        let args = match path {
+            Some(path) if !path.is_empty() => {
+                let (path, query) = path.split_once('?').unwrap_or((path, ""));
+                let decode = |s: &str| {
+                    Value::String(
+                        percent_encoding::percent_decode_str(s)
+                            .decode_utf8_lossy()
+                            .into_owned(),
+                    )
+                };
+                let mut args: Vec<Value> = path.split('/').map(decode).collect();
+                if !request.body.is_empty() {
+                    args.push(Value::String(
+                        String::from_utf8_lossy(&request.body).into_owned(),
+                    ));
+                }
+                for pair in query.split('&').filter(|p| !p.is_empty()) {
+                    let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+                    args.push(decode(k));
+                    if !v.is_empty() {
+                        args.push(decode(v));
+                    }
+                }
+                args
+            }
+            _ => match serde_json::from_slice::<Value>(&request.body) {
+                Ok(Value::Array(args)) => args,
+                _ => return reply(400, json!({"error": "ERR failed to parse command"})),
+            },
         };
         self.commands.borrow_mut().push(Value::Array(args.clone()));
         let s = |i: usize| args.get(i).and_then(Value::as_str).map(str::to_string);
-        match s(0).as_deref() {
+        let name = s(0).map(|n| n.to_ascii_uppercase());
+        match name.as_deref() {
             Some("GET") => {
                 let value = s(1).and_then(|k| self.data.borrow().get(&k).cloned());
                 let base64 = header(request, "upstash-encoding") == Some("base64");
@@ -348,7 +383,8 @@ impl<'a> MockUpstash<'a> {
                 s(1),
                 s(2),
                 s(3).as_deref(),
-                args.get(4).and_then(Value::as_u64),
+                args.get(4)
+                    .and_then(|t| t.as_u64().or(t.as_str()?.parse().ok())),
             ) {
                 (Some(k), Some(v), Some("EX"), Some(ttl)) if ttl > 0 => {
                     self.data.borrow_mut().insert(k, v);

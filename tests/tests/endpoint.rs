@@ -335,19 +335,27 @@ fn upstash_requests_are_rest_commands_with_bearer_auth_and_ttl_in_seconds() {
     assert_eq!(requests.len(), 2);
     for r in requests.iter() {
         assert_eq!(r.method, "POST");
-        assert_eq!(r.url, "https://mock.upstash.io");
         assert!(r
             .headers
             .contains(&("Authorization".into(), format!("Bearer {TOKEN}"))));
-        assert!(r
-            .headers
-            .contains(&("Content-Type".into(), "application/json".into())));
     }
+    // The read: a JSON command array. The write: the raw-body form, the value as the body.
+    assert_eq!(requests[0].url, "https://mock.upstash.io");
+    assert!(requests[0]
+        .headers
+        .contains(&("Content-Type".into(), "application/json".into())));
+    assert_eq!(requests[1].url, "https://mock.upstash.io/set/7?EX=3600");
     let commands = w.upstash.commands.borrow();
     assert_eq!(commands[0], serde_json::json!(["GET", "7"]));
-    assert_eq!(commands[1][0], "SET");
+    assert_eq!(commands[1][0], "set");
+    assert_eq!(commands[1][1], "7");
+    assert_eq!(
+        commands[1][2].as_str().map(str::len),
+        Some(requests[1].body.len()),
+        "the value is the body"
+    );
     assert_eq!(commands[1][3], "EX");
-    assert_eq!(commands[1][4], 3600);
+    assert_eq!(commands[1][4], "3600");
     let kv_put = w.kv.ops.borrow()[1].clone();
     assert!(matches!(kv_put, Op::Put { ttl_s: 3600, .. }), "{kv_put:?}");
 }

@@ -161,4 +161,10 @@ pub trait HttpTransport {
     fn prepare(&self, _body: &[u8]) -> Option<Prepared> {
         None
     }
+
+    /// [`HttpTransport::prepare`] for a body that is exactly `value`: the worker uses the JS copy
+    /// kept with the value (`Value::outside`), so such a body costs no copy at all.
+    fn prepare_value(&self, value: &crate::value::Value) -> Option<Prepared> {
+        self.prepare(value.bytes())
+    }
 }

@@ -1,7 +1,10 @@
-//! Upstash Redis over its REST API: one `POST` of a JSON command array per operation,
-//! `Authorization: Bearer`, answer `{"result": ...}` or `{"error": "..."}`. Reads ask for
-//! `Upstash-Encoding: base64` (as the official client does), so a value that is not UTF-8 comes
-//! back byte for byte and `value_bytes` is its stored length.
+//! Upstash Redis over its REST API: one `POST` per operation, `Authorization: Bearer`, answer
+//! `{"result": ...}` or `{"error": "..."}`. A read is the JSON command array `["GET", key]` and
+//! asks for `Upstash-Encoding: base64` (as the official client does), so a value that is not
+//! UTF-8 comes back byte for byte and `value_bytes` is its stored length. A write is the form
+//! Upstash documents for binary values: `POST /set/<key>?EX=<ttl>` with the value as the raw
+//! body, which the server appends as the command's last argument before the query's — the same
+//! `SET key value EX ttl` the official client sends as JSON, without the JSON.
 
 use async_trait::async_trait;
 use base64::Engine as _;
@@ -22,8 +25,8 @@ pub struct UpstashStore<T> {
     url: String,
     token: String,
     transport: T,
-    /// The `SET`'s body as the transport took it before the first span.
-    prepared: std::cell::RefCell<Option<crate::http::Prepared>>,
+    /// The `SET` request, made before the first span.
+    write: std::cell::RefCell<Option<HttpRequest>>,
 }
 
 impl<T: HttpTransport> UpstashStore<T> {
@@ -32,7 +35,7 @@ impl<T: HttpTransport> UpstashStore<T> {
             url: url.into(),
             token: token.into(),
             transport,
-            prepared: Default::default(),
+            write: Default::default(),
         }
     }
 
@@ -63,14 +66,20 @@ impl<T: HttpTransport> UpstashStore<T> {
         request
     }
 
-    /// `body`, or an empty one when the transport took it ahead ([`HttpTransport::prepare`]).
-    fn prepare(&self, body: Vec<u8>) -> Vec<u8> {
-        match self.transport.prepare(&body) {
-            Some(prepared) => {
-                *self.prepared.borrow_mut() = Some(prepared);
-                Vec::new()
-            }
-            None => body,
+    /// The `SET` of `value` under `key` for `ttl_s` seconds, exactly as sent: `POST
+    /// <url>/set/<key>?EX=<ttl>`, the value as the raw body (or as the transport took it).
+    pub fn set_request(&self, key: &str, value: &WriteValue, ttl_s: u32) -> HttpRequest {
+        let key = percent_encoding::utf8_percent_encode(key, crate::http::PATH_SEGMENT);
+        let prepared = self.transport.prepare_value(value);
+        HttpRequest {
+            method: "POST",
+            url: format!("{}/set/{key}?EX={ttl_s}", self.url.trim_end_matches('/')),
+            headers: vec![("Authorization".into(), format!("Bearer {}", self.token))],
+            body: match prepared {
+                Some(_) => Vec::new(),
+                None => value.bytes().to_vec(),
+            },
+            prepared,
         }
     }
 
@@ -304,38 +313,23 @@ impl<T: HttpTransport> Store for UpstashStore<T> {
     }
 
     fn encode_put(&self, key: &str, value: &WriteValue, ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        let json_error = |e: serde_json::Error| StoreError::new(ErrorKind::Runtime, e.to_string());
-        let Some(plain) = value.plain_str() else {
-            let text = std::str::from_utf8(value.bytes())
-                .map_err(|_| StoreError::new(ErrorKind::Runtime, "value is not UTF-8"))?;
-            let body =
-                serde_json::to_vec(&json!(["SET", key, text, "EX", ttl_s])).map_err(json_error)?;
-            return Ok(self.prepare(body));
-        };
-        // A plain value is its own JSON string body: copied, not scanned.
-        let key = serde_json::to_vec(key).map_err(json_error)?;
-        let mut body = Vec::with_capacity(plain.len() + key.len() + 32);
-        body.extend_from_slice(b"[\"SET\",");
-        body.extend_from_slice(&key);
-        body.extend_from_slice(b",\"");
-        body.extend_from_slice(plain.as_bytes());
-        body.extend_from_slice(format!("\",\"EX\",{ttl_s}]").as_bytes());
-        Ok(self.prepare(body))
+        *self.write.borrow_mut() = Some(self.set_request(key, value, ttl_s));
+        Ok(Vec::new())
     }
 
     async fn put(
         &self,
-        _key: &str,
-        _value: &[u8],
-        _ttl_s: u32,
-        body: Vec<u8>,
+        key: &str,
+        value: &[u8],
+        ttl_s: u32,
+        _body: Vec<u8>,
         _options: &Options,
     ) -> Result<(), StoreError> {
-        let prepared = self.prepared.borrow_mut().take();
-        let mut request = self.request_with_body(body);
-        if request.body.is_empty() {
-            request.prepared = prepared;
-        }
+        let prepared = self.write.borrow_mut().take();
+        let request = match prepared {
+            Some(request) => request,
+            None => self.set_request(key, &WriteValue::from_bytes(value.to_vec()), ttl_s),
+        };
         let response = self.send(request).await?;
         match decode(&response, &[&self.token]).map_err(|e| self.redact(e))? {
             Value::String(s) if s == "OK" => Ok(()),
@@ -352,20 +346,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn set_bodies_are_the_same_json_whether_copied_or_encoded() {
-        let store = UpstashStore::new("https://x", "t", NoTransport);
-        let mut gen = crate::value::ValueGen::from_seed([1; 32]);
-        let plain = gen.take_value(100, 100);
-        let copied = store.encode_put("k\"1", &plain, 60).unwrap();
-        let encoded = store
-            .encode_put("k\"1", &WriteValue::from_bytes(plain.bytes().to_vec()), 60)
-            .unwrap();
-        assert_eq!(copied, encoded);
-        let v: Value = serde_json::from_slice(&copied).unwrap();
-        assert_eq!(v[0], "SET");
-        assert_eq!(v[1], "k\"1");
-        assert_eq!(v[3], "EX");
-        assert_eq!(v[4], 60);
+    fn a_set_is_the_raw_body_form_with_its_key_escaped() {
+        let store = UpstashStore::new("https://x/", "t", NoTransport);
+        let v = WriteValue::from_bytes(b"a\"b\xff".to_vec());
+        let r = store.set_request("k/1 ?#:", &v, 60);
+        assert_eq!(r.method, "POST");
+        assert_eq!(r.url, "https://x/set/k%2F1%20%3F%23%3A?EX=60");
+        assert_eq!(r.body, v.bytes(), "the value itself, byte for byte");
+        assert_eq!(r.prepared, None);
+        assert_eq!(
+            r.headers,
+            vec![("Authorization".to_string(), "Bearer t".to_string())]
+        );
+        assert_eq!(store.encode_put("k", &v, 60).unwrap(), Vec::<u8>::new());
     }
 
     struct NoTransport;

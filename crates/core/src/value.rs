@@ -13,10 +13,31 @@ const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwx
 /// A value to write. The generator's values use only `A–Z a–z 0–9 - _`, which need no escaping in
 /// JSON or a URL: `plain` records that, so encoders can copy the bytes instead of scanning them
 /// (a scan of 1 MiB is CPU a deployed worker's clock would count in the next store call).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct Value {
     bytes: Vec<u8>,
     plain: bool,
+    /// The platform's copy of the bytes (the worker: one JS `Uint8Array`, and the text D1 binds),
+    /// made the first time a store needs it and kept with the value: a value no write used goes
+    /// back to the isolate's pool with its copy, so the next request's stores copy nothing.
+    outside: std::cell::OnceCell<std::rc::Rc<dyn std::any::Any>>,
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        self.bytes == other.bytes && self.plain == other.plain
+    }
+}
+
+impl Eq for Value {}
+
+impl std::fmt::Debug for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Value")
+            .field("len", &self.bytes.len())
+            .field("plain", &self.plain)
+            .finish()
+    }
 }
 
 impl Value {
@@ -25,6 +46,20 @@ impl Value {
         Value {
             bytes,
             plain: false,
+            outside: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// The platform's copy of this value, made by `make` from the bytes on first use and kept
+    /// with the value from then on (for every store, and every request that reuses the value).
+    pub fn outside<T: Clone + 'static>(&self, make: impl Fn(&[u8]) -> T) -> T {
+        let copy = self
+            .outside
+            .get_or_init(|| std::rc::Rc::new(make(&self.bytes)));
+        match copy.downcast_ref::<T>() {
+            Some(copy) => copy.clone(),
+            // One platform, one type: a second kind of copy is never kept.
+            None => make(&self.bytes),
         }
     }
 
@@ -99,6 +134,7 @@ impl ValueGen {
         Value {
             bytes: self.value(size as usize),
             plain: true,
+            outside: std::cell::OnceCell::new(),
         }
     }
 

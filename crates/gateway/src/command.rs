@@ -97,8 +97,11 @@ impl Command {
     }
 
     /// A command from a URL path `/set/k/v/EX/60`: percent-decoded segments, empty ones skipped;
-    /// `body`, when not empty, is appended as the last argument.
-    pub fn from_path(path: &str, body: &[u8]) -> Result<Self, ApiError> {
+    /// `body`, when not empty, is appended as an argument, and after it the query's parameters
+    /// (`/set/k?EX=60` with the value as the body is `SET k <body> EX 60`, as Upstash documents
+    /// for arguments that follow a value sent as the body), each name then its value when it has
+    /// one; `_token` (a credential) is not an argument.
+    pub fn from_path(path: &str, query: Option<&str>, body: &[u8]) -> Result<Self, ApiError> {
         let mut args: Vec<Vec<u8>> = path
             .split('/')
             .filter(|segment| !segment.is_empty())
@@ -109,6 +112,18 @@ impl Command {
         }
         if !body.is_empty() {
             args.push(body.to_vec());
+        }
+        let pairs = query.unwrap_or("").split('&').filter(|p| !p.is_empty());
+        for pair in pairs {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let name: Vec<u8> = percent_decode_str(name).collect();
+            if name == b"_token" {
+                continue;
+            }
+            args.push(name);
+            if !value.is_empty() {
+                args.push(percent_decode_str(value).collect());
+            }
         }
         let command = Self { args };
         command.check_allowed()?;
@@ -235,20 +250,30 @@ mod tests {
     }
 
     #[test]
+    fn query_parameters_follow_the_body() {
+        let c = Command::from_path("/set/k", Some("EX=60&_token=secret&NX"), b"v a").unwrap();
+        let want: Vec<&[u8]> = vec![b"set", b"k", b"v a", b"EX", b"60", b"NX"];
+        assert_eq!(c.args, want);
+        let c = Command::from_path("/set/k", Some("EX=%36%30"), b"").unwrap();
+        let want: Vec<&[u8]> = vec![b"set", b"k", b"EX", b"60"];
+        assert_eq!(c.args, want);
+    }
+
+    #[test]
     fn path_segments_are_percent_decoded_and_body_appended() {
-        let c = Command::from_path("/set/a%2Fb/h%C3%A9llo%20x/EX/60", b"").unwrap();
+        let c = Command::from_path("/set/a%2Fb/h%C3%A9llo%20x/EX/60", None, b"").unwrap();
         assert_eq!(strings(&c), ["set", "a/b", "héllo x", "EX", "60"]);
-        let c = Command::from_path("/set/k/", b"body").unwrap();
+        let c = Command::from_path("/set/k/", None, b"body").unwrap();
         assert_eq!(strings(&c), ["set", "k", "body"]);
-        let c = Command::from_path("/set/%FF", b"").unwrap();
+        let c = Command::from_path("/set/%FF", None, b"").unwrap();
         assert_eq!(c.args[1], vec![0xFF]);
-        assert!(Command::from_path("/", b"").is_err());
-        assert!(Command::from_path("/config/set/x/y", b"").is_err());
+        assert!(Command::from_path("/", None, b"").is_err());
+        assert!(Command::from_path("/config/set/x/y", None, b"").is_err());
     }
 
     #[test]
     fn names_in_messages_are_printable_and_bounded() {
-        let evil = Command::from_path("/x%0A%1B%5B31mFAKE%20LOG%20LINE", b"").unwrap_err();
+        let evil = Command::from_path("/x%0A%1B%5B31mFAKE%20LOG%20LINE", None, b"").unwrap_err();
         assert!(
             !evil.message.chars().any(|c| c.is_control()),
             "{:?}",
@@ -260,7 +285,7 @@ mod tests {
             evil.message
         );
         let long = format!("/{}", "a".repeat(10_000));
-        let err = Command::from_path(&long, b"").unwrap_err();
+        let err = Command::from_path(&long, None, b"").unwrap_err();
         assert!(err.message.len() < 200, "{}", err.message);
     }
 

@@ -294,7 +294,7 @@ async fn handle_command(
 async fn handle_path(State(state): State<AppState>, req: Request) -> Result<Response, ApiError> {
     let (parts, body) = req.into_parts();
     let body = read_body(&state, body).await?;
-    let command = Command::from_path(parts.uri.path(), &body)?;
+    let command = Command::from_path(parts.uri.path(), parts.uri.query(), &body)?;
     tracing::debug!(command = %command.display_name(), "path command");
     Ok(single(
         state
