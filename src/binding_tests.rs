@@ -5,6 +5,7 @@
 
 use kvbench_core::spec::env::{BENCH_D1, BENCH_DO, BENCH_KV, BENCH_R2};
 use kvbench_core::{durable, ErrorKind, Store};
+use wasm_bindgen::JsCast;
 use wasm_bindgen_test::wasm_bindgen_test;
 
 use crate::bindings::{env_text, JsClock, KvBinding};
@@ -507,4 +508,31 @@ async fn one_js_copy_of_the_value_serves_every_write() {
             v.len()
         );
     }
+}
+
+/// Vars and secrets are read once per environment: a value read stays what it was (a deployment
+/// cannot change under its isolate), and another environment object is read afresh.
+#[wasm_bindgen_test]
+fn vars_are_read_once_per_environment() {
+    let first: js_sys::Object = js_sys::Object::new();
+    js_sys::Reflect::set(&first, &"KVBENCH_TEST_VAR".into(), &"one".into()).unwrap();
+    let first_env: worker::Env = first.clone().unchecked_into();
+    assert_eq!(
+        env_text(&first_env, "KVBENCH_TEST_VAR").as_deref(),
+        Some("one")
+    );
+    js_sys::Reflect::set(&first, &"KVBENCH_TEST_VAR".into(), &"two".into()).unwrap();
+    assert_eq!(
+        env_text(&first_env, "KVBENCH_TEST_VAR").as_deref(),
+        Some("one"),
+        "read once"
+    );
+    let second = js_sys::Object::new();
+    js_sys::Reflect::set(&second, &"KVBENCH_TEST_VAR".into(), &"three".into()).unwrap();
+    let second_env: worker::Env = second.unchecked_into();
+    assert_eq!(
+        env_text(&second_env, "KVBENCH_TEST_VAR").as_deref(),
+        Some("three")
+    );
+    assert_eq!(env_text(&empty_env(), "KVBENCH_TEST_VAR"), None);
 }

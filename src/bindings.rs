@@ -19,11 +19,35 @@ use wasm_bindgen::{JsCast, JsValue};
 use worker::{AbortController, Delay, Env, Fetch, Request, Response};
 
 /// A var or secret exactly as stored, `None` when it is not set.
+///
+/// Read once per isolate and environment: a deployment's vars and secrets cannot change under a
+/// running isolate (changing one deploys a new version, in new isolates), and reading one is two
+/// lookups across JS with its name and value as strings — a request reads some twenty.
 pub fn env_raw(env: &Env, name: &str) -> Option<String> {
-    env.secret(name)
-        .map(|s| s.to_string())
-        .or_else(|_| env.var(name).map(|v| v.to_string()))
-        .ok()
+    /// The environment read from, and what each name read as.
+    type Read = Option<(JsValue, std::collections::HashMap<String, Option<String>>)>;
+    thread_local! {
+        static READ: std::cell::RefCell<Read> = const { std::cell::RefCell::new(None) };
+    }
+    let env_object: &JsValue = env.as_ref();
+    READ.with(|read| {
+        let mut read = read.borrow_mut();
+        let fresh = !matches!(&*read, Some((of, _)) if js_sys::Object::is(of, env_object));
+        if fresh {
+            *read = Some((env_object.clone(), Default::default()));
+        }
+        let (_, values) = read.as_mut()?;
+        if let Some(value) = values.get(name) {
+            return value.clone();
+        }
+        let value = env
+            .secret(name)
+            .map(|s| s.to_string())
+            .or_else(|_| env.var(name).map(|v| v.to_string()))
+            .ok();
+        values.insert(name.to_string(), value.clone());
+        value
+    })
 }
 
 /// A var or secret as text, trimmed (a secret saved with a trailing newline or space works);
