@@ -536,3 +536,30 @@ fn vars_are_read_once_per_environment() {
     );
     assert_eq!(env_text(&empty_env(), "KVBENCH_TEST_VAR"), None);
 }
+
+/// One `Headers` object per header set, reused; an invalid header is named, its value never
+/// quoted (it may be a token).
+#[wasm_bindgen_test]
+fn header_sets_are_made_once() {
+    let pairs = vec![
+        ("Authorization".to_string(), "Bearer s3cret".to_string()),
+        ("Content-Type".to_string(), "application/json".to_string()),
+    ];
+    let a = crate::js_strings::headers(&pairs).unwrap();
+    let b = crate::js_strings::headers(&pairs.clone()).unwrap();
+    assert!(js_sys::Object::is(&a, &b), "the same set, the same object");
+    assert_eq!(
+        a.get("authorization").unwrap().as_deref(),
+        Some("Bearer s3cret")
+    );
+    let other = crate::js_strings::headers(&pairs[..1]).unwrap();
+    assert!(!js_sys::Object::is(&a, &other));
+    assert_eq!(other.get("content-type").unwrap(), None);
+    let bad = vec![("Bad Name".to_string(), "Bearer s3cret".to_string())];
+    let e = crate::js_strings::headers(&bad).unwrap_err();
+    assert!(e.contains("Bad Name") && !e.contains("s3cret"), "{e}");
+    assert_eq!(
+        crate::js_strings::name("get").as_string().as_deref(),
+        Some("get")
+    );
+}

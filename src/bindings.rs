@@ -16,6 +16,8 @@ use kvbench_core::{
     StoreError, Timer, UpstashStore, Value, ValueGen,
 };
 use wasm_bindgen::{JsCast, JsValue};
+
+use crate::js_strings::name;
 use worker::{AbortController, Delay, Env, Fetch, Request, Response};
 
 /// A var or secret exactly as stored, `None` when it is not set.
@@ -61,10 +63,10 @@ pub fn env_text(env: &Env, name: &str) -> Option<String> {
 /// `request.cf.colo`, read defensively: locally there is no `cf`, and the SDK's getter panics then.
 pub fn colo(req: &Request) -> String {
     let inner = req.inner();
-    js_sys::Reflect::get(inner, &"cf".into())
+    js_sys::Reflect::get(inner, &name("cf"))
         .ok()
         .filter(|cf| cf.is_object())
-        .and_then(|cf| js_sys::Reflect::get(&cf, &"colo".into()).ok())
+        .and_then(|cf| js_sys::Reflect::get(&cf, &name("colo")).ok())
         .and_then(|c| c.as_string())
         .filter(|c| !c.is_empty())
         .unwrap_or_else(|| "local".to_string())
@@ -104,10 +106,10 @@ impl KvBinding {
         })
     }
 
-    fn method(&self, name: &str) -> Result<js_sys::Function, StoreError> {
-        js_sys::Reflect::get(&self.namespace, &name.into())
+    fn method(&self, method: &'static str) -> Result<js_sys::Function, StoreError> {
+        js_sys::Reflect::get(&self.namespace, &name(method))
             .and_then(|f| f.dyn_into())
-            .map_err(|_| runtime(format!("the KV binding has no {name}()")))
+            .map_err(|_| runtime(format!("the KV binding has no {method}()")))
     }
 
     async fn call(&self, promise: Result<JsValue, JsValue>) -> Result<JsValue, StoreError> {
@@ -121,8 +123,8 @@ impl KvBinding {
     async fn get_buffer(&self, key: &str, options: &Options) -> Result<JsValue, StoreError> {
         let get = self.method("get")?;
         let opts = js_sys::Object::new();
-        let set = |k: &str, v: JsValue| js_sys::Reflect::set(&opts, &k.into(), &v);
-        set("type", "arrayBuffer".into()).map_err(|e| runtime(js_text(&e)))?;
+        let set = |k: &'static str, v: JsValue| js_sys::Reflect::set(&opts, &name(k), &v);
+        set("type", name("arrayBuffer")).map_err(|e| runtime(js_text(&e)))?;
         if let Some(ttl) = options.cache_ttl_s {
             set("cacheTtl", f64::from(ttl).into()).map_err(|e| runtime(js_text(&e)))?;
         }
@@ -206,7 +208,7 @@ impl Store for KvBinding {
             .write
             .take_or(|| Ok::<_, StoreError>(js_sys::Uint8Array::from(value)))?;
         let opts = js_sys::Object::new();
-        js_sys::Reflect::set(&opts, &"expirationTtl".into(), &f64::from(ttl_s).into())
+        js_sys::Reflect::set(&opts, &name("expirationTtl"), &f64::from(ttl_s).into())
             .map_err(|e| runtime(js_text(&e)))?;
         let put = self.method("put")?;
         self.call(put.call3(&self.namespace, &key.into(), &bytes, &opts))
@@ -258,13 +260,7 @@ pub struct FetchTransport;
 #[async_trait(?Send)]
 impl HttpTransport for FetchTransport {
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse, StoreError> {
-        let headers = worker::web_sys::Headers::new().map_err(|e| runtime(js_text(&e)))?;
-        for (name, value) in &request.headers {
-            // The error of a bad header would quote its value, which may be a token: say less.
-            headers
-                .set(name, value)
-                .map_err(|_| runtime(format!("invalid header {name}")))?;
-        }
+        let headers = crate::js_strings::headers(&request.headers).map_err(runtime)?;
         let init = worker::web_sys::RequestInit::new();
         init.set_method(request.method);
         init.set_headers(&headers);

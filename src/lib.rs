@@ -19,6 +19,7 @@ mod bindings;
 mod cache;
 mod d1;
 mod durable;
+mod js_strings;
 mod probe_routes;
 mod probes;
 mod r2;
