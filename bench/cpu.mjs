@@ -1,9 +1,12 @@
 // workerd CPU per request of the Rust worker beside a floor worker doing only the same I/O
-// (bench/floor-worker.js), side by side in one run: the same redis-server and Upstash-REST
-// gateway, each worker in its own Miniflare (alternating rounds, so drift hits both), driven
-// closed-loop by CONCURRENCY keep-alive loops for SECONDS each. CPU is workerd's utime + stime
-// from /proc, per request answered; the table prints each and its ratio to the floor.
-// Usage: node bench/cpu.mjs [--seconds 10] [--concurrency 8] [--rounds 3] [--query stores=kv,upstash]
+// (bench/floor-worker.js), side by side in one run, store set by store set: the same
+// redis-server and Upstash-REST gateway, each worker in its own Miniflare (alternating rounds, so
+// drift hits both), driven closed-loop by CONCURRENCY keep-alive loops for SECONDS each. CPU is
+// workerd's utime + stime from /proc, per request answered; the table prints each set's floor
+// and ours, and ours as a ratio to its floor.
+// Usage: node bench/cpu.mjs [--seconds 10] [--concurrency 8] [--rounds 3]
+//        [--sets "kv,upstash;kv;upstash;redis;do;d1;r2;cache"]  (each set: the stores of one row;
+//        a set may end in "@100" for 100-byte values instead of 4–64 KiB)
 // Build first (npm run build); loopback only.
 import fs from "node:fs";
 import path from "node:path";
@@ -12,13 +15,14 @@ import { parseArgs } from "node:util";
 import { Miniflare } from "miniflare";
 import { ROOT, workerOptions } from "../scripts/worker-options.mjs";
 import { childPids, startGateway, startRedis, stop } from "../tests/e2e/procs.mjs";
+import { applyMigrations } from "../scripts/worker-options.mjs";
 
 const { values } = parseArgs({
   options: {
     seconds: { type: "string", default: "10" },
     concurrency: { type: "string", default: "8" },
     rounds: { type: "string", default: "3" },
-    query: { type: "string", default: "stores=kv,upstash" },
+    sets: { type: "string", default: "kv,upstash;kv,upstash@100;kv;upstash;upstash@100;redis;do;d1;r2;cache" },
   },
 });
 const SECONDS = Number(values.seconds);
@@ -75,6 +79,7 @@ async function measure(options, path_) {
     stripCfConnectingIp: false,
   });
   await mf.ready;
+  await applyMigrations(mf);
   const base = (await mf.unsafeGetDirectURL()).toString().replace(/\/$/, "");
   try {
     await drive(`${base}${path_}`, 2); // warm-up: compile, first writes
@@ -92,22 +97,30 @@ async function measure(options, path_) {
 const redis = await startRedis();
 const TOKEN = `bench-cpu-${process.pid}`;
 const gateway = await startGateway(redis.port, TOKEN);
-const vars = { UPSTASH_REDIS_REST_URL: gateway.url, UPSTASH_REDIS_REST_TOKEN: TOKEN };
-const variants = [
-  {
-    name: "floor (JS, the I/O only)",
-    options: {
-      modules: true,
-      scriptPath: path.join(ROOT, "bench/floor-worker.js"),
-      compatibilityDate: "2026-04-01",
-      kvNamespaces: ["BENCH_KV"],
-      bindings: vars,
-    },
-    path: "/",
-  },
-  { name: `kvbench /test?${values.query}`, options: workerOptions(vars), path: `/test?${values.query}` },
-  { name: "kvbench /healthz", options: workerOptions(vars), path: "/healthz" },
-];
+const vars = {
+  UPSTASH_REDIS_REST_URL: gateway.url,
+  UPSTASH_REDIS_REST_TOKEN: TOKEN,
+  REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+};
+const floorOptions = {
+  modules: true,
+  scriptPath: path.join(ROOT, "bench/floor-worker.js"),
+  compatibilityDate: "2026-04-01",
+  kvNamespaces: ["BENCH_KV"],
+  d1Databases: ["BENCH_D1"],
+  r2Buckets: ["BENCH_R2"],
+  durableObjects: { FLOOR_DO: { className: "FloorObject", useSQLite: true } },
+  bindings: vars,
+};
+const variants = [];
+for (const set of values.sets.split(";").filter(Boolean)) {
+  const [stores, bytes] = set.split("@");
+  const size = bytes ? `&min_bytes=${bytes}&max_bytes=${bytes}` : "";
+  const label = `${stores}${bytes ? ` (${bytes} B values)` : ""}`;
+  variants.push({ name: `floor ${label}`, options: floorOptions, path: `/?stores=${stores}${size}`, floor: true });
+  variants.push({ name: `kvbench ${label}`, options: workerOptions(vars), path: `/test?stores=${stores}${size}` });
+}
+variants.push({ name: "kvbench /healthz", options: workerOptions(vars), path: "/healthz" });
 const results = variants.map(() => []);
 try {
   for (let round = 0; round < ROUNDS; round++) {
@@ -118,15 +131,17 @@ try {
   await stop(redis.proc);
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const floorCpu = median(results[0].map((r) => r.cpuMs));
-const floorRps = median(results[0].map((r) => r.rps));
 console.log(`\n${CONCURRENCY} concurrent closed-loop requests, ${SECONDS} s x ${ROUNDS} rounds (medians), workerd CPU per request:\n`);
 console.log(`${"worker".padEnd(44)} ${"req/s".padStart(8)} ${"CPU ms/req".padStart(11)} ${"x floor CPU".padStart(12)} ${"x floor req/s".padStart(14)} ${"failed".padStart(7)}`);
+let floor = null;
 for (const [i, v] of variants.entries()) {
   const rps = median(results[i].map((r) => r.rps));
   const cpu = median(results[i].map((r) => r.cpuMs));
   const failed = results[i].reduce((a, r) => a + r.failed, 0);
+  if (v.floor) floor = { rps, cpu };
+  const ratio = (x, f) => (v.floor || !floor ? "" : (x / f).toFixed(2));
   console.log(
-    `${v.name.padEnd(44)} ${rps.toFixed(0).padStart(8)} ${cpu.toFixed(3).padStart(11)} ${(cpu / floorCpu).toFixed(2).padStart(12)} ${(rps / floorRps).toFixed(2).padStart(14)} ${String(failed).padStart(7)}`,
+    `${v.name.padEnd(44)} ${rps.toFixed(0).padStart(8)} ${cpu.toFixed(3).padStart(11)} ${ratio(cpu, floor?.cpu).padStart(12)} ${ratio(rps, floor?.rps).padStart(14)} ${String(failed).padStart(7)}`,
   );
+  if (!v.floor) floor = null;
 }
