@@ -175,11 +175,24 @@ pub struct FakeTimer<'a>(pub &'a FakeClock);
 #[async_trait(?Send)]
 impl Timer for FakeTimer<'_> {
     async fn sleep_ms(&self, ms: u64) {
-        // Yield once so that a store future that is ready wins the race, as with a real timer;
-        // then move the clock and yield again, so a store call that completes at that time (a
-        // `Fault::Late` one) is seen to, before the timer fires.
-        yield_once().await;
-        self.0.advance(ms as f64);
+        // Yield until a round passes in which nothing else moved the clock, so that a store
+        // future that is ready wins the race, as with a real timer (a timer armed earlier and
+        // polled again while a later call runs fires only once that call stands still); then
+        // move the clock to when the timer was due (not at all if that is past) and yield again,
+        // so a store call that completes at that time (a `Fault::Late` one) is seen to, before
+        // the timer fires.
+        let due = self.0.now_ms() + ms as f64;
+        loop {
+            let seen = self.0.now_ms();
+            yield_once().await;
+            if self.0.now_ms() == seen {
+                break;
+            }
+        }
+        let left = due - self.0.now_ms();
+        if left > 0.0 {
+            self.0.advance(left);
+        }
         yield_once().await;
     }
 }

@@ -13,11 +13,10 @@ use std::cell::Cell;
 pub const ISOLATE_BUDGET_BYTES: u64 = 96 << 20;
 
 /// What a request holds per store measured, in quarters of `max_bytes`, besides the value
-/// itself. A request holds the value (wasm), one JS copy shared by the bindings' writes, the
-/// write bodies made before the first span (the Durable Object's request, the Cache API's
-/// response, D1's text, Upstash's JSON and Deno KV's protobuf in JS, Redis's command in wasm),
-/// the hits waiting to be sized after the last span (Upstash's base64, Deno KV's answer, D1's
-/// text, in JS) and the read in flight. Measured with `bench/memory.mjs` (200 simultaneous
+/// itself. A request holds the value (wasm) and its one JS copy, the write bodies made before
+/// the first span (the Durable Object's request, the Cache API's response, D1's text, Deno KV's
+/// protobuf in JS, Redis's command in wasm), the hits waiting to be sized after the last span
+/// (Deno KV's answer, D1's text, an Upstash answer being checked, in JS) and the read in flight. Measured with `bench/memory.mjs` (200 simultaneous
 /// requests, all eight stores, 4–64 KiB values, one isolate; wasm memory + the heap live after
 /// a forced GC): 330–420 KiB per request in flight, under the 448 KiB (7 × 64 KiB) this counts.
 const QUARTERS_PER_STORE: u64 = 3;
