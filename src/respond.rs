@@ -7,11 +7,25 @@ use serde_json::json;
 use worker::{Response, Result};
 
 pub fn json(status: u16, body: &str) -> Result<Response> {
-    let mut response = Response::ok(body)?.with_status(status);
-    let headers = response.headers_mut();
-    headers.set("Content-Type", "application/json")?;
-    headers.set("Cache-Control", "no-store")?;
-    Ok(response)
+    json_with(status, body, &[])
+}
+
+/// JSON with `extra` headers, built as one JS `Response` (its header set made once per isolate,
+/// `js_strings::headers`) instead of the SDK's, which copies the body into wasm bytes and each
+/// header across on its own.
+pub fn json_with(status: u16, body: &str, extra: &[(&str, &str)]) -> Result<Response> {
+    let mut pairs = vec![
+        ("Content-Type".to_string(), "application/json".to_string()),
+        ("Cache-Control".to_string(), "no-store".to_string()),
+    ];
+    pairs.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let headers = crate::js_strings::headers(&pairs).map_err(worker::Error::RustError)?;
+    let init = worker::web_sys::ResponseInit::new();
+    init.set_status(status);
+    init.set_headers(&headers);
+    let response = worker::web_sys::Response::new_with_opt_str_and_init(Some(body), &init)
+        .map_err(worker::Error::from)?;
+    Ok(Response::from(response))
 }
 
 pub fn text(body: &str) -> Result<Response> {
