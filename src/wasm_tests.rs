@@ -139,3 +139,22 @@ fn d1_values_are_sized_as_stored() {
     );
     assert!(crate::d1::stored_len(&JsValue::from(5)).is_err());
 }
+
+#[wasm_bindgen_test]
+fn json_answers_carry_their_status_and_headers() {
+    let r = respond::json_with(503, "{\"a\":1}", &[("Retry-After", "1")]).unwrap();
+    assert_eq!(r.status_code(), 503);
+    let h = r.headers();
+    assert_eq!(h.get("Retry-After").unwrap().as_deref(), Some("1"));
+    assert_eq!(
+        h.get("Content-Type").unwrap().as_deref(),
+        Some("application/json")
+    );
+    assert_eq!(h.get("Cache-Control").unwrap().as_deref(), Some("no-store"));
+    let plain = respond::json(200, "{}").unwrap();
+    assert_eq!(
+        plain.headers().get("Retry-After").unwrap(),
+        None,
+        "sets do not mix"
+    );
+}

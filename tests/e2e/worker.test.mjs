@@ -241,6 +241,11 @@ test("a blank BENCH_TOKEN refuses /test instead of opening it; a saved newline s
     const ok = await get(padded, "/test?key=e2e-padded&stores=upstash", { headers: { Authorization: `Bearer ${BENCH_TOKEN}` } });
     assert.equal(ok.res.status, 200);
     assert.equal(ok.json.stores.upstash.error, null, "the trimmed Upstash token works");
+    assert.equal(ok.res.headers.get("content-type"), "application/json");
+    const refused = await get(padded, "/test?key=e2e-padded&stores=upstash");
+    assert.equal(refused.res.status, 401);
+    assert.equal(refused.res.headers.get("www-authenticate"), 'Bearer realm="kvbench"');
+    assert.equal(refused.res.headers.get("cache-control"), "no-store");
   } finally {
     await padded.dispose();
   }
