@@ -422,14 +422,11 @@ async fn one_js_copy_of_the_value_serves_every_write() {
     ];
     let keys = [unique_key("shared-1"), unique_key("shared-2")];
     for key in &keys {
-        let stores =
-            crate::stores::Stores::from_env(&env(), CacheBinding::for_request(&origin), &meta);
-        let set = stores.set();
+        let stores = crate::stores::Stores::from_env(&env(), Ok(origin.clone()), &meta);
         for id in ids {
-            let (_, store) = set.iter().find(|(s, _)| *s == id).unwrap();
-            let store = store.as_ref().unwrap();
+            let store = kvbench_core::StoreSet::store(&stores, id).unwrap();
             let store_key = id.spec().store_key(key);
-            write(*store, &store_key, &v, 60).await.expect("write");
+            write(store, &store_key, &v, 60).await.expect("write");
         }
     }
     assert!(

@@ -128,11 +128,7 @@ async fn test(req: Request, env: &Env, ctx: &Context) -> Result<Response> {
         run_header: run_header.as_deref(),
     };
     let started_ms = JsClock.now_ms();
-    let stores = Stores::from_env(
-        env,
-        cache::CacheBinding::for_request(&url),
-        DENO_KV_META.with(|m| *m),
-    );
+    let stores = Stores::from_env(env, Ok(url.clone()), DENO_KV_META.with(|m| *m));
     let isolate = Isolate {
         gen: GEN.with(|g| *g),
         clock: &JsClock,
@@ -142,7 +138,7 @@ async fn test(req: Request, env: &Env, ctx: &Context) -> Result<Response> {
         budget: BUDGET.with(|b| *b),
         in_flight: IN_FLIGHT.with(|f| *f),
     };
-    let reply = handle(call, &stores.set(), &isolate).await;
+    let reply = handle(call, &stores, &isolate).await;
     stores.finish().await;
     if let (Some(run), 200) = (&reply.run, reply.status) {
         keep_run_answer(env, ctx, run, started_ms, &reply.body, &isolate.colo);
@@ -187,13 +183,9 @@ fn keep_run_answer(env: &Env, ctx: &Context, run: &str, started_ms: f64, body: &
 async fn handle_index(req: Request, ctx: RouteContext<Data>) -> Result<Response> {
     let env = &ctx.env;
     let defaults = Defaults::from_vars(|name| env_text(env, name));
-    let stores = Stores::from_env(
-        env,
-        cache::CacheBinding::for_request(&req.url()?),
-        DENO_KV_META.with(|m| *m),
-    );
+    let stores = Stores::from_env(env, Ok(req.url()?), DENO_KV_META.with(|m| *m));
     let configured: Vec<_> = stores
-        .set()
+        .all()
         .into_iter()
         .map(|(id, store)| (id, store.map(|_| ())))
         .collect();

@@ -371,7 +371,7 @@ impl ProbeObject {
             defaults: Defaults::from_vars(|name| env_text(env, name)),
             run_header: None,
         };
-        let reply = handle(call, &stores.set(), &isolate).await;
+        let reply = handle(call, &stores, &isolate).await;
         stores.finish().await;
         reply
     }

@@ -1,6 +1,8 @@
 //! Every store of this deployment, built from the environment for one request: the store, or
 //! why it is not configured. Adding a store is one field here plus its glue module.
 
+use std::cell::OnceCell;
+
 use kvbench_core::{
     DenoKvStore, MetadataCache, RedisStore, Store, StoreError, StoreId, StoreSet, UpstashStore,
 };
@@ -75,62 +77,81 @@ impl JsCopy {
     }
 }
 
+/// Every store of this deployment for one request, each built from the environment the first
+/// time the request asks for it: a request that measures two stores builds two (each build
+/// reads bindings and vars across JS).
 pub struct Stores<'a> {
-    kv: Entry<KvBinding>,
-    upstash: Entry<UpstashStore<FetchTransport>>,
-    denokv: Entry<DenoKvStore<'a, FetchTransport>>,
-    durable: Entry<DoBinding>,
-    d1: Entry<D1Binding>,
-    r2: Entry<R2Binding>,
-    cache: Entry<CacheBinding>,
-    redis: Entry<RedisStore<SocketConnector>>,
+    env: Env,
+    /// The request's URL, for the Cache API (its origin), or why there is no cache.
+    cache_for: Result<worker::Url, StoreError>,
+    deno_meta: &'a MetadataCache,
+    kv: OnceCell<Entry<KvBinding>>,
+    upstash: OnceCell<Entry<UpstashStore<FetchTransport>>>,
+    denokv: OnceCell<Entry<DenoKvStore<'a, FetchTransport>>>,
+    durable: OnceCell<Entry<DoBinding>>,
+    d1: OnceCell<Entry<D1Binding>>,
+    r2: OnceCell<Entry<R2Binding>>,
+    cache: OnceCell<Entry<CacheBinding>>,
+    redis: OnceCell<Entry<RedisStore<SocketConnector>>>,
 }
 
 impl<'a> Stores<'a> {
-    /// The stores of `env`, with `cache` (the request's, or why there is none); `deno_meta` is
-    /// the isolate's KV Connect metadata.
+    /// The stores of `env` for a request to `cache_for` (or why the cache cannot be measured);
+    /// `deno_meta` is the isolate's KV Connect metadata.
     pub fn from_env(
         env: &Env,
-        cache: Result<CacheBinding, StoreError>,
+        cache_for: Result<worker::Url, StoreError>,
         deno_meta: &'a MetadataCache,
     ) -> Self {
         Stores {
-            kv: KvBinding::from_env(env),
-            upstash: upstash_store(env),
-            denokv: deno_kv_store(env, deno_meta),
-            durable: DoBinding::from_env(env),
-            d1: D1Binding::from_env(env),
-            r2: R2Binding::from_env(env),
-            cache,
-            redis: redis_store(env),
+            env: env.clone(),
+            cache_for,
+            deno_meta,
+            kv: OnceCell::new(),
+            upstash: OnceCell::new(),
+            denokv: OnceCell::new(),
+            durable: OnceCell::new(),
+            d1: OnceCell::new(),
+            r2: OnceCell::new(),
+            cache: OnceCell::new(),
+            redis: OnceCell::new(),
         }
     }
 
-    /// The stores as the probe takes them.
-    pub fn set(&self) -> StoreSet<'_> {
+    /// Every store, built: what `GET /` lists.
+    pub fn all(&self) -> Vec<(StoreId, Result<&dyn Store, StoreError>)> {
         StoreId::ALL
             .into_iter()
-            .map(|id| (id, self.get(id)))
+            .map(|id| (id, self.store(id)))
             .collect()
-    }
-
-    fn get(&self, id: StoreId) -> Result<&dyn Store, StoreError> {
-        match id {
-            StoreId::Kv => entry(&self.kv),
-            StoreId::Upstash => entry(&self.upstash),
-            StoreId::DenoKv => entry(&self.denokv),
-            StoreId::Do => entry(&self.durable),
-            StoreId::D1 => entry(&self.d1),
-            StoreId::R2 => entry(&self.r2),
-            StoreId::Cache => entry(&self.cache),
-            StoreId::Redis => entry(&self.redis),
-        }
     }
 
     /// Releases what a request holds open (the Redis connection), after the measurement.
     pub async fn finish(&self) {
-        if let Ok(redis) = &self.redis {
+        if let Some(Ok(redis)) = self.redis.get() {
             redis.close().await;
+        }
+    }
+}
+
+impl StoreSet for Stores<'_> {
+    fn store(&self, id: StoreId) -> Result<&dyn Store, StoreError> {
+        let env = &self.env;
+        match id {
+            StoreId::Kv => entry(self.kv.get_or_init(|| KvBinding::from_env(env))),
+            StoreId::Upstash => entry(self.upstash.get_or_init(|| upstash_store(env))),
+            StoreId::DenoKv => entry(
+                self.denokv
+                    .get_or_init(|| deno_kv_store(env, self.deno_meta)),
+            ),
+            StoreId::Do => entry(self.durable.get_or_init(|| DoBinding::from_env(env))),
+            StoreId::D1 => entry(self.d1.get_or_init(|| D1Binding::from_env(env))),
+            StoreId::R2 => entry(self.r2.get_or_init(|| R2Binding::from_env(env))),
+            StoreId::Cache => entry(self.cache.get_or_init(|| match &self.cache_for {
+                Ok(url) => CacheBinding::for_request(url),
+                Err(e) => Err(e.clone()),
+            })),
+            StoreId::Redis => entry(self.redis.get_or_init(|| redis_store(env))),
         }
     }
 }

@@ -7,7 +7,7 @@ use std::cell::{Cell, RefCell};
 use kvbench_core::params::Defaults;
 use kvbench_core::{
     handle, Budget, Call, DenoKvStore, ErrorKind, Isolate, MetadataCache, RedisStore, RedisUrl,
-    Reply, Store, StoreError, StoreId, StoreSet, UpstashStore, ValueGen,
+    Reply, Store, StoreError, StoreId, StoreList, UpstashStore, ValueGen,
 };
 use kvbench_tests::{
     FakeClock, FakeTimer, Fault, MockBinding, MockDenoKv, MockKv, MockRedis, MockUpstash, Op,
@@ -118,7 +118,7 @@ impl<'a> World<'a> {
         if !upstash_configured {
             unconfigured.push(StoreId::Upstash);
         }
-        let stores: StoreSet = [
+        let stores: StoreList = [
             (StoreId::Kv, &self.kv as &dyn Store),
             (StoreId::Upstash, &upstash),
             (StoreId::DenoKv, &denokv),

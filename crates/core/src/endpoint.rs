@@ -44,7 +44,7 @@ pub struct Call<'a> {
 }
 
 /// Answers one `/test` call. Stores are touched only after auth and every parameter passed.
-pub async fn handle(call: Call<'_>, stores: &StoreSet<'_>, isolate: &Isolate<'_>) -> Reply {
+pub async fn handle(call: Call<'_>, stores: &dyn StoreSet, isolate: &Isolate<'_>) -> Reply {
     let visit = isolate.in_flight.enter();
     if let Err((status, e)) = auth::admit(call.authorization, call.token) {
         return Reply::error(status, &e);

@@ -44,7 +44,7 @@ pub use error::{ErrorKind, StoreError};
 pub use http::{HttpRequest, HttpResponse, HttpTransport};
 pub use in_flight::InFlight;
 pub use params::{Defaults, Order, ParamError, Params};
-pub use probe::{probe, Isolate, StoreSet};
+pub use probe::{probe, Isolate, StoreList, StoreSet};
 pub use redis::{Connection, Connector, RedisStore, RedisUrl};
 pub use spec::{StoreSpec, STORES};
 pub use store::{Consistency, Options, Store, StoreId};

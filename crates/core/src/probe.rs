@@ -20,8 +20,28 @@ use crate::params::{Order, Params};
 use crate::store::{Deferred, Fetched, Options, Store, StoreId};
 use crate::value::ValueGen;
 
-/// The stores of this deployment; an `Err` is a store that is not configured (and why).
-pub type StoreSet<'a> = Vec<(StoreId, Result<&'a dyn Store, StoreError>)>;
+/// The stores of this deployment, looked up by id when a request measures them (so a deployment
+/// builds only the stores a request selects); an `Err` is a store that is not configured (and
+/// why).
+pub trait StoreSet {
+    fn store(&self, id: StoreId) -> Result<&dyn Store, StoreError>;
+}
+
+/// Stores listed up front (tests, and anything that has them all at hand).
+pub type StoreList<'a> = Vec<(StoreId, Result<&'a dyn Store, StoreError>)>;
+
+impl StoreSet for StoreList<'_> {
+    fn store(&self, id: StoreId) -> Result<&dyn Store, StoreError> {
+        match self.iter().find(|(s, _)| *s == id) {
+            Some((_, Ok(store))) => Ok(*store),
+            Some((_, Err(e))) => Err(e.clone()),
+            None => Err(StoreError::new(
+                ErrorKind::NotConfigured,
+                "store not available",
+            )),
+        }
+    }
+}
 
 /// Per-isolate state the probe needs. The generator sits in a `RefCell` because one isolate may
 /// interleave several requests: it is only borrowed between awaits, never across one.
@@ -49,7 +69,7 @@ struct Measured {
 /// Runs one measurement. Never fails: every store failure is data in the answer.
 pub async fn probe(
     params: &Params,
-    stores: &StoreSet<'_>,
+    stores: &dyn StoreSet,
     isolate: &Isolate<'_>,
     visit: &crate::in_flight::Visit<'_>,
 ) -> Answer {
@@ -72,20 +92,8 @@ pub async fn probe(
         )
     };
     let options = params.options();
-    let resolved: Vec<(StoreId, Result<&dyn Store, StoreError>)> = order
-        .iter()
-        .map(|&id| {
-            let store = match stores.iter().find(|(s, _)| *s == id) {
-                Some((_, Ok(store))) => Ok(*store),
-                Some((_, Err(e))) => Err(e.clone()),
-                None => Err(StoreError::new(
-                    ErrorKind::NotConfigured,
-                    "store not available",
-                )),
-            };
-            (id, store)
-        })
-        .collect();
+    let resolved: Vec<(StoreId, Result<&dyn Store, StoreError>)> =
+        order.iter().map(|&id| (id, stores.store(id))).collect();
     // Each store's own key (its namespace + the key) and write body, made before the first span
     // (most bodies are a copy of the value).
     let store_keys: Vec<String> = resolved
