@@ -18,7 +18,8 @@ pub const ISOLATE_BUDGET_BYTES: u64 = 96 << 20;
 /// protobuf in JS, Redis's command in wasm), the hits waiting to be sized after the last span
 /// (Deno KV's answer, D1's text, an Upstash answer being checked, in JS) and the read in flight. Measured with `bench/memory.mjs` (200 simultaneous
 /// requests, all eight stores, 4–64 KiB values, one isolate; wasm memory + the heap live after
-/// a forced GC): 330–420 KiB per request in flight, under the 448 KiB (7 × 64 KiB) this counts.
+/// a forced GC): 240–290 KiB per request in flight (330–420 KiB before the value's JS copy was
+/// kept with it), under the 448 KiB (7 × 64 KiB) this counts.
 const QUARTERS_PER_STORE: u64 = 3;
 
 /// What a request with these parameters may hold at its peak, bytes.
