@@ -98,11 +98,6 @@ impl Body {
         self.len == 0
     }
 
-    /// Whether its bytes have been copied in (or were always here).
-    pub fn is_copied(&self) -> bool {
-        self.bytes.get().is_some()
-    }
-
     /// Its bytes, copied in on first use.
     pub fn bytes(&self) -> &[u8] {
         self.bytes.get_or_init(|| match &self.outside {
@@ -121,12 +116,6 @@ impl Body {
             (None, Some(body)) => body.copy_range(start, end),
             (None, None) => Vec::new(),
         }
-    }
-
-    /// Its bytes, owned.
-    pub fn into_vec(self) -> Vec<u8> {
-        let _ = self.bytes();
-        self.bytes.into_inner().unwrap_or_default()
     }
 }
 

@@ -41,10 +41,6 @@ impl<T: HttpTransport> UpstashStore<T> {
 
     /// The request for one command, exactly as sent.
     pub fn request(&self, command: &Value) -> HttpRequest {
-        self.request_with_body(command.to_string().into_bytes())
-    }
-
-    fn request_with_body(&self, body: Vec<u8>) -> HttpRequest {
         HttpRequest {
             method: "POST",
             url: self.url.clone(),
@@ -52,7 +48,7 @@ impl<T: HttpTransport> UpstashStore<T> {
                 ("Authorization".into(), format!("Bearer {}", self.token)),
                 ("Content-Type".into(), "application/json".into()),
             ],
-            body,
+            body: command.to_string().into_bytes(),
             prepared: None,
         }
     }
