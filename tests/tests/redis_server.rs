@@ -127,8 +127,20 @@ impl Connection for TcpConn {
     }
 }
 
+/// The tests of this file run one at a time: each picks a free port and then starts its server,
+/// so two at once can pick the same port, and one test's "no server" step would stop the server
+/// the other is talking to (seen once: "connect + AUTH" failed under load).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[test]
 fn reads_and_writes_against_a_real_redis_server() {
+    let _one = one_at_a_time();
     let server = Server::start();
     let store = RedisStore::new(server.url(PASSWORD), Tcp);
     assert_eq!(block_on(store.connect()), Ok(true), "connect + AUTH");
@@ -177,6 +189,7 @@ fn reads_and_writes_against_a_real_redis_server() {
 
 #[test]
 fn a_wrong_password_or_no_server_fails_the_setup() {
+    let _one = one_at_a_time();
     let server = Server::start();
     let wrong = RedisStore::new(server.url("not-the-password"), Tcp);
     let e = block_on(wrong.connect()).unwrap_err();
