@@ -258,6 +258,20 @@ const MIB: usize = 1 << 20;
 /// What a call may allocate in wasm without having copied a 1 MiB value: its bookkeeping.
 const NO_COPY: usize = 64 * 1024;
 
+/// The binding stores (`kv`, `do`, `d1`, `r2`, `cache`), by name; the cache on `origin`.
+fn bindings(origin: &worker::Url) -> Vec<(&'static str, Box<dyn Store>)> {
+    vec![
+        ("kv", Box::new(KvBinding::from_env(&env()).unwrap())),
+        ("do", Box::new(DoBinding::from_env(&env()).unwrap())),
+        ("d1", Box::new(D1Binding::from_env(&env()).unwrap())),
+        ("r2", Box::new(R2Binding::from_env(&env()).unwrap())),
+        (
+            "cache",
+            Box::new(CacheBinding::for_request(origin).unwrap()),
+        ),
+    ]
+}
+
 /// The README's "what remains inside a span", shown where the copies happen: a read inside its
 /// span (`get`, up to the hit/miss decision) copies no 1 MiB value into wasm for `kv`, `do`, `d1`,
 /// `r2` and `cache` — sizing a hit is a JS `byteLength`, or deferred until every span is over
@@ -267,16 +281,7 @@ const NO_COPY: usize = 64 * 1024;
 #[wasm_bindgen_test]
 async fn reads_copy_no_value_into_wasm_inside_their_span() {
     let origin = worker::Url::parse("https://kvbench.example.com/test").unwrap();
-    let stores: Vec<(&str, Box<dyn Store>)> = vec![
-        ("kv", Box::new(KvBinding::from_env(&env()).unwrap())),
-        ("do", Box::new(DoBinding::from_env(&env()).unwrap())),
-        ("d1", Box::new(D1Binding::from_env(&env()).unwrap())),
-        ("r2", Box::new(R2Binding::from_env(&env()).unwrap())),
-        (
-            "cache",
-            Box::new(CacheBinding::for_request(&origin).unwrap()),
-        ),
-    ];
+    let stores = bindings(&origin);
     for (name, store) in &stores {
         let key = unique_key(&format!("copy-{name}"));
         write(store.as_ref(), &key, &value(MIB), 60)
@@ -367,16 +372,7 @@ async fn writes_copy_no_value_out_of_wasm_inside_their_span() {
     // The copy into JS happens in encode_put (before the first span): put allocates nothing of
     // the value, and the prepared JS objects hold it.
     let origin = worker::Url::parse("https://kvbench.example.com/test").unwrap();
-    let stores: Vec<(&str, Box<dyn Store>)> = vec![
-        ("kv", Box::new(KvBinding::from_env(&env()).unwrap())),
-        ("do", Box::new(DoBinding::from_env(&env()).unwrap())),
-        ("d1", Box::new(D1Binding::from_env(&env()).unwrap())),
-        ("r2", Box::new(R2Binding::from_env(&env()).unwrap())),
-        (
-            "cache",
-            Box::new(CacheBinding::for_request(&origin).unwrap()),
-        ),
-    ];
+    let stores = bindings(&origin);
     for (name, store) in &stores {
         let key = unique_key(&format!("copy-put-{name}"));
         let v = value(MIB);
