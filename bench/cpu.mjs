@@ -3,7 +3,7 @@
 // redis-server and Upstash-REST gateway, each worker in its own Miniflare (alternating rounds, so
 // drift hits both), driven closed-loop by CONCURRENCY keep-alive loops for SECONDS each. CPU is
 // workerd's utime + stime from /proc, per request answered; the table prints each set's floor
-// and ours, and ours as a ratio to its floor.
+// and ours, and ours as a ratio to its floor (the median of the rounds' ratios).
 // Usage: node bench/cpu.mjs [--seconds 10] [--concurrency 8] [--rounds 3]
 //        [--sets "kv,upstash;kv;upstash;redis;do;d1;r2;cache"]  (each set: the stores of one row;
 //        a set may end in "@100" for 100-byte values instead of 4–64 KiB)
@@ -16,6 +16,7 @@ import { Miniflare } from "miniflare";
 import { ROOT, workerOptions } from "../scripts/worker-options.mjs";
 import { childPids, startGateway, startRedis, stop } from "../tests/e2e/procs.mjs";
 import { applyMigrations } from "../scripts/worker-options.mjs";
+import { floorOptions as floorOptions_ } from "./floor.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -102,16 +103,7 @@ const vars = {
   UPSTASH_REDIS_REST_TOKEN: TOKEN,
   REDIS_URL: `redis://127.0.0.1:${redis.port}`,
 };
-const floorOptions = {
-  modules: true,
-  scriptPath: path.join(ROOT, "bench/floor-worker.js"),
-  compatibilityDate: "2026-04-01",
-  kvNamespaces: ["BENCH_KV"],
-  d1Databases: ["BENCH_D1"],
-  r2Buckets: ["BENCH_R2"],
-  durableObjects: { FLOOR_DO: { className: "FloorObject", useSQLite: true } },
-  bindings: vars,
-};
+const floorOptions = floorOptions_(vars);
 const variants = [];
 for (const set of values.sets.split(";").filter(Boolean)) {
   const [stores, bytes] = set.split("@");
@@ -133,15 +125,18 @@ try {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 console.log(`\n${CONCURRENCY} concurrent closed-loop requests, ${SECONDS} s x ${ROUNDS} rounds (medians), workerd CPU per request:\n`);
 console.log(`${"worker".padEnd(44)} ${"req/s".padStart(8)} ${"CPU ms/req".padStart(11)} ${"x floor CPU".padStart(12)} ${"x floor req/s".padStart(14)} ${"failed".padStart(7)}`);
+// A ratio is the median of each round's ratio (ours over the floor measured just before it), so
+// the machine's drift between rounds cancels out.
 let floor = null;
 for (const [i, v] of variants.entries()) {
   const rps = median(results[i].map((r) => r.rps));
   const cpu = median(results[i].map((r) => r.cpuMs));
   const failed = results[i].reduce((a, r) => a + r.failed, 0);
-  if (v.floor) floor = { rps, cpu };
-  const ratio = (x, f) => (v.floor || !floor ? "" : (x / f).toFixed(2));
+  if (v.floor) floor = results[i];
+  const ratio = (field) =>
+    v.floor || !floor ? "" : median(results[i].map((r, round) => r[field] / floor[round][field])).toFixed(2);
   console.log(
-    `${v.name.padEnd(44)} ${rps.toFixed(0).padStart(8)} ${cpu.toFixed(3).padStart(11)} ${ratio(cpu, floor?.cpu).padStart(12)} ${ratio(rps, floor?.rps).padStart(14)} ${String(failed).padStart(7)}`,
+    `${v.name.padEnd(44)} ${rps.toFixed(0).padStart(8)} ${cpu.toFixed(3).padStart(11)} ${ratio("cpuMs").padStart(12)} ${ratio("rps").padStart(14)} ${String(failed).padStart(7)}`,
   );
   if (!v.floor) floor = null;
 }

@@ -3,9 +3,11 @@
 // function names for readable wasm frames: KVBENCH_WASM_NAMES=1 npm run build.
 // Usage: node bench/profile.mjs [--seconds 8] [--query stores=kv,upstash] [--top 30]
 //        [--callers TEXT]  (also: the call paths of the functions whose name contains TEXT)
+//        [--floor]  (the floor worker, bench/floor-worker.js, with the same query, instead)
 import { parseArgs } from "node:util";
 import { Miniflare } from "miniflare";
-import { workerOptions } from "../scripts/worker-options.mjs";
+import { applyMigrations, workerOptions } from "../scripts/worker-options.mjs";
+import { floorOptions } from "./floor.mjs";
 import { inspect } from "./inspector.mjs";
 import { freePort } from "../scripts/net.mjs";
 import { startGateway, startRedis, stop } from "../tests/e2e/procs.mjs";
@@ -16,14 +18,20 @@ const { values } = parseArgs({
     query: { type: "string", default: "stores=kv,upstash" },
     top: { type: "string", default: "30" },
     callers: { type: "string" },
+    floor: { type: "boolean", default: false },
   },
 });
 const redis = await startRedis();
 const TOKEN = `bench-profile-${process.pid}`;
 const gateway = await startGateway(redis.port, TOKEN);
 const inspectorPort = await freePort();
+const vars = {
+  UPSTASH_REDIS_REST_URL: gateway.url,
+  UPSTASH_REDIS_REST_TOKEN: TOKEN,
+  REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+};
 const mf = new Miniflare({
-  ...workerOptions({ UPSTASH_REDIS_REST_URL: gateway.url, UPSTASH_REDIS_REST_TOKEN: TOKEN }),
+  ...(values.floor ? floorOptions(vars) : workerOptions(vars)),
   host: "127.0.0.1",
   port: 0,
   inspectorPort,
@@ -32,8 +40,9 @@ const mf = new Miniflare({
 });
 try {
   await mf.ready;
+  await applyMigrations(mf);
   const base = (await mf.unsafeGetDirectURL()).toString().replace(/\/$/, "");
-  const url = `${base}/test?${values.query}`;
+  const url = `${base}${values.floor ? "/" : "/test"}?${values.query}`;
   const { send, close } = await inspect(inspectorPort);
   const drive = async (seconds) => {
     const until = Date.now() + seconds * 1000;
