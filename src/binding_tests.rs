@@ -86,9 +86,9 @@ fn missing_bindings_are_not_configured() {
         kind(crate::bindings::upstash_store(&empty)),
         ErrorKind::NotConfigured
     );
-    let workers_dev = worker::Url::parse("https://kvbench.someone.workers.dev/test").unwrap();
+    let workers_dev = "https://kvbench.someone.workers.dev/test";
     assert_eq!(
-        kind(CacheBinding::for_request(&workers_dev)),
+        kind(CacheBinding::for_request(workers_dev)),
         ErrorKind::NotConfigured
     );
 }
@@ -190,8 +190,8 @@ async fn r2_miss_put_hit_and_expiry_metadata() {
 
 #[wasm_bindgen_test]
 async fn cache_miss_put_hit_and_max_age() {
-    let origin = worker::Url::parse("https://kvbench.example.com/test").unwrap();
-    let store = CacheBinding::for_request(&origin).expect("cache on a custom domain");
+    let store = CacheBinding::for_request("https://kvbench.example.com/test")
+        .expect("cache on a custom domain");
     miss_put_hit(&store, "cache", &SIZES).await;
     let key = unique_key("cache-ttl");
     write(&store, &key, &value(64), 45).await.expect("write");
@@ -267,7 +267,7 @@ fn bindings(origin: &worker::Url) -> Vec<(&'static str, Box<dyn Store>)> {
         ("r2", Box::new(R2Binding::from_env(&env()).unwrap())),
         (
             "cache",
-            Box::new(CacheBinding::for_request(origin).unwrap()),
+            Box::new(CacheBinding::for_request(origin.as_str()).unwrap()),
         ),
     ]
 }
@@ -418,7 +418,7 @@ async fn one_js_copy_of_the_value_serves_every_write() {
     ];
     let keys = [unique_key("shared-1"), unique_key("shared-2")];
     for key in &keys {
-        let stores = crate::stores::Stores::from_env(&env(), Ok(origin.clone()), &meta);
+        let stores = crate::stores::Stores::from_env(&env(), Ok(origin.as_str()), &meta);
         for id in ids {
             let store = kvbench_core::StoreSet::store(&stores, id).unwrap();
             let store_key = id.spec().store_key(key);

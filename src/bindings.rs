@@ -6,19 +6,48 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use kvbench_core::http::{Body, OutsideBody, Prepared};
+use kvbench_core::params::ParamError;
 use kvbench_core::spec::env::{
     BENCH_KV as KV_BINDING, DENO_KV_ACCESS_TOKEN, DENO_KV_URL,
     UPSTASH_REDIS_REST_TOKEN as UPSTASH_TOKEN, UPSTASH_REDIS_REST_URL as UPSTASH_URL,
 };
 use kvbench_core::store::{Deferred, Fetched, Options};
 use kvbench_core::{
-    Clock, DenoKvStore, ErrorKind, HttpRequest, HttpResponse, HttpTransport, MetadataCache, Store,
-    StoreError, Timer, UpstashStore, Value, ValueGen,
+    Clock, Defaults, DenoKvStore, ErrorKind, HttpRequest, HttpResponse, HttpTransport,
+    MetadataCache, Store, StoreError, Timer, UpstashStore, Value, ValueGen,
 };
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::js_strings::name;
-use worker::{AbortController, Delay, Env, Fetch, Request, Response};
+use worker::{AbortController, Delay, Env, Response};
+
+/// What is read of one environment object: each var or secret by name, and the defaults.
+struct EnvRead {
+    of: JsValue,
+    values: std::collections::HashMap<String, Option<String>>,
+    defaults: Option<Result<Defaults, ParamError>>,
+}
+
+thread_local! {
+    static READ: std::cell::RefCell<Option<EnvRead>> = const { std::cell::RefCell::new(None) };
+}
+
+/// `f` on what is read of `env`, started afresh when `env` is another object than last time.
+fn env_read<R>(env: &Env, f: impl FnOnce(&mut EnvRead) -> R) -> R {
+    let env_object: &JsValue = env.as_ref();
+    READ.with(|read| {
+        let mut read = read.borrow_mut();
+        let read = match &mut *read {
+            Some(r) if js_sys::Object::is(&r.of, env_object) => r,
+            other => other.insert(EnvRead {
+                of: env_object.clone(),
+                values: Default::default(),
+                defaults: None,
+            }),
+        };
+        f(read)
+    })
+}
 
 /// A var or secret exactly as stored, `None` when it is not set.
 ///
@@ -26,30 +55,27 @@ use worker::{AbortController, Delay, Env, Fetch, Request, Response};
 /// running isolate (changing one deploys a new version, in new isolates), and reading one is two
 /// lookups across JS with its name and value as strings — a request reads some twenty.
 pub fn env_raw(env: &Env, name: &str) -> Option<String> {
-    /// The environment read from, and what each name read as.
-    type Read = Option<(JsValue, std::collections::HashMap<String, Option<String>>)>;
-    thread_local! {
-        static READ: std::cell::RefCell<Read> = const { std::cell::RefCell::new(None) };
+    if let Some(value) = env_read(env, |r| r.values.get(name).cloned()) {
+        return value;
     }
-    let env_object: &JsValue = env.as_ref();
-    READ.with(|read| {
-        let mut read = read.borrow_mut();
-        let fresh = !matches!(&*read, Some((of, _)) if js_sys::Object::is(of, env_object));
-        if fresh {
-            *read = Some((env_object.clone(), Default::default()));
-        }
-        let (_, values) = read.as_mut()?;
-        if let Some(value) = values.get(name) {
-            return value.clone();
-        }
-        let value = env
-            .secret(name)
-            .map(|s| s.to_string())
-            .or_else(|_| env.var(name).map(|v| v.to_string()))
-            .ok();
-        values.insert(name.to_string(), value.clone());
-        value
-    })
+    let value = env
+        .secret(name)
+        .map(|s| s.to_string())
+        .or_else(|_| env.var(name).map(|v| v.to_string()))
+        .ok();
+    env_read(env, |r| r.values.insert(name.to_string(), value.clone()));
+    value
+}
+
+/// The deployment's defaults (`[vars]`, `Defaults::from_vars`), parsed once per isolate and
+/// environment like the vars themselves.
+pub fn defaults(env: &Env) -> Result<Defaults, ParamError> {
+    if let Some(defaults) = env_read(env, |r| r.defaults.clone()) {
+        return defaults;
+    }
+    let defaults = Defaults::from_vars(|name| env_text(env, name));
+    env_read(env, |r| r.defaults = Some(defaults.clone()));
+    defaults
 }
 
 /// A var or secret as text, trimmed (a secret saved with a trailing newline or space works);
@@ -61,9 +87,8 @@ pub fn env_text(env: &Env, name: &str) -> Option<String> {
 }
 
 /// `request.cf.colo`, read defensively: locally there is no `cf`, and the SDK's getter panics then.
-pub fn colo(req: &Request) -> String {
-    let inner = req.inner();
-    js_sys::Reflect::get(inner, &name("cf"))
+pub fn colo(req: &worker::web_sys::Request) -> String {
+    js_sys::Reflect::get(req, &name("cf"))
         .ok()
         .filter(|cf| cf.is_object())
         .and_then(|cf| js_sys::Reflect::get(&cf, &name("colo")).ok())
@@ -84,53 +109,96 @@ pub fn seeded_gen() -> ValueGen {
     ValueGen::from_seed(seed)
 }
 
-/// The `kv` store: the SDK's `KvStore` for writes, and the namespace object itself for reads,
-/// which ask for an `ArrayBuffer` and only read its length — the SDK's `.bytes()` would copy the
-/// value into wasm after the read's I/O, CPU that a deployed clock counts in the next store's span.
+/// The `kv` store: the namespace object itself, called directly. Reads ask for an
+/// `ArrayBuffer` and only read its length — the SDK's `.bytes()` would copy the value into wasm
+/// after the read's I/O, CPU that a deployed clock counts in the next store's span.
 pub struct KvBinding {
-    namespace: JsValue,
+    namespace: KvNamespace,
     /// The write's value as a JS copy, taken before the first span (`encode_put`).
     write: crate::stores::Prepared<js_sys::Uint8Array>,
 }
 
+#[wasm_bindgen::prelude::wasm_bindgen]
+extern "C" {
+    /// A KV namespace binding, as the runtime passes it in the environment.
+    type KvNamespace;
+
+    /// `namespace.get(key, options)`.
+    #[wasm_bindgen(method, catch)]
+    fn get(this: &KvNamespace, key: &str, options: &JsValue) -> Result<js_sys::Promise, JsValue>;
+
+    /// `namespace.put(key, value, options)`.
+    #[wasm_bindgen(method, catch)]
+    fn put(
+        this: &KvNamespace,
+        key: &str,
+        value: &js_sys::Uint8Array,
+        options: &JsValue,
+    ) -> Result<js_sys::Promise, JsValue>;
+}
+
 impl KvBinding {
     pub fn from_env(env: &Env) -> Result<Self, StoreError> {
-        // The SDK's check that the binding is a KV namespace.
-        env.kv(KV_BINDING)
-            .map_err(|_| missing_binding("KV namespace", KV_BINDING))?;
-        let namespace = js_sys::Reflect::get(env, &KV_BINDING.into())
-            .map_err(|_| missing_binding("KV namespace", KV_BINDING))?;
+        let namespace = js_sys::Reflect::get(env, &name(KV_BINDING))
+            .ok()
+            .filter(JsValue::is_object)
+            .ok_or_else(|| missing_binding("KV namespace", KV_BINDING))?;
         Ok(KvBinding {
-            namespace,
+            namespace: namespace.unchecked_into(),
             write: Default::default(),
         })
     }
 
-    fn method(&self, method: &'static str) -> Result<js_sys::Function, StoreError> {
-        js_sys::Reflect::get(&self.namespace, &name(method))
-            .and_then(|f| f.dyn_into())
-            .map_err(|_| runtime(format!("the KV binding has no {method}()")))
-    }
-
-    async fn call(&self, promise: Result<JsValue, JsValue>) -> Result<JsValue, StoreError> {
+    async fn call(promise: Result<js_sys::Promise, JsValue>) -> Result<JsValue, StoreError> {
         let promise = promise.map_err(|e| kv_error(js_text(&e)))?;
-        worker::wasm_bindgen_futures::JsFuture::from(js_sys::Promise::from(promise))
+        worker::wasm_bindgen_futures::JsFuture::from(promise)
             .await
             .map_err(|e| kv_error(js_text(&e)))
     }
 
     /// `namespace.get(key, { type: "arrayBuffer", cacheTtl })`.
     async fn get_buffer(&self, key: &str, options: &Options) -> Result<JsValue, StoreError> {
-        let get = self.method("get")?;
-        let opts = js_sys::Object::new();
-        let set = |k: &'static str, v: JsValue| js_sys::Reflect::set(&opts, &name(k), &v);
-        set("type", name("arrayBuffer")).map_err(|e| runtime(js_text(&e)))?;
-        if let Some(ttl) = options.cache_ttl_s {
-            set("cacheTtl", f64::from(ttl).into()).map_err(|e| runtime(js_text(&e)))?;
-        }
-        self.call(get.call2(&self.namespace, &key.into(), &opts))
-            .await
+        let opts = kv_options(
+            || {
+                let mut opts = vec![("type", name("arrayBuffer"))];
+                if let Some(ttl) = options.cache_ttl_s {
+                    opts.push(("cacheTtl", f64::from(ttl).into()));
+                }
+                opts
+            },
+            ("get", options.cache_ttl_s.unwrap_or(0)),
+        )?;
+        Self::call(self.namespace.get(key, &opts)).await
     }
+}
+
+/// The options object of a KV call, made once per isolate for each call and number (`get` and
+/// its `cacheTtl`, `put` and its `expirationTtl`): the runtime reads it and keeps nothing of it.
+fn kv_options(
+    entries: impl FnOnce() -> Vec<(&'static str, JsValue)>,
+    of: (&'static str, u32),
+) -> Result<JsValue, StoreError> {
+    thread_local! {
+        static MADE: std::cell::RefCell<Vec<((&'static str, u32), JsValue)>> =
+            const { std::cell::RefCell::new(Vec::new()) };
+    }
+    MADE.with(|made| {
+        let mut made = made.borrow_mut();
+        if let Some((_, opts)) = made.iter().find(|(k, _)| *k == of) {
+            return Ok(opts.clone());
+        }
+        let opts = js_sys::Object::new();
+        for (k, v) in entries() {
+            js_sys::Reflect::set(&opts, &name(k), &v).map_err(|e| runtime(js_text(&e)))?;
+        }
+        let opts: JsValue = opts.into();
+        // A handful in practice (one per TTL in use); bounded all the same.
+        if made.len() == 16 {
+            made.remove(0);
+        }
+        made.push((of, opts.clone()));
+        Ok(opts)
+    })
 }
 
 pub fn runtime(e: impl std::fmt::Display) -> StoreError {
@@ -207,11 +275,11 @@ impl Store for KvBinding {
         let bytes = self
             .write
             .take_or(|| Ok::<_, StoreError>(js_sys::Uint8Array::from(value)))?;
-        let opts = js_sys::Object::new();
-        js_sys::Reflect::set(&opts, &name("expirationTtl"), &f64::from(ttl_s).into())
-            .map_err(|e| runtime(js_text(&e)))?;
-        let put = self.method("put")?;
-        self.call(put.call3(&self.namespace, &key.into(), &bytes, &opts))
+        let opts = kv_options(
+            || vec![("expirationTtl", f64::from(ttl_s).into())],
+            ("put", ttl_s),
+        )?;
+        Self::call(self.namespace.put(key, &bytes, &opts))
             .await
             .map(|_| ())
     }
@@ -255,6 +323,13 @@ impl Drop for AbortOnDrop {
     }
 }
 
+#[wasm_bindgen::prelude::wasm_bindgen]
+extern "C" {
+    /// The global `fetch(input, init)`.
+    #[wasm_bindgen(js_name = fetch)]
+    fn global_fetch(input: &str, init: &worker::web_sys::RequestInit) -> js_sys::Promise;
+}
+
 pub struct FetchTransport;
 
 #[async_trait(?Send)]
@@ -273,22 +348,22 @@ impl HttpTransport for FetchTransport {
             Some(body) => init.set_body(body),
             None => init.set_body(&js_sys::Uint8Array::from(request.body.as_slice())),
         }
-        let req = worker::web_sys::Request::new_with_str_and_init(&request.url, &init)
-            .map(Request::from)
-            .map_err(|e| runtime(js_text(&e)))?;
         let controller = AbortController::default();
-        let signal = controller.signal();
+        init.set_signal(Some(&controller.signal()));
         let mut guard = AbortOnDrop(Some(controller));
-        let response = Fetch::Request(req)
-            .send_with_signal(&signal)
-            .await
-            .map_err(runtime)?;
-        let status = response.status_code();
+        // `fetch(url, init)` itself, not `fetch(new Request(url, init))`: the runtime builds the
+        // request once, where a `Request` object passed in is built and then copied (~50 µs of
+        // workerd CPU per call, profiled).
+        let response =
+            worker::wasm_bindgen_futures::JsFuture::from(global_fetch(&request.url, &init))
+                .await
+                .map_err(|e| runtime(js_text(&e)))?;
+        let web: worker::web_sys::Response = response.unchecked_into();
+        let status = web.status();
         // The body in one piece (`arrayBuffer()`): the SDK's `.bytes()` reads a stream body chunk
         // by chunk across JS and wasm (a reader, a lock, a microtask per chunk), which profiled at
         // ~0.4 ms of workerd CPU per Upstash request. It stays a JS `ArrayBuffer` until the store
         // asks for its bytes (`http::Body`): a large hit's after every span of the request.
-        let web: worker::web_sys::Response = response.into();
         let buffer = web.array_buffer().map_err(|e| runtime(js_text(&e)))?;
         let buffer = worker::wasm_bindgen_futures::JsFuture::from(buffer)
             .await

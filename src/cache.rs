@@ -21,7 +21,10 @@ pub struct CacheBinding {
 
 impl CacheBinding {
     /// The default cache for a request to `url`, unless the Cache API does nothing there.
-    pub fn for_request(url: &worker::Url) -> Result<Self, StoreError> {
+    pub fn for_request(url: &str) -> Result<Self, StoreError> {
+        let url = worker::Url::parse(url).map_err(|e| {
+            StoreError::new(ErrorKind::NotConfigured, format!("the request URL: {e}"))
+        })?;
         if let Some(why) = cache::unavailable(url.host_str().unwrap_or("")) {
             return Err(StoreError::new(ErrorKind::NotConfigured, why));
         }

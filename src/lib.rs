@@ -31,15 +31,13 @@ use std::cell::{Cell, RefCell};
 
 use kvbench_core::budget::ISOLATE_BUDGET_BYTES;
 use kvbench_core::probes::{Kept, RUN_HEADER};
-use kvbench_core::{
-    handle, Budget, Call, Clock, Defaults, InFlight, Isolate, MetadataCache, ValueGen,
-};
+use kvbench_core::{handle, Budget, Call, Clock, InFlight, Isolate, MetadataCache, ValueGen};
 use worker::{
-    event, Context, Env, Method, Request, Response, Result, RouteContext, Router, ScheduleContext,
+    event, Context, Env, Request, Response, Result, RouteContext, Router, ScheduleContext,
     ScheduledEvent,
 };
 
-use crate::bindings::{colo, env_raw, env_text, JsClock, JsTimer};
+use crate::bindings::{colo, env_raw, JsClock, JsTimer};
 use crate::stores::Stores;
 
 pub use crate::durable::BenchObject;
@@ -60,28 +58,30 @@ thread_local! {
 }
 
 #[event(fetch)]
-async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
+async fn fetch(
+    req: worker::web_sys::Request,
+    env: Env,
+    ctx: Context,
+) -> Result<worker::web_sys::Response> {
     REQUESTS.with(|r| r.set(r.get() + 1));
-    let head = req.method() == Method::Head;
-    let path = req.path();
-    // The measured route first, without building the router (~20 routes' worth of matching
-    // and handler boxes per request): its CPU is every answer's noise floor.
-    if path == "/test" && (head || req.method() == Method::Get) {
-        let response = test(req, &env, &ctx).await?;
-        return if head {
-            respond::without_body(response)
-        } else {
-            Ok(response)
-        };
+    let method = req.method();
+    let head = method == "HEAD";
+    // The measured route first, on the runtime's own request and response objects: no router
+    // (~20 routes' worth of matching and handler boxes), no SDK request (its method, path,
+    // headers and `cf` read across JS up front) and no SDK response (rebuilt as a second JS
+    // `Response` on the way out). Its CPU is every answer's noise floor.
+    let url = req.url();
+    if path_of(&url) == "/test" && (head || method == "GET") {
+        return test(&req, &url, &env, &ctx, head).await;
     }
+    let req = Request::from(req);
+    let path = req.path();
     // HEAD is GET without the body (RFC 9110): same handlers, same status and headers.
     let response = Router::with_data(std::rc::Rc::new(ctx))
         .get_async("/", handle_index)
         .head_async("/", handle_index)
         .get("/healthz", |_, _| respond::text("ok"))
         .head("/healthz", |_, _| respond::text("ok"))
-        .get_async("/test", handle_test)
-        .head_async("/test", handle_test)
         .get_async("/probes", probe_routes::list)
         .post_async("/probes/start", |req, ctx| {
             probe_routes::control(req, ctx, "start")
@@ -94,13 +94,29 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
         .get_async("/report", probe_routes::report)
         .run(req, env)
         .await?;
-    if response.status_code() == 405 {
-        return respond::method_not_allowed(&path);
-    }
-    if head {
-        return respond::without_body(response);
-    }
-    Ok(response)
+    let response = if response.status_code() == 405 || path == "/test" {
+        respond::method_not_allowed(&path)?
+    } else if head {
+        respond::without_body(response)?
+    } else {
+        response
+    };
+    Ok(response.into())
+}
+
+/// The path of a request URL as the runtime serializes it (`scheme://host[:port]/path?query`):
+/// from the first `/` after the host up to the query.
+fn path_of(url: &str) -> &str {
+    let after_scheme = url.find("://").map_or(0, |i| i + 3);
+    let rest = url.get(after_scheme..).unwrap_or("");
+    let path = rest.find('/').and_then(|i| rest.get(i..)).unwrap_or("/");
+    path.split(['?', '#']).next().unwrap_or(path)
+}
+
+/// The query of a request URL, without its `?` (empty when there is none).
+fn query_of(url: &str) -> &str {
+    let url = url.split('#').next().unwrap_or(url);
+    url.split_once('?').map_or("", |(_, q)| q)
 }
 
 /// The Cron Trigger: keeps the probes alive (re-arms any whose alarm chain died).
@@ -109,32 +125,34 @@ async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
     probe_routes::tick(&env).await;
 }
 
-async fn handle_test(req: Request, ctx: RouteContext<Data>) -> Result<Response> {
-    test(req, &ctx.env, &ctx.data).await
-}
-
-/// `GET /test`: one measurement (`kvbench_core::handle`).
-async fn test(req: Request, env: &Env, ctx: &Context) -> Result<Response> {
-    let url = req.url()?;
-    let query = url.query().unwrap_or("");
-    let authorization = req.headers().get("Authorization").ok().flatten();
-    let run_header = req.headers().get(RUN_HEADER).ok().flatten();
+/// `GET /test`: one measurement (`kvbench_core::handle`); `head` answers it without the body.
+async fn test(
+    req: &worker::web_sys::Request,
+    url: &str,
+    env: &Env,
+    ctx: &Context,
+    head: bool,
+) -> Result<worker::web_sys::Response> {
+    let query = query_of(url);
+    let headers = req.headers();
+    let authorization = headers.get("Authorization").ok().flatten();
+    let run_header = headers.get(RUN_HEADER).ok().flatten();
     let token = env_raw(env, kvbench_core::auth::TOKEN_VAR);
     let call = Call {
         query,
         authorization: authorization.as_deref(),
         token: token.as_deref(),
-        defaults: Defaults::from_vars(|name| env_text(env, name)),
+        defaults: crate::bindings::defaults(env),
         run_header: run_header.as_deref(),
     };
     let started_ms = JsClock.now_ms();
-    let stores = Stores::from_env(env, Ok(url.clone()), DENO_KV_META.with(|m| *m));
+    let stores = Stores::from_env(env, Ok(url), DENO_KV_META.with(|m| *m));
     let isolate = Isolate {
         gen: GEN.with(|g| *g),
         clock: &JsClock,
         timer: &JsTimer,
         requests: REQUESTS.with(Cell::get),
-        colo: colo(&req),
+        colo: colo(req),
         budget: BUDGET.with(|b| *b),
         in_flight: IN_FLIGHT.with(|f| *f),
     };
@@ -148,7 +166,7 @@ async fn test(req: Request, env: &Env, ctx: &Context) -> Result<Response> {
         503 => &[("Retry-After", "1")],
         _ => &[],
     };
-    respond::json_with(reply.status, &reply.body, extra)
+    respond::json_raw(reply.status, (!head).then_some(reply.body.as_str()), extra)
 }
 
 /// Keeps a `/test` answer under its run id after the response is sent (`waitUntil`): no span
@@ -182,8 +200,9 @@ fn keep_run_answer(env: &Env, ctx: &Context, run: &str, started_ms: f64, body: &
 
 async fn handle_index(req: Request, ctx: RouteContext<Data>) -> Result<Response> {
     let env = &ctx.env;
-    let defaults = Defaults::from_vars(|name| env_text(env, name));
-    let stores = Stores::from_env(env, Ok(req.url()?), DENO_KV_META.with(|m| *m));
+    let defaults = crate::bindings::defaults(env);
+    let url = req.url()?;
+    let stores = Stores::from_env(env, Ok(url.as_str()), DENO_KV_META.with(|m| *m));
     let configured: Vec<_> = stores
         .all()
         .into_iter()

@@ -12,7 +12,7 @@ use kvbench_core::budget::ISOLATE_BUDGET_BYTES;
 use kvbench_core::durable::LocationHint;
 use kvbench_core::probes::{self, Kept, ProbeConfig, Window, PAGE_LINES};
 use kvbench_core::spec::env::PROBES;
-use kvbench_core::{handle, Budget, Call, Clock, Defaults, ErrorKind, Isolate, MetadataCache};
+use kvbench_core::{handle, Budget, Call, Clock, ErrorKind, Isolate, MetadataCache};
 use kvbench_core::{StoreError, ValueGen};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
@@ -368,7 +368,7 @@ impl ProbeObject {
             query: "",
             authorization: None,
             token: None,
-            defaults: Defaults::from_vars(|name| env_text(env, name)),
+            defaults: crate::bindings::defaults(env),
             run_header: None,
         };
         let reply = handle(call, &stores, &isolate).await;

@@ -14,6 +14,16 @@ pub fn json(status: u16, body: &str) -> Result<Response> {
 /// `js_strings::headers`) instead of the SDK's, which copies the body into wasm bytes and each
 /// header across on its own.
 pub fn json_with(status: u16, body: &str, extra: &[(&str, &str)]) -> Result<Response> {
+    json_raw(status, Some(body), extra).map(Response::from)
+}
+
+/// [`json_with`] as the runtime's own `Response` (what `/test` answers); `None` for a HEAD
+/// answer: the same status and headers, no body.
+pub fn json_raw(
+    status: u16,
+    body: Option<&str>,
+    extra: &[(&str, &str)],
+) -> Result<worker::web_sys::Response> {
     let mut pairs = vec![
         ("Content-Type".to_string(), "application/json".to_string()),
         ("Cache-Control".to_string(), "no-store".to_string()),
@@ -23,9 +33,7 @@ pub fn json_with(status: u16, body: &str, extra: &[(&str, &str)]) -> Result<Resp
     let init = worker::web_sys::ResponseInit::new();
     init.set_status(status);
     init.set_headers(&headers);
-    let response = worker::web_sys::Response::new_with_opt_str_and_init(Some(body), &init)
-        .map_err(worker::Error::from)?;
-    Ok(Response::from(response))
+    worker::web_sys::Response::new_with_opt_str_and_init(body, &init).map_err(worker::Error::from)
 }
 
 pub fn text(body: &str) -> Result<Response> {

@@ -82,8 +82,9 @@ impl JsCopy {
 /// reads bindings and vars across JS).
 pub struct Stores<'a> {
     env: Env,
-    /// The request's URL, for the Cache API (its origin), or why there is no cache.
-    cache_for: Result<worker::Url, StoreError>,
+    /// The request's URL, for the Cache API (its origin; parsed only when the cache is used),
+    /// or why there is no cache.
+    cache_for: Result<&'a str, StoreError>,
     deno_meta: &'a MetadataCache,
     kv: OnceCell<Entry<KvBinding>>,
     upstash: OnceCell<Entry<UpstashStore<FetchTransport>>>,
@@ -100,7 +101,7 @@ impl<'a> Stores<'a> {
     /// `deno_meta` is the isolate's KV Connect metadata.
     pub fn from_env(
         env: &Env,
-        cache_for: Result<worker::Url, StoreError>,
+        cache_for: Result<&'a str, StoreError>,
         deno_meta: &'a MetadataCache,
     ) -> Self {
         Stores {

@@ -118,7 +118,7 @@ fn index_describes_config_without_secrets() {
 
 #[wasm_bindgen_test]
 fn colo_is_local_without_cf() {
-    let req = worker::Request::new("https://example.com/test", worker::Method::Get)
+    let req = worker::web_sys::Request::new_with_str("https://example.com/test")
         .expect("a plain Request");
     assert_eq!(crate::bindings::colo(&req), "local");
 }
