@@ -91,7 +91,8 @@ try {
       paths.set(key, (paths.get(key) ?? 0) + dt);
     }
   });
-  console.log(`${n} requests profiled; self time by function (top ${values.top}):`);
+  const busy = total - (self.get("(idle)") ?? 0);
+  console.log(`${n} requests profiled; ${(busy / n).toFixed(1)} us/req busy (not idle) in this isolate; self time by function (top ${values.top}):`);
   for (const [name, us] of [...self].sort((a, b) => b[1] - a[1]).slice(0, Number(values.top))) {
     console.log(`${((100 * us) / total).toFixed(1).padStart(5)}%  ${(us / n).toFixed(1).padStart(7)} us/req  ${name.slice(0, 110)}`);
   }

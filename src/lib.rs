@@ -20,6 +20,7 @@ mod cache;
 mod d1;
 mod durable;
 mod js_strings;
+mod microtasks;
 mod probe_routes;
 mod probes;
 mod r2;
@@ -55,6 +56,13 @@ thread_local! {
     static BUDGET: &'static Budget = Box::leak(Box::new(Budget::new(ISOLATE_BUDGET_BYTES)));
     /// This isolate's requests in flight.
     static IN_FLIGHT: &'static InFlight = Box::leak(Box::default());
+}
+
+/// Once per instance, before any request: the executor's wake-ups as promise jobs
+/// (`microtasks`).
+#[event(start)]
+fn start() {
+    microtasks::prefer_promise_jobs();
 }
 
 #[event(fetch)]

@@ -158,3 +158,45 @@ fn json_answers_carry_their_status_and_headers() {
         "sets do not mix"
     );
 }
+
+/// The executor wakes tasks with promise jobs, not `queueMicrotask` (`microtasks`): with
+/// `globalThis.queueMicrotask` replaced by a counter, awaiting promises calls it not once —
+/// and the runtime's own `queueMicrotask` is still there for everything else.
+#[wasm_bindgen_test]
+async fn the_executor_does_not_call_queue_microtask() {
+    use std::cell::Cell;
+    use std::rc::Rc;
+    use wasm_bindgen::closure::Closure;
+    use wasm_bindgen::{JsCast, JsValue};
+
+    // The instance's start hook (`#[event(start)]`, as in the deployed worker) set the executor
+    // up before the harness ran its first future.
+    let global: js_sys::Object = js_sys::global().unchecked_into();
+    let key = JsValue::from_str("queueMicrotask");
+    let original = js_sys::Reflect::get(&global, &key).unwrap();
+    assert!(
+        original.is_function(),
+        "queueMicrotask is the runtime's again"
+    );
+    let calls = Rc::new(Cell::new(0u32));
+    let counted = calls.clone();
+    let real: js_sys::Function = original.clone().unchecked_into();
+    let counter = Closure::<dyn FnMut(JsValue)>::new(move |f: JsValue| {
+        counted.set(counted.get() + 1);
+        let _ = real.call1(&JsValue::UNDEFINED, &f);
+    });
+    js_sys::Reflect::set(&global, &key, counter.as_ref()).unwrap();
+    for i in 0..5 {
+        let p = js_sys::Promise::resolve(&JsValue::from(i));
+        let v = worker::wasm_bindgen_futures::JsFuture::from(p)
+            .await
+            .unwrap();
+        assert_eq!(v, JsValue::from(i));
+    }
+    // Back as it was: the counter was an own property over the global scope's method.
+    js_sys::Reflect::delete_property(&global, &key).unwrap();
+    if !js_sys::Reflect::get(&global, &key).unwrap().is_function() {
+        js_sys::Reflect::set(&global, &key, &original).unwrap();
+    }
+    assert_eq!(calls.get(), 0, "five awaits, no queueMicrotask call");
+}
