@@ -124,7 +124,7 @@ try {
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 console.log(`\n${CONCURRENCY} concurrent closed-loop requests, ${SECONDS} s x ${ROUNDS} rounds (medians), workerd CPU per request:\n`);
-console.log(`${"worker".padEnd(44)} ${"req/s".padStart(8)} ${"CPU ms/req".padStart(11)} ${"x floor CPU".padStart(12)} ${"x floor req/s".padStart(14)} ${"failed".padStart(7)}`);
+console.log(`${"worker".padEnd(44)} ${"req/s".padStart(8)} ${"CPU ms/req".padStart(11)} ${"x floor CPU".padStart(17)} ${"x floor req/s".padStart(17)} ${"failed".padStart(7)}`);
 // A ratio is the median of each round's ratio (ours over the floor measured just before it), so
 // the machine's drift between rounds cancels out.
 let floor = null;
@@ -133,10 +133,13 @@ for (const [i, v] of variants.entries()) {
   const cpu = median(results[i].map((r) => r.cpuMs));
   const failed = results[i].reduce((a, r) => a + r.failed, 0);
   if (v.floor) floor = results[i];
-  const ratio = (field) =>
-    v.floor || !floor ? "" : median(results[i].map((r, round) => r[field] / floor[round][field])).toFixed(2);
+  const ratio = (field) => {
+    if (v.floor || !floor) return "";
+    const each = results[i].map((r, round) => r[field] / floor[round][field]);
+    return `${median(each).toFixed(2)} (${Math.min(...each).toFixed(2)}-${Math.max(...each).toFixed(2)})`;
+  };
   console.log(
-    `${v.name.padEnd(44)} ${rps.toFixed(0).padStart(8)} ${cpu.toFixed(3).padStart(11)} ${ratio("cpuMs").padStart(12)} ${ratio("rps").padStart(14)} ${String(failed).padStart(7)}`,
+    `${v.name.padEnd(44)} ${rps.toFixed(0).padStart(8)} ${cpu.toFixed(3).padStart(11)} ${ratio("cpuMs").padStart(17)} ${ratio("rps").padStart(17)} ${String(failed).padStart(7)}`,
   );
   if (!v.floor) floor = null;
 }

@@ -12,6 +12,7 @@ use std::cell::RefCell;
 use std::future::Future;
 
 use futures::future::{select, Either};
+use futures::FutureExt;
 
 use crate::answer::{round_ms, Abandoned, Answer, ErrorBody, Op, StoreResult};
 use crate::clock::{Clock, Timer};
@@ -248,7 +249,18 @@ async fn connect(
     store: &dyn Store,
     result: &mut StoreResult,
 ) -> Result<(), StoreError> {
-    let (outcome, ms, abandoned) = timed(isolate, alarm, timeout_ms, store.connect()).await;
+    let start = isolate.clock.now_ms();
+    let mut setup = store.connect();
+    // Most stores have no setup, or none due: `Ok(false)` on the first poll, with no I/O awaited
+    // and nothing to report (no timer is armed for it). Anything else is timed from `start`.
+    let (outcome, ms, abandoned) = match (&mut setup).now_or_never() {
+        Some(Ok(false)) => return Ok(()),
+        Some(outcome) => {
+            let ms = round_ms((isolate.clock.now_ms() - start).max(0.0));
+            (outcome, ms, None)
+        }
+        None => timed_from(isolate, alarm, timeout_ms, start, setup).await,
+    };
     if abandoned.is_some() {
         result.abandoned = abandoned;
     }
@@ -338,7 +350,17 @@ async fn timed<T>(
     timeout_ms: u32,
     op: impl Future<Output = Result<T, StoreError>>,
 ) -> (Result<T, StoreError>, f64, Option<Abandoned>) {
-    let start = isolate.clock.now_ms();
+    timed_from(isolate, alarm, timeout_ms, isolate.clock.now_ms(), op).await
+}
+
+/// [`timed`] for a call that began at `start` (clock ms).
+async fn timed_from<T>(
+    isolate: &Isolate<'_>,
+    alarm: &Alarm<'_>,
+    timeout_ms: u32,
+    start: f64,
+    op: impl Future<Output = Result<T, StoreError>>,
+) -> (Result<T, StoreError>, f64, Option<Abandoned>) {
     let mut op = std::pin::pin!(op);
     let sleep = std::pin::pin!(alarm.until(start + f64::from(timeout_ms)));
     match select(op.as_mut(), sleep).await {
