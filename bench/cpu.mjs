@@ -1,10 +1,11 @@
 // workerd CPU per request of the Rust worker beside a floor worker doing only the same I/O
 // (bench/floor-worker.js), side by side in one run, store set by store set: the same
-// redis-server and Upstash-REST gateway, each worker in its own Miniflare (alternating rounds, so
-// drift hits both), driven closed-loop by CONCURRENCY keep-alive loops for SECONDS each. CPU is
-// workerd's utime + stime from /proc, per request answered; the table prints each set's floor
-// and ours, and ours as a ratio to its floor (the median of the rounds' ratios).
-// Usage: node bench/cpu.mjs [--seconds 10] [--concurrency 8] [--rounds 3]
+// redis-server and Upstash-REST gateway, each worker in its own Miniflare (its own workerd, both
+// running at once and taking turns: a slice of SECONDS each per round, so drift hits both),
+// driven closed-loop by CONCURRENCY keep-alive loops. CPU is each workerd's utime + stime from
+// /proc, per request answered; the table prints each set's floor and ours, and ours as a ratio
+// to its floor (the median of the rounds' ratios, with their range).
+// Usage: node bench/cpu.mjs [--seconds 3] [--concurrency 8] [--rounds 9]
 //        [--sets "kv,upstash;kv;upstash;redis;do;d1;r2;cache"]  (each set: the stores of one row;
 //        a set may end in "@100" for 100-byte values instead of 4–64 KiB)
 // Build first (npm run build); loopback only.
@@ -20,9 +21,9 @@ import { floorOptions as floorOptions_ } from "./floor.mjs";
 
 const { values } = parseArgs({
   options: {
-    seconds: { type: "string", default: "10" },
+    seconds: { type: "string", default: "3" },
     concurrency: { type: "string", default: "8" },
-    rounds: { type: "string", default: "3" },
+    rounds: { type: "string", default: "9" },
     sets: { type: "string", default: "kv,upstash;kv,upstash@100;kv;upstash;upstash@100;redis;do;d1;r2;cache" },
   },
 });
@@ -35,11 +36,16 @@ for (const [name, v, max] of [["seconds", SECONDS, 600], ["concurrency", CONCURR
     process.exit(2);
   }
 }
+// The rounds end before the keys written by the warm-up expire (60 s TTL).
+const WARM_S = 2;
+if (WARM_S + ROUNDS * 2 * SECONDS > 55) {
+  console.error(`--rounds x 2 x --seconds must stay within ${55 - WARM_S} s: the warm-up's keys expire at 60 s`);
+  process.exit(2);
+}
 const TICK = Number(execFileSync("getconf", ["CLK_TCK"]).toString()) || 100;
 
-/** workerd's CPU ms (user + system): the Miniflare's workerd child of this process. */
-function workerdCpuMs() {
-  const pids = childPids("workerd");
+/** CPU ms (user + system) of the processes `pids` (one Miniflare's workerd). */
+function cpuMs(pids) {
   let ms = 0;
   for (const pid of pids) {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
@@ -69,9 +75,12 @@ async function drive(url, seconds) {
   return { done, failed };
 }
 
-async function measure(options, path_) {
+/** One worker under its own Miniflare (its own workerd): `warm()` drives it WARM_S seconds,
+ * `measure()` drives it SECONDS and counts its workerd's CPU, `dispose()` ends it. */
+async function start(options, path_) {
   // As scripts/serve-worker.mjs runs the worker: requests straight to it (no Miniflare entry
   // worker), outbound fetch not re-issued through Miniflare's header-stripping worker.
+  const before = new Set(childPids("workerd"));
   const mf = new Miniflare({
     ...options,
     host: "127.0.0.1",
@@ -80,19 +89,21 @@ async function measure(options, path_) {
     stripCfConnectingIp: false,
   });
   await mf.ready;
+  const pids = childPids("workerd").filter((pid) => !before.has(pid));
   await applyMigrations(mf);
-  const base = (await mf.unsafeGetDirectURL()).toString().replace(/\/$/, "");
-  try {
-    await drive(`${base}${path_}`, 2); // warm-up: compile, first writes
-    const cpu0 = workerdCpuMs();
-    const t0 = Date.now();
-    const { done, failed } = await drive(`${base}${path_}`, SECONDS);
-    const wall = (Date.now() - t0) / 1000;
-    const cpu = workerdCpuMs() - cpu0;
-    return { rps: done / wall, cpuMs: cpu / Math.max(done, 1), done, failed };
-  } finally {
-    await mf.dispose();
-  }
+  const url = `${(await mf.unsafeGetDirectURL()).toString().replace(/\/$/, "")}${path_}`;
+  return {
+    warm: () => drive(url, WARM_S), // compile, first writes
+    async measure() {
+      const cpu0 = cpuMs(pids);
+      const t0 = Date.now();
+      const { done, failed } = await drive(url, SECONDS);
+      const wall = (Date.now() - t0) / 1000;
+      const cpu = cpuMs(pids) - cpu0;
+      return { rps: done / wall, cpuMs: cpu / Math.max(done, 1), done, failed };
+    },
+    dispose: () => mf.dispose(),
+  };
 }
 
 const redis = await startRedis();
@@ -104,19 +115,51 @@ const vars = {
   REDIS_URL: `redis://127.0.0.1:${redis.port}`,
 };
 const floorOptions = floorOptions_(vars);
-const variants = [];
+
+/** Empties redis (through the gateway), so no set starts with another's keys about to expire. */
+async function flushRedis() {
+  const res = await fetch(gateway.url, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${TOKEN}` },
+    body: JSON.stringify(["FLUSHALL"]),
+  });
+  const body = await res.text();
+  if (!res.ok) throw new Error(`FLUSHALL through the gateway: HTTP ${res.status} ${body}`);
+}
+// Each set's floor and ours run side by side, each in its own workerd, and take turns: round
+// by round, one slice of SECONDS each (the first of the two alternating), so the machine's drift
+// hits both alike.
+const pairs = [];
 for (const set of values.sets.split(";").filter(Boolean)) {
   const [stores, bytes] = set.split("@");
   const size = bytes ? `&min_bytes=${bytes}&max_bytes=${bytes}` : "";
   const label = `${stores}${bytes ? ` (${bytes} B values)` : ""}`;
-  variants.push({ name: `floor ${label}`, options: floorOptions, path: `/?stores=${stores}${size}`, floor: true });
-  variants.push({ name: `kvbench ${label}`, options: workerOptions(vars), path: `/test?stores=${stores}${size}` });
+  pairs.push([
+    { name: `floor ${label}`, options: floorOptions, path: `/?stores=${stores}${size}`, floor: true },
+    { name: `kvbench ${label}`, options: workerOptions(vars), path: `/test?stores=${stores}${size}` },
+  ]);
 }
-variants.push({ name: "kvbench /healthz", options: workerOptions(vars), path: "/healthz" });
+pairs.push([{ name: "kvbench /healthz", options: workerOptions(vars), path: "/healthz" }]);
+const variants = pairs.flat();
 const results = variants.map(() => []);
 try {
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const [i, v] of variants.entries()) results[i].push(await measure(v.options, v.path));
+  let at = 0;
+  for (const pair of pairs) {
+    const running = [];
+    try {
+      // Redis empty and both warmed at once: each then sees the same hits and misses, and the
+      // keys the warm-up wrote do not expire (60 s) before the last round.
+      await flushRedis();
+      for (const v of pair) running.push(await start(v.options, v.path));
+      await Promise.all(running.map((r) => r.warm()));
+      for (let round = 0; round < ROUNDS; round++) {
+        const turn = round % 2 === 0 ? [...running.keys()] : [...running.keys()].reverse();
+        for (const k of turn) results[at + k][round] = await running[k].measure();
+      }
+    } finally {
+      for (const r of running) await r.dispose();
+    }
+    at += pair.length;
   }
 } finally {
   await stop(gateway.proc);
