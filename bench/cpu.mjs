@@ -5,7 +5,7 @@
 // driven closed-loop by CONCURRENCY keep-alive loops. CPU is each workerd's utime + stime from
 // /proc, per request answered; the table prints each set's floor and ours, and ours as a ratio
 // to its floor (the median of the rounds' ratios, with their range).
-// Usage: node bench/cpu.mjs [--seconds 3] [--concurrency 8] [--rounds 9]
+// Usage: node bench/cpu.mjs [--seconds 3] [--concurrency 8] [--rounds 8]
 //        [--sets "kv,upstash;kv;upstash;redis;do;d1;r2;cache"]  (each set: the stores of one row;
 //        a set may end in "@100" for 100-byte values instead of 4–64 KiB)
 // Build first (npm run build); loopback only.
@@ -23,7 +23,7 @@ const { values } = parseArgs({
   options: {
     seconds: { type: "string", default: "3" },
     concurrency: { type: "string", default: "8" },
-    rounds: { type: "string", default: "9" },
+    rounds: { type: "string", default: "8" },
     sets: { type: "string", default: "kv,upstash;kv,upstash@100;kv;upstash;upstash@100;redis;do;d1;r2;cache" },
   },
 });
