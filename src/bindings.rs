@@ -166,20 +166,23 @@ impl KvBinding {
                 }
                 opts
             },
-            ("get", options.cache_ttl_s.unwrap_or(0)),
+            ("get", options.cache_ttl_s),
         )?;
         Self::call(self.namespace.get(key, &opts)).await
     }
 }
 
+/// Which KV call an options object is for, and its number (`None`: that option left out).
+type KvOptionsOf = (&'static str, Option<u32>);
+
 /// The options object of a KV call, made once per isolate for each call and number (`get` and
 /// its `cacheTtl`, `put` and its `expirationTtl`): the runtime reads it and keeps nothing of it.
 fn kv_options(
     entries: impl FnOnce() -> Vec<(&'static str, JsValue)>,
-    of: (&'static str, u32),
+    of: KvOptionsOf,
 ) -> Result<JsValue, StoreError> {
     thread_local! {
-        static MADE: std::cell::RefCell<Vec<((&'static str, u32), JsValue)>> =
+        static MADE: std::cell::RefCell<Vec<(KvOptionsOf, JsValue)>> =
             const { std::cell::RefCell::new(Vec::new()) };
     }
     MADE.with(|made| {
@@ -277,7 +280,7 @@ impl Store for KvBinding {
             .take_or(|| Ok::<_, StoreError>(js_sys::Uint8Array::from(value)))?;
         let opts = kv_options(
             || vec![("expirationTtl", f64::from(ttl_s).into())],
-            ("put", ttl_s),
+            ("put", Some(ttl_s)),
         )?;
         Self::call(self.namespace.put(key, &bytes, &opts))
             .await
