@@ -1,6 +1,7 @@
 // The floor of `/test?stores=...`: a plain JS worker doing only the I/O the benchmark cannot
-// avoid, for the stores of its `?stores=` (in /test's order: shuffled, or `?order=`'s): a read of one random key out of 1,000
-// read whole, on a miss the same value written to each (60 s TTL), and a tiny JSON answer.
+// avoid, for the stores of its `?stores=` (in /test's order: shuffled, or `?order=`'s): a read
+// of one random key out of 1,000 read whole, on a miss the same value written to each (60 s
+// TTL), and a tiny JSON answer.
 // bench/cpu.mjs runs it beside the Rust worker under the same Miniflare and local services, so
 // the worker's CPU per request reads as a ratio to this one's, store by store. Each store's I/O
 // is what the Rust worker's store does, in the cheapest JS:

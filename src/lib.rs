@@ -209,8 +209,8 @@ fn keep_run_answer(env: &Env, ctx: &Context, run: &str, started_ms: f64, body: &
 async fn handle_index(req: Request, ctx: RouteContext<Data>) -> Result<Response> {
     let env = &ctx.env;
     let defaults = crate::bindings::defaults(env);
-    let url = req.url()?;
-    let stores = Stores::from_env(env, Ok(url.as_str()), DENO_KV_META.with(|m| *m));
+    let url = req.inner().url();
+    let stores = Stores::from_env(env, Ok(&url), DENO_KV_META.with(|m| *m));
     let configured: Vec<_> = stores
         .all()
         .into_iter()

@@ -13,18 +13,19 @@
 use js_sys::Reflect;
 use wasm_bindgen::{JsCast, JsValue};
 
-/// Makes the executor schedule with promise jobs (see the module). Call before any future runs;
-/// returns whether it took effect (`false`: the global would not let `queueMicrotask` be hidden,
-/// and the executor keeps using it, which works the same, only slower).
-pub fn prefer_promise_jobs() -> bool {
+/// Makes the executor schedule with promise jobs (see the module). It takes effect only before
+/// the executor's first use (the worker's start hook); later, or where the global will not let
+/// `queueMicrotask` be hidden, the executor keeps using it: the same, only slower.
+/// (`wasm_tests::the_executor_does_not_call_queue_microtask` checks it took effect.)
+pub fn prefer_promise_jobs() {
     let global: js_sys::Object = js_sys::global().unchecked_into();
     let key = JsValue::from_str("queueMicrotask");
     let own = !js_sys::Object::get_own_property_descriptor(&global, &key).is_undefined();
     let Ok(saved) = Reflect::get(&global, &key) else {
-        return false;
+        return;
     };
     if !Reflect::set(&global, &key, &JsValue::UNDEFINED).unwrap_or(false) {
-        return false;
+        return;
     }
     // The executor's first use: it reads `globalThis.queueMicrotask` now, and only now.
     worker::wasm_bindgen_futures::spawn_local(async {});
@@ -34,5 +35,4 @@ pub fn prefer_promise_jobs() -> bool {
     } else {
         Reflect::delete_property(&global, &key)
     };
-    true
 }
