@@ -767,12 +767,27 @@ fn consistency_is_accepted_and_ttl_reaches_deno_kv_in_milliseconds() {
     assert_eq!(store(&a, "denokv")["hit"], true);
 }
 
-/// On a deployed worker the clock moves only at I/O, so any CPU between two store calls would be
-/// counted in the next call. With the deployed-clock model (hidden real time = this thread's CPU
-/// time + scripted I/O), every reported read and write must be its I/O time alone: generating
-/// 1 MiB values, encoding write bodies and decoding 1 MiB hits all happen outside the spans.
-#[test]
-fn on_a_deployed_clock_every_span_is_the_io_alone() {
+/// CPU this thread spends on `work`, the least of `tries` runs (ms): what the work itself costs
+/// on this machine, without the interrupts and page-cache misses of an unlucky run.
+fn least_cpu_ms(tries: usize, mut work: impl FnMut()) -> f64 {
+    (0..tries)
+        .map(|_| {
+            let before = kvbench_tests::thread_cpu_ms();
+            work();
+            kvbench_tests::thread_cpu_ms() - before
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// What each span of the deployed-clock sequence below held beyond its I/O, by (request, store,
+/// field), and which store came first in each request.
+type Extras = Vec<(usize, String, &'static str, bool, f64)>;
+
+/// The deployed-clock sequence, once, in a new world: two requests per key and size (1 MiB in a
+/// random and the reversed order, 64 KiB), the spans of every request after the first of each
+/// size (whose value is generated inside its first span; from then on values are prepared after
+/// each request's last I/O).
+fn deployed_clock_extras() -> Extras {
     let clock = FakeClock::deployed();
     let w = World::new(&clock);
     // What each span's I/O took: the read and write latency, or the setup's.
@@ -781,34 +796,12 @@ fn on_a_deployed_clock_every_span_is_the_io_alone() {
         (_, "connect_ms") => latency("denokv"),
         _ => latency(store),
     };
-    // Tolerance for the probe's own bookkeeping between an I/O and the next span (microseconds);
-    // generating or decoding 1 MiB takes tens of milliseconds of CPU in this (debug) build. The
-    // first span of a request may also hold the write bodies' encoding, done up front: a copy of
-    // the value per store (the value itself was generated after the previous request).
-    let tolerance_ms = 0.5;
-    // The up-front copies scale with the value and the stores: 1.5 ms of (debug-build, page-
-    // faulting) CPU per MiB per store, against 16-31 ms for one generation or one decode.
-    let first_span_tolerance_ms = |query: &str| {
-        let stores = if query.contains(BIG) {
-            BIG.split(',').count()
-        } else {
-            8
-        };
-        let mib = if query.contains("1048576") {
-            1.0
-        } else {
-            1.0 / 16.0
-        };
-        1.0 + 1.5 * mib * stores as f64
-    };
     let big = format!("min_bytes=1048576&max_bytes=1048576&stores={BIG}");
     let mut reversed: Vec<&str> = BIG.split(',').collect();
     reversed.reverse();
     let reversed = reversed.join(",");
     let small = "min_bytes=65536&max_bytes=65536";
-    let mut checked = 0;
-    // Request 1 of each size range is cold (its value is generated inside its first span); from
-    // then on values are prepared after each request's last I/O.
+    let mut extras = Extras::new();
     for (i, query) in [
         format!("key=a&{big}"),
         format!("key=a&{big}"),
@@ -841,22 +834,78 @@ fn on_a_deployed_clock_every_span_is_the_io_alone() {
                 let Some(ms) = s.get(field).and_then(Value::as_f64) else {
                     continue;
                 };
-                let extra = ms - io_ms(name, field);
-                let allowed = if *name == first && field == first_field {
-                    first_span_tolerance_ms(query)
-                } else {
-                    tolerance_ms
-                };
-                assert!(
-                    (0.0..=allowed).contains(&extra),
-                    "{query}: {name}.{field} = {ms} ms, I/O took {} ms: {extra:.3} ms of CPU counted",
-                    io_ms(name, field)
-                );
-                checked += 1;
+                let is_first = *name == first && field == first_field;
+                extras.push((i, name.clone(), field, is_first, ms - io_ms(name, field)));
             }
         }
     }
-    assert!(checked >= 60, "{checked} spans checked");
+    extras
+}
+
+/// On a deployed worker the clock moves only at I/O, so any CPU between two store calls would be
+/// counted in the next call. With the deployed-clock model (hidden real time = this thread's CPU
+/// time + scripted I/O), every reported read and write must be its I/O time alone: generating
+/// 1 MiB values, encoding write bodies and decoding 1 MiB hits all happen outside the spans.
+///
+/// Nothing here is a fixed number of milliseconds, which would hold on one machine and not on a
+/// slower one: the bounds are measured in this run, on this machine, from the work a span must
+/// not hold — generating a value of the smallest size used here (64 KiB) — and from a copy of a
+/// value (what the first span may hold per store: the write bodies are encoded up front, before
+/// any I/O, and a deployed clock counts that in the first span). Each span is the least of three
+/// runs of the whole sequence: work in a span shows in every run, an unlucky interrupt in one.
+#[test]
+fn on_a_deployed_clock_every_span_is_the_io_alone() {
+    let generate_ms = least_cpu_ms(5, || {
+        let mut gen = ValueGen::from_seed([7; 32]);
+        std::hint::black_box(gen.value(65_536));
+    });
+    let copy_ms = |bytes: usize| {
+        let value = vec![7u8; bytes];
+        least_cpu_ms(5, || {
+            std::hint::black_box(value.to_vec());
+        })
+    };
+    let (copy_big_ms, copy_small_ms) = (copy_ms(1 << 20), copy_ms(65_536));
+    // Bookkeeping between an I/O and the next span (a few small allocations, a JSON field) is a
+    // small fraction of generating 64 KiB; half of one generation is the bound.
+    let tolerance_ms = generate_ms / 2.0;
+    // The first span: the up-front encodings, at most two copies of the value per store (the
+    // value into the body, the body into the request), on top of the bookkeeping.
+    let first_span_ms = |i: usize| {
+        let (stores, copy) = if i < 4 {
+            (BIG.split(',').count(), copy_big_ms)
+        } else {
+            (ALL.len(), copy_small_ms)
+        };
+        tolerance_ms + 2.0 * copy * stores as f64
+    };
+    let runs: Vec<Extras> = (0..3).map(|_| deployed_clock_extras()).collect();
+    assert!(runs[0].len() >= 60, "{} spans checked", runs[0].len());
+    let calibration = format!(
+        "calibrated here: generating 64 KiB {generate_ms:.3} ms, copying 1 MiB {copy_big_ms:.3} \
+         ms, 64 KiB {copy_small_ms:.3} ms"
+    );
+    for (k, (i, name, field, is_first, _)) in runs[0].iter().enumerate() {
+        // The same span in every run (the order of a request is seeded, so it repeats).
+        let least = runs
+            .iter()
+            .map(|run| {
+                let (ri, rname, rfield, rfirst, extra) = &run[k];
+                assert_eq!((ri, rname, rfield, rfirst), (i, name, field, is_first));
+                *extra
+            })
+            .fold(f64::INFINITY, f64::min);
+        let allowed = if *is_first {
+            first_span_ms(*i)
+        } else {
+            tolerance_ms
+        };
+        assert!(
+            (0.0..=allowed).contains(&least),
+            "request {i}: {name}.{field}: {least:.3} ms of CPU counted in the span at best of \
+             3 runs, {allowed:.3} ms allowed ({calibration})"
+        );
+    }
 }
 
 /// Value bytes in flight are bounded per isolate: a request that does not fit next to the ones in
