@@ -3,7 +3,12 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-export PATH="$HOME/.cargo/bin:$ROOT/node_modules/.bin:$ROOT/.tools/k6/bin:$PATH"
+# Where `cargo install` puts the tools setup.sh installs (CARGO_INSTALL_ROOT, else CARGO_HOME);
+# rustup's own bin is added only when cargo is not on PATH already (a shell that has not read
+# rustup's profile yet), so a PATH without the machine's installed tools stays without them.
+CARGO_TOOLS_BIN="${CARGO_INSTALL_ROOT:-${CARGO_HOME:-$HOME/.cargo}}/bin"
+command -v cargo >/dev/null || PATH="$HOME/.cargo/bin:$PATH"
+export PATH="$CARGO_TOOLS_BIN:$ROOT/node_modules/.bin:$ROOT/.tools/k6/bin:$PATH"
 export WRANGLER_SEND_METRICS=false
 export CLOUDFLARE_CF_FETCH_ENABLED=false
 
