@@ -11,9 +11,46 @@ export WASM_BINDGEN_BIN="$(command -v wasm-bindgen)"
 export WASM_OPT_BIN="$ROOT/node_modules/.bin/wasm-opt"
 export ESBUILD_BIN="$ROOT/node_modules/.bin/esbuild"
 
-# build_one DIR GOAL_KIB: worker-build --release in DIR, then the size report.
+# While a build runs it is listed in $KVBENCH_BUILDS (one file per build, its PID): the dev
+# stack's watchdog does not take a worker that is being rebuilt (wrangler holds its requests
+# meanwhile) for a hung one.
+BUILDS_DIR=${KVBENCH_BUILDS:-$ROOT/.stack/builds}
+mkdir -p "$BUILDS_DIR"
+echo "$$" >"$BUILDS_DIR/$$"
+trap 'rm -f "$BUILDS_DIR/$$"' EXIT
+
+# build_key DIR: what a bundle in DIR/build is a function of — the wasm cargo built (cargo
+# decides whether a source, a dependency, a flag or the toolchain changed), the tools that turn
+# it into the bundle, and this script. Runs cargo's build of the crate exactly as worker-build
+# does (same command, same environment), so worker-build's own cargo step is then a no-op.
+build_key() {
+  local dir=$1 crate wasm
+  crate=$(sed -n 's/^name = "\(.*\)"$/\1/p' "$dir/Cargo.toml" | head -n 1 | tr - _)
+  (cd "$dir" && WASM_BINDGEN_USE_JS_SYS=1 cargo build --lib --release --target wasm32-unknown-unknown --quiet --locked)
+  wasm="$ROOT/target/wasm32-unknown-unknown/release/$crate.wasm"
+  [ -f "$wasm" ] || die "cargo built no $wasm"
+  {
+    sha256sum <"$wasm"
+    worker-build --version
+    wasm-bindgen --version
+    sha256sum <"$ROOT/scripts/build.sh"
+    echo "names=${KVBENCH_WASM_NAMES:-}"
+  } | sha256sum | cut -d' ' -f1
+}
+
+# build_one DIR GOAL_KIB: worker-build --release in DIR, then the size report — unless DIR/build
+# holds the bundle of exactly these inputs (build_key), which is then reused as it is: wasm-bindgen
+# and wasm-opt are most of a build's time, and a restart or a touched file changes nothing they
+# make. KVBENCH_REBUILD=1 builds anyway.
 build_one() {
-  local dir=$1 goal=$2
+  local dir=$1 goal=$2 key stamp="$1/build/.kvbench-build-key"
+  key=$(build_key "$dir")
+  if [ "${KVBENCH_REBUILD:-}" != 1 ] && [ -f "$dir/build/index.js" ] && [ -f "$dir/build/index_bg.wasm" ] &&
+    [ "$(cat "$stamp" 2>/dev/null)" = "$key" ]; then
+    log "build of $dir reused: its inputs did not change (key ${key:0:12})"
+    return 0
+  fi
+  rm -f "$stamp"
   log "worker-build --release ($dir)"
   (cd "$dir" && worker-build --release)
   local wasm="$dir/build/index_bg.wasm"
@@ -29,6 +66,7 @@ build_one() {
   raw=$(stat -c %s "$wasm")
   gz=$(gzip -9 -c "$wasm" | wc -c)
   log "bundle: $wasm $((raw / 1024)) KiB raw, $((gz / 1024)) KiB gzip (goal <= $goal KiB gzip)"
+  echo "$key" >"$stamp"
 }
 
 case "${1:-all}" in

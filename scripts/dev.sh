@@ -10,10 +10,11 @@ PORT=${KVBENCH_PORT:-8787}
 GATEWAY=${KVBENCH_GATEWAY_PORT:-8079}
 REDIS=${KVBENCH_REDIS_PORT:-6390}
 DENOKV=${KVBENCH_DENOKV_PORT:-4512}
-DIR="$ROOT/.stack/dev"
-LOCK="$ROOT/.stack/dev.lock"
+# KVBENCH_STACK_DIR: another state dir (the e2e test runs its own stack beside a user's).
+DIR=${KVBENCH_STACK_DIR:-$ROOT/.stack/dev}
+LOCK="$DIR.lock"
 
-mkdir -p "$ROOT/.stack"
+mkdir -p "$(dirname "$DIR")"
 if [ -f "$LOCK" ] && kill -0 "$(cat "$LOCK")" 2>/dev/null; then
   die "the dev stack is already running (pid $(cat "$LOCK")); stop it with Ctrl-C in its terminal or 'kill $(cat "$LOCK")'"
 fi
@@ -33,8 +34,12 @@ trap 'exit 143' TERM
 
 bash scripts/setup.sh
 export KVBENCH_SKIP_SETUP=1
-log "building the gateway"
-cargo build --profile native -p upstash-gateway --locked --quiet
+# KVBENCH_GATEWAY_BIN: a gateway already built (the e2e test gives npm test's debug build); else
+# the optimised one, built here.
+if [ -z "${KVBENCH_GATEWAY_BIN:-}" ]; then
+  log "building the gateway"
+  cargo build --profile native -p upstash-gateway --locked --quiet
+fi
 bash scripts/build.sh
 
 stack_init "$DIR"
@@ -74,7 +79,9 @@ fi)
 MSG
 
 # Stay up while every service is and the worker answers; stop the whole stack if one of them
-# dies (stack_watch also keeps the logs bounded).
+# exits, or if the worker has not answered /healthz for STACK_HEALTH_DEAD_S (120) seconds while
+# no build ran — a slow answer under load or a rebuild after an edit is not a death
+# (scripts/stack.sh, stack_watch). stack_watch also keeps the logs bounded.
 while :; do
   stack_watch "http://127.0.0.1:$PORT/healthz"
   sleep 2

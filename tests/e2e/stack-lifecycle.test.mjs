@@ -58,16 +58,71 @@ test("stack_watch names a part that died", () => {
   assert.match(r.out, /gone exited/);
 });
 
-test("stack_watch stops a worker that no longer answers, after 3 looks", () => {
-  const r = stack(`
+test("stack_watch stops a live worker that has not answered for STACK_HEALTH_DEAD_S, not sooner", () => {
+  const r = stack(
+    `
     spawn worker sleep 30
     trap stack_stop EXIT
-    for i in 1 2 3 4; do echo "look $i"; stack_watch http://127.0.0.1:1/healthz; done
-  `);
+    for i in 1 2 3 4 5 6 7 8; do echo "look $i"; stack_watch http://127.0.0.1:1/healthz; sleep 1; done
+  `,
+    { STACK_HEALTH_DEAD_S: "3", KVBENCH_BUILDS: fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-builds-")) },
+  );
   assert.notEqual(r.code, 0);
-  assert.match(r.out, /look 3/);
-  assert.doesNotMatch(r.out, /look 4/);
-  assert.match(r.out, /stopped answering \(3 checks in a row\)/);
+  // Looks 1 s apart: the first failed look starts the count, the one 3 s later ends the stack.
+  assert.match(r.out, /look 4/);
+  assert.doesNotMatch(r.out, /look 6/);
+  assert.match(r.out, /has not answered for [3-4] s while no build ran/);
+});
+
+test("stack_watch waits while a build runs, and counts again once it is over", () => {
+  const builds = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-builds-"));
+  const r = stack(
+    `
+    spawn worker sleep 60
+    trap stack_stop EXIT
+    # A build (as scripts/build.sh lists itself) for the first 5 s.
+    sleep 5 & build=$!
+    echo "$build" > "${builds}/$build"
+    for i in $(seq 12); do
+      echo "look $i"
+      stack_watch http://127.0.0.1:1/healthz
+      kill -0 "$build" 2>/dev/null || echo "build over at look $i"
+      sleep 1
+    done
+  `,
+    { STACK_HEALTH_DEAD_S: "3", KVBENCH_BUILDS: builds },
+  );
+  assert.notEqual(r.code, 0);
+  const over = Number(r.out.match(/build over at look (\d+)/)[1]);
+  const last = Math.max(...[...r.out.matchAll(/look (\d+)/g)].map((m) => Number(m[1])));
+  // Alive through the build (5 looks) although nothing answered, then stopped ~3 s after it.
+  assert.ok(over >= 5, r.out);
+  assert.ok(last >= over + 2 && last <= over + 5, r.out);
+  assert.match(r.out, /has not answered for [3-5] s while no build ran/);
+  assert.deepEqual(fs.readdirSync(builds), [], "the listing of a finished build is removed");
+});
+
+test("stack_watch counts a slow answer as an answer", async () => {
+  // A server that answers after 2 s, every time: looks with a 5 s wait never stop the stack.
+  const http = await import("node:http");
+  const server = http.createServer((_, res) => setTimeout(() => res.end("ok"), 2000));
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  const port = server.address().port;
+  const { spawn } = await import("node:child_process");
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-stack-"));
+  const child = spawn(
+    "bash",
+    ["-c", `source scripts/lib.sh; source scripts/stack.sh; STACK_DIR=${dir}; spawn worker sleep 30; trap stack_stop EXIT
+      for i in 1 2 3 4; do stack_watch http://127.0.0.1:${port}/healthz; done; echo survived`],
+    { cwd: ROOT, env: { ...process.env, STACK_HEALTH_DEAD_S: "1", STACK_HEALTH_TIMEOUT_S: "5" } },
+  );
+  let out = "";
+  child.stdout.on("data", (d) => (out += d));
+  child.stderr.on("data", (d) => (out += d));
+  const code = await new Promise((ok) => child.on("exit", ok));
+  server.close();
+  assert.equal(code, 0, out);
+  assert.match(out, /survived/);
 });
 
 test("a log that grows without end is cut to its tail", () => {

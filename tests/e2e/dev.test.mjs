@@ -1,0 +1,156 @@
+// `npm run dev` (scripts/dev.sh) as a user runs it, on private ports and its own state dir: it
+// builds each worker once (wrangler's own builds at start reuse that build), survives a benchmark
+// at saturation on a machine another CPU-bound job keeps busy, and an edit under src/ in the
+// middle of it (one rebuild, then /test answers again), and Ctrl-C (SIGTERM) leaves no process
+// behind. Bounded: every wait has a deadline, the load and the CPU hogs stop by themselves.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { ROOT, GATEWAY_BIN, freePort, sleep } from "./procs.mjs";
+
+const count = (text, re) => (text.match(re) || []).length;
+const WORKER_BUILD = /worker-build --release \(\.\)/g;
+const REPORT_BUILD = /worker-build --release \(crates\/report-worker\)/g;
+const WORKER_REUSED = /build of \. reused/g;
+const REPORT_REUSED = /build of crates\/report-worker reused/g;
+
+const alive = (pid) => {
+  try {
+    return !/^\d+ \(.*\) [ZX] /.test(fs.readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+};
+
+async function until(what, ms, ready) {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await ready()) return;
+    await sleep(500);
+  }
+  throw new Error(`${what}: not within ${ms / 1000} s`);
+}
+
+async function get(url, ms = 30_000) {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(ms) });
+    return { status: res.status, body: await res.text() };
+  } catch (e) {
+    return { status: 0, body: String(e) };
+  }
+}
+
+test("npm run dev: one build each, survives saturation, a busy machine and an edit, stops clean", { timeout: 1_500_000 }, async () => {
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench dev "));
+  const stackDir = path.join(scratch, "stack");
+  const builds = path.join(scratch, "builds");
+  const [port, gateway, redis, denokv] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  // Make each worker's build stale, so the stack's start has exactly one real build of each to do.
+  for (const dir of [".", "crates/report-worker"]) fs.rmSync(path.join(ROOT, dir, "build/.kvbench-build-key"), { force: true });
+
+  const out = fs.openSync(path.join(scratch, "dev.out"), "w");
+  const dev = spawn("bash", ["scripts/dev.sh"], {
+    cwd: ROOT,
+    stdio: ["ignore", out, out],
+    env: {
+      ...process.env,
+      KVBENCH_PORT: String(port),
+      KVBENCH_GATEWAY_PORT: String(gateway),
+      KVBENCH_REDIS_PORT: String(redis),
+      KVBENCH_DENOKV_PORT: String(denokv),
+      KVBENCH_STACK_DIR: stackDir,
+      KVBENCH_BUILDS: builds,
+      KVBENCH_GATEWAY_BIN: GATEWAY_BIN,
+    },
+  });
+  let exited = null;
+  dev.on("exit", (code, sig) => (exited = { code, sig }));
+  const devOut = () => fs.readFileSync(path.join(scratch, "dev.out"), "utf8");
+  const workerLog = () => {
+    try {
+      return fs.readFileSync(path.join(stackDir, "worker.log"), "utf8");
+    } catch {
+      return "";
+    }
+  };
+  const building = () => fs.existsSync(builds) && fs.readdirSync(builds).some((pid) => alive(Number(pid)));
+  const stillUp = () => assert.equal(exited, null, `the stack stopped itself:\n${devOut().slice(-3000)}`);
+  const base = `http://127.0.0.1:${port}`;
+  const pids = [];
+  try {
+    await until("the stack answering /healthz", 900_000, async () => {
+      stillUp();
+      return (await get(`${base}/healthz`, 5000)).status === 200;
+    });
+    for (const f of fs.readdirSync(stackDir).filter((f) => f.endsWith(".pid"))) {
+      pids.push(Number(fs.readFileSync(path.join(stackDir, f), "utf8")));
+    }
+    assert.ok(pids.length >= 4, `pids: ${pids}`);
+
+    // wrangler builds each worker twice more at start (once for its bundle, once more when its
+    // file watcher is ready): both must reuse the one build dev.sh made.
+    await until("wrangler's start-up builds", 300_000, () =>
+      !building() && count(workerLog(), WORKER_REUSED) >= 2 && count(workerLog(), REPORT_REUSED) >= 2,
+    );
+    const all = devOut() + workerLog();
+    assert.equal(count(all, WORKER_BUILD), 1, `benchmark worker builds:\n${all.slice(-4000)}`);
+    assert.equal(count(all, REPORT_BUILD), 1, `report worker builds:\n${all.slice(-4000)}`);
+    assert.doesNotMatch(all, /Blocking waiting for file lock.*\n.*worker-build/);
+
+    // A busy machine: two CPU-bound processes (one per core here), each stopping by itself.
+    const hogs = [0, 1].map(() =>
+      spawn(process.execPath, ["-e", "const end = Date.now() + 150000; while (Date.now() < end) {}"], { stdio: "ignore" }),
+    );
+    // A benchmark at saturation: 30 clients, back to back, 1 MiB values, for 150 s at most.
+    const loadEnd = Date.now() + 150_000;
+    const statuses = {};
+    let stop = false;
+    const client = async () => {
+      while (!stop && Date.now() < loadEnd) {
+        const r = await get(`${base}/test?min_bytes=1048576&max_bytes=1048576&stores=do,r2`, 60_000);
+        statuses[r.status] = (statuses[r.status] || 0) + 1;
+      }
+    };
+    const load = Array.from({ length: 30 }, client);
+    try {
+      await sleep(20_000);
+      stillUp();
+      // An edit under src/ while all that runs: wrangler rebuilds (cargo recompiles the crate; the
+      // wasm is the same, so the bundle is reused) and the worker answers again.
+      const restartsBefore = count(workerLog(), /restarting build/g);
+      const reusedBefore = count(workerLog(), WORKER_REUSED) + count(workerLog(), WORKER_BUILD);
+      const now = new Date();
+      fs.utimesSync(path.join(ROOT, "src/lib.rs"), now, now);
+      await until("the rebuild after the edit", 600_000, () => {
+        stillUp();
+        const log = workerLog();
+        return count(log, /restarting build/g) > restartsBefore &&
+          count(log, WORKER_REUSED) + count(log, WORKER_BUILD) > reusedBefore && !building();
+      });
+      stillUp();
+    } finally {
+      await sleep(Math.min(20_000, Math.max(0, loadEnd - Date.now())));
+      stop = true;
+      await Promise.all(load);
+      for (const h of hogs) h.kill("SIGKILL");
+    }
+    stillUp();
+    assert.ok((statuses[200] || 0) > 0, `answers under load: ${JSON.stringify(statuses)}`);
+    const after = await get(`${base}/test?stores=kv,do`, 60_000);
+    assert.equal(after.status, 200, after.body);
+    assert.equal(JSON.parse(after.body).stores.kv.error, null, after.body);
+  } finally {
+    if (exited === null) {
+      dev.kill("SIGTERM");
+      await until("dev.sh to stop", 60_000, () => exited !== null).catch(() => dev.kill("SIGKILL"));
+    }
+    fs.closeSync(out);
+  }
+  // Ctrl-C's path: every process the stack started is gone, its ports are free.
+  for (const pid of pids) assert.equal(alive(pid), false, `pid ${pid} outlived the stack`);
+  assert.match(devOut(), /stopping the stack/);
+  fs.rmSync(scratch, { recursive: true, force: true });
+});
