@@ -76,7 +76,13 @@ console.log("\nprobes (GET /probes):");
 if (probes.status === 200 && probes.json?.probes) {
   const p = probes.json;
   const running = p.probes.filter((x) => x.running).length;
-  console.log(`  ${p.probes.length} hints, every ${p.every_s} s, ${running} running (the cron starts them within 5 minutes; POST /probes/stop stops them)`);
+  const hints = p.probes.filter((x) => x.vantage !== "member").length;
+  const members = p.probes.filter((x) => x.vantage === "member");
+  console.log(`  ${hints} hints, ${members.length} fleet members, every ${p.every_s} s, ${running} running (the cron starts them within 5 minutes; POST /probes/stop stops them)`);
+  for (const m of members) {
+    const where = m.region ? ` (expected ${m.region.metro}, ${m.region.colo})` : "";
+    console.log(`    ${m.label}${where}: ${m.last_error ? `last error: ${short(m.last_error)}` : `${m.kept ?? 0} answers kept`}`);
+  }
   if (p.bill?.monthly_usd != null) console.log(`  projected bill: $${p.bill.monthly_usd} a month`);
 } else if (probes.status === 401 && !token) {
   console.log("  skipped: behind BENCH_TOKEN");

@@ -188,13 +188,15 @@ fn keep_run_answer(env: &Env, ctx: &Context, run: &str, started_ms: f64, body: &
     let line = Kept {
         t_ms: started_ms as i64,
         label: colo,
+        vantage: kvbench_core::probes::Vantage::Run,
         hint: None,
         colo,
+        placement: None,
         cold,
         colo_changed: false,
         concurrent: 0,
         duration_ms,
-        answer: body,
+        outcome: kvbench_core::probes::KeptOutcome::Answer(body),
     }
     .to_line();
     let run = run.to_string();

@@ -62,16 +62,13 @@ pub async fn list(req: Request, ctx: RouteContext<super::Data>) -> Result<Respon
         Err(r) => return r,
     };
     let mut list = Vec::new();
-    for &hint in &probes.config.hints {
-        list.push(match probes.status(hint).await {
-            Ok(mut status) => {
-                if let Some(fields) = status.as_object_mut() {
-                    fields.insert("hint".into(), json!(hint.as_str()));
-                }
-                status
-            }
-            Err(e) => json!({ "hint": hint.as_str(), "error": e }),
-        });
+    for point in probes.points() {
+        let mut entry = point.describe();
+        match probes.status(&point).await {
+            Ok(status) => merge(&mut entry, status),
+            Err(e) => merge(&mut entry, json!({ "error": e })),
+        }
+        list.push(entry);
     }
     let bill = bill(&ctx.env, &probes, &origin_of(&req)).await;
     let body = json!({
@@ -82,6 +79,15 @@ pub async fn list(req: Request, ctx: RouteContext<super::Data>) -> Result<Respon
         "probes": list,
     });
     respond::json(200, &body.to_string())
+}
+
+/// `extra`'s fields added to `entry` (both JSON objects); `entry`'s own win.
+fn merge(entry: &mut serde_json::Value, extra: serde_json::Value) {
+    if let (Some(fields), serde_json::Value::Object(more)) = (entry.as_object_mut(), extra) {
+        for (k, v) in more {
+            fields.entry(k).or_insert(v);
+        }
+    }
 }
 
 /// `POST /probes/start[?hints=..&every=..&keep=..]` and `POST /probes/stop`.
@@ -109,9 +115,13 @@ async fn respond_each(probes: &Probes, call: &str) -> Result<Response> {
     let failed = results.iter().any(|(_, r)| r.is_err());
     let list: Vec<_> = results
         .into_iter()
-        .map(|(hint, r)| match r {
-            Ok(v) => json!({ "hint": hint.as_str(), "result": v }),
-            Err(e) => json!({ "hint": hint.as_str(), "error": e }),
+        .map(|(point, r)| {
+            let mut entry = point.describe();
+            match r {
+                Ok(v) => merge(&mut entry, json!({ "result": v })),
+                Err(e) => merge(&mut entry, json!({ "error": e })),
+            }
+            entry
         })
         .collect();
     let body = json!({ "call": call, "every_s": probes.config.every_s, "probes": list });
@@ -122,9 +132,9 @@ async fn respond_each(probes: &Probes, call: &str) -> Result<Response> {
 pub async fn tick(env: &Env) {
     match Probes::from_env(env) {
         Ok(probes) => {
-            for (hint, r) in probes.each("tick").await {
+            for (point, r) in probes.each("tick").await {
                 if let Err(e) = r {
-                    worker::console_error!("probe {}: tick failed: {e}", hint.as_str());
+                    worker::console_error!("probe {}: tick failed: {e}", point.label());
                 }
             }
         }
@@ -169,10 +179,10 @@ pub async fn probe_answers(req: Request, ctx: RouteContext<super::Data>) -> Resu
         Err(r) => return Ok(r),
     };
     let mut sources = Vec::new();
-    for &hint in &probes.config.hints {
+    for point in probes.points() {
         sources.push(Source {
-            label: hint.as_str().to_string(),
-            stub: probes.probe(hint)?,
+            label: point.label(),
+            stub: probes.stub(&point)?,
         });
     }
     ndjson(answers_stream(sources, window))
@@ -264,9 +274,9 @@ async fn report_call(
         .map_err(|_| format!("the report worker is not bound ({REPORT_BINDING}): deploy crates/report-worker (npm run deploy does)"))?;
     let mut sources = Vec::new();
     let mut first: Option<i64> = None;
-    for &hint in &probes.config.hints {
+    for point in probes.points() {
         if let Some(t) = probes
-            .status(hint)
+            .status(&point)
             .await
             .ok()
             .and_then(|s| s.get("first_t_ms").and_then(serde_json::Value::as_i64))
@@ -274,8 +284,8 @@ async fn report_call(
             first = Some(first.map_or(t, |f| f.min(t)));
         }
         sources.push(Source {
-            label: hint.as_str().to_string(),
-            stub: probes.probe(hint).map_err(|e| e.to_string())?,
+            label: point.label(),
+            stub: probes.stub(&point).map_err(|e| e.to_string())?,
         });
     }
     let origin = first.unwrap_or(window.since_ms).max(window.since_ms);
@@ -388,7 +398,7 @@ fn html(status: u16, body: String) -> Result<Response> {
 async fn bill(env: &Env, probes: &Probes, worker_url: &str) -> serde_json::Value {
     let key = format!(
         "bill:{}:{}",
-        probes.config.hints.len(),
+        probes.config.vantage_points(),
         probes.config.every_s
     );
     let (status, body) = match cached(&key) {
@@ -401,7 +411,7 @@ async fn bill(env: &Env, probes: &Probes, worker_url: &str) -> serde_json::Value
             };
             let extra = format!(
                 "&probes={}&every_s={}",
-                probes.config.hints.len(),
+                probes.config.vantage_points(),
                 probes.config.every_s
             );
             match report_call(env, probes, window, "/bill", &extra, worker_url).await {

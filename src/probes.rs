@@ -1,8 +1,10 @@
-//! The deployed worker measuring itself. `ProbeObject` is one Durable Object class with two
+//! The deployed worker measuring itself. `ProbeObject` is one Durable Object class with three
 //! uses, told apart by name: `probe:<hint>` (created with that location hint) wakes on its own
 //! alarm every `PROBE_EVERY` seconds and runs exactly what `/test` runs (`kvbench_core::handle`
-//! over the same stores and vars), one measurement at a time, and keeps the answer; `run:<id>`
-//! keeps the answers of a load run (`/test?run=<id>`). Both keep NDJSON lines
+//! over the same stores and vars), one measurement at a time, and keeps the answer;
+//! `member:<label>` wakes the same way and calls a placed fleet member's `/test` over HTTP (only
+//! a fetch handler is placed), keeping its answer — or, when it did not answer, why, as a line of
+//! its own; `run:<id>` keeps the answers of a load run (`/test?run=<id>`). Both keep NDJSON lines
 //! (`kvbench_core::probes::Kept`) in their SQLite database and hand them out in pages, which the
 //! worker's routes stream; answers older than `PROBE_KEEP` are deleted by the probe's alarm.
 
@@ -10,7 +12,10 @@ use std::cell::{Cell, RefCell};
 
 use kvbench_core::budget::ISOLATE_BUDGET_BYTES;
 use kvbench_core::durable::LocationHint;
-use kvbench_core::probes::{self, Kept, ProbeConfig, Window, PAGE_LINES};
+use kvbench_core::fleet::Member;
+use kvbench_core::probes::{
+    self, Kept, KeptFailure, KeptOutcome, ProbeConfig, Vantage, Window, PAGE_LINES,
+};
 use kvbench_core::spec::env::PROBES;
 use kvbench_core::{handle, Budget, Call, Clock, ErrorKind, Isolate, MetadataCache};
 use kvbench_core::{StoreError, ValueGen};
@@ -37,8 +42,11 @@ const COUNT: &str = "SELECT COUNT(*) AS n, MIN(t_ms) AS first, MAX(t_ms) AS last
 
 /// What a probe object keeps besides its answers (Durable Object storage, key `probe`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 struct ProbeState {
     hint: Option<String>,
+    /// A member probe's member (label and base URL).
+    member: Option<MemberArm>,
     every_s: u32,
     keep_s: u32,
     /// Set by `POST /probes/stop`; the cron does not re-arm a stopped probe.
@@ -48,13 +56,24 @@ struct ProbeState {
     last_error: Option<String>,
 }
 
-/// The body of `start` and `tick`.
+/// The body of `start` and `tick`: a hint probe's hint, or a member probe's member.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Arm {
-    hint: String,
+    hint: Option<String>,
+    member: Option<MemberArm>,
     every_s: u32,
     keep_s: u32,
 }
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct MemberArm {
+    label: String,
+    url: String,
+}
+
+/// How long a member's `/test` may take: its own stores' timeouts bound it (TIMEOUT_MS per call,
+/// at most 60 s, a few calls per store); past this the member is reported as timed out.
+const MEMBER_TIMEOUT_MS: u64 = 150_000;
 
 #[durable_object(alarm)]
 pub struct ProbeObject {
@@ -110,7 +129,8 @@ impl ProbeObject {
             return Response::from_json(&serde_json::json!({ "armed": false, "stopped": true }));
         }
         s.stopped = false;
-        s.hint = Some(arm.hint);
+        s.hint = arm.hint;
+        s.member = arm.member;
         s.every_s = arm.every_s;
         s.keep_s = arm.keep_s;
         self.save(&s).await?;
@@ -136,6 +156,7 @@ impl ProbeObject {
         let alarm = self.state.storage().get_alarm().await?;
         Response::from_json(&serde_json::json!({
             "hint": s.hint,
+            "member": s.member.as_ref().map(|m| m.label.clone()),
             "colo": s.last_colo,
             "every_s": s.every_s,
             "keep_s": s.keep_s,
@@ -289,23 +310,62 @@ impl ProbeObject {
         Ok(())
     }
 
-    /// The alarm: re-arm first (the chain survives a failed measurement), then measure and keep.
-    async fn measure(&self) -> worker::Result<()> {
-        let s = self.load().await?;
-        if s.hint.is_none() {
-            return self.expire_run(&s).await;
-        }
-        let Some(hint) = s.hint.clone().filter(|_| !s.stopped) else {
-            return Ok(());
-        };
+    /// Arms the next wake of a live probe `every_s` from now.
+    async fn rearm(&self, s: &ProbeState) -> worker::Result<()> {
         let every_ms = f64::from(s.every_s.max(probes::MIN_EVERY_S)) * 1000.0;
         self.state
             .storage()
             .set_alarm(at(now_ms() + every_ms))
-            .await?;
+            .await
+    }
+
+    /// The alarm: measure and keep, then re-arm — no storage write is pending while the
+    /// measurement's spans run (an awaited write would hold the output gate inside the first
+    /// span). A measurement that fails still re-arms (`alarm`), and the cron re-arms a chain
+    /// that died.
+    async fn measure(&self) -> worker::Result<()> {
+        let s = self.load().await?;
+        if s.hint.is_none() && s.member.is_none() {
+            return self.expire_run(&s).await;
+        }
+        if s.stopped {
+            return Ok(());
+        }
         if self.measuring.replace(true) {
             return Ok(());
         }
+        let kept = match (&s.hint, &s.member) {
+            (Some(hint), _) => self.measure_hint(hint).await,
+            (None, Some(member)) => self.measure_member(member).await,
+            (None, None) => Ok(None),
+        };
+        self.measuring.set(false);
+        // The state again: a stop (or start) may have come in while the probe measured, and
+        // must not be undone by saving what was read before.
+        let mut s = self.load().await?;
+        let keep_ms = f64::from(s.keep_s.max(probes::MIN_KEEP_S)) * 1000.0;
+        match kept {
+            Ok(Some((t_ms, line, colo, last_error))) => {
+                self.keep(t_ms as i64, &line)?;
+                self.sql()?
+                    .exec_raw(DELETE_OLD, vec![(t_ms - keep_ms).into()])?;
+                s.last_colo = Some(colo);
+                s.last_t_ms = Some(t_ms as i64);
+                s.last_error = last_error;
+            }
+            Ok(None) => {}
+            Err(e) => s.last_error = Some(e),
+        }
+        self.save(&s).await?;
+        if !s.stopped {
+            self.rearm(&s).await?;
+        }
+        Ok(())
+    }
+
+    /// A hint probe's measurement: `/test` in this object's isolate. The kept line, its time,
+    /// the colo and the stores that failed; `Err` for a `/test` that did not answer 200.
+    async fn measure_hint(&self, hint: &str) -> std::result::Result<Option<Measured>, String> {
         let colo = self.colo().await;
         self.concurrent.set(0);
         self.requests.set(self.requests.get() + 1);
@@ -313,36 +373,127 @@ impl ProbeObject {
         let reply = self.run_test(&colo).await;
         let duration_ms = kvbench_core::answer::round_ms(now_ms() - t_ms);
         let concurrent = self.concurrent.get();
-        self.measuring.set(false);
-        // The state again: a stop (or start) may have come in while the probe measured, and
-        // must not be undone by saving what was read before.
-        let mut s = self.load().await?;
         if reply.status != 200 {
-            s.last_error = Some(format!("/test answered {}: {}", reply.status, reply.body));
-            return self.save(&s).await;
+            return Err(format!("/test answered {}: {}", reply.status, reply.body));
         }
+        let s = self.load().await.map_err(|e| e.to_string())?;
         let cold = !self.warm.replace(true);
         let colo_changed = s.last_colo.as_deref().is_some_and(|c| c != colo);
         let line = Kept {
             t_ms: t_ms as i64,
-            label: &hint,
-            hint: Some(&hint),
+            label: hint,
+            vantage: Vantage::Hint,
+            hint: Some(hint),
             colo: &colo,
+            placement: None,
             cold,
             colo_changed,
             concurrent,
             duration_ms,
-            answer: &reply.body,
+            outcome: KeptOutcome::Answer(&reply.body),
         }
         .to_line();
-        self.keep(t_ms as i64, &line)?;
-        let keep_ms = f64::from(s.keep_s.max(probes::MIN_KEEP_S)) * 1000.0;
-        self.sql()?
-            .exec_raw(DELETE_OLD, vec![(t_ms - keep_ms).into()])?;
-        s.last_colo = Some(colo);
-        s.last_t_ms = Some(t_ms as i64);
-        s.last_error = store_errors(&reply.body);
-        self.save(&s).await
+        Ok(Some((t_ms, line, colo, store_errors(&reply.body))))
+    }
+
+    /// A member probe's measurement: the member's `/test` over HTTP, with `BENCH_TOKEN`. Its
+    /// answer is kept as it came, with its `cf-placement`; anything else is kept as a failure
+    /// line (never a gap).
+    async fn measure_member(
+        &self,
+        member: &MemberArm,
+    ) -> std::result::Result<Option<Measured>, String> {
+        let s = self.load().await.map_err(|e| e.to_string())?;
+        let target = Member {
+            label: member.label.clone(),
+            url: member.url.clone(),
+        };
+        let token = env_text(&self.env, kvbench_core::auth::TOKEN_VAR);
+        let t_ms = now_ms();
+        let called = call_member(&target.test_url(), token.as_deref()).await;
+        let duration_ms = kvbench_core::answer::round_ms(now_ms() - t_ms);
+        let (colo, cold, placement, outcome_body, failure) = match &called {
+            Ok(reply) => {
+                let answer: Option<serde_json::Value> = serde_json::from_str(&reply.body).ok();
+                let field = |name: &str| answer.as_ref().and_then(|a| a.get(name).cloned());
+                let is_answer = reply.status == 200
+                    && answer
+                        .as_ref()
+                        .is_some_and(|a| a.get("stores").is_some_and(serde_json::Value::is_object));
+                let colo = field("colo")
+                    .and_then(|c| c.as_str().map(str::to_string))
+                    .filter(|c| c.len() <= 16 && c.bytes().all(|b| b.is_ascii_alphanumeric()))
+                    .unwrap_or_else(|| "unknown".to_string());
+                let cold = field("isolate_requests").and_then(|n| n.as_u64()) == Some(1);
+                if is_answer {
+                    (
+                        colo,
+                        cold,
+                        reply.placement.clone(),
+                        Some(reply.body.as_str()),
+                        None,
+                    )
+                } else if reply.status == 200 {
+                    let detail = probes::clean_detail(&reply.body, 300);
+                    (
+                        colo,
+                        cold,
+                        reply.placement.clone(),
+                        None,
+                        Some(("malformed", None, detail)),
+                    )
+                } else {
+                    let detail = probes::clean_detail(&reply.body, 300);
+                    (
+                        colo,
+                        cold,
+                        reply.placement.clone(),
+                        None,
+                        Some(("status", Some(reply.status), detail)),
+                    )
+                }
+            }
+            Err((kind, detail)) => (
+                "unknown".to_string(),
+                false,
+                None,
+                None,
+                Some((*kind, None, probes::clean_detail(detail, 300))),
+            ),
+        };
+        let outcome = match (&outcome_body, &failure) {
+            (Some(body), _) => KeptOutcome::Answer(body),
+            (None, Some((kind, status, detail))) => KeptOutcome::Failure(KeptFailure {
+                kind,
+                status: *status,
+                detail,
+            }),
+            (None, None) => return Ok(None),
+        };
+        let colo_changed = s.last_colo.as_deref().is_some_and(|c| c != colo);
+        let line = Kept {
+            t_ms: t_ms as i64,
+            label: &member.label,
+            vantage: Vantage::Member,
+            hint: None,
+            colo: &colo,
+            placement: placement.as_deref(),
+            cold,
+            colo_changed,
+            concurrent: 0,
+            duration_ms,
+            outcome,
+        }
+        .to_line();
+        let last_error = match (&failure, outcome_body) {
+            (Some((kind, status, detail)), _) => Some(match status {
+                Some(status) => format!("member answered {status}: {detail}"),
+                None => format!("member {kind}: {detail}"),
+            }),
+            (None, Some(body)) => store_errors(body),
+            (None, None) => None,
+        };
+        Ok(Some((t_ms, line, colo, last_error)))
     }
 
     /// `/test` with no query: the deployment's defaults and stores. The Cache API is reported
@@ -374,6 +525,72 @@ impl ProbeObject {
         let reply = handle(call, &stores, &isolate).await;
         stores.finish().await;
         reply
+    }
+}
+
+/// What a measurement leaves to keep: its start (epoch ms), the kept line, the colo it ran in,
+/// and its stores' failures.
+type Measured = (f64, String, String, Option<String>);
+
+/// A member's answer: its status, `cf-placement` (checked) and body (at most
+/// [`MEMBER_BODY_MAX`] bytes read).
+struct MemberReply {
+    status: u16,
+    placement: Option<String>,
+    body: String,
+}
+
+/// The most of a member's answer that is read (a `/test` answer is a few KiB).
+const MEMBER_BODY_MAX: usize = 1 << 20;
+
+/// `GET url` with the token as a bearer header, within [`MEMBER_TIMEOUT_MS`]. A failure is its
+/// kind (`timeout`, `connect`, `transport`) and what happened.
+async fn call_member(
+    url: &str,
+    token: Option<&str>,
+) -> std::result::Result<MemberReply, (&'static str, String)> {
+    let headers = worker::Headers::new();
+    if let Some(token) = token.map(str::trim).filter(|t| !t.is_empty()) {
+        headers
+            .set("Authorization", &format!("Bearer {token}"))
+            .map_err(|e| ("connect", e.to_string()))?;
+    }
+    let mut init = RequestInit::new();
+    init.with_method(Method::Get).with_headers(headers);
+    let request = Request::new_with_init(url, &init).map_err(|e| ("connect", e.to_string()))?;
+    let call = async {
+        let mut response = worker::Fetch::Request(request)
+            .send()
+            .await
+            .map_err(|e| ("connect", e.to_string()))?;
+        let status = response.status_code();
+        let placement = kvbench_core::fleet::placement(
+            response
+                .headers()
+                .get("cf-placement")
+                .ok()
+                .flatten()
+                .as_deref(),
+        );
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| ("transport", e.to_string()))?;
+        let body =
+            String::from_utf8_lossy(bytes.get(..MEMBER_BODY_MAX).unwrap_or(&bytes)).into_owned();
+        Ok(MemberReply {
+            status,
+            placement,
+            body,
+        })
+    };
+    let sleep = worker::Delay::from(std::time::Duration::from_millis(MEMBER_TIMEOUT_MS));
+    match futures::future::select(std::pin::pin!(call), std::pin::pin!(sleep)).await {
+        futures::future::Either::Left((reply, _)) => reply,
+        futures::future::Either::Right(_) => Err((
+            "timeout",
+            format!("no answer within {} s", MEMBER_TIMEOUT_MS / 1000),
+        )),
     }
 }
 
@@ -453,10 +670,13 @@ impl DurableObject for ProbeObject {
     async fn alarm(&self) -> worker::Result<Response> {
         if let Err(e) = self.measure().await {
             self.measuring.set(false);
-            // Kept for GET /probes; the next alarm is already set.
+            // Kept for GET /probes; the chain goes on.
             let mut s = self.load().await.unwrap_or_default();
             s.last_error = Some(format!("probe failed: {e}"));
             let _ = self.save(&s).await;
+            if (s.hint.is_some() || s.member.is_some()) && !s.stopped {
+                let _ = self.rearm(&s).await;
+            }
         }
         Response::ok("")
     }
@@ -478,18 +698,42 @@ impl Probes {
         Ok(Probes { namespace, config })
     }
 
-    pub fn probe(&self, hint: LocationHint) -> worker::Result<Stub> {
-        self.namespace
-            .get_by_name_with_location_hint(&ProbeConfig::object_name(hint), hint.as_str())
+    /// Every vantage point of this configuration: the hints, then the fleet's members.
+    pub fn points(&self) -> Vec<Point> {
+        let hints = self.config.hints.iter().map(|&h| Point::Hint(h));
+        let members = self.config.members.iter().cloned().map(Point::Member);
+        hints.chain(members).collect()
+    }
+
+    /// A vantage point's probe object: a hint's is created with that location hint; a member's
+    /// anywhere (it only calls the placed member).
+    pub fn stub(&self, point: &Point) -> worker::Result<Stub> {
+        match point {
+            Point::Hint(hint) => self
+                .namespace
+                .get_by_name_with_location_hint(&ProbeConfig::object_name(*hint), hint.as_str()),
+            Point::Member(member) => self.namespace.get_by_name(&member.object_name()),
+        }
     }
 
     pub fn run(&self, run: &str) -> worker::Result<Stub> {
         self.namespace.get_by_name(&probes::run_object_name(run))
     }
 
-    fn arm_body(&self, hint: LocationHint) -> String {
+    fn arm_body(&self, point: &Point) -> String {
+        let (hint, member) = match point {
+            Point::Hint(hint) => (Some(hint.as_str().to_string()), None),
+            Point::Member(m) => (
+                None,
+                Some(MemberArm {
+                    label: m.label.clone(),
+                    url: m.url.clone(),
+                }),
+            ),
+        };
         serde_json::to_string(&Arm {
-            hint: hint.as_str().to_string(),
+            hint,
+            member,
             every_s: self.config.every_s,
             keep_s: self.config.keep_s,
         })
@@ -497,26 +741,58 @@ impl Probes {
     }
 
     /// `POST <call>` to each probe (`start`, `tick`, `stop`); each probe's JSON answer, or its
-    /// error as text.
-    pub async fn each(&self, call: &str) -> Vec<(LocationHint, Result<serde_json::Value, String>)> {
+    /// error as text, by vantage point.
+    pub async fn each(&self, call: &str) -> Vec<(Point, Result<serde_json::Value, String>)> {
         let mut out = Vec::new();
-        for &hint in &self.config.hints {
+        for point in self.points() {
             let result = async {
-                let stub = self.probe(hint).map_err(|e| e.to_string())?;
-                let mut response = post(&stub, call, &self.arm_body(hint)).await?;
+                let stub = self.stub(&point).map_err(|e| e.to_string())?;
+                let mut response = post(&stub, call, &self.arm_body(&point)).await?;
                 response
                     .json::<serde_json::Value>()
                     .await
                     .map_err(|e| e.to_string())
             }
             .await;
-            out.push((hint, result));
+            out.push((point, result));
         }
         out
     }
 
-    pub async fn status(&self, hint: LocationHint) -> Result<serde_json::Value, String> {
-        status_of(&self.probe(hint).map_err(|e| e.to_string())?).await
+    pub async fn status(&self, point: &Point) -> Result<serde_json::Value, String> {
+        status_of(&self.stub(point).map_err(|e| e.to_string())?).await
+    }
+}
+
+/// A vantage point of the probes: a Durable Object location hint, or a placed fleet member.
+#[derive(Debug, Clone)]
+pub enum Point {
+    Hint(LocationHint),
+    Member(Member),
+}
+
+impl Point {
+    /// Its label in kept answers and reports.
+    pub fn label(&self) -> String {
+        match self {
+            Point::Hint(hint) => hint.as_str().to_string(),
+            Point::Member(m) => m.label.clone(),
+        }
+    }
+
+    /// The fields that name it in JSON (`/probes`, start and stop answers).
+    pub fn describe(&self) -> serde_json::Value {
+        match self {
+            Point::Hint(hint) => {
+                serde_json::json!({ "label": hint.as_str(), "vantage": "hint", "hint": hint.as_str() })
+            }
+            Point::Member(m) => serde_json::json!({
+                "label": m.label,
+                "vantage": "member",
+                "hint": null,
+                "region": kvbench_core::fleet::region(&m.label).map(|r| serde_json::json!({ "metro": r.metro, "colo": r.colo, "continent": r.continent })),
+            }),
+        }
     }
 }
 

@@ -55,7 +55,7 @@ test("the check reports stores without secrets and passes", async () => {
     assert.match(out, /– upstash\s+not configured: .*UPSTASH_REDIS_REST_URL/);
     assert.match(out, /– denokv\s+not configured: .*DENO_KV_URL/);
     for (const s of ["kv", "do", "d1", "r2", "redis"]) assert.match(out, new RegExp(`✓ ${s}\\s+read \\d`), s);
-    assert.match(out, /9 hints, every 300 s/);
+    assert.match(out, /11 hints, 0 fleet members, every 300 s/);
     assert.match(out, /store\(s\) configured and answering; report: http:\/\/127\.0\.0\.1:\d+\/report/);
   });
 });

@@ -46,7 +46,9 @@ pub fn object_name(scope: DoScope, store_key: &str) -> &str {
 /// The name of the one object of `do_scope=shared`.
 pub const SHARED_OBJECT: &str = "kvbench:do";
 
-/// Durable Object location hints (`locationHint`), as Cloudflare lists them.
+/// Durable Object location hints (`locationHint`), as Cloudflare's data-location page lists
+/// them (eleven since `apac-ne` and `apac-se`; `sam`, `afr` and `me` objects are created
+/// elsewhere, which is why each probe's answer says where it really ran).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LocationHint {
     Wnam,
@@ -55,19 +57,23 @@ pub enum LocationHint {
     Weur,
     Eeur,
     Apac,
+    ApacNe,
+    ApacSe,
     Oc,
     Afr,
     Me,
 }
 
 impl LocationHint {
-    pub const ALL: [LocationHint; 9] = [
+    pub const ALL: [LocationHint; 11] = [
         LocationHint::Wnam,
         LocationHint::Enam,
         LocationHint::Sam,
         LocationHint::Weur,
         LocationHint::Eeur,
         LocationHint::Apac,
+        LocationHint::ApacNe,
+        LocationHint::ApacSe,
         LocationHint::Oc,
         LocationHint::Afr,
         LocationHint::Me,
@@ -81,6 +87,8 @@ impl LocationHint {
             LocationHint::Weur => "weur",
             LocationHint::Eeur => "eeur",
             LocationHint::Apac => "apac",
+            LocationHint::ApacNe => "apac-ne",
+            LocationHint::ApacSe => "apac-se",
             LocationHint::Oc => "oc",
             LocationHint::Afr => "afr",
             LocationHint::Me => "me",

@@ -23,6 +23,7 @@ pub mod denokv;
 pub mod durable;
 pub mod endpoint;
 pub mod error;
+pub mod fleet;
 pub mod http;
 pub mod in_flight;
 pub mod params;

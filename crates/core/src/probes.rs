@@ -7,7 +7,7 @@
 use crate::durable::LocationHint;
 use crate::params::ParamError;
 
-/// Var: the location hints to probe from, a comma list (default: all nine).
+/// Var: the location hints to probe from, a comma list (default: all eleven).
 pub const HINTS_VAR: &str = "PROBE_HINTS";
 /// Var: seconds between two answers of one probe.
 pub const EVERY_VAR: &str = "PROBE_EVERY";
@@ -39,6 +39,8 @@ pub const PAGE_LINES: u32 = 500;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeConfig {
     pub hints: Vec<LocationHint>,
+    /// The fleet's placed members (`FLEET`), each called by a probe object of its own.
+    pub members: Vec<crate::fleet::Member>,
     pub every_s: u32,
     pub keep_s: u32,
 }
@@ -47,6 +49,7 @@ impl Default for ProbeConfig {
     fn default() -> Self {
         ProbeConfig {
             hints: LocationHint::ALL.to_vec(),
+            members: Vec::new(),
             every_s: DEFAULT_EVERY_S,
             keep_s: DEFAULT_KEEP_S,
         }
@@ -59,6 +62,9 @@ impl ProbeConfig {
         let mut cfg = ProbeConfig::default();
         if let Some(v) = lookup(HINTS_VAR) {
             cfg.hints = parse_hints(HINTS_VAR, &v)?;
+        }
+        if let Some(v) = lookup(crate::fleet::FLEET_VAR) {
+            cfg.members = crate::fleet::parse_members(crate::fleet::FLEET_VAR, &v)?;
         }
         if let Some(v) = lookup(EVERY_VAR) {
             cfg.every_s = parse_seconds(EVERY_VAR, &v, MIN_EVERY_S, MAX_EVERY_S)?;
@@ -85,6 +91,11 @@ impl ProbeConfig {
             }
         }
         Ok(self)
+    }
+
+    /// Probe objects this configuration runs: one per hint, one per member.
+    pub fn vantage_points(&self) -> usize {
+        self.hints.len() + self.members.len()
     }
 
     /// The name of a hint's probe object.
@@ -235,17 +246,61 @@ pub fn run_object_name(run: &str) -> String {
     format!("run:{run}")
 }
 
+/// Who made a kept answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vantage {
+    /// A probe object created with a location hint, measuring in its own isolate.
+    Hint,
+    /// A probe object calling a placed fleet member's `/test` over HTTP.
+    Member,
+    /// A load run's `/test` answer (`/test?run=`).
+    Run,
+}
+
+impl Vantage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Vantage::Hint => "hint",
+            Vantage::Member => "member",
+            Vantage::Run => "run",
+        }
+    }
+}
+
+/// Why a vantage point produced no answer, kept in place of one: a member that did not answer,
+/// or answered something else than a `/test` answer (a gap would hide it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeptFailure<'a> {
+    /// `status` (a non-200 answer), `timeout`, `connect`, `transport` or `malformed`.
+    pub kind: &'a str,
+    pub status: Option<u16>,
+    /// What happened, shortened and stripped of control characters.
+    pub detail: &'a str,
+}
+
+/// What a vantage point produced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KeptOutcome<'a> {
+    /// The `/test` answer exactly as it was sent (JSON).
+    Answer(&'a str),
+    Failure(KeptFailure<'a>),
+}
+
 /// How a kept answer came to be.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Kept<'a> {
     /// When the measurement started, epoch ms.
     pub t_ms: i64,
-    /// The report label: the hint for probes, the colo for runs.
+    /// The report label: the hint for hint probes, the member's label for members, the colo
+    /// for runs.
     pub label: &'a str,
-    /// The probe's location hint (`None` for a run's answer).
+    pub vantage: Vantage,
+    /// The probe's location hint (`None` for members and runs).
     pub hint: Option<&'a str>,
     /// The colo the answer ran in, or "unknown".
     pub colo: &'a str,
+    /// A member's `cf-placement` header (`remote-IAD`): where its placed fetch handler ran.
+    pub placement: Option<&'a str>,
     /// The first answer since the object (probes) or isolate (runs) started.
     pub cold: bool,
     /// The colo differs from the previous answer's (probes).
@@ -254,27 +309,55 @@ pub struct Kept<'a> {
     pub concurrent: u32,
     /// Wall milliseconds of the whole measurement, as the runtime's clock saw it.
     pub duration_ms: f64,
-    /// The `/test` answer exactly as it was sent (JSON).
-    pub answer: &'a str,
+    pub outcome: KeptOutcome<'a>,
 }
 
 impl Kept<'_> {
-    /// One NDJSON line (without `seq`, which the store adds), the answer embedded as it was.
+    /// One NDJSON line (without `seq`, which the store adds), an answer embedded as it was.
     pub fn to_line(&self) -> String {
-        let head = serde_json::json!({
+        let mut head = serde_json::json!({
             "t_ms": self.t_ms,
             "label": self.label,
+            "vantage": self.vantage.as_str(),
             "hint": self.hint,
             "colo": self.colo,
+            "placement": self.placement,
             "cold": self.cold,
             "colo_changed": self.colo_changed,
             "concurrent": self.concurrent,
             "duration_ms": self.duration_ms,
-        })
-        .to_string();
-        // `{...}` + `,"answer":<the answer>}`: the answer's bytes are kept untouched.
-        format!("{},\"answer\":{}}}", &head[..head.len() - 1], self.answer)
+        });
+        match &self.outcome {
+            KeptOutcome::Answer(answer) => {
+                let head = head.to_string();
+                // `{...}` + `,"answer":<the answer>}`: the answer's bytes are kept untouched.
+                format!("{},\"answer\":{}}}", &head[..head.len() - 1], answer)
+            }
+            KeptOutcome::Failure(f) => {
+                if let Some(fields) = head.as_object_mut() {
+                    fields.insert(
+                        "failure".into(),
+                        serde_json::json!({ "kind": f.kind, "status": f.status, "detail": f.detail }),
+                    );
+                }
+                head.to_string()
+            }
+        }
     }
+}
+
+/// `text` fit for a kept line and a report: control characters (terminal escapes among them)
+/// replaced, at most `max` characters.
+pub fn clean_detail(text: &str, max: usize) -> String {
+    let mut out: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(max)
+        .collect();
+    if text.chars().count() > max {
+        out.push('…');
+    }
+    out
 }
 
 /// A stored line with its sequence number first: `{"seq":N,...}`.
@@ -317,7 +400,7 @@ mod tests {
     #[test]
     fn config_from_vars_and_query() {
         let cfg = ProbeConfig::from_vars(|_| None).unwrap();
-        assert_eq!(cfg.hints.len(), 9);
+        assert_eq!(cfg.hints.len(), 11);
         assert_eq!(cfg.every_s, 300);
         let vars = |name: &str| match name {
             "PROBE_HINTS" => Some("weur, enam".to_string()),
@@ -328,6 +411,14 @@ mod tests {
         let cfg = ProbeConfig::from_vars(vars).unwrap();
         assert_eq!(cfg.hints, vec![LocationHint::Weur, LocationHint::Enam]);
         assert_eq!((cfg.every_s, cfg.keep_s), (2, 604_800));
+        let fleet = ProbeConfig::from_vars(|n| {
+            (n == "FLEET").then(|| "a=http://127.0.0.1:1,b=http://127.0.0.1:2".into())
+        })
+        .unwrap();
+        assert_eq!(fleet.members.len(), 2);
+        assert_eq!(fleet.vantage_points(), 13);
+        let e = ProbeConfig::from_vars(|n| (n == "FLEET").then(|| "a".into())).unwrap_err();
+        assert_eq!(e.parameter, "FLEET");
         let e = ProbeConfig::from_vars(|n| (n == "PROBE_HINTS").then(|| "eu".into())).unwrap_err();
         assert_eq!(e.parameter, "PROBE_HINTS");
         let e = ProbeConfig::from_vars(|n| (n == "PROBE_EVERY").then(|| "0".into())).unwrap_err();
@@ -416,13 +507,15 @@ mod tests {
         let line = Kept {
             t_ms: 5,
             label: "weur",
+            vantage: Vantage::Hint,
             hint: Some("weur"),
             colo: "LHR",
+            placement: None,
             cold: true,
             colo_changed: false,
             concurrent: 0,
             duration_ms: 12.5,
-            answer,
+            outcome: KeptOutcome::Answer(answer),
         }
         .to_line();
         assert!(line.ends_with(&format!(",\"answer\":{answer}}}")), "{line}");
@@ -431,6 +524,31 @@ mod tests {
         assert_eq!(v["label"], "weur");
         assert_eq!(v["cold"], true);
         assert_eq!(v["answer"]["stores"]["kv"]["read_ms"], 1.5);
+        assert_eq!(v["vantage"], "hint");
+        let failed = Kept {
+            t_ms: 6,
+            label: "aws:us-east-1",
+            vantage: Vantage::Member,
+            hint: None,
+            colo: "unknown",
+            placement: Some("remote-IAD"),
+            cold: false,
+            colo_changed: false,
+            concurrent: 0,
+            duration_ms: 30.0,
+            outcome: KeptOutcome::Failure(KeptFailure {
+                kind: "status",
+                status: Some(503),
+                detail: "busy",
+            }),
+        }
+        .to_line();
+        let v: serde_json::Value = serde_json::from_str(&failed).unwrap();
+        assert_eq!(v["failure"]["status"], 503);
+        assert_eq!(v["placement"], "remote-IAD");
+        assert!(v.get("answer").is_none());
+        assert_eq!(clean_detail("a\u{1b}[31mb", 10), "a [31mb");
+        assert_eq!(clean_detail("abcdef", 3), "abc…");
         let v: serde_json::Value = serde_json::from_str(&end_line(3)).unwrap();
         assert_eq!(
             (v["end"].as_bool(), v["lines"].as_u64()),

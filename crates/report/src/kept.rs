@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use crate::collect::Collector;
 use crate::report::{ImportInfo, Report, RunInfo};
-use crate::sample::{Outcome, Sample};
+use crate::sample::{Failure, FailureKind, Outcome, Sample};
 
 /// One line of a kept-answers stream: an answer, the `end` line, or an `error` line.
 #[derive(Deserialize)]
@@ -20,10 +20,40 @@ pub struct Line<'a> {
     #[serde(borrow)]
     pub label: Option<std::borrow::Cow<'a, str>>,
     pub duration_ms: Option<f64>,
+    /// `hint`, `member` or `run` (absent in lines kept before the fleet: a hint or a run).
+    pub vantage: Option<String>,
+    /// A fleet member's `cf-placement` (`remote-IAD`).
+    pub placement: Option<String>,
+    /// Other requests the measuring object served meanwhile.
+    pub concurrent: Option<u32>,
     #[serde(borrow)]
     pub answer: Option<&'a serde_json::value::RawValue>,
+    /// In place of an answer: why a vantage point produced none (`kvbench_core::probes::KeptFailure`).
+    pub failure: Option<LineFailure>,
     pub end: Option<bool>,
     pub error: Option<String>,
+}
+
+/// A kept failure: its kind (`status`, `timeout`, `connect`, `transport`, `malformed`), the
+/// status of a non-200 answer, and what happened.
+#[derive(Deserialize)]
+pub struct LineFailure {
+    pub kind: String,
+    pub status: Option<u16>,
+    #[serde(default)]
+    pub detail: String,
+}
+
+impl LineFailure {
+    fn kind(&self) -> FailureKind {
+        match (self.kind.as_str(), self.status) {
+            ("status", Some(code)) => FailureKind::Status(code),
+            ("timeout", _) => FailureKind::Timeout,
+            ("connect", _) => FailureKind::Connect,
+            ("transport", _) => FailureKind::Transport,
+            _ => FailureKind::Malformed,
+        }
+    }
 }
 
 impl<'a> Line<'a> {
@@ -76,14 +106,27 @@ impl Aggregate {
     /// One kept answer; a line that is not one is counted as malformed, never dropped silently.
     pub fn push(&mut self, line: &Line<'_>) {
         self.lines += 1;
-        let (Some(t), Some(label), Some(answer)) = (line.t_ms, line.label.as_deref(), line.answer)
-        else {
+        let (Some(t), Some(label)) = (line.t_ms, line.label.as_deref()) else {
             self.malformed += 1;
             return;
         };
-        let Ok(answer) = crate::answer::parse(answer.get().as_bytes()) else {
-            self.malformed += 1;
-            return;
+        let outcome = match (line.answer, &line.failure) {
+            (Some(answer), _) => match crate::answer::parse(answer.get().as_bytes()) {
+                Ok(answer) => Outcome::Answer(answer),
+                Err(_) => {
+                    self.malformed += 1;
+                    return;
+                }
+            },
+            // A vantage point that did not answer: a failed request of its label, not a gap.
+            (None, Some(failure)) => Outcome::Failure(Failure {
+                kind: failure.kind(),
+                detail: failure.detail.chars().take(200).collect(),
+            }),
+            (None, None) => {
+                self.malformed += 1;
+                return;
+            }
         };
         let intended_us = ((t - self.origin_ms).max(0) as u64) * 1000;
         let latency_us = (line.duration_ms.unwrap_or(0.0).max(0.0) * 1000.0) as u64;
@@ -102,7 +145,7 @@ impl Aggregate {
         run.collector.record(&Sample {
             intended_us,
             latency_us,
-            outcome: Outcome::Answer(answer),
+            outcome,
         });
         run.n += 1;
         run.last_us = run.last_us.max(intended_us);
@@ -182,11 +225,13 @@ mod tests {
             line(1, 1_000_500, "apac", 9.0),
             line(2, 1_300_000, "weur", 3.0),
             "{\"seq\":3,\"label\":\"weur\"}".to_string(),
+            r#"{"seq":1,"t_ms":1000900,"label":"aws:us-east-1","vantage":"member","hint":null,"colo":"unknown","placement":null,"cold":false,"colo_changed":false,"concurrent":0,"duration_ms":150000,"failure":{"kind":"timeout","status":null,"detail":"no answer within 150 s"}}"#.to_string(),
+            r#"{"seq":2,"t_ms":1000950,"label":"aws:us-east-1","vantage":"member","failure":{"kind":"status","status":503,"detail":"busy"}}"#.to_string(),
         ];
         for l in &lines {
             a.push(&Line::parse(l.as_bytes()).unwrap());
         }
-        assert_eq!(a.lines(), 4);
+        assert_eq!(a.lines(), 6);
         let source = Source {
             url: "https://w".into(),
             engine: "probes".into(),
@@ -194,11 +239,24 @@ mod tests {
         };
         let r = a.finish(&source).unwrap().unwrap();
         assert_eq!(r.total.answered, 3);
+        // A member that did not answer is counted as a failed request of its label, by kind.
+        assert_eq!(
+            r.total.failures.get("timeout"),
+            Some(&1),
+            "{:?}",
+            r.total.failures
+        );
+        assert_eq!(
+            r.total.failures.get("http_503"),
+            Some(&1),
+            "{:?}",
+            r.total.failures
+        );
         let labels: Vec<_> = r.runs.iter().map(|x| x.label.as_str()).collect();
-        assert_eq!(labels, ["apac", "weur"]);
+        assert_eq!(labels, ["apac", "aws:us-east-1", "weur"]);
         assert_eq!(r.total.stores["kv"].reads, 3);
         let import = r.runs.iter().find_map(|x| x.import.as_ref()).unwrap();
-        assert_eq!((import.lines, import.malformed_lines), (4, 1));
+        assert_eq!((import.lines, import.malformed_lines), (6, 1));
         assert!(Aggregate::new(0, Duration::from_secs(5))
             .finish(&source)
             .unwrap()

@@ -1,0 +1,149 @@
+// The fleet on loopback: three members (the built benchmark worker, each in a workerd of its
+// own, as placed members run it) behind counting proxies, a member that answers 503 and one that
+// is not there; the main worker's probes call each member's /test with BENCH_TOKEN on their own
+// alarms and keep every outcome. Checked: every request a member answered is kept exactly once
+// under its label (answers kept = answers the members sent, by the proxies' count), with
+// `vantage: "member"`, the placement header as sent and the member's colo; a 503 and an
+// unreachable member are kept failure lines, never gaps, and reach the report as failures of
+// their label; the token reaches the members and never a kept line. Bounded in time.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import http from "node:http";
+import { freePort, sleep, startRedis, startStack, stop } from "./procs.mjs";
+
+const TOKEN = "fleet-e2e-token-" + process.pid;
+let redis;
+let members = [];
+let proxies = [];
+let down;
+let main;
+
+/** A proxy in front of `target` counting what it forwarded and what it answered; it adds a
+ * `cf-placement` header as a placed worker's answer carries one. */
+async function countingProxy(label, target) {
+  const counts = { requests: 0, answered: 0, tokens: new Set() };
+  const server = http.createServer((req, res) => {
+    counts.requests++;
+    counts.tokens.add(req.headers.authorization ?? "");
+    const up = http.request(target + req.url, { method: req.method, headers: req.headers }, (r) => {
+      const headers = { ...r.headers, "cf-placement": `remote-${label.replace(/[^A-Za-z]/g, "").toUpperCase().slice(0, 3)}` };
+      res.writeHead(r.statusCode, headers);
+      r.pipe(res);
+      r.on("end", () => counts.answered++);
+    });
+    up.on("error", (e) => {
+      res.writeHead(502);
+      res.end(String(e));
+    });
+    req.pipe(up);
+  });
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  return { server, counts, url: `http://127.0.0.1:${server.address().port}` };
+}
+
+before(async () => {
+  redis = await startRedis();
+  const stores = { REDIS_URL: `redis://127.0.0.1:${redis.port}`, STORES: "kv,do,d1,r2,redis", BENCH_TOKEN: TOKEN };
+  for (const label of ["local-1", "local-2", "local-3"]) {
+    const mf = await startStack(stores, { host: "127.0.0.1", port: 0 });
+    members.push(mf);
+    proxies.push({ label, ...(await countingProxy(label, (await mf.ready).toString().replace(/\/$/, ""))) });
+  }
+  // A member that is up but refuses (503 with a body that has a terminal escape), one that is not.
+  const busy = http.createServer((req, res) => {
+    busy.count = (busy.count ?? 0) + 1;
+    res.writeHead(503, { "content-type": "text/plain" });
+    res.end("overloaded \u001b[31mred\u001b[0m");
+  });
+  await new Promise((ok) => busy.listen(0, "127.0.0.1", ok));
+  proxies.push({ label: "busy", server: busy, counts: null, url: `http://127.0.0.1:${busy.address().port}` });
+  down = await freePort();
+  const fleet = [...proxies.map((p) => `${p.label}=${p.url}`), `gone=http://127.0.0.1:${down}`].join(",");
+  main = await startStack(
+    { ...stores, FLEET: fleet, PROBE_HINTS: "weur", PROBE_EVERY: "1", PROBE_COLO_URL: "none" },
+    { host: "127.0.0.1", port: 0 },
+  );
+});
+
+after(async () => {
+  await main?.dispose();
+  for (const m of members) await m.dispose();
+  for (const p of proxies) p.server.close();
+  await stop(redis?.proc);
+});
+
+const auth = { Authorization: `Bearer ${TOKEN}` };
+async function call(method, p) {
+  const res = await main.dispatchFetch(`http://localhost${p}`, { method, headers: auth });
+  return { status: res.status, text: await res.text() };
+}
+const lines = (text) => text.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+
+test("the probes call every member and keep every outcome under its label", { timeout: 300_000 }, async () => {
+  const started = await call("POST", "/probes/start");
+  assert.equal(started.status, 200, started.text);
+  const list = JSON.parse(started.text).probes.map((p) => p.label);
+  assert.deepEqual(list, ["weur", "local-1", "local-2", "local-3", "busy", "gone"]);
+
+  // Until every member has a few answers kept.
+  const deadline = Date.now() + 180_000;
+  let kept = [];
+  for (;;) {
+    kept = lines((await call("GET", "/probes/answers")).text);
+    const of = (label) => kept.filter((l) => l.label === label).length;
+    if (["local-1", "local-2", "local-3", "busy", "gone"].every((l) => of(l) >= 3)) break;
+    assert.ok(Date.now() < deadline, `not every member answered in time: ${JSON.stringify(Object.fromEntries(["weur", "local-1", "local-2", "local-3", "busy", "gone"].map((l) => [l, of(l)])))}`);
+    await sleep(1000);
+  }
+  const stopped = await call("POST", "/probes/stop");
+  assert.equal(stopped.status, 200, stopped.text);
+  // Let a measurement that was running when the stop came finish and be kept.
+  await sleep(5000);
+  const text = (await call("GET", "/probes/answers")).text;
+  assert.ok(!text.includes(TOKEN), "the token reached a kept line");
+  kept = lines(text);
+  const end = kept.pop();
+  assert.equal(end.end, true, JSON.stringify(end));
+  assert.equal(end.lines, kept.length);
+
+  for (const p of proxies.filter((p) => p.counts)) {
+    const mine = kept.filter((l) => l.label === p.label);
+    // Every answer the member sent is kept, once: nothing lost, nothing doubled.
+    assert.equal(mine.length, p.counts.answered, `${p.label}: kept ${mine.length}, member answered ${p.counts.answered}`);
+    assert.equal(p.counts.requests, p.counts.answered, `${p.label}: a request went unanswered`);
+    assert.deepEqual([...p.counts.tokens], [`Bearer ${TOKEN}`], `${p.label}: the probes did not send BENCH_TOKEN`);
+    for (const l of mine) {
+      assert.equal(l.vantage, "member");
+      assert.equal(l.hint, null);
+      assert.match(l.placement, /^remote-[A-Z]{1,3}$/);
+      assert.equal(l.failure, undefined, JSON.stringify(l));
+      assert.equal(typeof l.answer.stores.kv.read_ms, "number", JSON.stringify(l.answer));
+      assert.equal(l.colo, l.answer.colo);
+      assert.ok(l.duration_ms >= 0);
+    }
+    // The first answer of a member's isolate is cold, the rest warm.
+    assert.equal(mine[0].cold, true);
+    assert.ok(mine.slice(1).every((l) => l.cold === false), p.label);
+    const seqs = mine.map((l) => l.seq);
+    assert.deepEqual(seqs, [...new Set(seqs)].sort((a, b) => a - b), `${p.label}: seq repeats or goes back`);
+  }
+  const busy = kept.filter((l) => l.label === "busy");
+  assert.equal(busy.length, proxies.find((p) => p.label === "busy").server.count);
+  for (const l of busy) {
+    assert.deepEqual([l.failure.kind, l.failure.status], ["status", 503]);
+    assert.ok(!l.failure.detail.includes("\u001b"), "a terminal escape reached a kept line");
+    assert.equal(l.answer, undefined);
+  }
+  for (const l of kept.filter((l) => l.label === "gone")) {
+    assert.equal(l.failure.kind, "connect", JSON.stringify(l));
+  }
+  // The hint probe goes on beside them.
+  assert.ok(kept.some((l) => l.label === "weur" && l.vantage === "hint"));
+
+  // GET /probes lists every vantage point with its last error.
+  const probes = JSON.parse((await call("GET", "/probes")).text).probes;
+  const gone = probes.find((p) => p.label === "gone");
+  assert.equal(gone.vantage, "member");
+  assert.match(gone.last_error, /member connect/);
+  assert.match(probes.find((p) => p.label === "busy").last_error, /member answered 503/);
+});
