@@ -334,27 +334,47 @@ impl ProbeObject {
         if self.measuring.replace(true) {
             return Ok(());
         }
-        let kept = match (&s.hint, &s.member) {
-            (Some(hint), _) => self.measure_hint(hint).await,
-            (None, Some(member)) => self.measure_member(member).await,
-            (None, None) => Ok(None),
-        };
+        // A cold answer (a new instance: connections, Deno KV's metadata exchange and the value
+        // generator all start afresh) is followed at once by a warm one, both kept and marked,
+        // so the default five-minute schedule still yields a warm answer every wake.
+        let mut kept = Vec::new();
+        let mut failed = None;
+        for _ in 0..2 {
+            let one = match (&s.hint, &s.member) {
+                (Some(hint), _) => self.measure_hint(hint).await,
+                (None, Some(member)) => self.measure_member(member).await,
+                (None, None) => Ok(None),
+            };
+            match one {
+                Ok(Some(measured)) => {
+                    let cold = measured.4;
+                    kept.push(measured);
+                    if !cold {
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
         self.measuring.set(false);
         // The state again: a stop (or start) may have come in while the probe measured, and
         // must not be undone by saving what was read before.
         let mut s = self.load().await?;
         let keep_ms = f64::from(s.keep_s.max(probes::MIN_KEEP_S)) * 1000.0;
-        match kept {
-            Ok(Some((t_ms, line, colo, last_error))) => {
-                self.keep(t_ms as i64, &line)?;
-                self.sql()?
-                    .exec_raw(DELETE_OLD, vec![(t_ms - keep_ms).into()])?;
-                s.last_colo = Some(colo);
-                s.last_t_ms = Some(t_ms as i64);
-                s.last_error = last_error;
-            }
-            Ok(None) => {}
-            Err(e) => s.last_error = Some(e),
+        for (t_ms, line, colo, last_error, _) in kept {
+            self.keep(t_ms as i64, &line)?;
+            self.sql()?
+                .exec_raw(DELETE_OLD, vec![(t_ms - keep_ms).into()])?;
+            s.last_colo = Some(colo);
+            s.last_t_ms = Some(t_ms as i64);
+            s.last_error = last_error;
+        }
+        if let Some(e) = failed {
+            s.last_error = Some(e);
         }
         self.save(&s).await?;
         if !s.stopped {
@@ -393,7 +413,7 @@ impl ProbeObject {
             outcome: KeptOutcome::Answer(&reply.body),
         }
         .to_line();
-        Ok(Some((t_ms, line, colo, store_errors(&reply.body))))
+        Ok(Some((t_ms, line, colo, store_errors(&reply.body), cold)))
     }
 
     /// A member probe's measurement: the member's `/test` over HTTP, with `BENCH_TOKEN`. Its
@@ -493,7 +513,7 @@ impl ProbeObject {
             (None, Some(body)) => store_errors(body),
             (None, None) => None,
         };
-        Ok(Some((t_ms, line, colo, last_error)))
+        Ok(Some((t_ms, line, colo, last_error, cold && outcome_body.is_some())))
     }
 
     /// `/test` with no query: the deployment's defaults and stores. The Cache API is reported
@@ -529,8 +549,8 @@ impl ProbeObject {
 }
 
 /// What a measurement leaves to keep: its start (epoch ms), the kept line, the colo it ran in,
-/// and its stores' failures.
-type Measured = (f64, String, String, Option<String>);
+/// its stores' failures, and whether it was a cold answer.
+type Measured = (f64, String, String, Option<String>, bool);
 
 /// A member's answer: its status, `cf-placement` (checked) and body (at most
 /// [`MEMBER_BODY_MAX`] bytes read).
