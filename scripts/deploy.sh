@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # `npm run deploy` (after `npx wrangler login`): deploys the report worker, then the benchmark
 # worker — wrangler (>= 4.45) creates the KV namespace, D1 database and R2 bucket of wrangler.toml
-# on the first deploy and writes their ids back — applies the D1 migrations (the table), and
-# checks the result at its URL (scripts/check-deploy.mjs). Secrets are optional: README.md,
-# "Deploying". KVBENCH_DEPLOY_CHECK=0 skips the check.
+# on the first deploy and writes their ids back — applies the D1 migrations (the table), deploys
+# the fleet (the benchmark worker once per placement region of crates/core/fleet-regions.json;
+# FLEET_REGIONS=none|N|region,... chooses fewer), tells the main worker's probes where the members
+# are (the FLEET secret), and checks the result at its URL (scripts/check-deploy.mjs).
+#
+# Never open: every worker is deployed with BENCH_TOKEN in the same upload (`--secrets-file`), the
+# one from the environment, else the one kept in .fleet/bench-token, else a new one kept there
+# (mode 600). The stores' secrets (UPSTASH_REDIS_REST_URL, UPSTASH_REDIS_REST_TOKEN, DENO_KV_URL,
+# DENO_KV_ACCESS_TOKEN, REDIS_URL) go to the members from the environment (wrangler cannot read a
+# secret back); a store whose secrets are not given is "not configured" on the members.
+# KVBENCH_DEPLOY_CHECK=0 skips the check.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 bash scripts/setup.sh
@@ -12,13 +20,40 @@ export WRANGLER_SEND_METRICS=false
 
 wrangler whoami >/dev/null 2>&1 || die "not logged in to Cloudflare: run 'npx wrangler login' first"
 
+FLEET_DIR="$ROOT/.fleet"
+mkdir -p "$FLEET_DIR"
+chmod 700 "$FLEET_DIR"
+TOKEN_FILE="$FLEET_DIR/bench-token"
+if [ -n "${BENCH_TOKEN:-}" ]; then
+  token=$(printf '%s' "$BENCH_TOKEN" | tr -d '[:space:]')
+elif [ -s "$TOKEN_FILE" ]; then
+  token=$(tr -d '[:space:]' <"$TOKEN_FILE")
+  log "BENCH_TOKEN: the one kept in $TOKEN_FILE"
+else
+  token=$(node -e 'console.log(require("crypto").randomBytes(24).toString("base64url"))')
+  (umask 077; printf '%s\n' "$token" >"$TOKEN_FILE")
+  log "BENCH_TOKEN: made a new one, kept in $TOKEN_FILE (mode 600): send it as 'Authorization: Bearer <token>'"
+fi
+[ -n "$token" ] || die "BENCH_TOKEN is blank"
+out="$(mktemp)"
+secrets="$(umask 077; mktemp)"
+trap 'rm -f "$out" "$secrets"' EXIT
+# secrets_file NAME...: a JSON file (mode 600) of BENCH_TOKEN and those of the given variables
+# that are set, for `wrangler deploy --secrets-file` (JSON: any character of a URL or token is safe).
+secrets_file() {
+  KVBENCH_TOKEN="$token" node -e '
+    const out = { BENCH_TOKEN: process.env.KVBENCH_TOKEN };
+    for (const name of process.argv.slice(1)) if (process.env[name]) out[name] = process.env[name];
+    process.stdout.write(JSON.stringify(out));
+  ' "$@" >"$secrets"
+}
+
 log "deploying the report worker (crates/report-worker)"
 wrangler deploy -c crates/report-worker/wrangler.toml
 
 log "deploying the benchmark worker"
-out="$(mktemp)"
-trap 'rm -f "$out"' EXIT
-wrangler deploy 2>&1 | tee "$out"
+secrets_file
+wrangler deploy --secrets-file "$secrets" 2>&1 | tee "$out"
 [ "${PIPESTATUS[0]}" = 0 ] || die "wrangler deploy failed"
 
 if grep -q '^\[\[d1_databases\]\]' wrangler.toml; then
@@ -28,10 +63,36 @@ if grep -q '^\[\[d1_databases\]\]' wrangler.toml; then
 fi
 
 url="$(grep -oE 'https://[A-Za-z0-9.-]+\.workers\.dev' "$out" | head -n 1 || true)"
+
+# The fleet: one member per placement region, each with the token and the stores' secrets.
+regions="${FLEET_REGIONS:-all}"
+fleet=""
+if [ "$regions" != none ]; then
+  node scripts/fleet.mjs --regions "$regions" --out "$FLEET_DIR/wrangler.jsonc" >"$FLEET_DIR/members.txt" ||
+    die "scripts/fleet.mjs failed"
+  log "deploying the fleet: $(wc -l <"$FLEET_DIR/members.txt") members (FLEET_REGIONS=$regions)"
+  secrets_file UPSTASH_REDIS_REST_URL UPSTASH_REDIS_REST_TOKEN DENO_KV_URL DENO_KV_ACCESS_TOKEN REDIS_URL
+  while read -r env region name; do
+    log "  $region -> $name"
+    wrangler deploy -c "$FLEET_DIR/wrangler.jsonc" --env "$env" --secrets-file "$secrets" >"$out" 2>&1 </dev/null ||
+      { tail -n 20 "$out" >&2; die "deploying fleet member $name ($region) failed"; }
+    member_url="$(grep -oE "https://$name\.[A-Za-z0-9.-]+\.workers\.dev" "$out" | head -n 1 || true)"
+    [ -n "$member_url" ] || die "no workers.dev URL in the deploy of $name (workers_dev is on in its config)"
+    fleet="${fleet:+$fleet,}$region=$member_url"
+  done <"$FLEET_DIR/members.txt"
+fi
+# The main worker's probes call the members (no FLEET secret: none).
+if [ -n "$fleet" ]; then
+  printf '%s' "$fleet" | wrangler secret put FLEET >/dev/null || die "wrangler secret put FLEET failed"
+else
+  CI=1 wrangler secret delete FLEET >/dev/null 2>&1 </dev/null || true
+fi
+log "the probes call $(if [ -n "$fleet" ]; then tr ',' '\n' <<<"$fleet" | wc -l; else echo 0; fi) fleet members (GET /probes lists them)"
+
 if [ -z "$url" ]; then
   log "deployed; no workers.dev URL in wrangler's output (a custom domain?): check it with"
   log "  node scripts/check-deploy.mjs https://<your host>"
   exit 0
 fi
 log "deployed: $url"
-[ "${KVBENCH_DEPLOY_CHECK:-1}" = 0 ] || node scripts/check-deploy.mjs "$url"
+[ "${KVBENCH_DEPLOY_CHECK:-1}" = 0 ] || BENCH_TOKEN="$token" node scripts/check-deploy.mjs "$url"

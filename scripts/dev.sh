@@ -47,12 +47,24 @@ start_redis "$REDIS"
 start_gateway "$GATEWAY"
 start_denokv "$DENOKV"
 apply_d1_migrations
+# A local fleet: KVBENCH_FLEET members (default 3, 0 for none), each the built benchmark worker
+# in a workerd of its own on a free loopback port, which the probes call like placed members.
+FLEET_N=${KVBENCH_FLEET:-3}
+[[ "$FLEET_N" =~ ^[0-9]+$ ]] && [ "$FLEET_N" -le 20 ] || die "KVBENCH_FLEET: expected 0 to 20 local members, got '$FLEET_N'"
+FLEET=""
+for i in $(seq "$FLEET_N"); do
+  member_port=$(free_port)
+  start_member "local-$i" "$member_port"
+  FLEET="${FLEET:+$FLEET,}local-$i=http://127.0.0.1:$member_port"
+done
+[ "$FLEET_N" = 0 ] || log "fleet: $FLEET_N local members ($FLEET)"
 # The probes on a short interval (KVBENCH_PROBE_EVERY seconds, default 10; KVBENCH_PROBES=off
 # leaves them stopped); locally the colo cannot be told, so it is not asked.
 PROBE_EVERY=${KVBENCH_PROBE_EVERY:-10}
 STACK_EXTRA_ENV="${STACK_EXTRA_ENV:+$STACK_EXTRA_ENV
 }PROBE_EVERY=$PROBE_EVERY
-PROBE_COLO_URL=none"
+PROBE_COLO_URL=none${FLEET:+
+FLEET=$FLEET}"
 log "starting wrangler dev (builds the worker, ~20 s)"
 start_wrangler "$PORT"
 if [ "${KVBENCH_PROBES:-on}" != off ]; then
@@ -67,6 +79,7 @@ cat >&2 <<MSG
   upstash-gateway http://127.0.0.1:$GATEWAY        (token in $DIR/worker.env)
   redis-server    127.0.0.1:$REDIS               (no persistence; also the worker's REDIS_URL)
   denokv          http://127.0.0.1:$DENOKV        (SQLite in $DIR; token in $DIR/worker.env)
+  fleet           ${FLEET:-none}   (KVBENCH_FLEET=$FLEET_N local members)
   logs            $DIR/*.log
 $(if [ -n "${KVBENCH_INSPECTOR_PORT:-}" ]; then
   echo "  devtools        127.0.0.1:$INSPECTOR_PORT  (KVBENCH_INSPECTOR_PORT; no auth: loopback only)"

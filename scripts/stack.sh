@@ -145,6 +145,18 @@ start_miniflare() {
   check_alive worker
 }
 
+# start_member LABEL PORT: one local fleet member — the built benchmark worker in a workerd of its
+# own (scripts/serve-worker.mjs), as a placed member runs it, on 127.0.0.1:PORT, with the stack's
+# services. The probes call it over HTTP like a placed member (README: "The fleet").
+start_member() {
+  local label=$1 port=$2
+  require_free_port "$port" "fleet member $label" KVBENCH_FLEET
+  write_worker_env
+  spawn "member-$label" node "$ROOT/scripts/serve-worker.mjs" --port "$port" --env-file "$WORKER_ENV_FILE"
+  wait_port "$port" "fleet member $label" 300
+  check_alive "member-$label"
+}
+
 # Stops every process this stack started, newest first: SIGTERM to its process group, then
 # SIGKILL after a bounded wait.
 stack_stop() {

@@ -87,3 +87,57 @@ test("a worker that is not there fails the check", async () => {
   assert.equal(code, 1, out);
   assert.match(out, /GET http:\/\/127\.0\.0\.1:1\/ answered 0/);
 });
+
+test("the fleet's config: a placed member per default region, deployable (dry run), only after the main worker's ids exist", { timeout: 240_000 }, async () => {
+  const { spawnSync } = await import("node:child_process");
+  const os = await import("node:os");
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench fleet "));
+  const fleet = (from, regions = "all") =>
+    spawnSync(process.execPath, [path.join(ROOT, "scripts/fleet.mjs"), "--from", from, "--out", path.join(dir, "out/wrangler.jsonc"), "--regions", regions], { encoding: "utf8" });
+  // Before the first deploy (no ids): refused, naming what is missing.
+  const before = fleet(path.join(ROOT, "wrangler.toml"));
+  assert.notEqual(before.status, 0);
+  assert.match(before.stderr, /BENCH_KV has no id in wrangler\.toml: deploy the main worker first/);
+  // After it (wrangler wrote the ids back): one environment per region.
+  const main = fs.readFileSync(path.join(ROOT, "wrangler.toml"), "utf8")
+    .replace(/^binding = "BENCH_KV"$/m, 'binding = "BENCH_KV"\nid = "0123456789abcdef0123456789abcdef"')
+    .replace(/^migrations_dir = "migrations"$/m, 'migrations_dir = "migrations"\ndatabase_id = "11111111-2222-3333-4444-555555555555"');
+  fs.writeFileSync(path.join(dir, "wrangler.toml"), main);
+  const r = fleet(path.join(dir, "wrangler.toml"));
+  assert.equal(r.status, 0, r.stderr);
+  const members = r.stdout.trim().split("\n").map((l) => l.split(" "));
+  const regions = JSON.parse(fs.readFileSync(path.join(ROOT, "crates/core/fleet-regions.json"), "utf8")).regions;
+  assert.equal(members.length, regions.length);
+  assert.ok(members.length >= 20);
+  const config = JSON.parse(fs.readFileSync(path.join(dir, "out/wrangler.jsonc"), "utf8").replace(/^\/\/.*$/gm, ""));
+  for (const [env, region, name] of members) {
+    const e = config.env[env];
+    assert.deepEqual(e.placement, { region }, env);
+    assert.equal(e.name, name);
+    assert.equal(e.vars.FLEET_REGION, region);
+    assert.equal(e.kv_namespaces[0].id, "0123456789abcdef0123456789abcdef");
+    assert.deepEqual(e.durable_objects.bindings, [{ name: "BENCH_DO", class_name: "BenchObject", script_name: "kvbench" }]);
+    assert.deepEqual(e.triggers, { crons: [] }, "members run no cron of their own");
+  }
+  // Fewer, spread over the continents; an unknown region is refused.
+  const five = fleet(path.join(dir, "wrangler.toml"), "5");
+  assert.equal(five.status, 0, five.stderr);
+  const continents = new Set(five.stdout.trim().split("\n").map((l) => regions.find((x) => x.region === l.split(" ")[1]).continent));
+  assert.equal(continents.size, 5);
+  const typo = fleet(path.join(dir, "wrangler.toml"), "aws:us-east-9");
+  assert.notEqual(typo.status, 0);
+  assert.match(typo.stderr, /aws:us-east-9 is not in crates\/core\/fleet-regions\.json/);
+  // wrangler accepts the placed members as they would be deployed (first and last of the list).
+  fleet(path.join(dir, "wrangler.toml"));
+  for (const [env] of [members[0], members.at(-1)]) {
+    const dry = spawnSync(path.join(ROOT, "node_modules/.bin/wrangler"), ["deploy", "--dry-run", "-c", path.join(dir, "out/wrangler.jsonc"), "--env", env, "--outdir", path.join(dir, "dry")], {
+      encoding: "utf8",
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+      timeout: 120_000,
+    });
+    assert.equal(dry.status, 0, `${env}: ${dry.stdout}${dry.stderr}`);
+    assert.match(dry.stdout, /env\.BENCH_DO \(BenchObject, defined in kvbench\)/);
+    assert.doesNotMatch(dry.stdout + dry.stderr, /WARNING/, env);
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+});

@@ -1,5 +1,6 @@
 // `npm run dev` (scripts/dev.sh) as a user runs it, on private ports and its own state dir: it
-// builds each worker once (wrangler's own builds at start reuse that build), survives a benchmark
+// builds each worker once (wrangler's own builds at start reuse that build), runs a local fleet of
+// three members whose answers the probes keep, survives a benchmark
 // at saturation on a machine another CPU-bound job keeps busy, and an edit under src/ in the
 // middle of it (one rebuild, then /test answers again), and Ctrl-C (SIGTERM) leaves no process
 // behind. Bounded: every wait has a deadline, the load and the CPU hogs stop by themselves.
@@ -99,6 +100,18 @@ test("npm run dev: one build each, survives saturation, a busy machine and an ed
     assert.equal(count(all, WORKER_BUILD), 1, `benchmark worker builds:\n${all.slice(-4000)}`);
     assert.equal(count(all, REPORT_BUILD), 1, `report worker builds:\n${all.slice(-4000)}`);
     assert.doesNotMatch(all, /Blocking waiting for file lock.*\n.*worker-build/);
+
+    // The local fleet: three members in workerd processes of their own, each called by the
+    // probes and each answer kept under its label.
+    assert.ok(pids.length >= 7, `services and members: ${pids}`);
+    await until("an answer kept from every local member", 180_000, async () => {
+      stillUp();
+      const r = await get(`${base}/probes/answers`, 30_000);
+      if (r.status !== 200) return false;
+      const kept = r.body.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+      const labels = new Set(kept.filter((l) => l.vantage === "member" && l.answer).map((l) => l.label));
+      return ["local-1", "local-2", "local-3"].every((l) => labels.has(l));
+    });
 
     // A busy machine: two CPU-bound processes (one per core here), each stopping by itself.
     const hogs = [0, 1].map(() =>

@@ -1,0 +1,109 @@
+#!/usr/bin/env node
+// The fleet's wrangler configuration: the benchmark worker once per placement region
+// (crates/core/fleet-regions.json, the one list), one wrangler environment each —
+// `[placement] region`, the same vars and the same KV namespace, D1 database, R2 bucket and
+// Durable Object namespace as the main worker (read from its wrangler.toml after its first
+// deploy wrote the ids back), no cron, no probes of its own. `npm run deploy` writes it and
+// deploys each environment; it is also what `wrangler deploy --dry-run` checks offline.
+//
+// Usage: node scripts/fleet.mjs [--from wrangler.toml] [--out .fleet/wrangler.jsonc]
+//                               [--regions all|none|N|region,region,...]
+// Prints one line per member: `<env> <region> <worker name>`.
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const REGIONS = JSON.parse(fs.readFileSync(path.join(ROOT, "crates/core/fleet-regions.json"), "utf8")).regions;
+
+function fail(message) {
+  console.error(`[kvbench] error: ${message}`);
+  process.exit(2);
+}
+
+/** The regions `spec` selects: all, none, the first N spread over the continents in turn, or a
+ * comma list of region ids (each must be in the list: a typo is not a member in nowhere). */
+export function selectRegions(spec) {
+  const s = String(spec ?? "all").trim();
+  if (s === "all" || s === "") return REGIONS;
+  if (s === "none" || s === "0") return [];
+  if (/^\d+$/.test(s)) {
+    const n = Number(s);
+    if (n > REGIONS.length) fail(`--regions ${n}: the list has ${REGIONS.length} regions`);
+    const byContinent = new Map();
+    for (const r of REGIONS) byContinent.set(r.continent, [...(byContinent.get(r.continent) ?? []), r]);
+    const out = [];
+    while (out.length < n) for (const list of byContinent.values()) if (list.length && out.length < n) out.push(list.shift());
+    return out;
+  }
+  return s.split(",").map((id) => {
+    const r = REGIONS.find((x) => x.region === id.trim());
+    if (!r) fail(`--regions: ${id.trim()} is not in crates/core/fleet-regions.json (known: ${REGIONS.map((x) => x.region).join(", ")})`);
+    return r;
+  });
+}
+
+/** The environment name and worker name of a region: `aws:us-east-1` → `aws-us-east-1`. */
+export const envName = (region) => region.replace(/[^a-z0-9]+/g, "-");
+
+/** The fleet's configuration (a wrangler JSON config) for `regions`, from the main worker's raw
+ * config `main` (as wrangler parsed it); `outDir` is where the file will live (paths are
+ * relative to it). */
+export function fleetConfig(main, regions, outDir) {
+  const rel = (p) => path.relative(outDir, path.join(ROOT, p)) || ".";
+  const kv = (main.kv_namespaces ?? []).map((n) => {
+    if (!n.id) fail(`the KV namespace ${n.binding} has no id in wrangler.toml: deploy the main worker first (npm run deploy does)`);
+    return { binding: n.binding, id: n.id };
+  });
+  const d1 = (main.d1_databases ?? []).map((d) => {
+    if (!d.database_id) fail(`the D1 database ${d.binding} has no database_id in wrangler.toml: deploy the main worker first (npm run deploy does)`);
+    return { binding: d.binding, database_name: d.database_name, database_id: d.database_id };
+  });
+  const r2 = (main.r2_buckets ?? []).map((b) => ({ binding: b.binding, bucket_name: b.bucket_name }));
+  // The `do` store's namespace is the main worker's (its class and migrations live there).
+  const durable = (main.durable_objects?.bindings ?? [])
+    .filter((b) => b.name === "BENCH_DO")
+    .map((b) => ({ name: b.name, class_name: b.class_name, script_name: main.name }));
+  const env = {};
+  for (const r of regions) {
+    const name = envName(r.region);
+    env[name] = {
+      name: `${main.name}-${name}`,
+      workers_dev: true,
+      placement: { region: r.region },
+      vars: { ...(main.vars ?? {}), FLEET_REGION: r.region },
+      kv_namespaces: kv,
+      d1_databases: d1,
+      r2_buckets: r2,
+      durable_objects: { bindings: durable },
+      triggers: { crons: [] },
+    };
+  }
+  return {
+    name: `${main.name}-fleet`,
+    main: rel("build/index.js"),
+    compatibility_date: main.compatibility_date,
+    workers_dev: false,
+    env,
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { values } = parseArgs({
+    options: {
+      from: { type: "string", default: path.join(ROOT, "wrangler.toml") },
+      out: { type: "string", default: path.join(ROOT, ".fleet/wrangler.jsonc") },
+      regions: { type: "string", default: process.env.FLEET_REGIONS ?? "all" },
+    },
+  });
+  const { experimental_readRawConfig } = await import("wrangler");
+  const { rawConfig } = experimental_readRawConfig({ config: values.from });
+  if (!rawConfig?.name) fail(`${values.from}: no worker name`);
+  const regions = selectRegions(values.regions);
+  const out = path.resolve(values.out);
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  const header = "// Generated by scripts/fleet.mjs from wrangler.toml and crates/core/fleet-regions.json;\n// do not edit: npm run deploy writes it anew.\n";
+  fs.writeFileSync(out, `${header}${JSON.stringify(fleetConfig(rawConfig, regions, path.dirname(out)), null, 2)}\n`);
+  for (const r of regions) console.log(`${envName(r.region)} ${r.region} ${rawConfig.name}-${envName(r.region)}`);
+}
