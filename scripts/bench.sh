@@ -35,6 +35,9 @@ start_redis "$(free_port)"
 # shellcheck disable=SC2086  # BENCH_FAULTS is a list of flags
 start_gateway "$(free_port)" ${BENCH_FAULTS:-}
 start_denokv "$(free_port)"
+# Loopback only and no token: the k6 engine keeps its answers under a run id (BENCH_OPEN).
+STACK_EXTRA_ENV="${STACK_EXTRA_ENV:+$STACK_EXTRA_ENV
+}BENCH_OPEN=true"
 start_miniflare "$(free_port)"
 url="http://127.0.0.1:$WORKER_PORT/test${BENCH_QUERY:+?$BENCH_QUERY}"
 log "stack up: worker $url, gateway :$GATEWAY_PORT, redis :$REDIS_PORT, denokv :$DENOKV_PORT"

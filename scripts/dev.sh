@@ -63,7 +63,8 @@ done
 PROBE_EVERY=${KVBENCH_PROBE_EVERY:-10}
 STACK_EXTRA_ENV="${STACK_EXTRA_ENV:+$STACK_EXTRA_ENV
 }PROBE_EVERY=$PROBE_EVERY
-PROBE_COLO_URL=none${FLEET:+
+PROBE_COLO_URL=none
+BENCH_OPEN=${BENCH_OPEN:-true}${FLEET:+
 FLEET=$FLEET}"
 log "starting wrangler dev (builds the worker, ~20 s)"
 start_wrangler "$PORT"

@@ -152,6 +152,9 @@ async fn test(
         token: token.as_deref(),
         defaults: crate::bindings::defaults(env),
         run_header: run_header.as_deref(),
+        open: kvbench_core::auth::open_from_raw(
+            env_raw(env, kvbench_core::auth::OPEN_VAR).as_deref(),
+        ),
     };
     let started_ms = JsClock.now_ms();
     let stores = Stores::from_env(env, Ok(url), DENO_KV_META.with(|m| *m));

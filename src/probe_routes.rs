@@ -35,6 +35,22 @@ fn refused(req: &Request, env: &Env) -> Result<Option<Response>> {
     }
 }
 
+/// [`refused`] for the routes that start or stop probes: also closed without a token unless
+/// `BENCH_OPEN = "true"` (a 403 naming `BENCH_TOKEN`).
+fn refused_control(req: &Request, env: &Env) -> Result<Option<Response>> {
+    let authorization = req.headers().get("Authorization").ok().flatten();
+    let open = auth::open_from_raw(env_raw(env, auth::OPEN_VAR).as_deref());
+    match auth::admit_keeping(
+        authorization.as_deref(),
+        env_raw(env, TOKEN_VAR).as_deref(),
+        open,
+    ) {
+        Ok(()) => Ok(None),
+        Err((401, _)) => refused(req, env),
+        Err((status, e)) => error(status, &e).map(Some),
+    }
+}
+
 fn probes_of(env: &Env) -> std::result::Result<Probes, Result<Response>> {
     Probes::from_env(env).map_err(|e| error(500, &ParamError::new("probes", e)))
 }
@@ -92,7 +108,7 @@ fn merge(entry: &mut serde_json::Value, extra: serde_json::Value) {
 
 /// `POST /probes/start[?hints=..&every=..&keep=..]` and `POST /probes/stop`.
 pub async fn control(req: Request, ctx: RouteContext<super::Data>, call: &str) -> Result<Response> {
-    if let Some(r) = refused(&req, &ctx.env)? {
+    if let Some(r) = refused_control(&req, &ctx.env)? {
         return Ok(r);
     }
     let mut probes = match probes_of(&ctx.env) {

@@ -513,7 +513,13 @@ impl ProbeObject {
             (None, Some(body)) => store_errors(body),
             (None, None) => None,
         };
-        Ok(Some((t_ms, line, colo, last_error, cold && outcome_body.is_some())))
+        Ok(Some((
+            t_ms,
+            line,
+            colo,
+            last_error,
+            cold && outcome_body.is_some(),
+        )))
     }
 
     /// `/test` with no query: the deployment's defaults and stores. The Cache API is reported
@@ -541,6 +547,8 @@ impl ProbeObject {
             token: None,
             defaults: crate::bindings::defaults(env),
             run_header: None,
+            // The probe's own query keeps nothing.
+            open: false,
         };
         let reply = handle(call, &stores, &isolate).await;
         stores.finish().await;

@@ -47,6 +47,7 @@ before(async () => {
     PROBE_HINTS: HINTS,
     PROBE_EVERY: "1",
     PROBE_COLO_URL: "none",
+    BENCH_OPEN: "true",
   };
   mf = await startWorker(vars, { durableObjectsPersist: persist, host: "127.0.0.1", port: 0 });
 });

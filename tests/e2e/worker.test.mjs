@@ -181,6 +181,33 @@ test("BENCH_TOKEN guards /test", async () => {
   }
 });
 
+test("closed by default: without BENCH_TOKEN nothing is started, stopped or kept unless BENCH_OPEN is true", async () => {
+  const closed = await worker({ STORES: "kv", PROBE_COLO_URL: "none" });
+  const open = await worker({ STORES: "kv", PROBE_COLO_URL: "none", BENCH_OPEN: "true" });
+  try {
+    for (const [method, p] of [["POST", "/probes/start"], ["POST", "/probes/stop"], ["GET", "/test?key=e2e-closed&run=someone-elses"]]) {
+      const res = await closed.dispatchFetch(`http://localhost${p}`, { method });
+      const json = await res.json();
+      assert.equal(res.status, 403, `${method} ${p}: ${JSON.stringify(json)}`);
+      assert.equal(json.error.parameter, "BENCH_TOKEN");
+      assert.match(json.error.message, /BENCH_OPEN/);
+    }
+    const header = await closed.dispatchFetch("http://localhost/test?key=e2e-closed", { headers: { "Kvbench-Run": "r1" } });
+    assert.equal(header.status, 403, "the header form of a run is closed too");
+    const kv = await closed.getKVNamespace("BENCH_KV");
+    assert.equal(await kv.get("e2e-closed"), null, "a refused run writes nothing");
+    // Measuring alone keeps nothing: it stays open without a token, as before.
+    assert.equal((await closed.dispatchFetch("http://localhost/test?key=e2e-closed")).status, 200);
+    // BENCH_OPEN = "true" (what npm run dev sets) allows all of it.
+    assert.equal((await open.dispatchFetch("http://localhost/test?key=e2e-open&run=r1")).status, 200);
+    const stopped = await open.dispatchFetch("http://localhost/probes/stop", { method: "POST" });
+    assert.equal(stopped.status, 200, await stopped.text());
+  } finally {
+    await closed.dispose();
+    await open.dispose();
+  }
+});
+
 test("binary values come back byte for byte: the GET asks for base64 and value_bytes is the stored length", async () => {
   fixture.state.fault = null;
   // 1,000 bytes of 0xFF, written by another client: not UTF-8, so without base64 they would

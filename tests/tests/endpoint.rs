@@ -160,6 +160,7 @@ impl<'a> World<'a> {
             token,
             defaults,
             run_header: None,
+            open: false,
         };
         let Reply { status, body, .. } = futures::executor::block_on(async {
             let reply = handle(call, &stores, &isolate).await;

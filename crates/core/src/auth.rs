@@ -78,6 +78,37 @@ pub fn admit(
         .map_err(|e| (401, ParamError::new("Authorization", e.to_string())))
 }
 
+/// The var that lets anyone start, stop or keep without a token: `"true"` (what `npm run dev`
+/// sets, so local curl works); anything else, or unset, keeps those routes closed.
+pub const OPEN_VAR: &str = "BENCH_OPEN";
+
+/// Whether `BENCH_OPEN` (as stored) opens the keeping routes.
+pub fn open_from_raw(raw: Option<&str>) -> bool {
+    raw.is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
+/// The rule of a route that starts, stops or keeps something — the probes' control, `/test`
+/// with a run id — each of which spends the deployment's money for as long as it runs: the rule
+/// of [`admit`], and without a token only when `open` (`BENCH_OPEN = "true"`). The refusal is a
+/// 403 naming `BENCH_TOKEN`.
+pub fn admit_keeping(
+    authorization: Option<&str>,
+    raw_token: Option<&str>,
+    open: bool,
+) -> Result<(), (u16, crate::params::ParamError)> {
+    admit(authorization, raw_token)?;
+    if TokenConfig::from_raw(raw_token) == TokenConfig::Open && !open {
+        return Err((
+            403,
+            crate::params::ParamError::new(
+                TOKEN_VAR,
+                "is not set, so nothing may be started, stopped or kept here (each costs the deployment money): set one (npx wrangler secret put BENCH_TOKEN; npm run deploy always does) and send it as Authorization: Bearer, or set BENCH_OPEN = \"true\" to allow this to anyone",
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Compares without an early exit, so response timing does not reveal a matching prefix.
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     let mut diff = a.len() ^ b.len();
@@ -102,6 +133,30 @@ mod tests {
         let (status, e) = admit(Some("Bearer t0k"), Some("  ")).unwrap_err();
         assert_eq!((status, e.parameter.as_str()), (500, TOKEN_VAR));
         assert!(!e.message.contains("t0k"));
+    }
+
+    #[test]
+    fn keeping_is_closed_without_a_token_unless_open() {
+        let (status, e) = admit_keeping(None, None, false).unwrap_err();
+        assert_eq!((status, e.parameter.as_str()), (403, TOKEN_VAR));
+        assert!(e.message.contains("BENCH_OPEN"));
+        assert_eq!(admit_keeping(None, None, true), Ok(()));
+        assert_eq!(
+            admit_keeping(Some("Bearer t0k"), Some("t0k"), false),
+            Ok(())
+        );
+        assert_eq!(admit_keeping(None, Some("t0k"), true).unwrap_err().0, 401);
+        assert_eq!(admit_keeping(None, Some(" "), true).unwrap_err().0, 500);
+        for (raw, open) in [
+            (None, false),
+            (Some("true"), true),
+            (Some(" TRUE\n"), true),
+            (Some("false"), false),
+            (Some("1"), false),
+            (Some(""), false),
+        ] {
+            assert_eq!(open_from_raw(raw), open, "{raw:?}");
+        }
     }
 
     #[test]

@@ -41,6 +41,8 @@ pub struct Call<'a> {
     pub defaults: Result<Defaults, ParamError>,
     /// The `Kvbench-Run` header, when the request has one.
     pub run_header: Option<&'a str>,
+    /// `BENCH_OPEN = "true"`: a run may be kept without a token (see [`auth::admit_keeping`]).
+    pub open: bool,
 }
 
 /// Answers one `/test` call. Stores are touched only after auth and every parameter passed.
@@ -61,6 +63,12 @@ pub async fn handle(call: Call<'_>, stores: &dyn StoreSet, isolate: &Isolate<'_>
         Ok(run) => run,
         Err(e) => return Reply::error(400, &e),
     };
+    // Keeping a run's answers creates an object per run id: closed without a token.
+    if run.is_some() {
+        if let Err((status, e)) = auth::admit_keeping(call.authorization, call.token, call.open) {
+            return Reply::error(status, &e);
+        }
+    }
     let params = match Params::parse(&pairs, &defaults) {
         Ok(p) => p,
         Err(e) => return Reply::error(400, &e),
