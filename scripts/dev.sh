@@ -52,9 +52,13 @@ apply_d1_migrations
 FLEET_N=${KVBENCH_FLEET:-3}
 [[ "$FLEET_N" =~ ^[0-9]+$ ]] && [ "$FLEET_N" -le 20 ] || die "KVBENCH_FLEET: expected 0 to 20 local members, got '$FLEET_N'"
 FLEET=""
+MEMBER_PORTS=()
 for i in $(seq "$FLEET_N"); do
+  # Distinct from the members started just before, which may not listen yet.
   member_port=$(free_port)
+  while [[ " ${MEMBER_PORTS[*]:-} $PORT $GATEWAY $REDIS $DENOKV " == *" $member_port "* ]]; do member_port=$(free_port); done
   start_member "local-$i" "$member_port"
+  MEMBER_PORTS+=("$member_port")
   FLEET="${FLEET:+$FLEET,}local-$i=http://127.0.0.1:$member_port"
 done
 [ "$FLEET_N" = 0 ] || log "fleet: $FLEET_N local members ($FLEET)"
@@ -68,6 +72,9 @@ BENCH_OPEN=${BENCH_OPEN:-true}${FLEET:+
 FLEET=$FLEET}"
 log "starting wrangler dev (builds the worker, ~20 s)"
 start_wrangler "$PORT"
+for i in $(seq "$FLEET_N"); do
+  wait_member "local-$i" "${MEMBER_PORTS[$((i - 1))]}"
+done
 if [ "${KVBENCH_PROBES:-on}" != off ]; then
   curl -fsS -X POST "http://127.0.0.1:$PORT/probes/start" >/dev/null &&
     log "probes started every ${PROBE_EVERY} s: GET http://127.0.0.1:$PORT/probes, /probes/answers" ||

@@ -148,11 +148,17 @@ start_miniflare() {
 # start_member LABEL PORT: one local fleet member — the built benchmark worker in a workerd of its
 # own (scripts/serve-worker.mjs), as a placed member runs it, on 127.0.0.1:PORT, with the stack's
 # services. The probes call it over HTTP like a placed member (README: "The fleet").
+# It only starts the member (each reads its env file at start, before the next rewrites it):
+# wait_member waits for it, so several members and wrangler start side by side.
 start_member() {
   local label=$1 port=$2
   require_free_port "$port" "fleet member $label" KVBENCH_FLEET
   write_worker_env
   spawn "member-$label" node "$ROOT/scripts/serve-worker.mjs" --port "$port" --env-file "$WORKER_ENV_FILE"
+}
+
+wait_member() {
+  local label=$1 port=$2
   wait_port "$port" "fleet member $label" 300
   check_alive "member-$label"
 }
