@@ -137,6 +137,9 @@ async fn fetch_once(
     }
     let mut pending: Vec<u8> = Vec::new();
     let mut complete = false;
+    // Answer lines this response carried (read now or already read): the end line must agree.
+    let mut sent = 0u64;
+    let shown = w.shown_url();
     let mut handle = |line: &[u8], complete: &mut bool| -> anyhow::Result<()> {
         if line.is_empty() {
             return Ok(());
@@ -148,6 +151,12 @@ async fn fetch_once(
             );
         };
         if parsed.end == Some(true) {
+            if parsed.lines != Some(sent) {
+                bail!(
+                    "{shown}: the stream's end line says {} lines were sent, {sent} arrived: answers were lost on the way; not writing a report",
+                    parsed.lines.map_or("no count of".to_string(), |n| n.to_string())
+                );
+            }
             *complete = true;
             return Ok(());
         }
@@ -158,6 +167,7 @@ async fn fetch_once(
         let (Some(seq), Some(label)) = (parsed.seq, parsed.label) else {
             bail!("a kept answer without seq or label");
         };
+        sent += 1;
         let last = seen.entry(label.into_owned()).or_insert(0);
         if seq > *last {
             *last = seq;

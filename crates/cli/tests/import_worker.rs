@@ -81,6 +81,33 @@ fn a_cut_stream_is_resumed_and_every_answer_read_once() {
 }
 
 #[test]
+fn an_end_line_that_counts_more_lines_than_arrived_fails_the_import() {
+    let all = lines();
+    // Nine answers kept, eight delivered: the end line's count shows the loss.
+    let addr = serve(move |_| {
+        let mut got = all.clone();
+        got.remove(3);
+        Reply::ok(body(&got, Some(r#"{"end":true,"lines":9}"#)))
+    });
+    let out = scratch("import-worker-lost");
+    let o = kvbench(&[
+        "import",
+        "worker",
+        &format!("http://{addr}"),
+        "--probes",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("end line says 9 lines were sent, 8 arrived"),
+        "{err}"
+    );
+    assert!(!out.join("report.json").exists());
+}
+
+#[test]
 fn a_stream_that_keeps_ending_short_fails_and_writes_nothing() {
     let all = lines();
     let addr = serve(move |_| Reply::ok(body(&all[..3], None)));

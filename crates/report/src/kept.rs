@@ -31,6 +31,8 @@ pub struct Line<'a> {
     /// In place of an answer: why a vantage point produced none (`kvbench_core::probes::KeptFailure`).
     pub failure: Option<LineFailure>,
     pub end: Option<bool>,
+    /// The `end` line's count of the lines the worker sent before it.
+    pub lines: Option<u64>,
     pub error: Option<String>,
 }
 
