@@ -97,9 +97,13 @@ async fn fetch(
         .post_async("/probes/stop", |req, ctx| {
             probe_routes::control(req, ctx, "stop")
         })
+        .head_async("/probes", probe_routes::list)
         .get_async("/probes/answers", probe_routes::probe_answers)
+        .head_async("/probes/answers", probe_routes::probe_answers)
         .get_async("/runs/:id/answers", probe_routes::run_answers)
+        .head_async("/runs/:id/answers", probe_routes::run_answers)
         .get_async("/report", probe_routes::report)
+        .head_async("/report", probe_routes::report)
         .run(req, env)
         .await?;
     let response = if response.status_code() == 405 || path == "/test" {

@@ -78,6 +78,18 @@ async function waitFor(what, tries, ok) {
   throw new Error(`timed out waiting for ${what}`);
 }
 
+test("HEAD works on every GET route: the GET's status and headers, no body", async () => {
+  for (const p of ["/", "/healthz", "/probes", "/probes/answers", "/runs/never-kept/answers", "/report?window=1h"]) {
+    const get = await mf.dispatchFetch(`http://localhost${p}`);
+    await get.arrayBuffer();
+    const head = await mf.dispatchFetch(`http://localhost${p}`, { method: "HEAD" });
+    assert.equal(head.status, get.status, `HEAD ${p}`);
+    assert.notEqual(head.status, 405, `HEAD ${p}`);
+    assert.equal(head.headers.get("content-type"), get.headers.get("content-type"), `HEAD ${p}`);
+    assert.equal((await head.arrayBuffer()).byteLength, 0, `HEAD ${p} has a body`);
+  }
+});
+
 test("probes start, measure every store from every hint, and keep each answer", async () => {
   const started = await json("POST", "/probes/start");
   assert.equal(started.status, 200, JSON.stringify(started.body));
