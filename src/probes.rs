@@ -131,8 +131,12 @@ impl ProbeObject {
         s.stopped = false;
         s.hint = arm.hint;
         s.member = arm.member;
-        s.every_s = arm.every_s;
-        s.keep_s = arm.keep_s;
+        // A start's interval and keep persist until the next start or stop: the cron's tick
+        // (which carries the vars') only fills them in for a probe that never had any.
+        if force || s.every_s == 0 {
+            s.every_s = arm.every_s;
+            s.keep_s = arm.keep_s;
+        }
         self.save(&s).await?;
         let storage = self.state.storage();
         let armed = force || storage.get_alarm().await?.is_none();

@@ -266,6 +266,16 @@ test("the cron re-arms probes that are not stopped; a restart keeps every answer
   for (const l of before.filter((l) => HINTS.includes(l.label))) assert.ok(now.has(key(l)), `lost ${key(l)}`);
 });
 
+test("a start's interval persists: the cron's tick does not put the vars' back", async () => {
+  const started = await json("POST", "/probes/start?every=7&keep=2d");
+  assert.equal(started.status, 200, JSON.stringify(started.body));
+  await (await mf.getWorker()).scheduled({ cron: "*/5 * * * *" });
+  await sleep(500);
+  const { body } = await json("GET", "/probes");
+  for (const p of body.probes) assert.deepEqual([p.every_s, p.keep_s], [7, 172800], JSON.stringify(p));
+  assert.equal((await json("POST", "/probes/stop")).status, 200);
+});
+
 test("/test?run= keeps exactly the answers sent, after the response", async () => {
   const run = `e2e-${Date.now()}`;
   const sent = [];
