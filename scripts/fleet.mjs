@@ -89,7 +89,9 @@ export function fleetConfig(main, regions, outDir) {
   };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+// Run as a script (not imported). Compared as paths: the URL is percent-encoded, so a checkout
+// under a path with a space would never match `file://${argv[1]}`.
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
   const { values } = parseArgs({
     options: {
       from: { type: "string", default: path.join(ROOT, "wrangler.toml") },
