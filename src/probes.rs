@@ -343,21 +343,22 @@ impl ProbeObject {
         // so the default five-minute schedule still yields a warm answer every wake.
         let mut kept = Vec::new();
         let mut failed = None;
+        let mut last_colo = s.last_colo.clone();
         for _ in 0..2 {
             let one = match (&s.hint, &s.member) {
-                (Some(hint), _) => self.measure_hint(hint).await,
-                (None, Some(member)) => self.measure_member(member).await,
-                (None, None) => Ok(None),
+                (Some(hint), _) => self.measure_hint(hint, last_colo.as_deref()).await,
+                (None, Some(member)) => self.measure_member(member, last_colo.as_deref()).await,
+                (None, None) => break,
             };
             match one {
-                Ok(Some(measured)) => {
-                    let cold = measured.4;
+                Ok(measured) => {
+                    let cold = measured.cold;
+                    last_colo = Some(measured.colo.clone());
                     kept.push(measured);
                     if !cold {
                         break;
                     }
                 }
-                Ok(None) => break,
                 Err(e) => {
                     failed = Some(e);
                     break;
@@ -369,13 +370,13 @@ impl ProbeObject {
         // must not be undone by saving what was read before.
         let mut s = self.load().await?;
         let keep_ms = f64::from(s.keep_s.max(probes::MIN_KEEP_S)) * 1000.0;
-        for (t_ms, line, colo, last_error, _) in kept {
-            self.keep(t_ms as i64, &line)?;
+        for m in kept {
+            self.keep(m.t_ms as i64, &m.line)?;
             self.sql()?
-                .exec_raw(DELETE_OLD, vec![(t_ms - keep_ms).into()])?;
-            s.last_colo = Some(colo);
-            s.last_t_ms = Some(t_ms as i64);
-            s.last_error = last_error;
+                .exec_raw(DELETE_OLD, vec![(m.t_ms - keep_ms).into()])?;
+            s.last_colo = Some(m.colo);
+            s.last_t_ms = Some(m.t_ms as i64);
+            s.last_error = m.last_error;
         }
         if let Some(e) = failed {
             s.last_error = Some(e);
@@ -387,9 +388,13 @@ impl ProbeObject {
         Ok(())
     }
 
-    /// A hint probe's measurement: `/test` in this object's isolate. The kept line, its time,
-    /// the colo and the stores that failed; `Err` for a `/test` that did not answer 200.
-    async fn measure_hint(&self, hint: &str) -> std::result::Result<Option<Measured>, String> {
+    /// A hint probe's measurement: `/test` in this object's isolate; `Err` for a `/test` that
+    /// did not answer 200. `last_colo`: where the previous answer ran.
+    async fn measure_hint(
+        &self,
+        hint: &str,
+        last_colo: Option<&str>,
+    ) -> std::result::Result<Measured, String> {
         let colo = self.colo().await;
         self.concurrent.set(0);
         self.requests.set(self.requests.get() + 1);
@@ -400,9 +405,8 @@ impl ProbeObject {
         if reply.status != 200 {
             return Err(format!("/test answered {}: {}", reply.status, reply.body));
         }
-        let s = self.load().await.map_err(|e| e.to_string())?;
         let cold = !self.warm.replace(true);
-        let colo_changed = s.last_colo.as_deref().is_some_and(|c| c != colo);
+        let colo_changed = last_colo.is_some_and(|c| c != colo);
         let line = Kept {
             t_ms: t_ms as i64,
             label: hint,
@@ -417,7 +421,13 @@ impl ProbeObject {
             outcome: KeptOutcome::Answer(&reply.body),
         }
         .to_line();
-        Ok(Some((t_ms, line, colo, store_errors(&reply.body), cold)))
+        Ok(Measured {
+            t_ms,
+            line,
+            last_error: store_errors(&reply.body),
+            colo,
+            cold,
+        })
     }
 
     /// A member probe's measurement: the member's `/test` over HTTP, with `BENCH_TOKEN`. Its
@@ -426,8 +436,8 @@ impl ProbeObject {
     async fn measure_member(
         &self,
         member: &MemberArm,
-    ) -> std::result::Result<Option<Measured>, String> {
-        let s = self.load().await.map_err(|e| e.to_string())?;
+        last_colo: Option<&str>,
+    ) -> std::result::Result<Measured, String> {
         let target = Member {
             label: member.label.clone(),
             url: member.url.clone(),
@@ -436,94 +446,57 @@ impl ProbeObject {
         let t_ms = now_ms();
         let called = call_member(&target.test_url(), token.as_deref()).await;
         let duration_ms = kvbench_core::answer::round_ms(now_ms() - t_ms);
-        let (colo, cold, placement, outcome_body, failure) = match &called {
-            Ok(reply) => {
-                let answer: Option<serde_json::Value> = serde_json::from_str(&reply.body).ok();
-                let field = |name: &str| answer.as_ref().and_then(|a| a.get(name).cloned());
-                let is_answer = reply.status == 200
-                    && answer
-                        .as_ref()
-                        .is_some_and(|a| a.get("stores").is_some_and(serde_json::Value::is_object));
-                let colo = field("colo")
-                    .and_then(|c| c.as_str().map(str::to_string))
-                    .filter(|c| c.len() <= 16 && c.bytes().all(|b| b.is_ascii_alphanumeric()))
-                    .unwrap_or_else(|| "unknown".to_string());
-                let cold = field("isolate_requests").and_then(|n| n.as_u64()) == Some(1);
-                if is_answer {
-                    (
-                        colo,
-                        cold,
-                        reply.placement.clone(),
-                        Some(reply.body.as_str()),
-                        None,
-                    )
-                } else if reply.status == 200 {
-                    let detail = probes::clean_detail(&reply.body, 300);
-                    (
-                        colo,
-                        cold,
-                        reply.placement.clone(),
-                        None,
-                        Some(("malformed", None, detail)),
-                    )
-                } else {
-                    let detail = probes::clean_detail(&reply.body, 300);
-                    (
-                        colo,
-                        cold,
-                        reply.placement.clone(),
-                        None,
-                        Some(("status", Some(reply.status), detail)),
-                    )
-                }
-            }
+        let (reply, placement, body) = match &called {
+            Ok((status, placement, body)) => (
+                kvbench_core::fleet::member_reply(*status, body),
+                placement.as_deref(),
+                body.as_str(),
+            ),
             Err((kind, detail)) => (
-                "unknown".to_string(),
-                false,
+                kvbench_core::fleet::MemberReply {
+                    colo: "unknown".into(),
+                    cold: false,
+                    failure: Some((kind, None, probes::clean_detail(detail, 300))),
+                },
                 None,
-                None,
-                Some((*kind, None, probes::clean_detail(detail, 300))),
+                "",
             ),
         };
-        let outcome = match (&outcome_body, &failure) {
-            (Some(body), _) => KeptOutcome::Answer(body),
-            (None, Some((kind, status, detail))) => KeptOutcome::Failure(KeptFailure {
-                kind,
-                status: *status,
-                detail,
-            }),
-            (None, None) => return Ok(None),
+        let (outcome, last_error) = match &reply.failure {
+            None => (KeptOutcome::Answer(body), store_errors(body)),
+            Some((kind, status, detail)) => (
+                KeptOutcome::Failure(KeptFailure {
+                    kind,
+                    status: *status,
+                    detail,
+                }),
+                Some(match status {
+                    Some(status) => format!("member answered {status}: {detail}"),
+                    None => format!("member {kind}: {detail}"),
+                }),
+            ),
         };
-        let colo_changed = s.last_colo.as_deref().is_some_and(|c| c != colo);
         let line = Kept {
             t_ms: t_ms as i64,
             label: &member.label,
             vantage: Vantage::Member,
             hint: None,
-            colo: &colo,
-            placement: placement.as_deref(),
-            cold,
-            colo_changed,
+            colo: &reply.colo,
+            placement,
+            cold: reply.cold,
+            colo_changed: last_colo.is_some_and(|c| c != reply.colo),
             concurrent: 0,
             duration_ms,
             outcome,
         }
         .to_line();
-        let last_error = match (&failure, outcome_body) {
-            (Some((kind, status, detail)), _) => Some(match status {
-                Some(status) => format!("member answered {status}: {detail}"),
-                None => format!("member {kind}: {detail}"),
-            }),
-            (None, Some(body)) => store_errors(body),
-            (None, None) => None,
-        };
-        Ok(Some((
+        Ok(Measured {
             t_ms,
             line,
-            colo,
             last_error,
-            cold && outcome_body.is_some(),
-        )))
+            cold: reply.cold,
+            colo: reply.colo,
+        })
     }
 
     /// `/test` with no query: the deployment's defaults and stores. The Cache API is reported
@@ -560,27 +533,31 @@ impl ProbeObject {
     }
 }
 
-/// What a measurement leaves to keep: its start (epoch ms), the kept line, the colo it ran in,
-/// its stores' failures, and whether it was a cold answer.
-type Measured = (f64, String, String, Option<String>, bool);
-
-/// A member's answer: its status, `cf-placement` (checked) and body (at most
-/// [`MEMBER_BODY_MAX`] bytes read).
-struct MemberReply {
-    status: u16,
-    placement: Option<String>,
-    body: String,
+/// What a measurement leaves to keep.
+struct Measured {
+    /// Its start, epoch ms.
+    t_ms: f64,
+    /// The kept line.
+    line: String,
+    /// Its stores' failures, or why it produced no answer.
+    last_error: Option<String>,
+    /// Where it ran.
+    colo: String,
+    /// A cold answer (another, warm one follows at once).
+    cold: bool,
 }
 
-/// The most of a member's answer that is read (a `/test` answer is a few KiB).
+/// The most of a member's answer that is kept (a `/test` answer is a few KiB; the rest of a
+/// longer body is dropped, not stored).
 const MEMBER_BODY_MAX: usize = 1 << 20;
 
-/// `GET url` with the token as a bearer header, within [`MEMBER_TIMEOUT_MS`]. A failure is its
-/// kind (`timeout`, `connect`, `transport`) and what happened.
+/// `GET url` with the token as a bearer header, within [`MEMBER_TIMEOUT_MS`]: the status, the
+/// checked `cf-placement` and the body. A failure is its kind (`timeout`, `connect`,
+/// `transport`) and what happened.
 async fn call_member(
     url: &str,
     token: Option<&str>,
-) -> std::result::Result<MemberReply, (&'static str, String)> {
+) -> std::result::Result<(u16, Option<String>, String), (&'static str, String)> {
     let headers = worker::Headers::new();
     if let Some(token) = token.map(str::trim).filter(|t| !t.is_empty()) {
         headers
@@ -610,11 +587,7 @@ async fn call_member(
             .map_err(|e| ("transport", e.to_string()))?;
         let body =
             String::from_utf8_lossy(bytes.get(..MEMBER_BODY_MAX).unwrap_or(&bytes)).into_owned();
-        Ok(MemberReply {
-            status,
-            placement,
-            body,
-        })
+        Ok((status, placement, body))
     };
     let sleep = worker::Delay::from(std::time::Duration::from_millis(MEMBER_TIMEOUT_MS));
     match futures::future::select(std::pin::pin!(call), std::pin::pin!(sleep)).await {

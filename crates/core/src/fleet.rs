@@ -34,16 +34,19 @@ struct RegionsFile {
     regions: Vec<Region>,
 }
 
-/// The default regions (`fleet-regions.json`).
-pub fn regions() -> Vec<Region> {
-    serde_json::from_str::<RegionsFile>(REGIONS_JSON)
-        .map(|f| f.regions)
-        .unwrap_or_default()
+/// The default regions (`fleet-regions.json`), parsed once per isolate.
+pub fn regions() -> &'static [Region] {
+    static REGIONS: std::sync::OnceLock<Vec<Region>> = std::sync::OnceLock::new();
+    REGIONS.get_or_init(|| {
+        serde_json::from_str::<RegionsFile>(REGIONS_JSON)
+            .map(|f| f.regions)
+            .unwrap_or_default()
+    })
 }
 
 /// The default region a label names, if it is one.
-pub fn region(label: &str) -> Option<Region> {
-    regions().into_iter().find(|r| r.region == label)
+pub fn region(label: &str) -> Option<&'static Region> {
+    regions().iter().find(|r| r.region == label)
 }
 
 /// One member: its label (the region it is placed in, or any name) and its base URL.
@@ -67,22 +70,7 @@ impl Member {
 
 /// A label: 1-64 of `A-Z a-z 0-9 : . _ -` (a region id is one).
 pub fn parse_label(parameter: &str, text: &str) -> Result<String, ParamError> {
-    if text.is_empty() || text.len() > MAX_LABEL_LEN {
-        return Err(ParamError::new(
-            parameter,
-            format!("a member label is 1 to {MAX_LABEL_LEN} characters, got {text:?}"),
-        ));
-    }
-    if !text
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b':' | b'.' | b'_' | b'-'))
-    {
-        return Err(ParamError::new(
-            parameter,
-            format!("a member label is made of A-Z, a-z, 0-9, ':', '.', '_' and '-', got {text:?}"),
-        ));
-    }
-    Ok(text.to_string())
+    crate::probes::parse_name(parameter, "member label", text, MAX_LABEL_LEN, b":._-")
 }
 
 /// A member's base URL: `http(s)://host[:port][/path]`, no credentials, query or fragment (the
@@ -142,6 +130,42 @@ pub fn parse_members(parameter: &str, text: &str) -> Result<Vec<Member>, ParamEr
     Ok(members)
 }
 
+/// What a member's answer to `GET /test` was, read once every span of it is over.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemberReply {
+    /// The colo the member measured in (its answer's `colo`), or "unknown".
+    pub colo: String,
+    /// Its isolate's first request (`isolate_requests` 1): a cold answer.
+    pub cold: bool,
+    /// `None`: a `/test` answer, kept as sent. Else why it is not one: `malformed` (a 200 whose
+    /// body is no answer) or `status` (any other status), with what it said (cleaned).
+    pub failure: Option<(&'static str, Option<u16>, String)>,
+}
+
+/// Reads a member's `status` and `body`.
+pub fn member_reply(status: u16, body: &str) -> MemberReply {
+    let answer: Option<serde_json::Value> = serde_json::from_str(body).ok();
+    let field = |name: &str| answer.as_ref().and_then(|a| a.get(name));
+    let colo = field("colo")
+        .and_then(serde_json::Value::as_str)
+        .filter(|c| c.len() <= 16 && c.bytes().all(|b| b.is_ascii_alphanumeric()))
+        .unwrap_or("unknown")
+        .to_string();
+    let cold = field("isolate_requests").and_then(serde_json::Value::as_u64) == Some(1);
+    let is_answer = field("stores").is_some_and(serde_json::Value::is_object);
+    let detail = || crate::probes::clean_detail(body, 300);
+    let failure = match (status, is_answer) {
+        (200, true) => None,
+        (200, false) => Some(("malformed", None, detail())),
+        (status, _) => Some(("status", Some(status), detail())),
+    };
+    MemberReply {
+        colo,
+        cold: cold && failure.is_none(),
+        failure,
+    }
+}
+
 /// The `cf-placement` header of a placed worker's answer (`remote-IAD`, `local-LHR`): kept as
 /// sent when it has that shape, else dropped (a member's text never reaches a report unchecked).
 pub fn placement(header: Option<&str>) -> Option<String> {
@@ -182,7 +206,7 @@ mod tests {
                 "{continent}"
             );
         }
-        for r in &regions {
+        for r in regions {
             assert!(
                 ["aws:", "gcp:", "azure:"]
                     .iter()
@@ -222,6 +246,27 @@ mod tests {
             assert_eq!(e.parameter, "FLEET", "{bad}");
             assert!(!e.message.contains("secret"), "{}", e.message);
         }
+    }
+
+    #[test]
+    fn member_replies() {
+        let ok = member_reply(
+            200,
+            r#"{"colo":"IAD","isolate_requests":1,"stores":{"kv":{}}}"#,
+        );
+        assert_eq!((ok.colo.as_str(), ok.cold, ok.failure), ("IAD", true, None));
+        let warm = member_reply(200, r#"{"colo":"IAD","isolate_requests":2,"stores":{}}"#);
+        assert!(!warm.cold);
+        let busy = member_reply(503, "overloaded \u{1b}[31m");
+        assert_eq!(busy.colo, "unknown");
+        assert!(!busy.cold);
+        let (kind, status, detail) = busy.failure.unwrap();
+        assert_eq!((kind, status), ("status", Some(503)));
+        assert!(!detail.contains('\u{1b}'));
+        let odd = member_reply(200, r#"{"colo":"<b>","isolate_requests":1}"#);
+        assert_eq!(odd.colo, "unknown");
+        assert!(!odd.cold, "a failure is never a cold answer");
+        assert_eq!(odd.failure.unwrap().0, "malformed");
     }
 
     #[test]
