@@ -14,9 +14,8 @@ use anyhow::{bail, Context as _};
 use http_body_util::BodyExt;
 use hyper::Uri;
 
-use crate::collect::auto_interval;
 use crate::report::Report;
-use kvbench_report::kept::{Aggregate, Line, Source};
+use kvbench_report::kept::{timeline_interval, Aggregate, Line, Source};
 
 /// What to pull.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -260,7 +259,7 @@ fn build(
         Ok(())
     })?;
     let span = Duration::from_millis((last - first).max(0) as u64);
-    let interval = w.interval.unwrap_or_else(|| auto_interval(span));
+    let interval = w.interval.unwrap_or_else(|| timeline_interval(span));
     reader.rewind()?;
     // Pass 2: one collector per label.
     let mut aggregate = Aggregate::new(first, interval).with_max_concurrent(w.max_concurrent);

@@ -9,8 +9,8 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use kvbench_report::collect::auto_interval;
 use kvbench_report::cost::{Deployment, PriceTable, SECONDS_PER_MONTH};
+use kvbench_report::kept::timeline_interval;
 use kvbench_report::kept::{Aggregate, Line, Source};
 use kvbench_report::report::Report;
 use serde_json::json;
@@ -53,7 +53,7 @@ async fn aggregate(
 ) -> std::result::Result<Option<Report>, String> {
     let origin_ms = query_f64(req, "origin_ms").ok_or("origin_ms is missing")? as i64;
     let span_ms = query_f64(req, "span_ms").unwrap_or(0.0).max(0.0);
-    let interval = auto_interval(Duration::from_millis(span_ms as u64));
+    let interval = timeline_interval(Duration::from_millis(span_ms as u64));
     let mut agg = Aggregate::new(origin_ms, interval);
     let mut stream = req.stream().map_err(|e| e.to_string())?;
     let mut pending: Vec<u8> = Vec::new();

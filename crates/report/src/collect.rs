@@ -612,6 +612,32 @@ impl Collector {
     }
 
     /// Closes every interval and builds the report of this run.
+    /// Puts what is recorded so far at rest while no sample arrives (a kept report's vantage
+    /// point whose answers have all been read): the open intervals close and every large
+    /// histogram is compressed ([`Hist::freeze`]). A later sample reopens what it touches, so
+    /// nothing changes but the memory.
+    pub fn freeze(&mut self) {
+        let interval_s = self.interval_us as f64 / 1e6;
+        for (index, live) in std::mem::take(&mut self.live) {
+            let packed = live.pack(index, interval_s, &self.store_names);
+            self.closed.insert(index, packed);
+        }
+        self.latency_us.freeze();
+        self.stores.iter_mut().for_each(StoreStats::freeze);
+        for c in &mut self.colos {
+            c.latency_us.freeze();
+            c.read_us.iter_mut().for_each(Hist::freeze);
+        }
+    }
+
+    /// Hands over the closed timeline intervals (after [`Collector::freeze`], all of them), each
+    /// with its start in seconds; the report this collector finishes has only the intervals
+    /// recorded after. A kept report sums its vantage points' timelines this way as it goes,
+    /// instead of holding one per vantage point.
+    pub fn take_closed(&mut self) -> Vec<Interval> {
+        std::mem::take(&mut self.closed).into_values().collect()
+    }
+
     pub fn finish(mut self, run: RunInfo) -> Report {
         let interval_s = self.interval_us as f64 / 1e6;
         for (index, live) in std::mem::take(&mut self.live) {

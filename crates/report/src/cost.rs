@@ -105,12 +105,9 @@ fn units(count: u64, exact: Option<u64>, bytes: &crate::hist::Hist, unit_bytes: 
         return exact as f64;
     }
     bytes
-        .0
-        .iter_recorded()
-        .map(|v| {
-            let low = bytes.0.lowest_equivalent(v.value_iterated_to());
-            v.count_at_value() as f64 * low.div_ceil(unit_bytes).max(1) as f64
-        })
+        .buckets()
+        .iter()
+        .map(|b| b.count as f64 * b.lowest.div_ceil(unit_bytes).max(1) as f64)
         .sum()
 }
 
@@ -122,12 +119,9 @@ fn bytes_moved(store_name: &str, store: &StoreStats) -> f64 {
     let wire = StoreId::parse(store_name).map_or(Wire::Raw, |id| id.spec().billing.read_wire);
     let read: f64 = store
         .read_bytes
-        .0
-        .iter_recorded()
-        .map(|v| {
-            let n = store.read_bytes.0.median_equivalent(v.value_iterated_to());
-            v.count_at_value() as f64 * wire.bytes(n) as f64
-        })
+        .buckets()
+        .iter()
+        .map(|b| b.count as f64 * wire.bytes(b.median) as f64)
         .sum();
     let written = store.write_bytes.mean() * store.write_bytes.len() as f64;
     read + written

@@ -5,7 +5,9 @@ use std::fmt;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
-use hdrhistogram::serialization::{Deserializer, Serializer as _, V2DeflateSerializer};
+use hdrhistogram::serialization::{
+    Deserializer, Serializer as _, V2DeflateSerializer, V2Serializer,
+};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Deserializer as SerdeDeserializer, Serialize, Serializer};
 
@@ -21,78 +23,258 @@ pub enum HistError {
     Decode(hdrhistogram::serialization::DeserializeError),
 }
 
-/// An auto-resizing `Histogram<u64>` that serializes as a base64 V2-deflate string.
-#[derive(Clone, PartialEq)]
-pub struct Hist(pub Histogram<u64>);
+/// A latency or size histogram with HdrHistogram's semantics (3 significant figures, auto-resizing)
+/// that serializes as a base64 V2-deflate string.
+///
+/// A histogram of few values keeps the values themselves (4 bytes each, at most [`FEW`]) and
+/// becomes an HdrHistogram (16–160 KB of counts) only when it outgrows them: a report of many
+/// small groups — a fleet's vantage points × stores × timeline intervals — costs memory in
+/// proportion to its samples. Every figure is read from an HdrHistogram built from the values in
+/// the order they were recorded, so it is the same figure either way.
+#[derive(Clone)]
+pub struct Hist(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    /// Values as recorded, in order.
+    Few(Vec<u32>),
+    Dense(Box<Histogram<u64>>),
+    /// An HdrHistogram at rest ([`Hist::freeze`]): its V2 bytes, a few KB however many
+    /// samples; read back for each figure, made dense again by the next change.
+    Frozen {
+        bytes: Box<[u8]>,
+        len: u64,
+    },
+}
+
+/// One bucket of a [`Hist`] (see [`Hist::buckets`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bucket {
+    pub lowest: u64,
+    pub median: u64,
+    pub count: u64,
+}
+
+/// Most values a histogram keeps as values (16 KB, the size of an empty HdrHistogram's counts).
+pub const FEW: usize = 4096;
+
+fn dense_empty() -> Histogram<u64> {
+    Histogram::new(SIGFIG).expect("3 significant figures is valid")
+}
+
+fn record_into(h: &mut Histogram<u64>, value: u64) {
+    // `record` grows the auto-resizing histogram; `saturating_record` would clamp instead.
+    if h.record(value).is_err() {
+        h.saturating_record(value);
+    }
+}
 
 impl Default for Hist {
     fn default() -> Self {
-        Hist(Histogram::new(SIGFIG).expect("3 significant figures is valid"))
+        Hist(Repr::Few(Vec::new()))
+    }
+}
+
+impl PartialEq for Hist {
+    fn eq(&self, other: &Hist) -> bool {
+        match (&self.0, &other.0) {
+            (Repr::Few(a), Repr::Few(b)) if a == b => true,
+            _ => self.len() == other.len() && *self.dense() == *other.dense(),
+        }
     }
 }
 
 impl fmt::Debug for Hist {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Hist(n={}, max={})", self.0.len(), self.0.max())
+        write!(f, "Hist(n={}, max={})", self.len(), self.max())
     }
 }
 
 impl Hist {
+    /// The HdrHistogram of these values (built for the call when only the values are kept).
+    fn dense(&self) -> std::borrow::Cow<'_, Histogram<u64>> {
+        match &self.0 {
+            Repr::Dense(h) => std::borrow::Cow::Borrowed(h),
+            Repr::Frozen { bytes, .. } => {
+                let mut h: Histogram<u64> = Deserializer::new()
+                    .deserialize(&mut &bytes[..])
+                    .expect("bytes this histogram serialized itself");
+                h.auto(true);
+                std::borrow::Cow::Owned(h)
+            }
+            Repr::Few(values) => {
+                let mut h = dense_empty();
+                for v in values {
+                    record_into(&mut h, u64::from(*v));
+                }
+                std::borrow::Cow::Owned(h)
+            }
+        }
+    }
+
+    /// This histogram in the form fastest to read many figures from (an HdrHistogram, built
+    /// once for all of them when it is kept otherwise).
+    pub fn for_reading(&self) -> std::borrow::Cow<'_, Hist> {
+        match &self.0 {
+            Repr::Dense(_) => std::borrow::Cow::Borrowed(self),
+            _ => std::borrow::Cow::Owned(Hist(Repr::Dense(Box::new(self.dense().into_owned())))),
+        }
+    }
+
+    /// Puts a histogram of more than [`PACKED_VALUES`] at rest: compressed until it next changes
+    /// (a few KB instead of 16–160 KB, or 4 bytes a value). Its figures stay exactly the same.
+    pub fn freeze(&mut self) {
+        let large = match &self.0 {
+            Repr::Few(values) => values.len() > PACKED_VALUES,
+            Repr::Dense(_) => true,
+            Repr::Frozen { .. } => false,
+        };
+        if large {
+            let h = self.dense();
+            let mut bytes = Vec::new();
+            // Plain V2 (zero runs and variable-length counts): a compressor's setup would cost
+            // more than it saves at this size.
+            V2Serializer::new()
+                .serialize(&*h, &mut bytes)
+                .expect("serializing into a Vec cannot fail");
+            let len = h.len();
+            drop(h);
+            self.0 = Repr::Frozen {
+                bytes: bytes.into_boxed_slice(),
+                len,
+            };
+        }
+    }
+
+    /// Becomes an HdrHistogram.
+    fn densify(&mut self) -> &mut Histogram<u64> {
+        if !matches!(self.0, Repr::Dense(_)) {
+            let h = self.dense().into_owned();
+            self.0 = Repr::Dense(Box::new(h));
+        }
+        match &mut self.0 {
+            Repr::Dense(h) => h,
+            _ => unreachable!("just made dense"),
+        }
+    }
+
     /// Records one value; values beyond the trackable range are clamped rather than dropped.
     pub fn record(&mut self, value: u64) {
-        // `record` grows the auto-resizing histogram; `saturating_record` would clamp instead.
-        if self.0.record(value).is_err() {
-            self.0.saturating_record(value);
+        if let Repr::Few(values) = &mut self.0 {
+            if values.len() < FEW {
+                if let Ok(v) = u32::try_from(value) {
+                    values.push(v);
+                    return;
+                }
+            }
         }
+        record_into(self.densify(), value);
     }
 
     /// Histogram addition: the merge of two runs is exactly a run over the union of samples.
     pub fn add(&mut self, other: &Hist) {
-        self.0
-            .add(&other.0)
-            .expect("auto-resizing histograms always accept another histogram");
+        if self.is_empty() {
+            // Into an empty histogram: a copy, in whatever form the other is in (at rest stays
+            // at rest).
+            *self = other.clone();
+            return;
+        }
+        match (&mut self.0, &other.0) {
+            (Repr::Few(mine), Repr::Few(theirs)) if mine.len() + theirs.len() <= FEW => {
+                mine.extend_from_slice(theirs);
+            }
+            (_, Repr::Few(theirs)) => {
+                let h = self.densify();
+                for v in theirs {
+                    record_into(h, u64::from(*v));
+                }
+            }
+            (_, Repr::Dense(theirs)) => self
+                .densify()
+                .add(&**theirs)
+                .expect("auto-resizing histograms always accept another histogram"),
+            (_, Repr::Frozen { .. }) => {
+                let theirs = other.dense();
+                self.densify()
+                    .add(&*theirs)
+                    .expect("auto-resizing histograms always accept another histogram")
+            }
+        }
     }
 
     pub fn len(&self) -> u64 {
-        self.0.len()
+        match &self.0 {
+            Repr::Few(values) => values.len() as u64,
+            Repr::Dense(h) => h.len(),
+            Repr::Frozen { len, .. } => *len,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.len() == 0
     }
 
     /// Value at quantile `q` (0..=1); 0 for an empty histogram. Reported as the middle of its
     /// bucket (within 0.05% of any value recorded there), so 10 ms reads as 10.00, not 10.01.
     pub fn quantile(&self, q: f64) -> u64 {
-        if self.0.is_empty() {
-            0
-        } else {
-            self.0.median_equivalent(self.0.value_at_quantile(q))
+        self.quantiles(&[q])[0]
+    }
+
+    /// Values at several quantiles at once (one HdrHistogram built for all of them).
+    pub fn quantiles<const N: usize>(&self, qs: &[f64; N]) -> [u64; N] {
+        if self.is_empty() {
+            return [0; N];
         }
+        let h = self.dense();
+        qs.map(|q| h.median_equivalent(h.value_at_quantile(q)))
     }
 
     /// Largest recorded value (middle of its bucket); 0 for an empty histogram.
     pub fn max(&self) -> u64 {
-        if self.0.is_empty() {
-            0
-        } else {
-            self.0.median_equivalent(self.0.max())
+        if self.is_empty() {
+            return 0;
+        }
+        match &self.0 {
+            // The bucket of the largest value is the same in any histogram of these settings.
+            Repr::Few(values) => {
+                let max = u64::from(values.iter().copied().max().unwrap_or(0));
+                let mut h = Histogram::<u64>::new_with_max(max.max(2), SIGFIG)
+                    .expect("a histogram of this range");
+                record_into(&mut h, max);
+                h.median_equivalent(h.max())
+            }
+            Repr::Dense(_) | Repr::Frozen { .. } => {
+                let h = self.dense();
+                h.median_equivalent(h.max())
+            }
         }
     }
 
     pub fn mean(&self) -> f64 {
-        if self.0.is_empty() {
+        if self.is_empty() {
             0.0
         } else {
-            self.0.mean()
+            self.dense().mean()
         }
+    }
+
+    /// Each bucket with a value recorded, in order: its lowest value, its middle and its count.
+    pub fn buckets(&self) -> Vec<Bucket> {
+        let h = self.dense();
+        h.iter_recorded()
+            .map(|v| Bucket {
+                lowest: h.lowest_equivalent(v.value_iterated_to()),
+                median: h.median_equivalent(v.value_iterated_to()),
+                count: v.count_at_value(),
+            })
+            .collect()
     }
 
     /// base64(V2 + deflate) text form.
     pub fn encode(&self) -> String {
         let mut bytes = Vec::new();
         V2DeflateSerializer::new()
-            .serialize(&self.0, &mut bytes)
+            .serialize(&*self.dense(), &mut bytes)
             .expect("serializing into a Vec cannot fail");
         STANDARD.encode(bytes)
     }
@@ -103,7 +285,7 @@ impl Hist {
             .deserialize(&mut bytes.as_slice())
             .map_err(HistError::Decode)?;
         h.auto(true);
-        Ok(Hist(h))
+        Ok(Hist(Repr::Dense(Box::new(h))))
     }
 }
 
@@ -120,37 +302,71 @@ impl<'de> Deserialize<'de> for Hist {
     }
 }
 
-/// A histogram kept in its text form: closed timeline intervals stay a few hundred bytes each, so
-/// memory stays flat over an hour-long run. Serializes exactly like [`Hist`].
-#[derive(Clone, PartialEq, Default)]
-pub struct Packed(String);
+/// A histogram at rest — a closed timeline interval: a few values stay values (at most
+/// [`PACKED_VALUES`], a kilobyte), a larger one is kept in its text form (a few hundred bytes
+/// however many samples), so memory stays flat over an hour-long run. Serializes exactly like
+/// [`Hist`].
+#[derive(Clone, Default)]
+pub struct Packed(PackedRepr);
+
+/// Equal when they hold the same histogram, whichever form each is in.
+impl PartialEq for Packed {
+    fn eq(&self, other: &Packed) -> bool {
+        match (&self.0, &other.0) {
+            (PackedRepr::Text(a), PackedRepr::Text(b)) if a == b => true,
+            _ => self.unpack() == other.unpack(),
+        }
+    }
+}
+
+#[derive(Clone)]
+enum PackedRepr {
+    Values(Hist),
+    Text(String),
+}
+
+impl Default for PackedRepr {
+    fn default() -> Self {
+        PackedRepr::Values(Hist::default())
+    }
+}
+
+/// Most values a [`Packed`] keeps as values rather than compressing them.
+pub const PACKED_VALUES: usize = 256;
 
 impl fmt::Debug for Packed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Packed({} chars)", self.0.len())
+        match &self.0 {
+            PackedRepr::Values(h) => write!(f, "Packed({} values)", h.len()),
+            PackedRepr::Text(t) => write!(f, "Packed({} chars)", t.len()),
+        }
     }
 }
 
 impl Packed {
     pub fn pack(h: &Hist) -> Packed {
-        Packed(h.encode())
+        match &h.0 {
+            Repr::Few(values) if values.len() <= PACKED_VALUES => {
+                Packed(PackedRepr::Values(h.clone()))
+            }
+            _ => Packed(PackedRepr::Text(h.encode())),
+        }
     }
 
     /// Decodes; validated when read, so this only fails on a value built by hand.
     pub fn unpack(&self) -> Hist {
-        if self.0.is_empty() {
-            return Hist::default();
+        match &self.0 {
+            PackedRepr::Values(h) => h.clone(),
+            PackedRepr::Text(t) => Hist::decode(t).unwrap_or_default(),
         }
-        Hist::decode(&self.0).unwrap_or_default()
     }
 }
 
 impl Serialize for Packed {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if self.0.is_empty() {
-            s.serialize_str(&Hist::default().encode())
-        } else {
-            s.serialize_str(&self.0)
+        match &self.0 {
+            PackedRepr::Values(h) => h.serialize(s),
+            PackedRepr::Text(t) => s.serialize_str(t),
         }
     }
 }
@@ -159,7 +375,7 @@ impl<'de> Deserialize<'de> for Packed {
     fn deserialize<D: SerdeDeserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = String::deserialize(d)?;
         Hist::decode(&text).map_err(serde::de::Error::custom)?;
-        Ok(Packed(text))
+        Ok(Packed(PackedRepr::Text(text)))
     }
 }
 
@@ -193,6 +409,92 @@ mod tests {
         assert_eq!(back.len(), 6);
         assert_eq!(back.max(), h.max());
         assert!(back.max() >= 1_000_000);
+    }
+
+    /// A reference HdrHistogram and the figures every form must agree on.
+    fn figures(h: &Hist) -> (u64, Vec<u64>, u64, String, String) {
+        let qs = [0.0, 0.5, 0.9, 0.99, 0.999, 1.0];
+        (
+            h.len(),
+            qs.iter().map(|q| h.quantile(*q)).collect(),
+            h.max(),
+            format!("{:.6}", h.mean()),
+            h.encode(),
+        )
+    }
+
+    fn values(n: usize, seed: u64) -> Vec<u64> {
+        let mut x = seed;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Microseconds from 50 µs to ~2 s, and now and then one beyond u32.
+                if x % 997 == 0 {
+                    5_000_000_000 + x % 1000
+                } else {
+                    50 + x % 2_000_000
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_form_gives_the_figures_of_one_hdr_histogram() {
+        for n in [0, 1, 7, PACKED_VALUES + 1, FEW - 1, FEW, FEW + 1, 3 * FEW] {
+            let vs = values(n, n as u64 + 1);
+            let mut reference = Histogram::<u64>::new(SIGFIG).unwrap();
+            let mut h = Hist::default();
+            for v in &vs {
+                reference.record(*v).unwrap();
+                h.record(*v);
+            }
+            let want = figures(&Hist(Repr::Dense(Box::new(reference))));
+            assert_eq!(figures(&h), want, "recorded, n={n}");
+            let mut frozen = h.clone();
+            frozen.freeze();
+            assert_eq!(figures(&frozen), want, "frozen, n={n}");
+            assert_eq!(frozen, h, "frozen equals recorded, n={n}");
+            assert_eq!(figures(&Packed::pack(&h).unpack()), want, "packed, n={n}");
+            assert_eq!(
+                figures(&Hist::decode(&h.encode()).unwrap()),
+                want,
+                "decoded, n={n}"
+            );
+            // Added in two halves, in each form.
+            let (a, b) = vs.split_at(n / 2);
+            let half = |part: &[u64], freeze: bool| {
+                let mut h = Hist::default();
+                part.iter().for_each(|v| h.record(*v));
+                if freeze {
+                    h.freeze();
+                }
+                h
+            };
+            for (fa, fb) in [(false, false), (true, false), (false, true), (true, true)] {
+                let mut sum = half(a, fa);
+                sum.add(&half(b, fb));
+                assert_eq!(figures(&sum), want, "added, n={n}, frozen {fa}/{fb}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_histogram_at_rest_is_smaller() {
+        let mut h = Hist::default();
+        values(20_000, 3).into_iter().for_each(|v| h.record(v));
+        assert!(matches!(h.0, Repr::Dense(_)));
+        h.freeze();
+        let Repr::Frozen { bytes, len } = &h.0 else {
+            panic!("frozen");
+        };
+        assert_eq!(*len, 20_000);
+        assert!(bytes.len() < 40_000, "{} bytes at rest", bytes.len());
+        let mut few = Hist::default();
+        values(100, 4).into_iter().for_each(|v| few.record(v));
+        few.freeze();
+        assert!(matches!(few.0, Repr::Few(_)), "a few values stay values");
     }
 
     #[test]

@@ -9,8 +9,34 @@ use std::time::{Duration, SystemTime};
 use serde::Deserialize;
 
 use crate::collect::Collector;
-use crate::report::{ImportInfo, Report, RunInfo};
+use crate::report::{ImportInfo, Interval, IntervalSum, Report, RunInfo, Timeline};
 use crate::sample::{Failure, FailureKind, Outcome, Sample};
+
+/// Most points a kept report's timeline has across its window: a chart is a few hundred pixels
+/// wide, and memory and time grow with points × vantage points × stores.
+pub const TIMELINE_POINTS: u64 = 120;
+
+/// Timeline steps a kept report picks from, in seconds.
+const STEPS_S: [u64; 11] = [
+    60, 300, 600, 900, 1800, 3600, 7200, 10_800, 21_600, 43_200, 86_400,
+];
+
+/// The timeline resolution of a kept report over `span`: what a run of that length gets
+/// ([`crate::collect::auto_interval`]) while that is at most [`TIMELINE_POINTS`] points, else the
+/// finest step that is (24 h: 15 min; 7 days: 2 h).
+pub fn timeline_interval(span: Duration) -> Duration {
+    let auto = crate::collect::auto_interval(span).as_secs();
+    let s = span.as_secs();
+    if s.div_ceil(auto) <= TIMELINE_POINTS {
+        return Duration::from_secs(auto);
+    }
+    let step = STEPS_S
+        .iter()
+        .copied()
+        .find(|step| *step >= auto && s.div_ceil(*step) <= TIMELINE_POINTS)
+        .unwrap_or_else(|| s.div_ceil(TIMELINE_POINTS).max(86_400));
+    Duration::from_secs(step)
+}
 
 /// One line of a kept-answers stream: an answer, the `end` line, or an `error` line.
 #[derive(Deserialize)]
@@ -89,11 +115,16 @@ pub struct Aggregate {
     lines: u64,
     malformed: u64,
     max_concurrent: Option<u32>,
+    /// The label of the last answer pushed: a stream holds each vantage point's answers in a
+    /// row, so the previous one's collector is put at rest when the next begins.
+    last_label: Option<String>,
+    /// The timeline, summed over vantage points as each one's answers end (by interval index).
+    timeline: BTreeMap<u64, IntervalSum>,
 }
 
 impl Aggregate {
     /// `origin_ms`: the time the report's clock starts at (the first answer's); `interval`: the
-    /// timeline's resolution.
+    /// timeline's resolution ([`timeline_interval`] of the window, unless asked for).
     pub fn new(origin_ms: i64, interval: Duration) -> Aggregate {
         Aggregate {
             origin_ms,
@@ -102,6 +133,8 @@ impl Aggregate {
             lines: 0,
             malformed: 0,
             max_concurrent: None,
+            last_label: None,
+            timeline: BTreeMap::new(),
         }
     }
 
@@ -132,13 +165,25 @@ impl Aggregate {
         };
         let intended_us = ((t - self.origin_ms).max(0) as u64) * 1000;
         let latency_us = (line.duration_ms.unwrap_or(0.0).max(0.0) * 1000.0) as u64;
+        if self.last_label.as_deref() != Some(label) {
+            if let Some(previous) = self.last_label.take() {
+                if let Some(run) = self.runs.get_mut(&previous) {
+                    run.collector.freeze();
+                    let closed = run.collector.take_closed();
+                    self.add_to_timeline(closed);
+                }
+            }
+            self.last_label = Some(label.to_string());
+        }
         let interval = self.interval;
         let max_concurrent = self.max_concurrent;
         let run = self
             .runs
             .entry(label.to_string())
             .or_insert_with(|| LabelRun {
-                collector: Collector::new(interval, Duration::from_secs(600))
+                // A label's answers arrive in the order they were kept, so an interval closes
+                // when the next one starts (one that arrives late reopens it: nothing is lost).
+                collector: Collector::new(interval, Duration::ZERO)
                     .with_max_concurrent(max_concurrent),
                 n: 0,
                 last_us: 0,
@@ -154,6 +199,16 @@ impl Aggregate {
         run.last_end_us = run.last_end_us.max(intended_us + latency_us);
     }
 
+    fn add_to_timeline(&mut self, intervals: Vec<Interval>) {
+        let interval_s = self.interval.as_secs_f64().max(1e-6);
+        for iv in intervals {
+            // By start, not by the collector's index: a collector that had to coarsen (samples
+            // 10,000 intervals past the origin) still adds every sample, at its interval's start.
+            let index = (iv.start_s / interval_s).round() as u64;
+            self.timeline.entry(index).or_default().add(&iv);
+        }
+    }
+
     /// Leaves out answers with more than `max` other requests in flight (`--max-concurrent`).
     pub fn with_max_concurrent(mut self, max: Option<u32>) -> Aggregate {
         self.max_concurrent = max;
@@ -166,7 +221,7 @@ impl Aggregate {
     }
 
     /// The report: one run per label, merged. `None` when no answer was usable.
-    pub fn finish(self, source: &Source) -> anyhow::Result<Option<Report>> {
+    pub fn finish(mut self, source: &Source) -> anyhow::Result<Option<Report>> {
         let origin = SystemTime::UNIX_EPOCH + Duration::from_millis(self.origin_ms.max(0) as u64);
         let started_at = humantime::format_rfc3339_seconds(origin).to_string();
         let mut info = Some(ImportInfo {
@@ -177,35 +232,51 @@ impl Aggregate {
             incomplete_requests: 0,
             ..ImportInfo::default()
         });
-        let reports: Vec<Report> = self
-            .runs
-            .into_iter()
-            .map(|(label, run)| {
-                let window_s = (run.last_us as f64 / 1e6).max(1e-3);
-                run.collector.finish(RunInfo {
-                    label,
-                    url: source.url.clone(),
-                    started_at: started_at.clone(),
-                    requested_rate: run.n as f64 / window_s,
-                    planned_duration_s: window_s,
-                    send_window_s: window_s,
-                    elapsed_s: run.last_end_us as f64 / 1e6,
-                    timeout_s: 0.0,
-                    max_in_flight: 0,
-                    interrupted: false,
-                    pacer_lag_us: Default::default(),
-                    engine: source.engine.clone(),
-                    // End-to-end is the worker's own measurement of the whole request (its
-                    // clock), not a client's.
-                    latency_from: "worker".into(),
-                    import: info.take(),
-                })
-            })
-            .collect();
+        let runs = std::mem::take(&mut self.runs);
+        let mut reports = Vec::with_capacity(runs.len());
+        for (label, run) in runs {
+            let window_s = (run.last_us as f64 / 1e6).max(1e-3);
+            let mut report = run.collector.finish(RunInfo {
+                label,
+                url: source.url.clone(),
+                started_at: started_at.clone(),
+                requested_rate: run.n as f64 / window_s,
+                planned_duration_s: window_s,
+                send_window_s: window_s,
+                elapsed_s: run.last_end_us as f64 / 1e6,
+                timeout_s: 0.0,
+                max_in_flight: 0,
+                interrupted: false,
+                pacer_lag_us: Default::default(),
+                engine: source.engine.clone(),
+                // End-to-end is the worker's own measurement of the whole request (its
+                // clock), not a client's.
+                latency_from: "worker".into(),
+                import: info.take(),
+            });
+            report.freeze();
+            let timeline = std::mem::take(&mut report.timeline);
+            self.add_to_timeline(timeline.intervals);
+            reports.push(report);
+        }
         if reports.is_empty() {
             return Ok(None);
         }
-        Ok(Some(Report::merge(reports)?))
+        let mut report = Report::merge(reports)?;
+        let interval_s = self.interval.as_secs_f64();
+        let last = self.timeline.keys().next_back().copied().unwrap_or(0);
+        let mut sums = std::mem::take(&mut self.timeline);
+        report.timeline = Timeline {
+            interval_s,
+            intervals: (0..=last)
+                .map(|i| {
+                    sums.remove(&i)
+                        .unwrap_or_default()
+                        .pack(i as f64 * interval_s)
+                })
+                .collect(),
+        };
+        Ok(Some(report))
     }
 }
 
@@ -263,5 +334,74 @@ mod tests {
             .finish(&source)
             .unwrap()
             .is_none());
+    }
+
+    #[test]
+    fn the_timeline_summed_as_labels_end_is_the_merge_of_their_runs() {
+        // Three vantage points, each one's answers in a row (as the worker streams them), one
+        // label coming back at the end: the report equals the merge of one run per label.
+        let mut lines = Vec::new();
+        for (label, n) in [("a", 40), ("b", 25), ("c", 60)] {
+            for i in 0..n {
+                let t = 1_000_000 + i * 61_000;
+                lines.push(line(i, t, label, 1.0 + (i % 17) as f64));
+            }
+        }
+        lines.push(line(99, 1_000_000 + 5 * 61_000, "a", 250.0));
+        let interval = Duration::from_secs(300);
+        let source = Source {
+            url: "https://w".into(),
+            engine: "probes".into(),
+            read_from: "x".into(),
+        };
+        let mut a = Aggregate::new(1_000_000, interval);
+        for l in &lines {
+            a.push(&Line::parse(l.as_bytes()).unwrap());
+        }
+        let got = a.finish(&source).unwrap().unwrap();
+        // The same answers, one aggregate per label, merged.
+        let mut per_label = Vec::new();
+        for label in ["a", "b", "c"] {
+            let mut one = Aggregate::new(1_000_000, interval);
+            for l in lines
+                .iter()
+                .filter(|l| l.contains(&format!("\"label\":\"{label}\"")))
+            {
+                one.push(&Line::parse(l.as_bytes()).unwrap());
+            }
+            per_label.push(one.finish(&source).unwrap().unwrap());
+        }
+        let want = Report::merge(per_label).unwrap();
+        assert_eq!(got.timeline, want.timeline);
+        assert_eq!(got.total, want.total);
+        assert_eq!(got.labels, want.labels);
+        assert_eq!(got.colos, want.colos);
+        assert_eq!(got.timeline.intervals.len(), 12);
+        assert_eq!(got.timeline.intervals[1].scheduled, 3 * 5 + 1);
+    }
+
+    #[test]
+    fn timeline_points_stay_bounded() {
+        let points = |s: u64| s.div_ceil(timeline_interval(Duration::from_secs(s)).as_secs());
+        assert_eq!(timeline_interval(Duration::from_secs(1800)).as_secs(), 30);
+        assert_eq!(
+            timeline_interval(Duration::from_secs(86_400)).as_secs(),
+            900
+        );
+        assert_eq!(
+            timeline_interval(Duration::from_secs(7 * 86_400)).as_secs(),
+            7200
+        );
+        for s in [
+            60,
+            3600,
+            6 * 3600,
+            86_400,
+            7 * 86_400,
+            30 * 86_400,
+            400 * 86_400,
+        ] {
+            assert!(points(s) <= TIMELINE_POINTS, "{s} s: {} points", points(s));
+        }
     }
 }

@@ -350,6 +350,7 @@ impl Quantiles {
             return Quantiles::default();
         }
         let ms = |us: u64| Some(us as f64 / 1000.0);
+        let h = h.for_reading();
         Quantiles {
             count: h.len(),
             p50_ms: ms(h.quantile(0.50)),
@@ -566,7 +567,38 @@ impl Section {
     }
 }
 
+impl StoreStats {
+    /// Every histogram at rest ([`Hist::freeze`]).
+    pub fn freeze(&mut self) {
+        for h in [
+            &mut self.read_us,
+            &mut self.read_hit_us,
+            &mut self.read_miss_us,
+            &mut self.write_us,
+            &mut self.connect_us,
+            &mut self.read_bytes,
+            &mut self.write_bytes,
+        ] {
+            h.freeze();
+        }
+    }
+}
+
+impl Section {
+    /// Every histogram at rest ([`Hist::freeze`]).
+    pub fn freeze(&mut self) {
+        self.latency_us.freeze();
+        self.stores.values_mut().for_each(StoreStats::freeze);
+    }
+}
+
 impl ColoStats {
+    /// Every histogram at rest ([`Hist::freeze`]).
+    pub fn freeze(&mut self) {
+        self.latency_us.freeze();
+        self.read_us.values_mut().for_each(Hist::freeze);
+    }
+
     pub fn add(&mut self, from: &ColoStats) {
         self.answered += from.answered;
         self.latency_us.add(&from.latency_us);
@@ -587,27 +619,101 @@ impl Interval {
     }
 }
 
-impl Timeline {
-    /// Adds another run's timeline, aligned on the time since each run's start.
-    pub fn add(&mut self, from: &Timeline) -> Result<(), MergeError> {
-        if from.intervals.is_empty() {
-            return Ok(());
-        }
-        if self.intervals.is_empty() {
-            self.interval_s = from.interval_s;
-        } else if (self.interval_s - from.interval_s).abs() > 1e-9 {
-            return Err(MergeError::IntervalMismatch(
-                self.interval_s,
-                from.interval_s,
-            ));
-        }
-        for (i, iv) in from.intervals.iter().enumerate() {
-            match self.intervals.get_mut(i) {
-                Some(mine) => mine.add(iv),
-                None => self.intervals.push(iv.clone()),
+/// Timeline intervals being added up: each part is unpacked once, and the sum packed once.
+#[derive(Default)]
+pub struct IntervalSum {
+    scheduled: u64,
+    failed: u64,
+    latency_us: Hist,
+    /// `read_us`, `read_hit_us`, `write_us`.
+    stores: [BTreeMap<String, Hist>; 3],
+}
+
+impl IntervalSum {
+    pub fn add(&mut self, iv: &Interval) {
+        self.scheduled += iv.scheduled;
+        self.failed += iv.failed;
+        self.latency_us.add(&iv.latency_us.unpack());
+        for (mine, theirs) in
+            self.stores
+                .iter_mut()
+                .zip([&iv.read_us, &iv.read_hit_us, &iv.write_us])
+        {
+            for (k, p) in theirs {
+                match mine.get_mut(k) {
+                    Some(h) => h.add(&p.unpack()),
+                    None => {
+                        mine.insert(k.clone(), p.unpack());
+                    }
+                }
             }
         }
-        Ok(())
+    }
+
+    pub fn pack(self, start_s: f64) -> Interval {
+        let [read_us, read_hit_us, write_us] = self
+            .stores
+            .map(|m| m.into_iter().map(|(k, h)| (k, Packed::pack(&h))).collect());
+        Interval {
+            start_s,
+            scheduled: self.scheduled,
+            failed: self.failed,
+            latency_us: Packed::pack(&self.latency_us),
+            read_us,
+            read_hit_us,
+            write_us,
+        }
+    }
+}
+
+impl Report {
+    /// Every histogram at rest ([`Hist::freeze`]): its figures are the same.
+    pub fn freeze(&mut self) {
+        self.total.freeze();
+        self.labels.values_mut().for_each(Section::freeze);
+        self.colos.values_mut().for_each(ColoStats::freeze);
+    }
+}
+
+impl Timeline {
+    /// The sum of several runs' timelines, aligned on the time since each run's start: each
+    /// interval is unpacked and packed once, however many runs add to it.
+    pub fn sum(timelines: Vec<Timeline>) -> Result<Timeline, MergeError> {
+        let mut interval_s: Option<f64> = None;
+        let mut len = 0;
+        for t in timelines.iter().filter(|t| !t.intervals.is_empty()) {
+            match interval_s {
+                None => interval_s = Some(t.interval_s),
+                Some(mine) if (mine - t.interval_s).abs() > 1e-9 => {
+                    return Err(MergeError::IntervalMismatch(mine, t.interval_s))
+                }
+                Some(_) => {}
+            }
+            len = len.max(t.intervals.len());
+        }
+        let Some(interval_s) = interval_s else {
+            return Ok(timelines.into_iter().next().unwrap_or_default());
+        };
+        let mut intervals = Vec::with_capacity(len);
+        for i in 0..len {
+            let mut sum = IntervalSum::default();
+            let mut start_s = i as f64 * interval_s;
+            for (n, iv) in timelines
+                .iter()
+                .filter_map(|t| t.intervals.get(i))
+                .enumerate()
+            {
+                if n == 0 {
+                    start_s = iv.start_s;
+                }
+                sum.add(iv);
+            }
+            intervals.push(sum.pack(start_s));
+        }
+        Ok(Timeline {
+            interval_s,
+            intervals,
+        })
     }
 }
 
@@ -621,17 +727,25 @@ impl Report {
         out.cost = None;
         out.summary = None;
         out.tool = tool_name();
+        let mut timelines = vec![std::mem::take(&mut out.timeline)];
         for r in iter {
             out.runs.extend(r.runs);
             out.total.add(&r.total);
+            // What many runs add up to stays at rest between additions (a fleet's vantage
+            // points share colos): only the total is held dense.
             for (label, s) in &r.labels {
-                out.labels.entry(label.clone()).or_default().add(s);
+                let mine = out.labels.entry(label.clone()).or_default();
+                mine.add(s);
+                mine.freeze();
             }
             for (colo, c) in &r.colos {
-                out.colos.entry(colo.clone()).or_default().add(c);
+                let mine = out.colos.entry(colo.clone()).or_default();
+                mine.add(c);
+                mine.freeze();
             }
-            out.timeline.add(&r.timeline)?;
+            timelines.push(r.timeline);
         }
+        out.timeline = Timeline::sum(timelines)?;
         Ok(out)
     }
 }

@@ -94,10 +94,12 @@ fn no_data(area: &Area<'_>, title: &str) -> Fallible {
     Ok(())
 }
 
-/// One line per series (store or end-to-end): per-bin histograms.
+/// One line per series (store or end-to-end): per bin, its [`TIMELINE_QUANTILES`] (`None`: no
+/// sample in it). Each bin's histogram lives only while its quantiles are read, so a long
+/// timeline of large intervals never holds them all at once.
 struct Series {
     name: String,
-    bins: Vec<Hist>,
+    bins: Vec<Option<[u64; 3]>>,
 }
 
 /// Groups the report's intervals into at most [`MAX_POINTS`] bins; returns the bin width (s).
@@ -112,12 +114,12 @@ fn bins(report: &Report) -> (f64, Vec<Vec<&Interval>>) {
     (tl.interval_s * per_bin as f64, groups)
 }
 
-fn add_all<'a>(parts: impl Iterator<Item = Option<&'a Packed>>) -> Hist {
+fn bin_quantiles<'a>(parts: impl Iterator<Item = Option<&'a Packed>>) -> Option<[u64; 3]> {
     let mut h = Hist::default();
     for p in parts.flatten() {
         h.add(&p.unpack());
     }
-    h
+    (!h.is_empty()).then(|| h.quantiles(&TIMELINE_QUANTILES.map(|(q, _)| q)))
 }
 
 /// The timeline's series: every store's reads (all, or hits only), then end-to-end.
@@ -132,7 +134,7 @@ fn timeline_series(report: &Report, hits_only: bool) -> (f64, Vec<Series>) {
             bins: groups
                 .iter()
                 .map(|g| {
-                    add_all(g.iter().map(|iv| {
+                    bin_quantiles(g.iter().map(|iv| {
                         if hits_only {
                             iv.read_hit_us.get(store)
                         } else {
@@ -147,7 +149,7 @@ fn timeline_series(report: &Report, hits_only: bool) -> (f64, Vec<Series>) {
         name: E2E.into(),
         bins: groups
             .iter()
-            .map(|g| add_all(g.iter().map(|iv| Some(&iv.latency_us))))
+            .map(|g| bin_quantiles(g.iter().map(|iv| Some(&iv.latency_us))))
             .collect(),
     });
     (width_s, series)
@@ -161,13 +163,12 @@ struct Line {
     points: Vec<(f64, f64)>,
 }
 
-/// The points of one series at quantile `q`, one per non-empty bin.
-fn points(s: &Series, q: f64, width_s: f64) -> Vec<(f64, f64)> {
+/// The points of one series at its `qi`th quantile, one per non-empty bin.
+fn points(s: &Series, qi: usize, width_s: f64) -> Vec<(f64, f64)> {
     s.bins
         .iter()
         .enumerate()
-        .filter(|(_, h)| !h.is_empty())
-        .map(|(i, h)| ((i as f64 + 0.5) * width_s, ms(h.quantile(q))))
+        .filter_map(|(i, b)| b.map(|q| ((i as f64 + 0.5) * width_s, ms(q[qi]))))
         .collect()
 }
 
@@ -252,14 +253,14 @@ fn draw_timeline(report: &Report, hits_only: bool, svg: &mut String) -> Fallible
     // One panel per percentile with every store on the same axes; end-to-end (network, worker
     // and queueing) gets a panel of its own, so its larger scale does not flatten the stores.
     let (stores, e2e): (Vec<&Series>, Vec<&Series>) = series.iter().partition(|s| s.name != E2E);
-    for (area, (q, name)) in areas.iter().zip(TIMELINE_QUANTILES) {
+    for (qi, (area, (_, name))) in areas.iter().zip(TIMELINE_QUANTILES).enumerate() {
         let lines: Vec<Line> = stores
             .iter()
             .map(|s| Line {
                 name: s.name.clone(),
                 color: color(&s.name, &others),
                 stroke: 2,
-                points: points(s, q, width_s),
+                points: points(s, qi, width_s),
             })
             .collect();
         let title = format!("{name} read latency, {what} (worker-timed), per {per} s");
@@ -270,20 +271,19 @@ fn draw_timeline(report: &Report, hits_only: bool, svg: &mut String) -> Fallible
         RGBColor(130, 130, 130),
         RGBColor(40, 40, 40),
     ];
-    let lines: Vec<Line> = e2e
-        .iter()
-        .flat_map(|s| {
-            TIMELINE_QUANTILES
-                .iter()
-                .zip(GREYS)
-                .map(move |((q, name), grey)| Line {
-                    name: format!("{E2E} {name}"),
-                    color: grey,
-                    stroke: 2,
-                    points: points(s, *q, width_s),
-                })
-        })
-        .collect();
+    let lines: Vec<Line> =
+        e2e.iter()
+            .flat_map(|s| {
+                TIMELINE_QUANTILES.iter().zip(GREYS).enumerate().map(
+                    move |(qi, ((_, name), grey))| Line {
+                        name: format!("{E2E} {name}"),
+                        color: grey,
+                        stroke: 2,
+                        points: points(s, qi, width_s),
+                    },
+                )
+            })
+            .collect();
     let by = if report.runs.iter().all(|r| r.latency_from == "worker") {
         "the worker's own"
     } else {
@@ -479,7 +479,7 @@ pub fn timeline_points(report: &Report, hits_only: bool) -> BTreeMap<String, usi
     let (_, series) = timeline_series(report, hits_only);
     series
         .into_iter()
-        .map(|s| (s.name, s.bins.iter().filter(|h| !h.is_empty()).count()))
+        .map(|s| (s.name, s.bins.iter().filter(|b| b.is_some()).count()))
         .collect()
 }
 

@@ -1,0 +1,145 @@
+//! The report of a synthetic fleet, natively: peak heap and CPU time of folding the kept answers
+//! of `--labels` vantage points answering every `--every` seconds over `--window` seconds into a
+//! report, and of rendering report.html — the same code the report worker runs behind
+//! `GET /report`. `cargo run --release -p kvbench-report --example fleet_report -- --labels 42
+//! --every 300 --window 86400` (the README's table is made with it).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use kvbench_report::kept::{Aggregate, Line, Source};
+
+struct Counting;
+static NOW: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let now = NOW.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+        PEAK.fetch_max(now, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        NOW.fetch_sub(layout.size(), Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static A: Counting = Counting;
+
+fn cpu() -> Duration {
+    let mut t = libc_timespec::default();
+    // SAFETY: clock_gettime writes one timespec.
+    unsafe { clock_gettime(2, &mut t) };
+    Duration::new(t.sec as u64, t.nsec as u32)
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct libc_timespec {
+    sec: i64,
+    nsec: i64,
+}
+extern "C" {
+    fn clock_gettime(clock: i32, t: *mut libc_timespec) -> i32;
+}
+
+fn arg(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(|v| v.parse().unwrap_or_else(|_| panic!("{name}: a number")))
+        .unwrap_or(default)
+}
+
+const STORES: [&str; 8] = [
+    "kv", "upstash", "redis", "denokv", "do", "d1", "r2", "cache",
+];
+
+fn main() {
+    let labels = arg("--labels", 42);
+    let every = arg("--every", 300);
+    let window = arg("--window", 86_400);
+    let origin_ms: i64 = 1_790_000_000_000;
+    let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let cpu0 = cpu();
+    let wall0 = Instant::now();
+    let mut agg = Aggregate::new(
+        origin_ms,
+        kvbench_report::kept::timeline_interval(Duration::from_secs(window)),
+    );
+    let mut answers = 0u64;
+    let mut line = String::new();
+    for l in 0..labels {
+        let label = format!("region-{l:02}");
+        let colo = format!("C{:02}", l % 30);
+        for i in 0..window / every {
+            let t = origin_ms + (i * every * 1000 + l * 37) as i64;
+            line.clear();
+            line.push_str(&format!(
+                r#"{{"seq":{i},"t_ms":{t},"label":"{label}","vantage":"member","colo":"{colo}","cold":{},"concurrent":0,"duration_ms":{},"answer":{{"key":"{}","colo":"{colo}","isolate_requests":2,"stores":{{"#,
+                i % 2 == 0,
+                20 + next() % 200,
+                next() % 1000
+            ));
+            for (s, store) in STORES.iter().enumerate() {
+                let hit = next() % 10 != 0;
+                let read = (1 + next() % 4000) as f64 / 10.0 * (s + 1) as f64;
+                let write = if hit {
+                    "null".to_string()
+                } else {
+                    format!("{}", (next() % 9000) as f64 / 10.0)
+                };
+                line.push_str(&format!(
+                    r#"{}"{store}":{{"read_ms":{read},"hit":{hit},"value_bytes":{},"write_ms":{write},"error":null}}"#,
+                    if s == 0 { "" } else { "," },
+                    if hit { 4096 + next() % 61440 } else { 0 },
+                ));
+            }
+            line.push_str("}}}");
+            agg.push(&Line::parse(line.as_bytes()).expect("a kept line"));
+            answers += 1;
+        }
+    }
+    let source = Source {
+        url: "https://kvbench.example".into(),
+        engine: "probes".into(),
+        read_from: "synthetic".into(),
+    };
+    let report = agg.finish(&source).expect("report").expect("answers");
+    let fold_peak = PEAK.load(Ordering::Relaxed);
+    let fold_cpu = cpu() - cpu0;
+    let report = kvbench_report::derive(
+        report,
+        &kvbench_report::cost::PriceTable::default_table(),
+        None,
+        &kvbench_report::cost::Deployment::default(),
+    );
+    let derive_peak = PEAK.load(Ordering::Relaxed);
+    let html = kvbench_report::print::page(&report).expect("page");
+    let total_cpu = cpu() - cpu0;
+    println!(
+        "labels {labels}, every {every} s, window {window} s: {answers} answers, {} intervals of {} s\n\
+         fold:   peak heap {:.1} MB, cpu {:.2} s\n\
+         derive: peak heap {:.1} MB\n\
+         render: peak heap {:.1} MB, cpu {:.2} s total (wall {:.2} s), page {:.1} MB",
+        report.timeline.intervals.len(),
+        report.timeline.interval_s,
+        fold_peak as f64 / 1e6,
+        fold_cpu.as_secs_f64(),
+        derive_peak as f64 / 1e6,
+        PEAK.load(Ordering::Relaxed) as f64 / 1e6,
+        total_cpu.as_secs_f64(),
+        wall0.elapsed().as_secs_f64(),
+        html.len() as f64 / 1e6
+    );
+}
