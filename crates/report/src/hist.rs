@@ -431,7 +431,7 @@ mod tests {
                 x ^= x >> 7;
                 x ^= x << 17;
                 // Microseconds from 50 µs to ~2 s, and now and then one beyond u32.
-                if x % 997 == 0 {
+                if x.is_multiple_of(997) {
                     5_000_000_000 + x % 1000
                 } else {
                     50 + x % 2_000_000
