@@ -377,35 +377,104 @@ pub async fn report(req: Request, ctx: RouteContext<super::Data>) -> Result<Resp
         }
         window_text = value.clone();
     }
-    let window_s = match probes::parse_seconds("window", &window_text, 60, probes.config.keep_s) {
+    let asked_s = match probes::parse_seconds("window", &window_text, 60, probes.config.keep_s) {
         Ok(s) => s,
         Err(e) => return error(400, &e),
     };
+    let window_s = probes::report_window(asked_s, probes.config.keep_s);
     let key = format!("report:{window_s}");
     if let Some((status, body)) = cached(&key) {
-        return html(status, body);
+        return html(status, body, window_s, "cached");
     }
-    let now = JsClock.now_ms() as i64;
-    let window = Window {
-        since_ms: now - i64::from(window_s) * 1000,
-        until_ms: now + 1,
-    };
-    match report_call(env, &probes, window, "/render", "", &origin_of(&req)).await {
-        Ok((status, body, kept)) => {
-            if kept {
-                remember(&key, status, &body);
+    // Viewers of the same window while it renders wait for that render (single flight): twenty
+    // at once cost one render, not twenty. A waiter only watches the render, on a timer of its
+    // own: workerd cancels a request that awaits another request's I/O as hung.
+    let running = RENDERING.with(|r| r.borrow().get(&key).cloned());
+    if let Some(running) = running {
+        let deadline = JsClock.now_ms() + WAIT_FOR_RENDER_MS;
+        loop {
+            if let Some(result) = running.peek() {
+                return report_response(result.clone(), window_s, "shared");
             }
-            html(status, body)
+            let still = RENDERING.with(|r| r.borrow().contains_key(&key));
+            if !still || JsClock.now_ms() > deadline {
+                break;
+            }
+            worker::Delay::from(std::time::Duration::from_millis(WAIT_TICK_MS)).await;
         }
+        // The render went away unfinished (its viewer left) or took too long: another minute's
+        // page, or a render of this request's own.
+        if let Some((status, body)) = cached(&key) {
+            return html(status, body, window_s, "cached");
+        }
+    }
+    let env = env.clone();
+    let origin = origin_of(&req);
+    let key_done = key.clone();
+    let render: Rendering = futures::FutureExt::shared(Box::pin(async move {
+        let probes = Probes::from_env(&env).map_err(|e| e.to_string())?;
+        let now = JsClock.now_ms() as i64;
+        let window = Window {
+            since_ms: now - i64::from(window_s) * 1000,
+            until_ms: now + 1,
+        };
+        let (status, body, kept) =
+            report_call(&env, &probes, window, "/render", "", &origin).await?;
+        if kept {
+            remember(&key_done, status, &body);
+        }
+        Ok((status, body))
+    })
+        as std::pin::Pin<Box<dyn std::future::Future<Output = RenderResult>>>);
+    RENDERING.with(|r| r.borrow_mut().insert(key.clone(), render.clone()));
+    // However this request ends (done, or its viewer gone), the render is no longer under way.
+    let _under_way = Rendered(key);
+    let result = render.await;
+    report_response(result, window_s, "made")
+}
+
+/// How long a viewer waits for another's render, and how often it looks.
+const WAIT_FOR_RENDER_MS: f64 = 150_000.0;
+const WAIT_TICK_MS: u64 = 25;
+
+/// Removes its key from [`RENDERING`] when dropped.
+struct Rendered(String);
+
+impl Drop for Rendered {
+    fn drop(&mut self) {
+        RENDERING.with(|r| r.borrow_mut().remove(&self.0));
+    }
+}
+
+fn report_response(result: RenderResult, window_s: u32, how: &str) -> Result<Response> {
+    match result {
+        // Over the report's budget (too many answers in the window): the parameter to change.
+        Ok((413, body)) => error(413, &ParamError::new("window", body)),
+        Ok((status, body)) => html(status, body, window_s, how),
         Err(e) => error(503, &ParamError::new("report", e)),
     }
 }
 
-fn html(status: u16, body: String) -> Result<Response> {
+type RenderResult = std::result::Result<(u16, String), String>;
+type Rendering =
+    futures::future::Shared<std::pin::Pin<Box<dyn std::future::Future<Output = RenderResult>>>>;
+
+thread_local! {
+    /// Renders under way, by key: a viewer who arrives meanwhile awaits the same one.
+    static RENDERING: std::cell::RefCell<std::collections::BTreeMap<String, Rendering>> =
+        Default::default();
+}
+
+/// The page, saying which window it covers (`kvbench-window-s`: the preset the one asked for
+/// was widened to) and where it came from (`kvbench-render`: `made` for this request, `shared`
+/// with a viewer whose render was under way, `cached` from the last minute's).
+fn html(status: u16, body: String, window_s: u32, how: &str) -> Result<Response> {
     let mut r = Response::ok(body)?.with_status(status);
-    r.headers_mut()
-        .set("Content-Type", "text/html; charset=utf-8")?;
-    r.headers_mut().set("Cache-Control", "no-store")?;
+    let headers = r.headers_mut();
+    headers.set("Content-Type", "text/html; charset=utf-8")?;
+    headers.set("Cache-Control", "no-store")?;
+    headers.set("kvbench-window-s", &window_s.to_string())?;
+    headers.set("kvbench-render", how)?;
     Ok(r)
 }
 

@@ -127,6 +127,22 @@ pub fn parse_hints(parameter: &str, text: &str) -> Result<Vec<LocationHint>, Par
 }
 
 /// Whole seconds in `min..=max`; `5m`, `24h`, `7d` are accepted too.
+/// The windows `GET /report` renders, in seconds (1 h, 6 h, 24 h, 7 d, 30 d): a window asked
+/// for is widened to the next one, so every viewer of a similar window shares one render and
+/// one cached page (a page per distinct window would let anyone make the worker render at will).
+pub const REPORT_WINDOWS_S: [u32; 5] = [3_600, 21_600, 86_400, 604_800, 2_592_000];
+
+/// The window a report over `requested_s` seconds is made of: the next of [`REPORT_WINDOWS_S`],
+/// or everything kept (`keep_s`) when that is less.
+pub fn report_window(requested_s: u32, keep_s: u32) -> u32 {
+    REPORT_WINDOWS_S
+        .iter()
+        .copied()
+        .find(|w| *w >= requested_s)
+        .unwrap_or(u32::MAX)
+        .min(keep_s)
+}
+
 pub fn parse_seconds(parameter: &str, text: &str, min: u32, max: u32) -> Result<u32, ParamError> {
     let s = duration_s(text.trim()).ok_or_else(|| {
         ParamError::new(
@@ -580,5 +596,23 @@ mod tests {
         );
         assert_eq!(trace_colo("fl=1\n"), None);
         assert_eq!(trace_colo("colo=<script>\n"), None);
+    }
+
+    #[test]
+    fn report_windows_snap_to_a_few() {
+        let week = 7 * 86_400;
+        let cases = [
+            (60, week, 3_600),
+            (3_600, week, 3_600),
+            (3_601, week, 21_600),
+            (86_400, week, 86_400),
+            (90_000, week, week),
+            (week, week, week),
+            (86_400, 7_200, 7_200),
+            (3_000_000, 40 * 86_400, 40 * 86_400),
+        ];
+        for (asked, keep, want) in cases {
+            assert_eq!(report_window(asked, keep), want, "{asked} s kept {keep} s");
+        }
     }
 }
