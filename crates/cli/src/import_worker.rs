@@ -252,13 +252,14 @@ fn build(
     // Pass 1: the span (the timeline's interval and the report's start).
     let (mut first, mut last) = (i64::MAX, i64::MIN);
     for_each_line(&mut reader, |l| {
-        if let Some(t) = l.t_ms {
+        // Times no worker keeps are counted malformed by the aggregate, and span nothing.
+        if let Some(t) = l.t_ms.filter(|t| (0..=kvbench_report::kept::MAX_T_MS).contains(t)) {
             first = first.min(t);
             last = last.max(t);
         }
         Ok(())
     })?;
-    let span = Duration::from_millis((last - first).max(0) as u64);
+    let span = Duration::from_millis(last.saturating_sub(first).max(0) as u64);
     let interval = w.interval.unwrap_or_else(|| timeline_interval(span));
     reader.rewind()?;
     // Pass 2: one collector per label.

@@ -12,6 +12,9 @@ use crate::collect::Collector;
 use crate::report::{ImportInfo, Interval, IntervalSum, Report, RunInfo, Timeline};
 use crate::sample::{Failure, FailureKind, Outcome, Sample};
 
+/// The latest `t_ms` a kept line may have (the end of year 9999).
+pub const MAX_T_MS: i64 = 253_402_300_799_999;
+
 /// Most points a kept report's timeline has across its window: a chart is a few hundred pixels
 /// wide, and memory and time grow with points × vantage points × stores.
 pub const TIMELINE_POINTS: u64 = 120;
@@ -145,6 +148,11 @@ impl Aggregate {
             self.malformed += 1;
             return;
         };
+        // A time no worker keeps (before 1970 or after 9999): malformed, not a wrapped clock.
+        if !(0..=MAX_T_MS).contains(&t) {
+            self.malformed += 1;
+            return;
+        }
         let outcome = match (line.answer, &line.failure) {
             (Some(answer), _) => match crate::answer::parse(answer.get().as_bytes()) {
                 Ok(answer) => Outcome::Answer(answer),
@@ -163,7 +171,7 @@ impl Aggregate {
                 return;
             }
         };
-        let intended_us = ((t - self.origin_ms).max(0) as u64) * 1000;
+        let intended_us = (t.saturating_sub(self.origin_ms).max(0) as u64) * 1000;
         let latency_us = (line.duration_ms.unwrap_or(0.0).max(0.0) * 1000.0) as u64;
         if self.last_label.as_deref() != Some(label) {
             if let Some(previous) = self.last_label.take() {
@@ -298,13 +306,15 @@ mod tests {
             line(1, 1_000_500, "apac", 9.0),
             line(2, 1_300_000, "weur", 3.0),
             "{\"seq\":3,\"label\":\"weur\"}".to_string(),
+            line(4, i64::MIN, "weur", 1.0),
+            line(5, i64::MAX, "weur", 1.0),
             r#"{"seq":1,"t_ms":1000900,"label":"aws:us-east-1","vantage":"member","hint":null,"colo":"unknown","placement":null,"cold":false,"colo_changed":false,"concurrent":0,"duration_ms":150000,"failure":{"kind":"timeout","status":null,"detail":"no answer within 150 s"}}"#.to_string(),
             r#"{"seq":2,"t_ms":1000950,"label":"aws:us-east-1","vantage":"member","failure":{"kind":"status","status":503,"detail":"busy"}}"#.to_string(),
         ];
         for l in &lines {
             a.push(&Line::parse(l.as_bytes()).unwrap());
         }
-        assert_eq!(a.lines(), 6);
+        assert_eq!(a.lines(), 8);
         let source = Source {
             url: "https://w".into(),
             engine: "probes".into(),
@@ -329,7 +339,7 @@ mod tests {
         assert_eq!(labels, ["apac", "aws:us-east-1", "weur"]);
         assert_eq!(r.total.stores["kv"].reads, 3);
         let import = r.runs.iter().find_map(|x| x.import.as_ref()).unwrap();
-        assert_eq!((import.lines, import.malformed_lines), (6, 1));
+        assert_eq!((import.lines, import.malformed_lines), (8, 3));
         assert!(Aggregate::new(0, Duration::from_secs(5))
             .finish(&source)
             .unwrap()
