@@ -253,7 +253,10 @@ fn build(
     let (mut first, mut last) = (i64::MAX, i64::MIN);
     for_each_line(&mut reader, |l| {
         // Times no worker keeps are counted malformed by the aggregate, and span nothing.
-        if let Some(t) = l.t_ms.filter(|t| (0..=kvbench_report::kept::MAX_T_MS).contains(t)) {
+        if let Some(t) = l
+            .t_ms
+            .filter(|t| (0..=kvbench_report::kept::MAX_T_MS).contains(t))
+        {
             first = first.min(t);
             last = last.max(t);
         }
