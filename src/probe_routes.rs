@@ -368,12 +368,15 @@ pub async fn report(req: Request, ctx: RouteContext<super::Data>) -> Result<Resp
         Err(e) => return error(400, &e),
     };
     let mut window_text = DEFAULT_WINDOW.to_string();
-    for (name, value) in &pairs {
+    for (i, (name, value)) in pairs.iter().enumerate() {
         if name != "window" {
             return error(
                 400,
                 &ParamError::new(name, "unknown parameter; expected window"),
             );
+        }
+        if i > 0 {
+            return error(400, &ParamError::new(name, "given more than once"));
         }
         window_text = value.clone();
     }

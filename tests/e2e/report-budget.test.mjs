@@ -179,4 +179,8 @@ test("20 parallel views of one window are one render, and /healthz and /test kee
   const bad = await mf.dispatchFetch("http://localhost/report?window=soon");
   assert.equal(bad.status, 400);
   assert.equal((await bad.json()).error.parameter, "window");
+  // Given twice: a 400, not last-one-wins.
+  const twice = await mf.dispatchFetch("http://localhost/report?window=1h&window=2h");
+  assert.equal(twice.status, 400);
+  assert.match((await twice.json()).error.message, /more than once/);
 });

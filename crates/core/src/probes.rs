@@ -77,7 +77,10 @@ impl ProbeConfig {
 
     /// The same, overridden by `POST /probes/start?hints=..&every=..` (already decoded pairs).
     pub fn with_query(mut self, pairs: &[(String, String)]) -> Result<Self, ParamError> {
-        for (name, value) in pairs {
+        for (i, (name, value)) in pairs.iter().enumerate() {
+            if pairs.iter().take(i).any(|(n, _)| n == name) {
+                return Err(ParamError::new(name, "given more than once"));
+            }
             match name.as_str() {
                 "hints" => self.hints = parse_hints("hints", value)?,
                 "every" => self.every_s = parse_seconds("every", value, MIN_EVERY_S, MAX_EVERY_S)?,
@@ -218,19 +221,21 @@ impl Window {
     }
 }
 
-/// Epoch milliseconds (13 digits or fewer), or a duration ago (`30m`, `24h`, `7d`).
+/// Epoch milliseconds (13 digits or fewer), or a duration ago (`90s`, `30m`, `24h`, `7d`).
 fn instant(parameter: &str, text: &str, now_ms: i64) -> Result<i64, ParamError> {
     let bad = || {
         ParamError::new(
             parameter,
-            format!("expected epoch milliseconds or a duration ago (30m, 24h, 7d), got {text:?}"),
+            format!(
+                "expected epoch milliseconds or a duration ago (90s, 30m, 24h, 7d), got {text:?}"
+            ),
         )
     };
     let text = text.trim();
     if !text.is_empty() && text.len() <= 13 && text.bytes().all(|b| b.is_ascii_digit()) {
         return text.parse().map_err(|_| bad());
     }
-    if text.ends_with(['m', 'h', 'd']) {
+    if text.ends_with(['s', 'm', 'h', 'd']) {
         let ago = duration_s(text).ok_or_else(bad)?;
         return Ok(now_ms - (ago as i64) * 1000);
     }
@@ -479,6 +484,13 @@ mod tests {
                 .unwrap_err();
             assert_eq!(e.parameter, name, "{name}={value}");
         }
+        // A parameter given twice is refused, not last-one-wins.
+        let e = cfg
+            .clone()
+            .with_query(&pairs(&[("every", "1"), ("every", "2")]))
+            .unwrap_err();
+        assert_eq!(e.parameter, "every");
+        assert!(e.message.contains("more than once"), "{}", e.message);
     }
 
     #[test]
@@ -516,6 +528,9 @@ mod tests {
         assert_eq!(e.parameter, "until");
         let e = Window::parse(&pairs(&[("since", "1"), ("since", "2")]), now).unwrap_err();
         assert_eq!(e.parameter, "since");
+        // Seconds ago, as `every`, `keep` and `window` take them.
+        let w = Window::parse(&pairs(&[("since", "5s")]), now).unwrap();
+        assert_eq!(w.since_ms, now - 5_000);
     }
 
     #[test]
