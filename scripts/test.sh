@@ -23,7 +23,7 @@ cargo fmt --all --check
 step "clippy (host)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 step "clippy (wasm32-unknown-unknown)"
-cargo clippy -p kvbench-worker -p kvbench-core -p kvbench-report -p kvbench-report-worker --target wasm32-unknown-unknown --all-targets --locked -- -D warnings
+cargo clippy -p kvbench-worker -p kvbench-core -p kvbench-report -p kvbench-report-worker -p kvbench-wire --target wasm32-unknown-unknown --all-targets --locked -- -D warnings
 
 step "native tests (core + mocked bindings, gateway against a real redis-server)"
 cargo test --workspace --locked

@@ -193,17 +193,19 @@ fn keep_run_answer(env: &Env, ctx: &Context, run: &str, started_ms: f64, body: &
     let duration_ms = kvbench_core::answer::round_ms(JsClock.now_ms() - started_ms);
     let cold = REQUESTS.with(Cell::get) == 1;
     let line = Kept {
+        seq: None,
         t_ms: started_ms as i64,
-        label: colo,
-        vantage: kvbench_core::probes::Vantage::Run,
+        label: colo.into(),
+        vantage: Some(kvbench_core::probes::Vantage::Run),
         hint: None,
-        colo,
+        colo: colo.into(),
         placement: None,
         cold,
         colo_changed: false,
         concurrent: 0,
         duration_ms,
-        outcome: kvbench_core::probes::KeptOutcome::Answer(body),
+        answer: kvbench_core::probes::Embedded::new(body),
+        failure: None,
     }
     .to_line();
     let run = run.to_string();

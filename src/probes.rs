@@ -14,7 +14,7 @@ use kvbench_core::budget::ISOLATE_BUDGET_BYTES;
 use kvbench_core::durable::LocationHint;
 use kvbench_core::fleet::Member;
 use kvbench_core::probes::{
-    self, Kept, KeptFailure, KeptOutcome, ProbeConfig, Vantage, Window, PAGE_LINES,
+    self, Control, Embedded, Failure, FailureKind, Kept, ProbeConfig, Vantage, Window, PAGE_LINES,
 };
 use kvbench_core::spec::env::PROBES;
 use kvbench_core::{handle, Budget, Call, Clock, ErrorKind, Isolate, MetadataCache};
@@ -408,17 +408,19 @@ impl ProbeObject {
         let cold = !self.warm.replace(true);
         let colo_changed = last_colo.is_some_and(|c| c != colo);
         let line = Kept {
+            seq: None,
             t_ms: t_ms as i64,
-            label: hint,
-            vantage: Vantage::Hint,
-            hint: Some(hint),
-            colo: &colo,
+            label: hint.into(),
+            vantage: Some(Vantage::Hint),
+            hint: Some(hint.into()),
+            colo: colo.as_str().into(),
             placement: None,
             cold,
             colo_changed,
             concurrent,
             duration_ms,
-            outcome: KeptOutcome::Answer(&reply.body),
+            answer: Embedded::new(&reply.body),
+            failure: None,
         }
         .to_line();
         Ok(Measured {
@@ -456,38 +458,41 @@ impl ProbeObject {
                 kvbench_core::fleet::MemberReply {
                     colo: "unknown".into(),
                     cold: false,
-                    failure: Some((kind, None, probes::clean_detail(detail, 300))),
+                    failure: Some((*kind, None, probes::clean_detail(detail, 300))),
                 },
                 None,
                 "",
             ),
         };
-        let (outcome, last_error) = match &reply.failure {
-            None => (KeptOutcome::Answer(body), store_errors(body)),
+        let (answer, failure, last_error) = match &reply.failure {
+            None => (Embedded::new(body), None, store_errors(body)),
             Some((kind, status, detail)) => (
-                KeptOutcome::Failure(KeptFailure {
-                    kind,
+                None,
+                Some(Failure {
+                    kind: *kind,
                     status: *status,
-                    detail,
+                    detail: detail.as_str().into(),
                 }),
                 Some(match status {
                     Some(status) => format!("member answered {status}: {detail}"),
-                    None => format!("member {kind}: {detail}"),
+                    None => format!("member {}: {detail}", kind.as_str()),
                 }),
             ),
         };
         let line = Kept {
+            seq: None,
             t_ms: t_ms as i64,
-            label: &member.label,
-            vantage: Vantage::Member,
+            label: member.label.as_str().into(),
+            vantage: Some(Vantage::Member),
             hint: None,
-            colo: &reply.colo,
-            placement,
+            colo: reply.colo.as_str().into(),
+            placement: placement.map(Into::into),
             cold: reply.cold,
             colo_changed: last_colo.is_some_and(|c| c != reply.colo),
             concurrent: 0,
             duration_ms,
-            outcome,
+            answer,
+            failure,
         }
         .to_line();
         Ok(Measured {
@@ -557,21 +562,22 @@ const MEMBER_BODY_MAX: usize = 1 << 20;
 async fn call_member(
     url: &str,
     token: Option<&str>,
-) -> std::result::Result<(u16, Option<String>, String), (&'static str, String)> {
+) -> std::result::Result<(u16, Option<String>, String), (FailureKind, String)> {
     let headers = worker::Headers::new();
     if let Some(token) = token.map(str::trim).filter(|t| !t.is_empty()) {
         headers
             .set("Authorization", &format!("Bearer {token}"))
-            .map_err(|e| ("connect", e.to_string()))?;
+            .map_err(|e| (FailureKind::Connect, e.to_string()))?;
     }
     let mut init = RequestInit::new();
     init.with_method(Method::Get).with_headers(headers);
-    let request = Request::new_with_init(url, &init).map_err(|e| ("connect", e.to_string()))?;
+    let request =
+        Request::new_with_init(url, &init).map_err(|e| (FailureKind::Connect, e.to_string()))?;
     let call = async {
         let mut response = worker::Fetch::Request(request)
             .send()
             .await
-            .map_err(|e| ("connect", e.to_string()))?;
+            .map_err(|e| (FailureKind::Connect, e.to_string()))?;
         let status = response.status_code();
         let placement = kvbench_core::fleet::placement(
             response
@@ -584,7 +590,7 @@ async fn call_member(
         let bytes = response
             .bytes()
             .await
-            .map_err(|e| ("transport", e.to_string()))?;
+            .map_err(|e| (FailureKind::Transport, e.to_string()))?;
         let body =
             String::from_utf8_lossy(bytes.get(..MEMBER_BODY_MAX).unwrap_or(&bytes)).into_owned();
         Ok((status, placement, body))
@@ -593,7 +599,7 @@ async fn call_member(
     match futures::future::select(std::pin::pin!(call), std::pin::pin!(sleep)).await {
         futures::future::Either::Left((reply, _)) => reply,
         futures::future::Either::Right(_) => Err((
-            "timeout",
+            FailureKind::Timeout,
             format!("no answer within {} s", MEMBER_TIMEOUT_MS / 1000),
         )),
     }
@@ -847,7 +853,7 @@ pub struct Source {
 }
 
 /// The kept answers of `sources` within `window`, as a stream of NDJSON chunks (one page each)
-/// ending with `end_line`, or with an `error_line` saying where it stopped.
+/// ending with its end line, or with an error line saying where it stopped (`Control`).
 pub fn answers_stream(
     sources: Vec<Source>,
     window: Window,
@@ -874,7 +880,7 @@ pub fn answers_stream(
         }
         let Some(source) = c.current.take() else {
             c.done = true;
-            let end = format!("{}\n", probes::end_line(c.lines));
+            let end = format!("{}\n", Control::end_line(c.lines));
             return Some((Ok(end.into_bytes()), c));
         };
         let url = format!(
@@ -916,11 +922,10 @@ pub fn answers_stream(
             }
             Err(e) => {
                 c.done = true;
-                let line = probes::error_line(
-                    &source.label,
-                    c.after,
-                    &format!("reading kept answers failed: {e}"),
-                );
+                let line = Control::error_line(&format!(
+                    "reading the kept answers of {} after seq {} failed: {e}",
+                    source.label, c.after
+                ));
                 Some((Ok(format!("{line}\n").into_bytes()), c))
             }
         }

@@ -33,6 +33,7 @@ use crate::hist::ms_to_us;
 use crate::report::{ImportInfo, Report, RunInfo};
 use crate::sample::{FailureKind, Outcome, Sample};
 use kvbench_core::params::BYTES_MAX;
+use kvbench_wire::answer::Op;
 
 /// k6's default request timeout, which scripts before the recorded `timeout` tag ran with:
 /// answers arrive at most this late after their start.
@@ -603,13 +604,13 @@ impl<'o> FileImport<'o> {
                 let kind = tags.kind.as_deref().unwrap_or("unknown");
                 admit(&mut self.seen.error_kinds, kind, ERROR_KINDS_MAX)?;
                 Field::Error(StoreError {
-                    kind: kind.to_string(),
-                    message: String::new(),
-                    op: tags
-                        .op
-                        .as_deref()
-                        .filter(|op| *op == "read" || *op == "write")
-                        .map(str::to_owned),
+                    kind: kind.to_string().into(),
+                    message: Default::default(),
+                    op: match tags.op.as_deref() {
+                        Some("read") => Some(Op::Read),
+                        Some("write") => Some(Op::Write),
+                        _ => None,
+                    },
                 })
             }
             _ => return Err(NOT_CONTRACT),

@@ -15,11 +15,12 @@ use http_body_util::BodyExt;
 use hyper::Uri;
 
 use crate::report::Report;
-use kvbench_report::kept::{timeline_interval, Aggregate, Line, Source};
+use kvbench_report::kept::{timeline_interval, Aggregate, Kept, Source};
+use kvbench_wire::stream::{Ending, Item, Reader};
 
-/// What to pull.
+/// Whose kept answers to pull.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Kept {
+pub enum Archive {
     Probes,
     Run(String),
 }
@@ -28,7 +29,7 @@ pub enum Kept {
 pub struct WorkerImport {
     /// The worker's base URL (`https://kvbench.example.workers.dev`).
     pub url: String,
-    pub kept: Kept,
+    pub archive: Archive,
     /// `since`/`until` as the worker takes them (epoch ms or a duration ago such as `24h`).
     pub since: Option<String>,
     pub until: Option<String>,
@@ -47,9 +48,9 @@ const MAX_LINE: usize = 1 << 20;
 impl WorkerImport {
     /// The route the answers are read from.
     fn path(&self) -> String {
-        match &self.kept {
-            Kept::Probes => "/probes/answers".to_string(),
-            Kept::Run(id) => format!("/runs/{id}/answers"),
+        match &self.archive {
+            Archive::Probes => "/probes/answers".to_string(),
+            Archive::Run(id) => format!("/runs/{id}/answers"),
         }
     }
 
@@ -134,43 +135,28 @@ async fn fetch_once(
             s => bail!("{} answered {s}: {text}", w.shown_url()),
         }
     }
-    let mut pending: Vec<u8> = Vec::new();
-    let mut complete = false;
-    // Answer lines this response carried (read now or already read): the end line must agree.
-    let mut sent = 0u64;
+    let mut reader = Reader::new(MAX_LINE);
     let shown = w.shown_url();
-    let mut handle = |line: &[u8], complete: &mut bool| -> anyhow::Result<()> {
-        if line.is_empty() {
-            return Ok(());
-        }
-        let Ok(parsed) = serde_json::from_slice::<Line>(line) else {
-            bail!(
-                "the worker sent a line that is not a kept answer: {}",
-                String::from_utf8_lossy(&line[..line.len().min(200)])
-            );
-        };
-        if parsed.end == Some(true) {
-            if parsed.lines != Some(sent) {
-                bail!(
-                    "{shown}: the stream's end line says {} lines were sent, {sent} arrived: answers were lost on the way; not writing a report",
-                    parsed.lines.map_or("no count of".to_string(), |n| n.to_string())
-                );
+    let mut handle = |item: Item<'_>| -> anyhow::Result<()> {
+        let kept = match item {
+            Item::Kept(kept) => kept,
+            Item::Malformed { line, error } => bail!(
+                "the worker sent a line that is not a kept answer ({error}): {}",
+                String::from_utf8_lossy(line.get(..200).unwrap_or(line))
+            ),
+            Item::Stopped(e) => {
+                eprintln!("kvbench: the worker stopped the stream early ({e}); resuming");
+                return Ok(());
             }
-            *complete = true;
-            return Ok(());
-        }
-        if let Some(e) = parsed.error {
-            eprintln!("kvbench: the worker stopped the stream early ({e}); resuming");
-            return Ok(());
-        }
-        let (Some(seq), Some(label)) = (parsed.seq, parsed.label) else {
-            bail!("a kept answer without seq or label");
         };
-        sent += 1;
-        let last = seen.entry(label.into_owned()).or_insert(0);
+        let Some(seq) = kept.seq else {
+            bail!("a kept answer without seq");
+        };
+        let last = seen.entry(kept.label.to_string()).or_insert(0);
         if seq > *last {
             *last = seq;
-            spool.write_all(line)?;
+            // Spooled as the worker wrote it.
+            serde_json::to_writer(&mut *spool, &kept)?;
             spool.write_all(b"\n")?;
             *lines += 1;
         }
@@ -187,17 +173,12 @@ async fn fetch_once(
         let Some(data) = frame.data_ref() else {
             continue;
         };
-        pending.extend_from_slice(data);
-        while let Some(i) = pending.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=i).collect();
-            handle(&line[..line.len() - 1], &mut complete)?;
-        }
-        if pending.len() > MAX_LINE {
-            bail!("a line of the answers stream is longer than {MAX_LINE} bytes");
-        }
+        reader
+            .push(data, &mut handle)
+            .map_err(|e| e.context(shown.clone()))?;
     }
     // A last line without its newline is a cut-off one: dropped, and the stream is short.
-    Ok(complete)
+    Ok(matches!(reader.finish(), Ending::Complete { .. }))
 }
 
 /// Pulls the kept answers and builds the report.
@@ -253,12 +234,9 @@ fn build(
     let (mut first, mut last) = (i64::MAX, i64::MIN);
     for_each_line(&mut reader, |l| {
         // Times no worker keeps are counted malformed by the aggregate, and span nothing.
-        if let Some(t) = l
-            .t_ms
-            .filter(|t| (0..=kvbench_report::kept::MAX_T_MS).contains(t))
-        {
-            first = first.min(t);
-            last = last.max(t);
+        if l.time_ok() {
+            first = first.min(l.t_ms);
+            last = last.max(l.t_ms);
         }
         Ok(())
     })?;
@@ -277,9 +255,9 @@ fn build(
     }
     let source = Source {
         url: w.shown_url(),
-        engine: match w.kept {
-            Kept::Probes => "probes",
-            Kept::Run(_) => "worker",
+        engine: match w.archive {
+            Archive::Probes => "probes",
+            Archive::Run(_) => "worker",
         }
         .into(),
         read_from: format!("{}{}", w.shown_url(), w.path()),
@@ -294,7 +272,7 @@ fn build(
 
 fn for_each_line(
     reader: &mut BufReader<std::fs::File>,
-    mut f: impl FnMut(Line<'_>) -> anyhow::Result<()>,
+    mut f: impl FnMut(Kept<'_>) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let mut buf = Vec::new();
     loop {
@@ -303,7 +281,7 @@ fn for_each_line(
             return Ok(());
         }
         let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
-        let parsed: Line<'_> = serde_json::from_slice(line).context("the spooled answers")?;
+        let parsed = Kept::parse(line).context("the spooled answers")?;
         f(parsed)?;
     }
 }

@@ -9,7 +9,7 @@ use clap::Parser as _;
 use kvbench::args::{report_path, Cli, Command, ImportSource, PriceArgs, RunArgs};
 use kvbench::cost::PriceTable;
 use kvbench::import::{import_k6, ImportOptions};
-use kvbench::import_worker::{import_worker, Kept, WorkerImport};
+use kvbench::import_worker::{import_worker, Archive, WorkerImport};
 use kvbench::print;
 use kvbench::progress::Progress;
 use kvbench::report::Report;
@@ -124,9 +124,9 @@ fn main_inner() -> anyhow::Result<ExitCode> {
                 }
                 let import = WorkerImport {
                     url: w.url.clone(),
-                    kept: match &w.run {
-                        Some(id) => Kept::Run(id.clone()),
-                        None => Kept::Probes,
+                    archive: match &w.run {
+                        Some(id) => Archive::Run(id.clone()),
+                        None => Archive::Probes,
                     },
                     since: w.since.clone(),
                     until: w.until.clone(),

@@ -1,15 +1,16 @@
 //! The `/test` answer contract, reader's side: kvbench's parser must read every answer in core's
-//! golden file (crates/core/tests/golden/answers.jsonl, written by core's serializer) and agree
+//! golden file (crates/wire/tests/golden/answer.jsonl, written by core's serializer) and agree
 //! with it field by field. Both sides test the same file, so neither can drift alone.
 
 use std::path::Path;
 
 use kvbench::answer::{parse, parse_ref, StoreResult};
 use kvbench::batch::{self, Ending, Read};
+use kvbench_wire::answer::Op;
 use serde_json::Value;
 
 fn golden() -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/tests/golden/answers.jsonl");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wire/tests/golden/answer.jsonl");
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -83,7 +84,11 @@ fn check_store(line: usize, name: &str, wire: &Value, got: &StoreResult) {
                 "{at}: error.kind"
             );
             assert_eq!(Some(e.message.as_str()), w["message"].as_str(), "{at}");
-            assert_eq!(e.op.as_deref(), w["op"].as_str(), "{at}: error.op");
+            assert_eq!(
+                e.op.map(|op| if op == Op::Read { "read" } else { "write" }),
+                w["op"].as_str(),
+                "{at}: error.op"
+            );
         }
         (None, w) => panic!("{at}: error {w} was not read"),
     }
@@ -124,7 +129,7 @@ fn parser_reads_every_golden_answer_field_by_field() {
             check_store(n, name, w, got);
             shapes.insert(match (&got.error, got.hit) {
                 (Some(e), _) if e.is_write() => "failed write",
-                (Some(e), _) if e.kind == "not_configured" => "not configured",
+                (Some(e), _) if e.kind.as_str() == "not_configured" => "not configured",
                 (Some(_), _) => "failed read",
                 (None, Some(true)) => "hit",
                 (None, Some(false)) if got.write_us.is_some() => "miss and write",

@@ -88,7 +88,7 @@ pub async fn handle(call: Call<'_>, stores: &dyn StoreSet, isolate: &Isolate<'_>
         );
     };
     let mut answer = probe(&params, stores, isolate, &visit).await;
-    answer.concurrent = visit.others();
+    answer.concurrent = Some(visit.others());
     Reply {
         status: 200,
         body: answer.to_json(),

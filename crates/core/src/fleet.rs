@@ -6,6 +6,7 @@
 //! region's metro from it); the `FLEET` var lists the members of a deployment.
 
 use crate::params::ParamError;
+use kvbench_wire::kept::FailureKind;
 
 /// Var: the members the probes call, `label=url` pairs separated by commas or whitespace
 /// (`npm run deploy` sets it; `npm run dev` points it at its local members).
@@ -139,7 +140,7 @@ pub struct MemberReply {
     pub cold: bool,
     /// `None`: a `/test` answer, kept as sent. Else why it is not one: `malformed` (a 200 whose
     /// body is no answer) or `status` (any other status), with what it said (cleaned).
-    pub failure: Option<(&'static str, Option<u16>, String)>,
+    pub failure: Option<(FailureKind, Option<u16>, String)>,
 }
 
 /// Reads a member's `status` and `body`.
@@ -156,8 +157,8 @@ pub fn member_reply(status: u16, body: &str) -> MemberReply {
     let detail = || crate::probes::clean_detail(body, 300);
     let failure = match (status, is_answer) {
         (200, true) => None,
-        (200, false) => Some(("malformed", None, detail())),
-        (status, _) => Some(("status", Some(status), detail())),
+        (200, false) => Some((FailureKind::Malformed, None, detail())),
+        (status, _) => Some((FailureKind::Status, Some(status), detail())),
     };
     MemberReply {
         colo,
@@ -261,12 +262,12 @@ mod tests {
         assert_eq!(busy.colo, "unknown");
         assert!(!busy.cold);
         let (kind, status, detail) = busy.failure.unwrap();
-        assert_eq!((kind, status), ("status", Some(503)));
+        assert_eq!((kind, status), (FailureKind::Status, Some(503)));
         assert!(!detail.contains('\u{1b}'));
         let odd = member_reply(200, r#"{"colo":"<b>","isolate_requests":1}"#);
         assert_eq!(odd.colo, "unknown");
         assert!(!odd.cold, "a failure is never a cold answer");
-        assert_eq!(odd.failure.unwrap().0, "malformed");
+        assert_eq!(odd.failure.unwrap().0, FailureKind::Malformed);
     }
 
     #[test]

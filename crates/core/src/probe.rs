@@ -14,7 +14,7 @@ use std::future::Future;
 use futures::future::{select, Either};
 use futures::FutureExt;
 
-use crate::answer::{round_ms, Abandoned, Answer, ErrorBody, Op, StoreResult};
+use crate::answer::{failed, round_ms, Abandoned, Answer, Op, StoreResult};
 use crate::clock::{Clock, Timer};
 use crate::error::{ErrorKind, StoreError};
 use crate::params::{Order, Params};
@@ -156,7 +156,7 @@ pub async fn probe(
                 Ok(bytes) => result.value_bytes = Some(bytes),
                 Err(e) => {
                     result.hit = None;
-                    result.error = Some(ErrorBody::new(e, Op::Read));
+                    result.error = Some(failed(e, Op::Read));
                 }
             }
         }
@@ -193,7 +193,7 @@ async fn measure(
     // Setup (Deno KV's metadata exchange, Redis's connection) is timed apart, so reads and
     // writes stay comparable.
     if let Err(e) = connect(isolate, alarm, params.timeout_ms, store, &mut result).await {
-        result.error = Some(ErrorBody::new(e, Op::Read));
+        result.error = Some(failed(e, Op::Read));
         return done(result, None);
     }
     let (read, read_ms, abandoned) =
@@ -202,7 +202,7 @@ async fn measure(
     result.abandoned = abandoned;
     match read {
         Err(e) => {
-            result.error = Some(ErrorBody::new(e, Op::Read));
+            result.error = Some(failed(e, Op::Read));
             done(result, None)
         }
         Ok(Fetched::Hit(decode)) => {
@@ -215,12 +215,12 @@ async fn measure(
             let body = match body {
                 Ok(body) => body,
                 Err(e) => {
-                    result.error = Some(ErrorBody::new(e, Op::Write));
+                    result.error = Some(failed(e, Op::Write));
                     return done(result, None);
                 }
             };
             if let Err(e) = connect(isolate, alarm, params.timeout_ms, store, &mut result).await {
-                result.error = Some(ErrorBody::new(e, Op::Write));
+                result.error = Some(failed(e, Op::Write));
                 return done(result, None);
             }
             let (write, write_ms, abandoned) = timed(
@@ -233,7 +233,7 @@ async fn measure(
             result.write_ms = Some(write_ms);
             result.abandoned = abandoned;
             if let Err(e) = write {
-                result.error = Some(ErrorBody::new(e, Op::Write));
+                result.error = Some(failed(e, Op::Write));
             }
             done(result, None)
         }
@@ -272,7 +272,7 @@ async fn connect(
 
 fn not_configured(e: StoreError) -> StoreResult {
     StoreResult {
-        error: Some(ErrorBody::new(e, Op::Read)),
+        error: Some(failed(e, Op::Read)),
         ..Default::default()
     }
 }

@@ -1,5 +1,5 @@
 //! The `/test` answer contract, writer's side: core's serializer must produce
-//! `tests/golden/answers.jsonl` byte for byte — one line per answer, each exactly a body the
+//! `crates/wire/tests/golden/answer.jsonl` byte for byte — one line per answer, each exactly a body the
 //! worker sends. kvbench's parser reads the same file (crates/cli/tests/answer_contract.rs), so
 //! the two sides cannot drift apart unnoticed. The answers are assembled as `probe` assembles
 //! them (`Answer::new`, then `push` per store in measurement order, times through `round_ms`)
@@ -12,7 +12,7 @@
 
 use std::path::Path;
 
-use kvbench_core::answer::{round_ms, Abandoned, Answer, ErrorBody, Op, StoreResult};
+use kvbench_core::answer::{failed, round_ms, Abandoned, Answer, Op, StoreResult};
 use kvbench_core::{ErrorKind, StoreError, StoreId};
 
 fn ok(read_ms: f64, hit: bool, value_bytes: u64, write_ms: Option<f64>) -> StoreResult {
@@ -51,11 +51,11 @@ fn answers() -> Vec<Answer> {
     // is not configured in this deployment.
     let mut third = Answer::new("k-9".into(), "local".into(), 3);
     // Two other requests of the isolate overlapped this one.
-    third.concurrent = 2;
+    third.concurrent = Some(2);
     third.push(
         StoreId::Kv,
         StoreResult {
-            error: Some(ErrorBody::new(
+            error: Some(failed(
                 StoreError::new(ErrorKind::Runtime, "KV put failed"),
                 Op::Write,
             )),
@@ -66,7 +66,7 @@ fn answers() -> Vec<Answer> {
         StoreId::Upstash,
         StoreResult {
             read_ms: Some(2500.0),
-            error: Some(ErrorBody::new(
+            error: Some(failed(
                 StoreError::new(ErrorKind::Timeout, "no answer within 2500 ms"),
                 Op::Read,
             )),
@@ -81,7 +81,7 @@ fn answers() -> Vec<Answer> {
     third.push(
         StoreId::DenoKv,
         StoreResult {
-            error: Some(ErrorBody::new(
+            error: Some(failed(
                 StoreError::new(ErrorKind::NotConfigured, "DENO_KV_URL is not set"),
                 Op::Read,
             )),
@@ -106,7 +106,7 @@ fn answers() -> Vec<Answer> {
     fourth.push(
         StoreId::Cache,
         StoreResult {
-            error: Some(ErrorBody::new(
+            error: Some(failed(
                 StoreError::new(
                     ErrorKind::NotConfigured,
                     "the Cache API has no effect on *.workers.dev",
@@ -121,7 +121,7 @@ fn answers() -> Vec<Answer> {
         StoreId::Redis,
         StoreResult {
             connect_ms: Some(round_ms(12.0)),
-            error: Some(ErrorBody::new(
+            error: Some(failed(
                 StoreError::new(
                     ErrorKind::Auth,
                     "Redis: WRONGPASS invalid username-password pair",
@@ -137,7 +137,7 @@ fn answers() -> Vec<Answer> {
 #[test]
 fn serializer_writes_the_golden_answers() {
     let actual: String = answers().iter().map(|a| a.to_json() + "\n").collect();
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/answers.jsonl");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wire/tests/golden/answer.jsonl");
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, &actual).unwrap();

@@ -1,5 +1,5 @@
 //! The report worker: a pure function of the kept answers the benchmark worker streams to it
-//! (NDJSON, `kvbench_core::probes::Kept` lines) — `POST /render` answers the same report.html
+//! (NDJSON, `kvbench_wire::kept::Kept` lines, read by `kvbench_wire::stream::Reader`) — `POST /render` answers the same report.html
 //! `kvbench` writes (`kvbench_report::print::page`, one renderer for both), `POST /bill` the
 //! projected monthly bill of running the probes (`kvbench_report::cost`, dated prices, plus what
 //! the probe objects themselves use). It is a second worker so that `/test`'s bundle does not
@@ -11,8 +11,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use kvbench_report::cost::{Deployment, PriceTable, SECONDS_PER_MONTH};
 use kvbench_report::kept::timeline_interval;
-use kvbench_report::kept::{Aggregate, Line, Source};
+use kvbench_report::kept::{Aggregate, Source};
 use kvbench_report::report::Report;
+use kvbench_wire::stream::{Ending, Item, ReadError, Reader};
 use serde_json::json;
 use worker::{event, Context, Env, Request, Response, Result, RouteContext, Router};
 
@@ -36,6 +37,12 @@ struct Refusal(u16, String);
 impl From<String> for Refusal {
     fn from(message: String) -> Refusal {
         Refusal(400, message)
+    }
+}
+
+impl From<ReadError> for Refusal {
+    fn from(e: ReadError) -> Refusal {
+        Refusal(400, format!("the kept answers: {e}"))
     }
 }
 
@@ -86,44 +93,30 @@ async fn aggregate(
     let interval = timeline_interval(Duration::from_millis(span_ms as u64));
     let mut agg = Aggregate::new(origin_ms, interval);
     let mut stream = req.stream().map_err(|e| e.to_string())?;
-    let mut pending: Vec<u8> = Vec::new();
-    let mut complete = false;
-    let mut take = |line: &[u8], agg: &mut Aggregate| -> std::result::Result<(), Refusal> {
-        if line.is_empty() {
-            return Ok(());
+    let mut reader = Reader::new(MAX_LINE);
+    let mut take = |item: Item<'_>| -> std::result::Result<(), Refusal> {
+        if agg.lines() >= MAX_ANSWERS {
+            return Err(Refusal(
+                413,
+                format!(
+                    "this window holds more than {MAX_ANSWERS} kept answers, more than one report is made of: ask for a shorter window"
+                ),
+            ));
         }
-        let parsed =
-            Line::parse(line).map_err(|e| format!("a line that is not a kept answer: {e}"))?;
-        if parsed.end == Some(true) {
-            complete = true;
-        } else if let Some(e) = parsed.error {
-            return Err(format!("the kept answers could not all be read: {e}").into());
-        } else {
-            if agg.lines() >= MAX_ANSWERS {
-                return Err(Refusal(
-                    413,
-                    format!(
-                        "this window holds more than {MAX_ANSWERS} kept answers, more than one report is made of: ask for a shorter window"
-                    ),
-                ));
+        match item {
+            Item::Kept(kept) => agg.push(&kept),
+            Item::Malformed { .. } => agg.push_malformed(),
+            Item::Stopped(e) => {
+                return Err(format!("the kept answers could not all be read: {e}").into())
             }
-            agg.push(&parsed);
         }
         Ok(())
     };
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| e.to_string())?;
-        pending.extend_from_slice(&chunk);
-        while let Some(i) = pending.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=i).collect();
-            take(&line[..line.len() - 1], &mut agg)?;
-        }
-        if pending.len() > MAX_LINE {
-            return Err(format!("a line is longer than {MAX_LINE} bytes").into());
-        }
+        reader.push(&chunk, &mut take)?;
     }
-    take(&pending, &mut agg)?;
-    if !complete {
+    if let Ending::Short { .. } = reader.finish() {
         return Err("the kept answers ended without their end line: cut short".into());
     }
     let answers = agg.lines();

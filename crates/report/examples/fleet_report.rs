@@ -8,7 +8,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use kvbench_report::kept::{Aggregate, Line, Source};
+use kvbench_report::kept::{Aggregate, Kept, Source};
 
 struct Counting;
 static NOW: AtomicUsize = AtomicUsize::new(0);
@@ -106,7 +106,7 @@ fn main() {
                 ));
             }
             line.push_str("}}}");
-            agg.push(&Line::parse(line.as_bytes()).expect("a kept line"));
+            agg.push(&Kept::parse(line.as_bytes()).expect("a kept line"));
             answers += 1;
         }
     }

@@ -1,13 +1,16 @@
-//! The worker's `/test` answer: parsing and validation of the JSON contract. Anything that does
-//! not conform is reported as `malformed` with the reason, never dropped.
+//! The worker's `/test` answer as the report reads it: the wire's shape
+//! ([`kvbench_wire::answer`]) validated, its times in microseconds. Anything that does not
+//! conform is reported as `malformed` with the reason, never dropped.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::fmt;
 
 use serde::Deserialize;
 
 use crate::hist::ms_to_us;
+
+type WireAnswer<'a> = kvbench_wire::answer::Answer<'a, kvbench_wire::Name<'a>>;
+type WireStoreResult<'a> = kvbench_wire::answer::StoreResult<'a>;
 
 /// Why a 200 body is not a `/test` answer.
 #[derive(Debug, thiserror::Error)]
@@ -28,7 +31,11 @@ pub struct Answer {
     pub concurrent: Option<u32>,
 }
 
-/// What one store did during the request.
+/// A store call that failed: a data point, not an HTTP error (the wire's shape, owned).
+pub type StoreError = kvbench_wire::answer::ErrorBody<'static>;
+
+/// What one store did during the request: the wire's [`kvbench_wire::answer::StoreResult`]
+/// with its times in microseconds.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct StoreResult {
     pub read_us: Option<u64>,
@@ -39,39 +46,6 @@ pub struct StoreResult {
     pub error: Option<StoreError>,
     /// A call that timed out was waited for before the next store (`Some(finished)`).
     pub abandoned: Option<bool>,
-}
-
-/// `abandoned` as the worker writes it.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
-struct WireAbandoned {
-    finished: bool,
-    #[allow(dead_code)]
-    #[serde(default)]
-    waited_ms: f64,
-}
-
-/// A store call that failed: a data point, not an HTTP error.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct StoreError {
-    pub kind: String,
-    #[serde(default)]
-    pub message: String,
-    #[serde(default)]
-    pub op: Option<String>,
-}
-
-impl StoreError {
-    /// `kind/op` (or `kind` when the op is unknown): the key errors are counted under.
-    pub fn key(&self) -> String {
-        match &self.op {
-            Some(op) => format!("{}/{}", self.kind, op),
-            None => self.kind.clone(),
-        }
-    }
-
-    pub fn is_write(&self) -> bool {
-        self.op.as_deref() == Some("write")
-    }
 }
 
 /// An answer as parsed, borrowing its names from the body (no allocation for them): what the
@@ -100,136 +74,6 @@ impl AnswerRef<'_> {
     }
 }
 
-/// A JSON string, borrowed from the body unless it had escapes.
-struct Text<'a>(Cow<'a, str>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
-            type Value = Text<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Text<'a>, E> {
-                Ok(Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Text<'a>, E> {
-                Ok(Text(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E>(self, v: String) -> Result<Text<'a>, E> {
-                Ok(Text(Cow::Owned(v)))
-            }
-        }
-        d.deserialize_str(V(std::marker::PhantomData))
-    }
-}
-
-/// `key`: a string, or any other JSON value as its JSON text (a numeric key reads `417`).
-struct Key<'a>(Cow<'a, str>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
-            type Value = Key<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'a>, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Key<'a>, E> {
-                Ok(Key(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E>(self, v: String) -> Result<Key<'a>, E> {
-                Ok(Key(Cow::Owned(v)))
-            }
-            fn visit_bool<E>(self, v: bool) -> Result<Key<'a>, E> {
-                Ok(Key(Cow::Owned(v.to_string())))
-            }
-            fn visit_u64<E>(self, v: u64) -> Result<Key<'a>, E> {
-                Ok(Key(Cow::Owned(v.to_string())))
-            }
-            fn visit_i64<E>(self, v: i64) -> Result<Key<'a>, E> {
-                Ok(Key(Cow::Owned(v.to_string())))
-            }
-            fn visit_f64<E>(self, v: f64) -> Result<Key<'a>, E> {
-                Ok(Key(Cow::Owned(serde_json::Value::from(v).to_string())))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, a: A) -> Result<Key<'a>, A::Error> {
-                let v = serde_json::Value::deserialize(
-                    serde::de::value::SeqAccessDeserializer::new(a),
-                )?;
-                Ok(Key(Cow::Owned(v.to_string())))
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, a: A) -> Result<Key<'a>, A::Error> {
-                let v = serde_json::Value::deserialize(
-                    serde::de::value::MapAccessDeserializer::new(a),
-                )?;
-                Ok(Key(Cow::Owned(v.to_string())))
-            }
-        }
-        d.deserialize_any(V(std::marker::PhantomData))
-    }
-}
-
-/// `stores`: the object's entries in body order (duplicates included; [`parse_ref`] resolves them).
-struct Stores<'a>(Vec<(Cow<'a, str>, WireStore)>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Stores<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
-            type Value = Stores<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an object of stores")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut a: A,
-            ) -> Result<Stores<'a>, A::Error> {
-                let mut stores = Vec::with_capacity(a.size_hint().unwrap_or(4));
-                while let Some((Text(name), store)) = a.next_entry::<Text<'a>, WireStore>()? {
-                    stores.push((name, store));
-                }
-                Ok(Stores(stores))
-            }
-        }
-        d.deserialize_map(V(std::marker::PhantomData))
-    }
-}
-
-#[derive(Deserialize)]
-struct WireAnswer<'a> {
-    #[serde(default, borrow)]
-    key: Option<Key<'a>>,
-    #[serde(default, borrow)]
-    colo: Option<Text<'a>>,
-    #[serde(borrow)]
-    stores: Stores<'a>,
-    #[serde(default)]
-    concurrent: Option<u32>,
-}
-
-#[derive(Deserialize)]
-struct WireStore {
-    #[serde(default)]
-    read_ms: Option<f64>,
-    #[serde(default)]
-    hit: Option<bool>,
-    #[serde(default)]
-    value_bytes: Option<u64>,
-    #[serde(default)]
-    write_ms: Option<f64>,
-    #[serde(default)]
-    connect_ms: Option<f64>,
-    #[serde(default)]
-    error: Option<StoreError>,
-    #[serde(default)]
-    abandoned: Option<WireAbandoned>,
-}
-
 fn time(store: &str, field: &str, ms: Option<f64>) -> Result<Option<u64>, AnswerError> {
     match ms {
         None => Ok(None),
@@ -239,50 +83,59 @@ fn time(store: &str, field: &str, ms: Option<f64>) -> Result<Option<u64>, Answer
     }
 }
 
+/// One store's wire result in microseconds. Every field of the wire's shape is named here, so
+/// one added there does not compile until this reader decides what it means.
+fn store_result(name: &str, wire: WireStoreResult<'_>) -> Result<StoreResult, AnswerError> {
+    let WireStoreResult {
+        read_ms,
+        hit,
+        value_bytes,
+        write_ms,
+        connect_ms,
+        error,
+        abandoned,
+    } = wire;
+    Ok(StoreResult {
+        read_us: time(name, "read_ms", read_ms)?,
+        hit,
+        value_bytes,
+        write_us: time(name, "write_ms", write_ms)?,
+        connect_us: time(name, "connect_ms", connect_ms)?,
+        error: error.map(kvbench_wire::answer::ErrorBody::into_owned),
+        abandoned: abandoned.map(|a| a.finished),
+    })
+}
+
 /// Parses a 200 body, borrowing names from it.
 pub fn parse_ref(body: &[u8]) -> Result<AnswerRef<'_>, AnswerError> {
-    let wire: WireAnswer<'_> = serde_json::from_slice(body)?;
-    let mut wire_stores = wire.stores.0;
-    if wire_stores.is_empty() {
+    let WireAnswer {
+        key,
+        colo,
+        // What the report does not show: the measurement order, the isolate's request count
+        // and the legacy copies of two stores' reads.
+        order: _,
+        isolate_requests: _,
+        concurrent,
+        stores,
+        kv_latency: _,
+        redis_latency: _,
+    } = WireAnswer::parse(body)?;
+    if stores.is_empty() {
         return Err(AnswerError::Invalid("stores is empty".into()));
     }
-    // Stable sort, then keep the last of equal names: what a JSON object (a map) means.
-    wire_stores.sort_by(|a, b| a.0.cmp(&b.0));
-    wire_stores.dedup_by(|later, kept| {
-        let same = later.0 == kept.0;
-        if same {
-            std::mem::swap(later, kept);
-        }
-        same
-    });
-    // Converted in place (same layout), so an answer costs one vector.
-    let stores = wire_stores
+    let stores = stores
+        .0
         .into_iter()
         .map(|(name, s)| {
-            if let Some(op) = s.error.as_ref().and_then(|e| e.op.as_ref()) {
-                if op != "read" && op != "write" {
-                    return Err(AnswerError::Invalid(format!(
-                        "stores.{name}.error.op must be \"read\" or \"write\", got {op:?}"
-                    )));
-                }
-            }
-            let result = StoreResult {
-                read_us: time(&name, "read_ms", s.read_ms)?,
-                hit: s.hit,
-                value_bytes: s.value_bytes,
-                write_us: time(&name, "write_ms", s.write_ms)?,
-                connect_us: time(&name, "connect_ms", s.connect_ms)?,
-                error: s.error,
-                abandoned: s.abandoned.map(|a| a.finished),
-            };
-            Ok((name, result))
+            let result = store_result(&name, s)?;
+            Ok((name.0, result))
         })
         .collect::<Result<Vec<_>, AnswerError>>()?;
     Ok(AnswerRef {
-        key: wire.key.map(|k| k.0),
-        colo: wire.colo.map_or(Cow::Borrowed("unknown"), |c| c.0),
+        key: key.map(|k| k.0),
+        colo: colo.0,
         stores,
-        concurrent: wire.concurrent,
+        concurrent,
     })
 }
 
@@ -369,7 +222,7 @@ mod tests {
             (r#"{"stores":{"kv":{"read_ms":"fast"}}}"#, "JSON"),
             (
                 r#"{"stores":{"kv":{"error":{"kind":"x","op":"delete"}}}}"#,
-                "op",
+                "expected `read` or `write`",
             ),
         ];
         for (body, needle) in cases {

@@ -1,19 +1,16 @@
 //! Kept answers into a report: the NDJSON lines a deployed worker keeps (its probes', or a load
-//! run's — `kvbench_core::probes::Kept`) folded into one collector per label, the same report
+//! run's — `kvbench_wire::kept::Kept`) folded into one collector per label, the same report
 //! `kvbench run` writes. Used by `kvbench import worker` and by the report worker behind
 //! `GET /report`, so a page and an import of the same answers agree.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use serde::Deserialize;
-
 use crate::collect::Collector;
 use crate::report::{ImportInfo, Interval, IntervalSum, Report, RunInfo, Timeline};
 use crate::sample::{Failure, FailureKind, Outcome, Sample};
 
-/// The latest `t_ms` a kept line may have (the end of year 9999).
-pub const MAX_T_MS: i64 = 253_402_300_799_999;
+pub use kvbench_wire::kept::{Kept, MAX_T_MS};
 
 /// Most points a kept report's timeline has across its window: a chart is a few hundred pixels
 /// wide, and memory and time grow with points × vantage points × stores.
@@ -41,55 +38,15 @@ pub fn timeline_interval(span: Duration) -> Duration {
     Duration::from_secs(step)
 }
 
-/// One line of a kept-answers stream: an answer, the `end` line, or an `error` line.
-#[derive(Deserialize)]
-pub struct Line<'a> {
-    pub seq: Option<i64>,
-    pub t_ms: Option<i64>,
-    #[serde(borrow)]
-    pub label: Option<std::borrow::Cow<'a, str>>,
-    pub duration_ms: Option<f64>,
-    /// `hint`, `member` or `run` (absent in lines kept before the fleet: a hint or a run).
-    pub vantage: Option<String>,
-    /// A fleet member's `cf-placement` (`remote-IAD`).
-    pub placement: Option<String>,
-    /// Other requests the measuring object served meanwhile.
-    pub concurrent: Option<u32>,
-    #[serde(borrow)]
-    pub answer: Option<&'a serde_json::value::RawValue>,
-    /// In place of an answer: why a vantage point produced none (`kvbench_core::probes::KeptFailure`).
-    pub failure: Option<LineFailure>,
-    pub end: Option<bool>,
-    /// The `end` line's count of the lines the worker sent before it.
-    pub lines: Option<u64>,
-    pub error: Option<String>,
-}
-
-/// A kept failure: its kind (`status`, `timeout`, `connect`, `transport`, `malformed`), the
-/// status of a non-200 answer, and what happened.
-#[derive(Deserialize)]
-pub struct LineFailure {
-    pub kind: String,
-    pub status: Option<u16>,
-    #[serde(default)]
-    pub detail: String,
-}
-
-impl LineFailure {
-    fn kind(&self) -> FailureKind {
-        match (self.kind.as_str(), self.status) {
-            ("status", Some(code)) => FailureKind::Status(code),
-            ("timeout", _) => FailureKind::Timeout,
-            ("connect", _) => FailureKind::Connect,
-            ("transport", _) => FailureKind::Transport,
-            _ => FailureKind::Malformed,
-        }
-    }
-}
-
-impl<'a> Line<'a> {
-    pub fn parse(bytes: &'a [u8]) -> Result<Line<'a>, serde_json::Error> {
-        serde_json::from_slice(bytes)
+/// A kept failure's kind as the report counts it.
+fn failure_kind(f: &kvbench_wire::kept::Failure<'_>) -> FailureKind {
+    use kvbench_wire::kept::FailureKind as Wire;
+    match (f.kind, f.status) {
+        (Wire::Status, Some(code)) => FailureKind::Status(code),
+        (Wire::Timeout, _) => FailureKind::Timeout,
+        (Wire::Connect, _) => FailureKind::Connect,
+        (Wire::Transport, _) => FailureKind::Transport,
+        _ => FailureKind::Malformed,
     }
 }
 
@@ -141,21 +98,29 @@ impl Aggregate {
         }
     }
 
-    /// One kept answer; a line that is not one is counted as malformed, never dropped silently.
-    pub fn push(&mut self, line: &Line<'_>) {
+    /// A line of the stream that is no kept answer: counted, never dropped silently.
+    pub fn push_malformed(&mut self) {
         self.lines += 1;
-        let (Some(t), Some(label)) = (line.t_ms, line.label.as_deref()) else {
-            self.malformed += 1;
-            return;
-        };
+        self.malformed += 1;
+    }
+
+    /// One kept answer; one that is not usable is counted as malformed.
+    pub fn push(&mut self, line: &Kept<'_>) {
+        self.lines += 1;
+        let (t, label) = (line.t_ms, line.label.as_str());
         // A time no worker keeps (before 1970 or after 9999): malformed, not a wrapped clock.
-        if !(0..=MAX_T_MS).contains(&t) {
+        if !line.time_ok() {
             self.malformed += 1;
             return;
         }
         let outcome = match (line.answer, &line.failure) {
             (Some(answer), _) => match crate::answer::parse(answer.get().as_bytes()) {
-                Ok(answer) => Outcome::Answer(answer),
+                Ok(mut answer) => {
+                    // What shared the measuring isolate: the answer's own count, or the probe
+                    // object's (a hint probe measures in its object, whose answer says 0).
+                    answer.concurrent = answer.concurrent.max(Some(line.concurrent));
+                    Outcome::Answer(answer)
+                }
                 Err(_) => {
                     self.malformed += 1;
                     return;
@@ -163,7 +128,7 @@ impl Aggregate {
             },
             // A vantage point that did not answer: a failed request of its label, not a gap.
             (None, Some(failure)) => Outcome::Failure(Failure {
-                kind: failure.kind(),
+                kind: failure_kind(failure),
                 detail: failure.detail.chars().take(200).collect(),
             }),
             (None, None) => {
@@ -172,7 +137,7 @@ impl Aggregate {
             }
         };
         let intended_us = (t.saturating_sub(self.origin_ms).max(0) as u64) * 1000;
-        let latency_us = (line.duration_ms.unwrap_or(0.0).max(0.0) * 1000.0) as u64;
+        let latency_us = (line.duration_ms.max(0.0) * 1000.0) as u64;
         if self.last_label.as_deref() != Some(label) {
             if let Some(previous) = self.last_label.take() {
                 if let Some(run) = self.runs.get_mut(&previous) {
@@ -292,6 +257,13 @@ impl Aggregate {
 mod tests {
     use super::*;
 
+    fn push(a: &mut Aggregate, line: &str) {
+        match Kept::parse(line.as_bytes()) {
+            Ok(kept) => a.push(&kept),
+            Err(_) => a.push_malformed(),
+        }
+    }
+
     fn line(seq: i64, t_ms: i64, label: &str, read_ms: f64) -> String {
         format!(
             r#"{{"seq":{seq},"t_ms":{t_ms},"label":"{label}","hint":"{label}","colo":"LHR","cold":false,"colo_changed":false,"concurrent":0,"duration_ms":12.5,"answer":{{"key":"7","colo":"LHR","order":["kv"],"isolate_requests":1,"stores":{{"kv":{{"read_ms":{read_ms},"hit":true,"value_bytes":4096,"write_ms":null,"error":null}}}},"kvLatency":{read_ms},"redisLatency":null}}}}"#
@@ -312,7 +284,7 @@ mod tests {
             r#"{"seq":2,"t_ms":1000950,"label":"aws:us-east-1","vantage":"member","failure":{"kind":"status","status":503,"detail":"busy"}}"#.to_string(),
         ];
         for l in &lines {
-            a.push(&Line::parse(l.as_bytes()).unwrap());
+            push(&mut a, l);
         }
         assert_eq!(a.lines(), 8);
         let source = Source {
@@ -366,7 +338,7 @@ mod tests {
         };
         let mut a = Aggregate::new(1_000_000, interval);
         for l in &lines {
-            a.push(&Line::parse(l.as_bytes()).unwrap());
+            push(&mut a, l);
         }
         let got = a.finish(&source).unwrap().unwrap();
         // The same answers, one aggregate per label, merged.
@@ -377,7 +349,7 @@ mod tests {
                 .iter()
                 .filter(|l| l.contains(&format!("\"label\":\"{label}\"")))
             {
-                one.push(&Line::parse(l.as_bytes()).unwrap());
+                push(&mut one, l);
             }
             per_label.push(one.finish(&source).unwrap().unwrap());
         }
@@ -388,6 +360,31 @@ mod tests {
         assert_eq!(got.colos, want.colos);
         assert_eq!(got.timeline.intervals.len(), 12);
         assert_eq!(got.timeline.intervals[1].scheduled, 3 * 5 + 1);
+    }
+
+    #[test]
+    fn the_golden_kept_lines_make_a_report() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../wire/tests/golden/kept.jsonl");
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut a = Aggregate::new(1_764_547_200_000, Duration::from_secs(60));
+        for l in text.lines() {
+            push(&mut a, l);
+        }
+        let source = Source {
+            url: "https://w".into(),
+            engine: "probes".into(),
+            read_from: "x".into(),
+        };
+        let r = a.finish(&source).unwrap().unwrap();
+        assert_eq!((r.total.answered, r.total.failed()), (3, 2));
+        assert_eq!(r.total.failures.get("timeout"), Some(&1));
+        assert_eq!(r.total.failures.get("http_503"), Some(&1));
+        let labels: Vec<_> = r.labels.keys().map(String::as_str).collect();
+        assert_eq!(labels, ["FRA", "aws:us-east-1", "weur"]);
+        // The member's line counts 2 others in flight, more than its answer's 1: the larger
+        // reaches the report; the hint's and the run's answers say 1.
+        assert_eq!(r.total.concurrent, BTreeMap::from([(1, 2), (2, 1)]));
     }
 
     #[test]

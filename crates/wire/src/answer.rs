@@ -328,7 +328,12 @@ mod tests {
         assert_eq!(back, a);
         assert_eq!((a.kv_latency, a.redis_latency), (Some(12.0), Some(3.0)));
         assert_eq!(
-            back.store(&"upstash".into()).unwrap().error.as_ref().unwrap().key(),
+            back.store(&"upstash".into())
+                .unwrap()
+                .error
+                .as_ref()
+                .unwrap()
+                .key(),
             "timeout/write"
         );
     }
@@ -340,7 +345,10 @@ mod tests {
         let names: Vec<&str> = a.stores.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["do", "kv"]);
         assert_eq!(a.store(&"kv".into()).unwrap().read_ms, Some(3.0));
-        assert_eq!((a.colo.as_str(), a.concurrent, a.key), ("unknown", None, None));
+        assert_eq!(
+            (a.colo.as_str(), a.concurrent, a.key),
+            ("unknown", None, None)
+        );
     }
 
     #[test]

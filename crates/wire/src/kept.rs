@@ -56,6 +56,19 @@ pub enum FailureKind {
     Other,
 }
 
+impl FailureKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Status => "status",
+            FailureKind::Timeout => "timeout",
+            FailureKind::Connect => "connect",
+            FailureKind::Transport => "transport",
+            FailureKind::Malformed => "malformed",
+            FailureKind::Other => "other",
+        }
+    }
+}
+
 /// In place of an answer: why there is none (a gap would hide it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Failure<'a> {
@@ -218,8 +231,14 @@ mod tests {
         let k = Kept::parse(line).unwrap();
         assert_eq!(k.vantage, Some(Vantage::Other));
         assert_eq!(k.failure.unwrap().kind, FailureKind::Other);
-        assert_eq!((k.colo.as_str(), k.cold, k.concurrent), ("unknown", false, 0));
-        assert!(Kept::parse(br#"{"label":"x"}"#).is_err(), "t_ms is required");
+        assert_eq!(
+            (k.colo.as_str(), k.cold, k.concurrent),
+            ("unknown", false, 0)
+        );
+        assert!(
+            Kept::parse(br#"{"label":"x"}"#).is_err(),
+            "t_ms is required"
+        );
     }
 
     #[test]

@@ -215,7 +215,7 @@ pub fn samples(seed: u64, n: u64, span_s: u64) -> Vec<kvbench::sample::Sample> {
                     let error = (next(20) == 0).then(|| StoreError {
                         kind: "timeout".into(),
                         message: "slow".into(),
-                        op: Some("write".into()),
+                        op: Some(kvbench_wire::answer::Op::Write),
                     });
                     stores.insert(
                         "upstash".to_string(),

@@ -1,0 +1,140 @@
+//! One golden file per shape, in `tests/golden/`:
+//!
+//! - `answer.jsonl`, the `/test` answer, is written by the worker's own types (core's
+//!   `answer_golden` test builds it the way a request does); here every line is read as kvbench
+//!   reads it and must write back byte for byte — the reader loses nothing the writer wrote;
+//! - `kept.jsonl`, the kept line (as a stream hands it out, `seq` first), and `control.jsonl`,
+//!   a stream's end and error lines, are written here and read back equal.
+//!
+//! Refresh with `UPDATE_GOLDEN=1 cargo test -p kvbench-wire --test golden` after an intended
+//! change, review the diff, and run the readers' tests; never edit them by hand.
+
+use std::path::{Path, PathBuf};
+
+use kvbench_wire::answer::Answer;
+use kvbench_wire::kept::{with_seq, Embedded, Failure, FailureKind, Kept, Vantage};
+use kvbench_wire::stream::{Control, Frame};
+use kvbench_wire::Name;
+
+fn golden(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name)
+}
+
+fn check(name: &str, actual: &str) {
+    let path = golden(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1 creates it)", path.display()));
+    assert!(
+        expected == actual,
+        "{name} changed: if intended, rerun with UPDATE_GOLDEN=1 and review the diff\n--- actual ---\n{actual}"
+    );
+}
+
+const ANSWER: &str = r#"{"key":"417","colo":"FRA","order":["kv"],"isolate_requests":3,"concurrent":1,"stores":{"kv":{"read_ms":0.875,"hit":true,"value_bytes":23456,"write_ms":null,"error":null}},"kvLatency":0.875,"redisLatency":null}"#;
+
+fn kept_lines() -> Vec<Kept<'static>> {
+    let hint = Kept {
+        seq: None,
+        t_ms: 1_764_547_200_000,
+        label: "weur".into(),
+        vantage: Some(Vantage::Hint),
+        hint: Some("weur".into()),
+        colo: "LHR".into(),
+        placement: None,
+        cold: true,
+        colo_changed: false,
+        concurrent: 0,
+        duration_ms: 41.25,
+        answer: Embedded::new(ANSWER),
+        failure: None,
+    };
+    let member = Kept {
+        label: "aws:us-east-1".into(),
+        vantage: Some(Vantage::Member),
+        hint: None,
+        colo: "IAD".into(),
+        placement: Some("remote-IAD".into()),
+        cold: false,
+        concurrent: 2,
+        ..hint.clone()
+    };
+    let unreachable = Kept {
+        colo: "unknown".into(),
+        placement: None,
+        duration_ms: 150_000.0,
+        answer: None,
+        failure: Some(Failure {
+            kind: FailureKind::Timeout,
+            status: None,
+            detail: "no answer within 150 s".into(),
+        }),
+        ..member.clone()
+    };
+    let refused = Kept {
+        failure: Some(Failure {
+            kind: FailureKind::Status,
+            status: Some(503),
+            detail: "busy".into(),
+        }),
+        ..unreachable.clone()
+    };
+    let run = Kept {
+        label: "FRA".into(),
+        vantage: Some(Vantage::Run),
+        hint: None,
+        colo: "FRA".into(),
+        colo_changed: false,
+        ..hint.clone()
+    };
+    vec![hint, member, unreachable, refused, run]
+}
+
+#[test]
+fn every_golden_answer_reads_back_and_writes_the_same_bytes() {
+    let text = std::fs::read_to_string(golden("answer.jsonl")).unwrap();
+    assert!(text.lines().count() >= 5);
+    for line in text.lines() {
+        let answer: Answer<Name> = serde_json::from_str(line).unwrap();
+        assert_eq!(answer.to_json(), line);
+    }
+}
+
+#[test]
+fn the_kept_line_is_the_golden_one_and_reads_back() {
+    let lines = kept_lines();
+    let actual: String = lines
+        .iter()
+        .enumerate()
+        .map(|(i, k)| with_seq(i as i64 + 1, &k.to_line()) + "\n")
+        .collect();
+    check("kept.jsonl", &actual);
+    for (i, (line, want)) in actual.lines().zip(&lines).enumerate() {
+        let Frame::Kept(back) = Frame::parse(line.as_bytes()).unwrap() else {
+            panic!("line {i} is not a kept line");
+        };
+        assert_eq!(back.seq, Some(i as i64 + 1));
+        assert_eq!(&Kept { seq: None, ..back }, want);
+    }
+}
+
+#[test]
+fn the_control_lines_are_the_golden_ones_and_read_back() {
+    let actual = format!(
+        "{}\n{}\n",
+        Control::end_line(5),
+        Control::error_line("reading the kept answers of weur after seq 500 failed: status 500")
+    );
+    check("control.jsonl", &actual);
+    let frames: Vec<Frame> = actual
+        .lines()
+        .map(|l| Frame::parse(l.as_bytes()).unwrap())
+        .collect();
+    assert_eq!(frames[0], Frame::End(Some(5)));
+    assert!(matches!(&frames[1], Frame::Stopped(m) if m.contains("after seq 500")));
+}
