@@ -173,8 +173,8 @@ async fn test(
     };
     let reply = handle(call, &stores, &isolate).await;
     stores.finish().await;
-    if let (Some(run), 200) = (&reply.run, reply.status) {
-        keep_run_answer(env, ctx, run, started_ms, &reply.body, &isolate.colo);
+    if let Some(run) = &reply.run {
+        keep_run_answer(env, ctx, run, started_ms, &reply, &isolate.colo);
     }
     let extra: &[(&str, &str)] = match reply.status {
         401 => &[("WWW-Authenticate", "Bearer realm=\"kvbench\"")],
@@ -185,8 +185,17 @@ async fn test(
 }
 
 /// Keeps a `/test` answer under its run id after the response is sent (`waitUntil`): no span
-/// is open any more and the answer is not delayed.
-fn keep_run_answer(env: &Env, ctx: &Context, run: &str, started_ms: f64, body: &str, colo: &str) {
+/// is open any more and the answer is not delayed. A 200 is kept as its answer, any other
+/// status as a failure with its error, so a run's report counts every request. The keep is a
+/// request in flight of its own (`concurrent` of the answers it overlaps counts it).
+fn keep_run_answer(
+    env: &Env,
+    ctx: &Context,
+    run: &str,
+    started_ms: f64,
+    reply: &kvbench_core::endpoint::Reply,
+    colo: &str,
+) {
     let Some((stub, keep_s)) = probe_routes::run_stub(env, run) else {
         return;
     };
@@ -204,13 +213,32 @@ fn keep_run_answer(env: &Env, ctx: &Context, run: &str, started_ms: f64, body: &
         colo_changed: false,
         concurrent: 0,
         duration_ms,
-        answer: kvbench_core::probes::Embedded::new(body),
+        answer: None,
         failure: None,
+    };
+    let line = match (
+        reply.status,
+        kvbench_core::probes::Embedded::new(&reply.body),
+    ) {
+        (200, Some(answer)) => Kept {
+            answer: Some(answer),
+            ..line
+        },
+        (status, _) => Kept {
+            failure: Some(kvbench_core::probes::Failure {
+                kind: kvbench_core::probes::FailureKind::Status,
+                status: Some(status),
+                detail: kvbench_core::probes::clean_detail(&reply.body, 300).into(),
+            }),
+            ..line
+        },
     }
     .to_line();
     let run = run.to_string();
     let t_ms = started_ms as i64;
+    let visit = in_flight().enter();
     ctx.wait_until(async move {
+        let _visit = visit;
         if let Err(e) = probes::keep_run_answer(stub, t_ms, keep_s, line).await {
             worker::console_error!("run {run}: keeping an answer failed: {e}");
         }
@@ -236,6 +264,12 @@ async fn handle_index(req: Request, ctx: RouteContext<Data>) -> Result<Response>
         isolate_state(),
     );
     respond::json(200, &body)
+}
+
+/// This isolate's requests in flight: `/test`s, and the work that outlives a response (a run's
+/// keep, an answers stream).
+pub(crate) fn in_flight() -> &'static InFlight {
+    IN_FLIGHT.with(|f| *f)
 }
 
 /// This isolate as it is now: what it has served and what it holds (GET / shows it; the memory

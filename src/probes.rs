@@ -388,8 +388,8 @@ impl ProbeObject {
         Ok(())
     }
 
-    /// A hint probe's measurement: `/test` in this object's isolate; `Err` for a `/test` that
-    /// did not answer 200. `last_colo`: where the previous answer ran.
+    /// A hint probe's measurement: `/test` in this object's isolate, kept whatever it answered.
+    /// `last_colo`: where the previous answer ran.
     async fn measure_hint(
         &self,
         hint: &str,
@@ -402,10 +402,21 @@ impl ProbeObject {
         let reply = self.run_test(&colo).await;
         let duration_ms = kvbench_core::answer::round_ms(now_ms() - t_ms);
         let concurrent = self.concurrent.get();
-        if reply.status != 200 {
-            return Err(format!("/test answered {}: {}", reply.status, reply.body));
-        }
-        let cold = !self.warm.replace(true);
+        // A /test that did not answer 200 (the isolate's budget, a bad var) is kept as a
+        // failure of this vantage point, never a gap.
+        let answer = (reply.status == 200)
+            .then(|| Embedded::new(&reply.body))
+            .flatten();
+        let failure = answer.is_none().then(|| Failure {
+            kind: if reply.status == 200 {
+                FailureKind::Malformed
+            } else {
+                FailureKind::Status
+            },
+            status: (reply.status != 200).then_some(reply.status),
+            detail: probes::clean_detail(&reply.body, 300).into(),
+        });
+        let cold = answer.is_some() && !self.warm.replace(true);
         let colo_changed = last_colo.is_some_and(|c| c != colo);
         let line = Kept {
             seq: None,
@@ -419,14 +430,20 @@ impl ProbeObject {
             colo_changed,
             concurrent,
             duration_ms,
-            answer: Embedded::new(&reply.body),
-            failure: None,
+            answer,
+            failure,
         }
         .to_line();
         Ok(Measured {
             t_ms,
             line,
-            last_error: store_errors(&reply.body),
+            last_error: match reply.status {
+                200 => store_errors(&reply.body),
+                status => Some(format!(
+                    "/test answered {status}: {}",
+                    probes::clean_detail(&reply.body, 300)
+                )),
+            },
             colo,
             cold,
         })
@@ -864,6 +881,8 @@ pub fn answers_stream(
         after: i64,
         lines: u64,
         done: bool,
+        /// The stream is a request in flight of the isolate until it ends.
+        _visit: kvbench_core::in_flight::Visit<'static>,
     }
     let mut sources = sources.into_iter();
     let current = sources.next();
@@ -873,6 +892,7 @@ pub fn answers_stream(
         after: 0,
         lines: 0,
         done: false,
+        _visit: crate::in_flight().enter(),
     };
     futures::stream::unfold(start, move |mut c| async move {
         if c.done {

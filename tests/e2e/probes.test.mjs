@@ -286,14 +286,23 @@ test("/test?run= keeps exactly the answers sent, after the response", async () =
     assert.equal(res.status, 200, text);
     sent.push(JSON.parse(text));
   }
-  const got = await waitFor("12 kept answers", 40, async () => {
+  // A request of the run that is refused for its parameters is one of its answers too: kept as
+  // a failure with its status, so the run's report counts it.
+  const refused = await call("GET", `/test?stores=kv&max_bytes=lots&run=${run}`);
+  assert.equal(refused.res.status, 400, refused.text);
+  const got = await waitFor("13 kept lines", 40, async () => {
     const { res, text } = await call("GET", `/runs/${run}/answers`);
     if (res.status !== 200) return null;
     const l = lines(text);
-    return l.length === 13 && l;
+    return l.length === 14 && l;
   });
   const end = got.pop();
-  assert.deepEqual(end, { end: true, lines: 12 });
+  assert.deepEqual(end, { end: true, lines: 13 });
+  const failed = got.filter((l) => l.failure);
+  assert.equal(failed.length, 1, JSON.stringify(failed));
+  assert.deepEqual([failed[0].failure.kind, failed[0].failure.status], ["status", 400]);
+  assert.match(failed[0].failure.detail, /max_bytes/);
+  got.splice(got.indexOf(failed[0]), 1);
   assert.deepEqual(got.map((l) => l.answer), sent, "every answer kept exactly as it was sent");
   for (const l of got) assert.ok(l.label === l.answer.colo && l.hint === null && l.duration_ms >= 0, JSON.stringify({ ...l, answer: undefined }));
   const unknown = await json("GET", "/runs/never-ran/answers");
@@ -305,10 +314,11 @@ test("/test?run= keeps exactly the answers sent, after the response", async () =
   assert.equal(imported.code, 0, imported.out);
   const r = imported.report;
   assert.equal(r.total.answered, 12);
-  assert.equal(r.total.scheduled, 12);
+  assert.equal(r.total.scheduled, 13);
+  assert.deepEqual(r.total.failures, { http_400: 1 });
   assert.equal(r.runs.length, 1, "one label: the one colo of the local stack");
   assert.equal(r.runs[0].engine, "worker");
-  assert.equal(r.runs[0].import.lines, 12);
+  assert.equal(r.runs[0].import.lines, 13);
   for (const s of ["kv", "redis"]) {
     assert.equal(r.total.stores[s].reads, 12, s);
     const writes = sent.filter((a) => a.stores[s].write_ms !== null).length;

@@ -16,7 +16,8 @@ pub struct Reply {
     pub status: u16,
     pub body: String,
     /// The run id (`?run=` or the `Kvbench-Run` header) under which the worker keeps this
-    /// answer too, after sending it; only on a 200.
+    /// answer too, after sending it: a 200's answer, or a 400's or 503's error as a failure
+    /// (never before the run was admitted: a 401 is not kept).
     pub run: Option<String>,
 }
 
@@ -27,6 +28,10 @@ impl Reply {
             body: json!({ "error": e }).to_string(),
             run: None,
         }
+    }
+
+    fn of_run(self, run: Option<String>) -> Self {
+        Self { run, ..self }
     }
 }
 
@@ -69,9 +74,11 @@ pub async fn handle(call: Call<'_>, stores: &dyn StoreSet, isolate: &Isolate<'_>
             return Reply::error(status, &e);
         }
     }
+    // From here on an answer belongs to its run whatever its status: a run keeps its 400s and
+    // 503s too (as failures), so its report counts every request.
     let params = match Params::parse(&pairs, &defaults) {
         Ok(p) => p,
-        Err(e) => return Reply::error(400, &e),
+        Err(e) => return Reply::error(400, &e).of_run(run),
     };
     let cost = request_cost(params.max_bytes, params.stores.len());
     let Some(_reservation) = isolate.budget.reserve(cost) else {
@@ -85,7 +92,8 @@ pub async fn handle(call: Call<'_>, stores: &dyn StoreSet, isolate: &Isolate<'_>
                     isolate.budget.limit()
                 ),
             ),
-        );
+        )
+        .of_run(run);
     };
     let mut answer = probe(&params, stores, isolate, &visit).await;
     answer.concurrent = Some(visit.others());
