@@ -30,15 +30,9 @@ use crate::stores::Stores;
 /// Origin of requests to the objects (a stub routes them; never resolved).
 const ORIGIN: &str = "https://kvbench.probe";
 
-const CREATE: &str = "CREATE TABLE IF NOT EXISTS kept (seq INTEGER PRIMARY KEY, t_ms INTEGER NOT NULL, line TEXT NOT NULL)";
-const INSERT: &str = "INSERT INTO kept (t_ms, line) VALUES (?1, ?2)";
-const PAGE: &str =
-    "SELECT seq, line FROM kept WHERE seq > ?1 AND t_ms >= ?2 AND t_ms < ?3 ORDER BY seq LIMIT ?4";
-/// Deletes answers older than `?1`. Answers are kept in time order (`seq` follows `t_ms`), so the
-/// subquery walks `seq` up to the first answer to keep and stops: the expired rows plus one are
-/// read, not the whole table; when everything expired, everything goes.
-const DELETE_OLD: &str = "DELETE FROM kept WHERE seq < COALESCE((SELECT seq FROM kept WHERE t_ms >= ?1 ORDER BY seq LIMIT 1), (SELECT MAX(seq) + 1 FROM kept))";
-const COUNT: &str = "SELECT COUNT(*) AS n, MIN(t_ms) AS first, MAX(t_ms) AS last FROM kept";
+use kvbench_core::probes::sql::{
+    COUNT, CREATE, CREATE_FLOOR, DELETE_OLD, FIRST, INSERT, PAGE, RAISE_FLOOR,
+};
 
 /// What a probe object keeps besides its answers (Durable Object storage, key `probe`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -108,6 +102,7 @@ impl ProbeObject {
         let sql = self.state.storage().sql();
         if !self.table.get() {
             sql.exec(CREATE, None)?;
+            sql.exec(CREATE_FLOOR, None)?;
             self.table.set(true);
         }
         Ok(sql)
@@ -212,6 +207,28 @@ impl ProbeObject {
         Ok(())
     }
 
+    /// Deletes the answers that expired an [`probes::EXPIRY_GRACE_S`] ago or more at `now_ms`:
+    /// a read of the keep window that takes less than the grace never loses a row under it.
+    fn expire(&self, now_ms: f64, keep_s: u32) -> worker::Result<()> {
+        let sql = self.sql()?;
+        let cutoff = now_ms - probes::expiry_after_ms(keep_s);
+        sql.exec_raw(RAISE_FLOOR, vec![cutoff.into()])?;
+        sql.exec_raw(DELETE_OLD, vec![cutoff.into()])?;
+        Ok(())
+    }
+
+    /// When the oldest answer kept is due for deletion.
+    fn next_expiry_ms(&self, keep_s: u32) -> worker::Result<Option<f64>> {
+        let Some(mut cursor) = self.read_sql(FIRST, vec![])? else {
+            return Ok(None);
+        };
+        let first = match Iterator::next(&mut cursor) {
+            Some(row) => js_sys::Reflect::get(&row?, &"first".into())?.as_f64(),
+            None => None,
+        };
+        Ok(first.map(|t| t + probes::expiry_after_ms(keep_s)))
+    }
+
     /// One page of lines after `after` within the window, each with its `seq`; the last seq and
     /// whether more may follow travel in headers.
     fn page(&self, url: &worker::Url) -> worker::Result<Response> {
@@ -292,23 +309,23 @@ impl ProbeObject {
                     .clamp(i64::from(probes::MIN_KEEP_S), i64::from(probes::MAX_KEEP_S))
                     as u32;
                 self.save(&s).await?;
-                storage
-                    .set_alarm(at(now_ms() + s.keep_s as f64 * 1000.0))
-                    .await?;
+                let due = self
+                    .next_expiry_ms(s.keep_s)?
+                    .unwrap_or(t_ms as f64 + probes::expiry_after_ms(s.keep_s));
+                storage.set_alarm(at(due.max(now_ms() + 1000.0))).await?;
             }
         }
         Response::empty()
     }
 
-    /// A run object's alarm: delete what is past `keep`, re-arm while anything is left.
+    /// A run object's alarm: delete what is due, re-arm for when the oldest left is due (so an
+    /// answer lives `keep` plus the grace, not up to twice `keep`).
     async fn expire_run(&self, s: &ProbeState) -> worker::Result<()> {
-        let keep_ms = f64::from(s.keep_s.max(probes::MIN_KEEP_S)) * 1000.0;
-        self.sql()?
-            .exec_raw(DELETE_OLD, vec![(now_ms() - keep_ms).into()])?;
-        if self.count()?.0 > 0 {
+        self.expire(now_ms(), s.keep_s)?;
+        if let Some(due) = self.next_expiry_ms(s.keep_s)? {
             self.state
                 .storage()
-                .set_alarm(at(now_ms() + keep_ms))
+                .set_alarm(at(due.max(now_ms() + 1000.0)))
                 .await?;
         }
         Ok(())
@@ -369,11 +386,9 @@ impl ProbeObject {
         // The state again: a stop (or start) may have come in while the probe measured, and
         // must not be undone by saving what was read before.
         let mut s = self.load().await?;
-        let keep_ms = f64::from(s.keep_s.max(probes::MIN_KEEP_S)) * 1000.0;
         for m in kept {
             self.keep(m.t_ms as i64, &m.line)?;
-            self.sql()?
-                .exec_raw(DELETE_OLD, vec![(m.t_ms - keep_ms).into()])?;
+            self.expire(m.t_ms, s.keep_s)?;
             s.last_colo = Some(m.colo);
             s.last_t_ms = Some(m.t_ms as i64);
             s.last_error = m.last_error;
