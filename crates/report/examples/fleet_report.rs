@@ -2,7 +2,8 @@
 //! of `--labels` vantage points answering every `--every` seconds over `--window` seconds into a
 //! report, and of rendering report.html — the same code the report worker runs behind
 //! `GET /report`. `cargo run --release -p kvbench-report --example fleet_report -- --labels 42
-//! --every 300 --window 86400` (the README's table is made with it).
+//! --every 300 --window 86400` (the README's table is made with it); `--html PATH` also writes the
+//! page (and its text report beside it) to look at.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -86,7 +87,7 @@ fn main() {
             let t = origin_ms + (i * every * 1000 + l * 37) as i64;
             line.clear();
             line.push_str(&format!(
-                r#"{{"seq":{i},"t_ms":{t},"label":"{label}","vantage":"member","colo":"{colo}","cold":{},"concurrent":0,"duration_ms":{},"answer":{{"key":"{}","colo":"{colo}","isolate_requests":2,"stores":{{"#,
+                r#"{{"seq":{i},"t_ms":{t},"label":"{label}","vantage":"member","colo":"{colo}","placement":"remote-{colo}","cold":{},"concurrent":0,"duration_ms":{},"answer":{{"key":"{}","colo":"{colo}","isolate_requests":2,"stores":{{"#,
                 i % 2 == 0,
                 20 + next() % 200,
                 next() % 1000
@@ -126,6 +127,13 @@ fn main() {
     );
     let derive_peak = PEAK.load(Ordering::Relaxed);
     let html = kvbench_report::print::page(&report).expect("page");
+    if let Some(i) = std::env::args().position(|a| a == "--html") {
+        let path = std::env::args().nth(i + 1).expect("--html PATH");
+        std::fs::write(&path, &html).expect("write the page");
+        let mut text = Vec::new();
+        kvbench_report::print::text::render(&report, &mut text).expect("text");
+        std::fs::write(format!("{path}.txt"), text).expect("write the text");
+    }
     let total_cpu = cpu() - cpu0;
     println!(
         "labels {labels}, every {every} s, window {window} s: {answers} answers, {} intervals of {} s\n\

@@ -689,6 +689,7 @@ impl Collector {
             total: section,
             runs: vec![run],
             colos,
+            vantages: BTreeMap::new(),
             timeline: Timeline {
                 interval_s,
                 intervals,

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 use crate::collect::Collector;
-use crate::report::{ImportInfo, Interval, IntervalSum, Report, RunInfo, Timeline};
+use crate::report::{ImportInfo, Interval, IntervalSum, Report, RunInfo, Timeline, VantagePoint};
 use crate::sample::{Failure, FailureKind, Outcome, Sample};
 
 pub use kvbench_wire::kept::{Kept, MAX_T_MS};
@@ -80,6 +80,8 @@ pub struct Aggregate {
     last_label: Option<String>,
     /// The timeline, summed over vantage points as each one's answers end (by interval index).
     timeline: BTreeMap<u64, IntervalSum>,
+    /// Who measured, per label.
+    vantages: BTreeMap<String, VantagePoint>,
 }
 
 impl Aggregate {
@@ -95,6 +97,7 @@ impl Aggregate {
             max_concurrent: None,
             last_label: None,
             timeline: BTreeMap::new(),
+            vantages: BTreeMap::new(),
         }
     }
 
@@ -136,6 +139,7 @@ impl Aggregate {
                 return;
             }
         };
+        self.count_vantage(line, matches!(outcome, Outcome::Answer(_)));
         let intended_us = (t.saturating_sub(self.origin_ms).max(0) as u64) * 1000;
         let latency_us = (line.duration_ms.max(0.0) * 1000.0) as u64;
         if self.last_label.as_deref() != Some(label) {
@@ -170,6 +174,35 @@ impl Aggregate {
         run.n += 1;
         run.last_us = run.last_us.max(intended_us);
         run.last_end_us = run.last_end_us.max(intended_us + latency_us);
+    }
+
+    fn count_vantage(&mut self, line: &Kept<'_>, answered: bool) {
+        let v = match self.vantages.get_mut(line.label.as_str()) {
+            Some(v) => v,
+            None => self
+                .vantages
+                .entry(line.label.to_string())
+                .or_insert_with(|| VantagePoint {
+                    // Lines kept before the fleet say no vantage: a hint's, or a run's.
+                    vantage: match (line.vantage, &line.hint) {
+                        (Some(v), _) => v.as_str(),
+                        (None, Some(_)) => "hint",
+                        (None, None) => "run",
+                    }
+                    .to_string(),
+                    hint: line.hint.as_ref().map(ToString::to_string),
+                    ..VantagePoint::default()
+                }),
+        };
+        VantagePoint::count(&mut v.colos, &line.colo, 1);
+        if let Some(p) = &line.placement {
+            VantagePoint::count(&mut v.placements, p, 1);
+        }
+        match (answered, line.cold) {
+            (false, _) => v.failed += 1,
+            (true, true) => v.cold += 1,
+            (true, false) => v.warm += 1,
+        }
     }
 
     fn add_to_timeline(&mut self, intervals: Vec<Interval>) {
@@ -236,6 +269,7 @@ impl Aggregate {
             return Ok(None);
         }
         let mut report = Report::merge(reports)?;
+        report.vantages = std::mem::take(&mut self.vantages);
         let interval_s = self.interval.as_secs_f64();
         let last = self.timeline.keys().next_back().copied().unwrap_or(0);
         let mut sums = std::mem::take(&mut self.timeline);
@@ -385,6 +419,30 @@ mod tests {
         // The member's line counts 2 others in flight, more than its answer's 1: the larger
         // reaches the report; the hint's and the run's answers say 1.
         assert_eq!(r.total.concurrent, BTreeMap::from([(1, 2), (2, 1)]));
+        let member = &r.vantages["aws:us-east-1"];
+        assert_eq!(
+            (
+                member.vantage.as_str(),
+                member.warm,
+                member.cold,
+                member.failed
+            ),
+            ("member", 1, 0, 2)
+        );
+        assert_eq!(
+            member.placements,
+            BTreeMap::from([("remote-IAD".into(), 1)])
+        );
+        assert_eq!(
+            member.colos,
+            BTreeMap::from([("IAD".into(), 1), ("unknown".into(), 2)])
+        );
+        let hint = &r.vantages["weur"];
+        assert_eq!(
+            (hint.vantage.as_str(), hint.hint.as_deref(), hint.cold),
+            ("hint", Some("weur"), 1)
+        );
+        assert_eq!(r.vantages["FRA"].vantage, "run");
     }
 
     #[test]

@@ -27,6 +27,10 @@ pub struct Report {
     pub labels: BTreeMap<String, Section>,
     /// Per colo the worker reported.
     pub colos: BTreeMap<String, ColoStats>,
+    /// Per label of kept answers (`kvbench import worker`, `GET /report`): who measured and
+    /// where it ran. Absent for `kvbench run`'s reports.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub vantages: BTreeMap<String, VantagePoint>,
     pub timeline: Timeline,
     /// Derived from `total` and a price table when the file was written; recomputed on re-render.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -35,6 +39,63 @@ pub struct Report {
     /// in milliseconds, for readers without an HdrHistogram decoder); recomputed on re-render.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<Summary>,
+}
+
+/// Most colos or placements a vantage point lists; the rest are counted under `other`.
+pub const VANTAGE_NAMES_MAX: usize = 16;
+
+/// One vantage point of kept answers: what it is, where its answers ran, how many were warm.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct VantagePoint {
+    /// `hint` (a probe object placed by a location hint), `member` (a placed fleet member's
+    /// `/test` over HTTP) or `run` (a load run's answers, one label per colo).
+    pub vantage: String,
+    /// The location hint of a hint probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// Answers (and failures) per colo they ran in.
+    #[serde(default)]
+    pub colos: BTreeMap<String, u64>,
+    /// Answers per `cf-placement` (`remote-IAD`): where a member's placed fetch handler ran.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub placements: BTreeMap<String, u64>,
+    /// Answers of a new instance (connections, Deno KV's metadata exchange started afresh).
+    pub cold: u64,
+    /// Answers of an instance that had answered before: what a steady state looks like.
+    pub warm: u64,
+    /// Lines kept in place of an answer: the vantage point failed (by kind in `labels`).
+    pub failed: u64,
+}
+
+impl VantagePoint {
+    /// Counts `name` in `map`, listing at most [`VANTAGE_NAMES_MAX`] names.
+    pub fn count(map: &mut BTreeMap<String, u64>, name: &str, n: u64) {
+        if let Some(c) = map.get_mut(name) {
+            *c += n;
+        } else if map.len() < VANTAGE_NAMES_MAX {
+            map.insert(name.to_string(), n);
+        } else {
+            *map.entry("other".into()).or_insert(0) += n;
+        }
+    }
+
+    pub fn add(&mut self, from: &VantagePoint) {
+        if self.vantage.is_empty() {
+            self.vantage.clone_from(&from.vantage);
+        }
+        if self.hint.is_none() {
+            self.hint.clone_from(&from.hint);
+        }
+        for (c, n) in &from.colos {
+            VantagePoint::count(&mut self.colos, c, *n);
+        }
+        for (p, n) in &from.placements {
+            VantagePoint::count(&mut self.placements, p, *n);
+        }
+        self.cold += from.cold;
+        self.warm += from.warm;
+        self.failed += from.failed;
+    }
 }
 
 /// How one run was configured and how it went.
@@ -742,6 +803,9 @@ impl Report {
                 let mine = out.colos.entry(colo.clone()).or_default();
                 mine.add(c);
                 mine.freeze();
+            }
+            for (label, v) in &r.vantages {
+                out.vantages.entry(label.clone()).or_default().add(v);
             }
             timelines.push(r.timeline);
         }

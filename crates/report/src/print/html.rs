@@ -28,6 +28,8 @@ figure svg{width:100%;height:auto;display:block}
 figcaption{color:#555;margin-bottom:6px}
 .bar{display:block;height:6px;border-radius:3px;margin-top:3px}
 td.best{background:#eef8ee}
+td.where{text-align:left}
+small.sub{color:#666;display:block}
 .warn{background:#fff4e5;border:1px solid #f0c36d;padding:8px 12px;margin:8px 0}
 .note{color:#666;font-size:13px}
 "#;
@@ -304,6 +306,68 @@ fn per_row_chart<'a>(
     out.push_str("</tbody></table><p class=\"note\">Successful reads as timed by the worker; the bar is the p99 relative to the row's slowest store; the shaded cell has the lowest p50.</p>");
 }
 
+/// The vantage × store table of kept answers ([`super::vantage::rows`]).
+fn vantage_table(report: &Report, summary: &Summary, out: &mut String) {
+    let stores: Vec<&String> = report.total.stores.keys().collect();
+    out.push_str(
+        "<h2>Per vantage point</h2><table id=\"vantages\"><thead><tr><th class=\"text\">vantage point</th>\
+         <th class=\"text\">ran in</th><th>warm</th><th>cold</th><th>failed</th>",
+    );
+    for s in &stores {
+        let _ = write!(out, "<th>{}</th>", swatch(s, report));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for row in super::vantage::rows(report, summary) {
+        let p = row.point;
+        let id = format!("vantage {}", row.label);
+        let placed = if row.placed.is_empty() {
+            String::new()
+        } else {
+            format!("<small class=\"sub\">placed {}</small>", esc(&row.placed))
+        };
+        let _ = write!(
+            out,
+            "<tr><td>{}<small class=\"sub\">{}</small></td><td class=\"where\">{}{placed}</td>{}{}{}",
+            esc(row.label),
+            esc(&p.vantage),
+            esc(&row.ran_in),
+            count_td(&id, "warm", p.warm),
+            count_td(&id, "cold", p.cold),
+            count_td(&id, "failed", p.failed),
+        );
+        let row_max = row
+            .reads
+            .values()
+            .filter_map(|q| q.p99_ms)
+            .fold(0.0, f64::max);
+        for s in &stores {
+            let q = row.reads.get(*s).cloned().unwrap_or_default();
+            let width = match (q.p99_ms, row_max > 0.0) {
+                (Some(v), true) => (v / row_max * 100.0).clamp(2.0, 100.0),
+                _ => 0.0,
+            };
+            let class = if row.fastest == Some(s.as_str()) {
+                " class=\"best\""
+            } else {
+                ""
+            };
+            let _ = write!(
+                out,
+                "<td{class} data-row=\"{}\" data-col=\"{}\" data-value=\"{}\"><b>{}</b><small class=\"sub\">p90 {} · p99 {}</small><span class=\"bar\" style=\"width:{width:.0}%;background:{}\"></span></td>",
+                esc(&id),
+                esc(s),
+                q.p50_ms.map(|v| v.to_string()).unwrap_or_default(),
+                ms_cell(q.p50_ms),
+                ms_cell(q.p90_ms),
+                ms_cell(q.p99_ms),
+                color_hex(s, report)
+            );
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table><p class=\"note\">Each store's cell: its read p50 in ms, then p90 and p99. Successful reads as timed by the worker, over every answer of the vantage point (warm and cold: a cold answer is a new instance's, whose connections started afresh). The shaded cell has the lowest p50 of its row; the bar is the p99 relative to the row's slowest store. Members are placed workers called over HTTP; hints are Durable Objects created with a location hint, measuring in their own isolate.</p>");
+}
+
 fn cost(report: &Report, out: &mut String) {
     let Some(e) = &report.cost else {
         return;
@@ -386,7 +450,9 @@ pub fn render(report: &Report, rendered: &[Chart]) -> String {
     latency_table(report, &summary, &mut out);
     charts(report, rendered, &mut out);
     errors(report, &mut out);
-    if summary.labels.len() > 1 {
+    if !report.vantages.is_empty() {
+        vantage_table(report, &summary, &mut out);
+    } else if summary.labels.len() > 1 {
         per_row_chart(
             report,
             "labels",

@@ -4,6 +4,7 @@
 pub mod chart;
 pub mod html;
 pub mod text;
+pub mod vantage;
 
 use std::path::Path;
 

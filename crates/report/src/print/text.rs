@@ -237,6 +237,9 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
             )?;
         }
     }
+    if !report.vantages.is_empty() {
+        vantage_table(report, &summary, out)?;
+    }
     if !summary.colos.is_empty() {
         let stores: Vec<&String> = t.stores.keys().collect();
         write!(
@@ -268,6 +271,57 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
         render_cost(cost, out)?;
     }
     Ok(())
+}
+
+/// The vantage × store table ([`super::vantage::rows`]): `*` marks each row's fastest store.
+fn vantage_table(report: &Report, summary: &Summary, out: &mut impl Write) -> io::Result<()> {
+    let stores: Vec<&String> = report.total.stores.keys().collect();
+    write!(
+        out,
+        "\n{:<20} {:<7} {:<22} {:>6} {:>5} {:>6}",
+        "vantage point", "kind", "ran in", "warm", "cold", "failed"
+    )?;
+    for s in &stores {
+        write!(out, " {:>23}", format!("{} p50/p90/p99", tty(s)))?;
+    }
+    writeln!(out)?;
+    for row in super::vantage::rows(report, summary) {
+        let p = row.point;
+        let mut ran_in = row.ran_in.clone();
+        if !row.placed.is_empty() {
+            ran_in = format!("{ran_in} ({})", row.placed);
+        }
+        write!(
+            out,
+            "{:<20} {:<7} {:<22} {:>6} {:>5} {:>6}",
+            tty(row.label),
+            tty(&p.vantage),
+            tty(&ran_in),
+            p.warm,
+            p.cold,
+            p.failed
+        )?;
+        for s in &stores {
+            let q = row.reads.get(*s).cloned().unwrap_or_default();
+            let mark = if row.fastest == Some(s.as_str()) {
+                "*"
+            } else {
+                " "
+            };
+            write!(
+                out,
+                " {:>7} {:>7} {:>6}{mark}",
+                ms_cell(q.p50_ms),
+                ms_cell(q.p90_ms),
+                ms_cell(q.p99_ms)
+            )?;
+        }
+        writeln!(out)?;
+    }
+    writeln!(
+        out,
+        "(successful reads, ms, over warm and cold answers; * the row's lowest p50)"
+    )
 }
 
 /// The cost projection as a table, with every input and the date of every price.

@@ -1,0 +1,96 @@
+//! The seed's view: one row per vantage point of kept answers — who measured, where it ran, how
+//! many answers were warm — with every store's read percentiles side by side and the fastest
+//! marked, so the best store per place is seen at a glance. The text and the HTML printers
+//! show these same rows.
+
+use std::collections::BTreeMap;
+
+use crate::report::{Quantiles, Report, Summary, VantagePoint};
+
+/// One vantage point, as printed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row<'a> {
+    pub label: &'a str,
+    pub point: &'a VantagePoint,
+    /// Where its answers ran: the colos by count (`LHR 280, AMS 8`), the rest as `+N`.
+    pub ran_in: String,
+    /// Its placements by count (`remote-IAD`); empty for hints and runs.
+    pub placed: String,
+    /// Successful reads per store.
+    pub reads: &'a BTreeMap<String, Quantiles>,
+    /// The store with the lowest read p50, when more than one store answered.
+    pub fastest: Option<&'a str>,
+}
+
+fn by_count(map: &BTreeMap<String, u64>, shown: usize) -> String {
+    let mut names: Vec<(&String, &u64)> = map.iter().collect();
+    names.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let mut text: Vec<String> = names
+        .iter()
+        .take(shown)
+        .map(|(n, c)| format!("{n} {c}"))
+        .collect();
+    if names.len() > shown {
+        text.push(format!("+{}", names.len() - shown));
+    }
+    text.join(", ")
+}
+
+fn rank(vantage: &str) -> u8 {
+    match vantage {
+        "member" => 0,
+        "hint" => 1,
+        "run" => 2,
+        _ => 3,
+    }
+}
+
+/// The rows: placed members first, then hints, then runs, each by label.
+pub fn rows<'a>(report: &'a Report, summary: &'a Summary) -> Vec<Row<'a>> {
+    let mut rows: Vec<Row<'a>> = report
+        .vantages
+        .iter()
+        .filter_map(|(label, point)| {
+            let reads = &summary.labels.get(label)?.read;
+            let answered: Vec<(&String, f64)> = reads
+                .iter()
+                .filter_map(|(s, q)| q.p50_ms.map(|p| (s, p)))
+                .collect();
+            let fastest = (answered.len() > 1)
+                .then(|| answered.iter().min_by(|a, b| a.1.total_cmp(&b.1)))
+                .flatten()
+                .map(|(s, _)| s.as_str());
+            Some(Row {
+                label,
+                point,
+                ran_in: by_count(&point.colos, 2),
+                placed: by_count(&point.placements, 1),
+                reads,
+                fastest,
+            })
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        rank(&a.point.vantage)
+            .cmp(&rank(&b.point.vantage))
+            .then(a.label.cmp(b.label))
+    });
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colos_by_count_then_name() {
+        let m = BTreeMap::from([
+            ("AMS".to_string(), 3),
+            ("LHR".to_string(), 280),
+            ("CDG".to_string(), 3),
+            ("FRA".to_string(), 1),
+        ]);
+        assert_eq!(by_count(&m, 2), "LHR 280, AMS 3, +2");
+        assert_eq!(by_count(&BTreeMap::new(), 1), "");
+    }
+}
