@@ -87,10 +87,12 @@ pub async fn list(req: Request, ctx: RouteContext<super::Data>) -> Result<Respon
         list.push(entry);
     }
     let bill = bill(&ctx.env, &probes, &origin_of(&req)).await;
+    let projection = probes.config.projection(per_answer_usd(&bill));
     let body = json!({
         "every_s": probes.config.every_s,
         "keep_s": probes.config.keep_s,
         "bill": bill,
+        "budget": projection,
         "colo_from": "PROBE_COLO_URL (Cloudflare's /cdn-cgi/trace), asked once per object wake; unknown where it cannot be told",
         "probes": list,
     });
@@ -123,7 +125,21 @@ pub async fn control(req: Request, ctx: RouteContext<super::Data>, call: &str) -
         Ok(cfg) => probes.config = cfg,
         Err(e) => return error(400, &e),
     }
+    if call == "start" {
+        let bill = bill(&ctx.env, &probes, &origin_of(&req)).await;
+        let projection = probes.config.projection(per_answer_usd(&bill));
+        if let Err(e) = probes.config.within_budget(&projection) {
+            return error(400, &e);
+        }
+    }
     respond_each(&probes, call).await
+}
+
+/// What one answer costs, from a bill of the last day's answers (none before any was kept).
+fn per_answer_usd(bill: &serde_json::Value) -> Option<f64> {
+    let usd = bill["monthly_usd"].as_f64()?;
+    let answers = bill["answers_per_month"].as_f64()?;
+    (answers > 0.0).then(|| usd / answers)
 }
 
 async fn respond_each(probes: &Probes, call: &str) -> Result<Response> {

@@ -60,7 +60,7 @@ before(async () => {
   down = await freePort();
   const fleet = [...proxies.map((p) => `${p.label}=${p.url}`), `gone=http://127.0.0.1:${down}`].join(",");
   main = await startStack(
-    { ...stores, FLEET: fleet, PROBE_HINTS: "weur", PROBE_EVERY: "1", PROBE_COLO_URL: "none" },
+    { ...stores, FLEET: fleet, PROBE_HINTS: "weur", PROBE_EVERY: "1", PROBE_COLO_URL: "none", PROBE_BUDGET_USD: "1000000" },
     { host: "127.0.0.1", port: 0 },
   );
 });

@@ -48,6 +48,8 @@ before(async () => {
     PROBE_EVERY: "1",
     PROBE_COLO_URL: "none",
     BENCH_OPEN: "true",
+    // Loopback: nothing is billed, and every=1 is far over the default budget.
+    PROBE_BUDGET_USD: "1000000",
   };
   mf = await startWorker(vars, { durableObjectsPersist: persist, host: "127.0.0.1", port: 0 });
 });

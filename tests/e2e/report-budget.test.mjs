@@ -26,6 +26,7 @@ before(async () => {
     PROBE_EVERY: "1",
     PROBE_COLO_URL: "none",
     BENCH_OPEN: "true",
+    PROBE_BUDGET_USD: "1000000",
   });
 });
 after(async () => {

@@ -208,6 +208,29 @@ test("closed by default: without BENCH_TOKEN nothing is started, stopped or kept
   }
 });
 
+test("a start projected over PROBE_BUDGET_USD is refused with its figure; GET /probes shows the projection", async () => {
+  const w = await worker({ STORES: "kv", PROBE_COLO_URL: "none", BENCH_OPEN: "true", PROBE_HINTS: "weur,enam", PROBE_BUDGET_USD: "5" });
+  try {
+    // Two hints every second: 2 x 2,592,000 x 2 answers x $0.00005 (no answer measured yet).
+    const res = await w.dispatchFetch("http://localhost/probes/start?every=1", { method: "POST" });
+    const json = await res.json();
+    assert.equal(res.status, 400, JSON.stringify(json));
+    assert.equal(json.error.parameter, "every");
+    assert.match(json.error.message, /\$518\.40 a month/);
+    assert.match(json.error.message, /PROBE_BUDGET_USD = \$5/);
+    const list = await (await w.dispatchFetch("http://localhost/probes")).json();
+    for (const p of list.probes) assert.notEqual(p.every_s, 1, "nothing was started");
+    assert.equal(list.budget.budget_usd, 5);
+    // The vars' interval (300 s): 34,560 answers a month, $1.73.
+    assert.deepEqual([list.budget.answers_per_month, list.budget.monthly_usd, list.budget.per_answer_from], [34560, 1.73, "ceiling"]);
+    const slow = await w.dispatchFetch("http://localhost/probes/start?every=1h", { method: "POST" });
+    assert.equal(slow.status, 200, await slow.text());
+    assert.equal((await w.dispatchFetch("http://localhost/probes/stop", { method: "POST" })).status, 200);
+  } finally {
+    await w.dispose();
+  }
+});
+
 test("binary values come back byte for byte: the GET asks for base64 and value_bytes is the stored length", async () => {
   fixture.state.fault = null;
   // 1,000 bytes of 0xFF, written by another client: not UTF-8, so without base64 they would

@@ -64,19 +64,47 @@ pub mod sql {
     pub const COUNT: &str = "SELECT COUNT(*) AS n, MIN(t_ms) AS first, MAX(t_ms) AS last FROM kept";
 }
 
+/// Var: the most a start of the probes may project to cost a month, in USD.
+pub const BUDGET_VAR: &str = "PROBE_BUDGET_USD";
+/// The default fleet (11 hints and 31 members) at 300 s projects to $36.29 a month before any
+/// answer was measured ([`ANSWER_USD_CEILING`]), about $19 once measured.
+pub const DEFAULT_BUDGET_USD: f64 = 50.0;
+pub const MAX_BUDGET_USD: f64 = 1_000_000.0;
+/// What one answer is taken to cost before any was measured: about twice what one costs with
+/// every store configured ($0.000026 measured, README's probe bill).
+pub const ANSWER_USD_CEILING: f64 = 0.00005;
+/// Seconds in the 30-day month every bill is projected over.
+const MONTH_S: f64 = 2_592_000.0;
+
+/// What a configuration of the probes is projected to cost a month: the figure a start is
+/// checked against [`ProbeConfig::budget_usd`] with.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Projection {
+    pub monthly_usd: f64,
+    /// Vantage points × wakes a month × 2: every wake taken to be cold (a cold answer, then a
+    /// warm one).
+    pub answers_per_month: f64,
+    pub per_answer_usd: f64,
+    /// `measured` (the last day's answers, priced) or `ceiling` ([`ANSWER_USD_CEILING`]).
+    pub per_answer_from: &'static str,
+    pub budget_usd: f64,
+}
+
 /// Longest run id.
 pub const MAX_RUN_LEN: usize = 64;
 /// Lines per page an object hands the worker while it streams.
 pub const PAGE_LINES: u32 = 500;
 
 /// The probes of this deployment.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ProbeConfig {
     pub hints: Vec<LocationHint>,
     /// The fleet's placed members (`FLEET`), each called by a probe object of its own.
     pub members: Vec<crate::fleet::Member>,
     pub every_s: u32,
     pub keep_s: u32,
+    /// `PROBE_BUDGET_USD`: a start projected to cost more a month is refused.
+    pub budget_usd: f64,
 }
 
 impl Default for ProbeConfig {
@@ -86,6 +114,7 @@ impl Default for ProbeConfig {
             members: Vec::new(),
             every_s: DEFAULT_EVERY_S,
             keep_s: DEFAULT_KEEP_S,
+            budget_usd: DEFAULT_BUDGET_USD,
         }
     }
 }
@@ -106,7 +135,61 @@ impl ProbeConfig {
         if let Some(v) = lookup(KEEP_VAR) {
             cfg.keep_s = parse_seconds(KEEP_VAR, &v, MIN_KEEP_S, MAX_KEEP_S)?;
         }
+        if let Some(v) = lookup(BUDGET_VAR) {
+            cfg.budget_usd = v
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|b| b.is_finite() && *b > 0.0 && *b <= MAX_BUDGET_USD)
+                .ok_or_else(|| {
+                    ParamError::new(
+                        BUDGET_VAR,
+                        format!("expected USD a month, more than 0 and at most {MAX_BUDGET_USD}, got {v:?}"),
+                    )
+                })?;
+        }
         Ok(cfg)
+    }
+
+    /// The month this configuration is projected to cost, from a measured cost per answer
+    /// (the last day's answers, priced) or, before any, [`ANSWER_USD_CEILING`].
+    pub fn projection(&self, measured_per_answer_usd: Option<f64>) -> Projection {
+        let (per_answer_usd, per_answer_from) = match measured_per_answer_usd {
+            Some(usd) if usd.is_finite() && usd > 0.0 => (usd, "measured"),
+            _ => (ANSWER_USD_CEILING, "ceiling"),
+        };
+        let answers_per_month =
+            self.vantage_points() as f64 * (MONTH_S / f64::from(self.every_s.max(1))) * 2.0;
+        Projection {
+            monthly_usd: (answers_per_month * per_answer_usd * 100.0).round() / 100.0,
+            answers_per_month,
+            per_answer_usd,
+            per_answer_from,
+            budget_usd: self.budget_usd,
+        }
+    }
+
+    /// A start's check: refused, naming `every` and the var, when its projection is over budget.
+    pub fn within_budget(&self, p: &Projection) -> Result<(), ParamError> {
+        if p.monthly_usd <= self.budget_usd {
+            return Ok(());
+        }
+        Err(ParamError::new(
+            "every",
+            format!(
+                "these probes would cost about ${:.2} a month ({} vantage points x {:.0} answers a month each at every={} s, every wake taken as cold, x ${} an answer, {}), more than {BUDGET_VAR} = ${}: probe less often, from fewer hints, or raise {BUDGET_VAR}",
+                p.monthly_usd,
+                self.vantage_points(),
+                p.answers_per_month / self.vantage_points().max(1) as f64,
+                self.every_s,
+                p.per_answer_usd,
+                match p.per_answer_from {
+                    "measured" => "as the last day's answers cost",
+                    _ => "a ceiling before any answer was measured",
+                },
+                self.budget_usd
+            ),
+        ))
     }
 
     /// The same, overridden by `POST /probes/start?hints=..&every=..` (already decoded pairs).
@@ -163,7 +246,6 @@ pub fn parse_hints(parameter: &str, text: &str) -> Result<Vec<LocationHint>, Par
     Ok(hints)
 }
 
-/// Whole seconds in `min..=max`; `5m`, `24h`, `7d` are accepted too.
 /// The windows `GET /report` renders, in seconds (1 h, 6 h, 24 h, 7 d, 30 d): a window asked
 /// for is widened to the next one, so every viewer of a similar window shares one render and
 /// one cached page (a page per distinct window would let anyone make the worker render at will).
@@ -180,6 +262,7 @@ pub fn report_window(requested_s: u32, keep_s: u32) -> u32 {
         .min(keep_s)
 }
 
+/// Whole seconds in `min..=max`; `5m`, `24h`, `7d` are accepted too.
 pub fn parse_seconds(parameter: &str, text: &str, min: u32, max: u32) -> Result<u32, ParamError> {
     let s = duration_s(text.trim()).ok_or_else(|| {
         ParamError::new(
@@ -452,6 +535,42 @@ mod tests {
                 "run",
                 "{bad:?}"
             );
+        }
+    }
+
+    #[test]
+    fn a_start_over_budget_is_refused_with_its_figure() {
+        let vars = |every: &'static str, budget: Option<&'static str>| {
+            ProbeConfig::from_vars(move |name| match name {
+                EVERY_VAR => Some(every.to_string()),
+                BUDGET_VAR => budget.map(str::to_string),
+                _ => None,
+            })
+            .unwrap()
+        };
+        // The defaults: 11 hints at 300 s, 190,080 answers at most: $9.50 at the ceiling.
+        let cfg = vars("300", None);
+        let p = cfg.projection(None);
+        assert_eq!((p.answers_per_month, p.monthly_usd), (190_080.0, 9.5));
+        assert!(cfg.within_budget(&p).is_ok());
+        // Every second: 300 times as much.
+        let fast = vars("1", None);
+        let e = fast.within_budget(&fast.projection(None)).unwrap_err();
+        assert_eq!(e.parameter, "every");
+        assert!(e.message.contains("$2851.20 a month"), "{}", e.message);
+        assert!(
+            e.message.contains("PROBE_BUDGET_USD = $50"),
+            "{}",
+            e.message
+        );
+        // A measured cost per answer is used when there is one; a budget var raises the bound.
+        let p = fast.projection(Some(0.000_001));
+        assert_eq!((p.per_answer_from, p.monthly_usd), ("measured", 57.02));
+        assert!(vars("1", Some("100")).within_budget(&p).is_ok());
+        assert!(vars("1", Some("50")).within_budget(&p).is_err());
+        for bad in ["0", "-1", "lots", "NaN", "2000000"] {
+            let e = ProbeConfig::from_vars(|n| (n == BUDGET_VAR).then(|| bad.to_string()));
+            assert_eq!(e.unwrap_err().parameter, BUDGET_VAR, "{bad}");
         }
     }
 
