@@ -3,6 +3,7 @@
 //! keeps the probes alive. All behind `BENCH_TOKEN` when it is set, like `/test`.
 
 use kvbench_core::auth::{self, TOKEN_VAR};
+use kvbench_core::durable::LocationHint;
 use kvbench_core::params::{parse_query, ParamError};
 use kvbench_core::probes::{self, Window};
 use kvbench_core::Clock;
@@ -12,7 +13,7 @@ use worker::{Env, Request, Response, Result, RouteContext};
 use worker::wasm_bindgen_futures::JsFuture;
 
 use crate::bindings::{env_raw, js_text, JsClock};
-use crate::probes::{answers_stream, status_of, Probes, Source};
+use crate::probes::{answers_stream, status_of, Point, Probes, Source};
 use crate::respond;
 
 fn error(status: u16, e: &ParamError) -> Result<Response> {
@@ -86,6 +87,15 @@ pub async fn list(req: Request, ctx: RouteContext<super::Data>) -> Result<Respon
         }
         list.push(entry);
     }
+    for (point, status) in probes.outside().await {
+        let mut entry = point.describe();
+        merge(
+            &mut entry,
+            json!({ "outside": format!("started beyond {} (POST /probes/stop stops it)", kvbench_core::probes::HINTS_VAR) }),
+        );
+        merge(&mut entry, status);
+        list.push(entry);
+    }
     let bill = bill(&ctx.env, &probes, &origin_of(&req)).await;
     let projection = probes.config.projection(per_answer_usd(&bill));
     let body = json!({
@@ -125,6 +135,22 @@ pub async fn control(req: Request, ctx: RouteContext<super::Data>, call: &str) -
         Ok(cfg) => probes.config = cfg,
         Err(e) => return error(400, &e),
     }
+    if call == "stop" && pairs.iter().all(|(name, _)| name != "hints") {
+        // A stop without hints stops every hint probe that runs, in PROBE_HINTS or not.
+        let running: Vec<LocationHint> = probes
+            .outside()
+            .await
+            .into_iter()
+            .filter(|(_, status)| {
+                status.get("running").and_then(serde_json::Value::as_bool) == Some(true)
+            })
+            .filter_map(|(point, _)| match point {
+                Point::Hint(hint) => Some(hint),
+                Point::Member(_) => None,
+            })
+            .collect();
+        probes.config.hints.extend(running);
+    }
     if call == "start" {
         let bill = bill(&ctx.env, &probes, &origin_of(&req)).await;
         let projection = probes.config.projection(per_answer_usd(&bill));
@@ -137,8 +163,8 @@ pub async fn control(req: Request, ctx: RouteContext<super::Data>, call: &str) -
 
 /// What one answer costs, from a bill of the last day's answers (none before any was kept).
 fn per_answer_usd(bill: &serde_json::Value) -> Option<f64> {
-    let usd = bill["monthly_usd"].as_f64()?;
-    let answers = bill["answers_per_month"].as_f64()?;
+    let usd = bill.get("monthly_usd")?.as_f64()?;
+    let answers = bill.get("answers_per_month")?.as_f64()?;
     (answers > 0.0).then(|| usd / answers)
 }
 

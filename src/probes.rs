@@ -345,12 +345,33 @@ impl ProbeObject {
     /// span). A measurement that fails still re-arms (`alarm`), and the cron re-arms a chain
     /// that died.
     async fn measure(&self) -> worker::Result<()> {
-        let s = self.load().await?;
+        let mut s = self.load().await?;
         if s.hint.is_none() && s.member.is_none() {
             return self.expire_run(&s).await;
         }
         if s.stopped {
             return Ok(());
+        }
+        // A member taken out of FLEET stops with its next wake (nothing else would stop it: the
+        // worker only calls the members it is configured with).
+        if let Some(member) = &s.member {
+            let fleet = env_text(&self.env, kvbench_core::fleet::FLEET_VAR)
+                .map(|v| kvbench_core::fleet::parse_members(kvbench_core::fleet::FLEET_VAR, &v));
+            let listed = match &fleet {
+                Some(Ok(members)) => members.iter().any(|m| m.label == member.label),
+                // No FLEET (or one that does not parse, which GET /probes reports): not listed.
+                _ => false,
+            };
+            if !listed {
+                s.stopped = true;
+                s.last_error = Some(format!(
+                    "stopped: {} is no longer in {}",
+                    member.label,
+                    kvbench_core::fleet::FLEET_VAR
+                ));
+                self.save(&s).await?;
+                return Ok(());
+            }
         }
         if self.measuring.replace(true) {
             return Ok(());
@@ -804,6 +825,32 @@ impl Probes {
 
     pub async fn status(&self, point: &Point) -> Result<serde_json::Value, String> {
         status_of(&self.stub(point).map_err(|e| e.to_string())?).await
+    }
+
+    /// The hint probes outside this configuration that run or keep answers (started by a
+    /// `POST /probes/start?hints=` beyond `PROBE_HINTS`), with their status: listed and
+    /// stopped like the others, never left re-arming unseen.
+    pub async fn outside(&self) -> Vec<(Point, serde_json::Value)> {
+        let mut out = Vec::new();
+        for hint in LocationHint::ALL {
+            if self.config.hints.contains(&hint) {
+                continue;
+            }
+            let point = Point::Hint(hint);
+            if let Ok(status) = self.status(&point).await {
+                let running =
+                    status.get("running").and_then(serde_json::Value::as_bool) == Some(true);
+                let kept = status
+                    .get("kept")
+                    .and_then(serde_json::Value::as_u64)
+                    .unwrap_or(0)
+                    > 0;
+                if running || kept {
+                    out.push((point, status));
+                }
+            }
+        }
+        out
     }
 }
 

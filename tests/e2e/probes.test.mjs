@@ -274,7 +274,8 @@ test("a start's interval persists: the cron's tick does not put the vars' back",
   await (await mf.getWorker()).scheduled({ cron: "*/5 * * * *" });
   await sleep(500);
   const { body } = await json("GET", "/probes");
-  for (const p of body.probes) assert.deepEqual([p.every_s, p.keep_s], [7, 172800], JSON.stringify(p));
+  // The configured ones (a hint started beyond PROBE_HINTS earlier is listed apart, stopped).
+  for (const p of body.probes.filter((p) => !p.outside)) assert.deepEqual([p.every_s, p.keep_s], [7, 172800], JSON.stringify(p));
   assert.equal((await json("POST", "/probes/stop")).status, 200);
 });
 
@@ -421,6 +422,24 @@ test("bad input is a 400 naming the parameter", async () => {
   const wrongMethod = await call("GET", "/probes/start");
   assert.equal(wrongMethod.res.status, 405);
   assert.equal(wrongMethod.res.headers.get("allow"), "POST");
+});
+
+test("a hint started beyond PROBE_HINTS is listed and a plain stop stops it", async () => {
+  const started = await json("POST", "/probes/start?hints=oc&every=1h");
+  assert.equal(started.status, 200, JSON.stringify(started.body));
+  const listed = await waitFor("oc listed as running", 20, async () => {
+    const { body } = await json("GET", "/probes");
+    const oc = body.probes.find((p) => p.label === "oc");
+    return oc && oc.running && oc;
+  });
+  assert.match(listed.outside, /PROBE_HINTS/);
+  assert.equal(listed.every_s, 3600);
+  const stopped = await json("POST", "/probes/stop");
+  assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
+  assert.ok(stopped.body.probes.some((p) => p.label === "oc"), JSON.stringify(stopped.body));
+  const { body } = await json("GET", "/probes");
+  const oc = body.probes.find((p) => p.label === "oc");
+  assert.ok(!oc || !oc.running, JSON.stringify(oc));
 });
 
 test("the probe routes are behind BENCH_TOKEN when it is set", async () => {
