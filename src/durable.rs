@@ -37,12 +37,12 @@ impl DoBinding {
     }
 
     fn stub(&self, key: &str, options: &Options) -> Result<Stub, StoreError> {
-        let name = durable::object_name(options.do_scope, key);
+        let name = durable::object_name(options.do_scope, options.do_location, key);
         match options.do_location {
             Some(hint) => self
                 .namespace
-                .get_by_name_with_location_hint(name, hint.as_str()),
-            None => self.namespace.get_by_name(name),
+                .get_by_name_with_location_hint(&name, hint.as_str()),
+            None => self.namespace.get_by_name(&name),
         }
         .map_err(runtime)
     }

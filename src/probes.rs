@@ -435,7 +435,7 @@ impl ProbeObject {
         self.concurrent.set(0);
         self.requests.set(self.requests.get() + 1);
         let t_ms = now_ms();
-        let reply = self.run_test(&colo).await;
+        let reply = self.run_test(&colo, hint).await;
         let duration_ms = kvbench_core::answer::round_ms(now_ms() - t_ms);
         let concurrent = self.concurrent.get();
         // A /test that did not answer 200 (the isolate's budget, a bad var) is kept as a
@@ -560,7 +560,7 @@ impl ProbeObject {
     /// `/test` with no query: the deployment's defaults and stores. The Cache API is reported
     /// as not measurable here (an alarm has no request, so no custom-domain zone whose cache
     /// `caches.default` would be).
-    async fn run_test(&self, colo: &str) -> kvbench_core::Reply {
+    async fn run_test(&self, colo: &str, hint: &str) -> kvbench_core::Reply {
         let env = &self.env;
         let cache = Err(StoreError::new(
             ErrorKind::NotConfigured,
@@ -576,8 +576,10 @@ impl ProbeObject {
             budget: &self.budget,
             in_flight: &self.in_flight,
         };
+        // `do` measured at an object of this probe's own hint (see `durable::object_name`).
+        let query = format!("do_location={hint}");
         let call = Call {
-            query: "",
+            query: &query,
             authorization: None,
             token: None,
             defaults: crate::bindings::defaults(env),

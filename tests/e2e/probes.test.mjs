@@ -126,6 +126,8 @@ test("probes start, measure every store from every hint, and keep each answer", 
       assert.equal(l.colo, "unknown");
       assert.equal(l.answer.colo, "unknown");
       assert.deepEqual(Object.keys(l.answer.stores).sort(), ["cache", "d1", "do", "kv", "r2", "redis"]);
+      // `do` is measured at an object of the probe's own hint, and the answer says so.
+      assert.equal(l.answer.stores.do.location_hint, hint);
       for (const s of ["kv", "do", "d1", "r2", "redis"]) {
         const r = l.answer.stores[s];
         assert.equal(r.error, null, `${s}: ${JSON.stringify(r.error)}`);

@@ -798,7 +798,7 @@ impl<'a> MockBinding<'a> {
             key: key.into(),
             len,
             ttl_s,
-            object: is_do.then(|| durable::object_name(options.do_scope, key).to_string()),
+            object: is_do.then(|| durable::object_name(options.do_scope, options.do_location, key)),
             location: options.do_location.filter(|_| is_do),
             session: options.d1_session.filter(|_| self.id == StoreId::D1),
         });

@@ -1033,16 +1033,24 @@ fn do_scope_and_location_choose_the_object() {
     let clock = FakeClock::default();
     let w = World::new(&clock);
     for key in ["a", "b"] {
-        let (status, _) = w.call(&format!("key={key}&stores=do&do_location=weur"));
+        let (status, body) = w.call(&format!("key={key}&stores=do&do_location=weur"));
         assert_eq!(status, 200);
+        // The answer says which hint placed the object.
+        assert_eq!(body["stores"]["do"]["location_hint"], "weur");
     }
-    assert_eq!(w.durable.objects(), ["kvbench:do:a", "kvbench:do:b"]);
+    // An object placed by a hint is that hint's own, never the key's object made elsewhere.
+    assert_eq!(
+        w.durable.objects(),
+        ["weur|kvbench:do:a", "weur|kvbench:do:b"]
+    );
     assert!(w
         .durable
         .calls
         .borrow()
         .iter()
         .all(|c| c.location == Some(kvbench_core::durable::LocationHint::Weur)));
+    let (_, body) = w.call("key=a&stores=do");
+    assert!(body["stores"]["do"].get("location_hint").is_none());
 
     let clock = FakeClock::default();
     let w = World::new(&clock);

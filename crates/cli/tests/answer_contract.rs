@@ -31,7 +31,7 @@ const ANSWER_FIELDS: [&str; 8] = [
     "kvLatency",
     "redisLatency",
 ];
-const STORE_FIELDS: [&str; 7] = [
+const STORE_FIELDS: [&str; 8] = [
     "read_ms",
     "hit",
     "value_bytes",
@@ -39,6 +39,8 @@ const STORE_FIELDS: [&str; 7] = [
     "connect_ms",
     "error",
     "abandoned",
+    // Ignored: the kept line's label already says which probe (and so which hint) measured.
+    "location_hint",
 ];
 const ERROR_FIELDS: [&str; 3] = ["kind", "message", "op"];
 

@@ -35,11 +35,18 @@ impl DoScope {
 }
 
 /// The object's name for the store key `store_key` (`kvbench:do:<key>`). The shared object's
-/// name has no trailing `:`, so it can never equal a per-key object's.
-pub fn object_name(scope: DoScope, store_key: &str) -> &str {
-    match scope {
+/// name has no trailing `:`, so it can never equal a per-key object's. An object placed by a
+/// location hint is that hint's own (`weur|kvbench:do:7`): a hint applies only when an object
+/// is created, so the key's object, created wherever the key was first touched, would not be
+/// where `do_location` says. No unplaced name starts with a hint and `|`.
+pub fn object_name(scope: DoScope, location: Option<LocationHint>, store_key: &str) -> String {
+    let name = match scope {
         DoScope::Key => store_key,
         DoScope::Shared => SHARED_OBJECT,
+    };
+    match location {
+        Some(hint) => format!("{}|{name}", hint.as_str()),
+        None => name.to_string(),
     }
 }
 
@@ -184,8 +191,23 @@ mod tests {
 
     #[test]
     fn scopes_name_objects() {
-        assert_eq!(object_name(DoScope::Key, "kvbench:do:7"), "kvbench:do:7");
-        assert_eq!(object_name(DoScope::Shared, "kvbench:do:7"), SHARED_OBJECT);
+        assert_eq!(
+            object_name(DoScope::Key, None, "kvbench:do:7"),
+            "kvbench:do:7"
+        );
+        assert_eq!(
+            object_name(DoScope::Shared, None, "kvbench:do:7"),
+            SHARED_OBJECT
+        );
+        let weur = Some(LocationHint::Weur);
+        assert_eq!(
+            object_name(DoScope::Key, weur, "kvbench:do:7"),
+            "weur|kvbench:do:7"
+        );
+        assert_eq!(
+            object_name(DoScope::Shared, Some(LocationHint::ApacNe), "x"),
+            "apac-ne|kvbench:do"
+        );
         assert_eq!(DoScope::parse("shared"), Some(DoScope::Shared));
         assert_eq!(DoScope::parse("global"), None);
         assert_eq!(LocationHint::parse("weur"), Some(LocationHint::Weur));

@@ -133,6 +133,10 @@ pub async fn probe(
                 )
                 .await;
                 wrote |= result.write_ms.is_some();
+                let mut result = result;
+                if let (StoreId::Do, Some(hint)) = (id, options.do_location) {
+                    result.location_hint = Some(hint.as_str().into());
+                }
                 Measured {
                     id,
                     result,

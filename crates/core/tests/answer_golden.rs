@@ -24,6 +24,7 @@ fn ok(read_ms: f64, hit: bool, value_bytes: u64, write_ms: Option<f64>) -> Store
         connect_ms: None,
         error: None,
         abandoned: None,
+        location_hint: None,
     }
 }
 
@@ -91,9 +92,16 @@ fn answers() -> Vec<Answer> {
 
     // The stores of the bindings and sockets: a miss and write in the Durable Object, D1 and
     // R2, Redis's per-request connection timed apart, the Cache API not usable on *.workers.dev,
-    // and a Redis whose setup failed (no read made, the setup's time kept).
+    // and a Redis whose setup failed (no read made, the setup's time kept). The Durable Object
+    // is one placed by a location hint (`do_location`, as a hint probe measures it).
     let mut fourth = Answer::new("7".into(), "SIN".into(), 4);
-    fourth.push(StoreId::Do, ok(21.5, false, 4096, Some(19.25)));
+    fourth.push(
+        StoreId::Do,
+        StoreResult {
+            location_hint: Some("apac".into()),
+            ..ok(21.5, false, 4096, Some(19.25))
+        },
+    );
     fourth.push(StoreId::D1, ok(31.0, true, 4096, None));
     fourth.push(StoreId::R2, ok(44.125, false, 4096, Some(80.0)));
     fourth.push(

@@ -94,6 +94,8 @@ fn store_result(name: &str, wire: WireStoreResult<'_>) -> Result<StoreResult, An
         connect_ms,
         error,
         abandoned,
+        // Where the object was placed: the kept line's label already says which probe.
+        location_hint: _,
     } = wire;
     Ok(StoreResult {
         read_us: time(name, "read_ms", read_ms)?,

@@ -104,6 +104,11 @@ pub struct StoreResult<'a> {
     /// no call timed out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abandoned: Option<Abandoned>,
+    /// The location hint the store's object was created with (`do` with `do_location`, which
+    /// every hint probe measures with its own): the object is that hint's, whatever touched the
+    /// key before. Omitted otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none", borrow)]
+    pub location_hint: Option<Name<'a>>,
 }
 
 impl StoreResult<'_> {
