@@ -195,7 +195,16 @@ export function expectedCells(report) {
   count("total", "total", "sent", t.sent);
   count("total", "total", "answered", t.answered);
   count("total", "total", "failed", Object.values(t.failures).reduce((a, b) => a + b, 0));
+  // The worker's failures: it answered, not with a /test answer; every other kind is the client's.
+  const worker = (kind) => /^http_\d+$/.test(kind) || kind === "malformed" || kind === "truncated";
+  const failed = (side) =>
+    Object.entries(t.failures)
+      .filter(([kind]) => worker(kind) === (side === "worker"))
+      .reduce((a, [, n]) => a + n, 0);
+  count("total", "total", "client_failed", failed("client"));
+  count("total", "total", "worker_failed", failed("worker"));
   count("total", "total", "not_sent", t.failures.not_sent ?? 0);
+  count("total", "total", "retried", t.retried ?? 0);
   put("total", "total", "achieved_rate", t.achieved_rate, fixed2(t.achieved_rate));
 
   for (const r of s.latency) {

@@ -1,11 +1,19 @@
 //! The attacker: how one request is sent. The request is a template built once (origin-form URI,
 //! `Host`, `User-Agent`, `--header`s) and cloned per request; a [`Conn`] is one HTTP/1.1 (or
 //! HTTPS) connection whose protocol state is driven inside the task that sends on it — no task of
-//! its own, so a request costs no wake-up between tasks. A connection the server closed while idle
-//! is replaced and the request sent again, as long as it never left.
+//! its own, so a request costs no wake-up between tasks.
+//!
+//! A connection that waited idle can turn out closed only when it is used: the server closes an
+//! idle connection on a timer of its own (workerd after 5 s), and a request written just as that
+//! close crosses it on the wire gets no answer — a reset, or an end of stream before any byte.
+//! Such a request is sent once more on a new connection, as hyper's pooled client and browsers
+//! do, and counted (`retried`); see [`Attacker::send`].
 
 use std::future::Future;
+use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use anyhow::Context as _;
@@ -24,7 +32,9 @@ use crate::sample::FailureKind;
 /// Larger bodies are not `/test` answers; reading them whole would only cost memory.
 pub const MAX_BODY_BYTES: usize = 4 << 20;
 
-type Io = MaybeHttpsStream<TokioIo<tokio::net::TcpStream>>;
+type Tcp = MaybeHttpsStream<TokioIo<tokio::net::TcpStream>>;
+/// The connection as hyper drives it: TCP (and TLS), its plaintext bytes read counted.
+type Io = TokioIo<Counted<TokioIo<Tcp>>>;
 type Driver = http1::Connection<Io, Empty<Bytes>>;
 
 /// Why a request yielded no HTTP answer, and the reason in words.
@@ -38,6 +48,9 @@ pub struct Attacker {
     /// Origin-form (`/test?...`), as sent on the wire.
     path: Uri,
     headers: HeaderMap,
+    /// Whether a request that got no answer on a connection that waited idle is sent again on a
+    /// new one (see [`Attacker::send`]); off only to show the race in tests.
+    retry: bool,
 }
 
 fn connector() -> HttpsConnector<HttpConnector> {
@@ -106,7 +119,15 @@ impl Attacker {
             url: url.clone(),
             path,
             headers: map,
+            retry: true,
         })
+    }
+
+    /// The attacker without the one retry of [`Attacker::send`]: a request the server's idle
+    /// close crossed fails as `transport` (to show the race; `kvbench run` always retries).
+    pub fn without_retry(mut self) -> Attacker {
+        self.retry = false;
+        self
     }
 
     /// A copy of the template: the URI and header values are shared buffers, only the header
@@ -127,23 +148,49 @@ impl Attacker {
             .call(self.url.clone())
             .await
             .map_err(|e| failed(&*e))?;
+        let read = Arc::new(AtomicU64::new(0));
+        let io = TokioIo::new(Counted {
+            inner: TokioIo::new(io),
+            read: read.clone(),
+        });
         let (sender, driver) = http1::handshake(io).await.map_err(|e| failed(&e))?;
         Ok(Conn {
             sender,
             driver: Some(Box::pin(driver)),
+            read,
         })
     }
 
     /// Sends one request on `conn` (opening one when there is none or it was closed) and reads
     /// the answer's body into `body`; returns the status. After a failure `conn` is `None`: its
     /// state is unknown, and an answer arriving later must not be taken for the next one's.
-    pub async fn send(&self, conn: &mut Option<Conn>, body: &mut Vec<u8>) -> Result<u16, Failed> {
+    ///
+    /// A connection that waited idle (kept alive after an answer, or opened before the run) may
+    /// have been closed by the server while the request was on its way. Such a request is sent
+    /// again on a new connection — at most once, and only when no byte of an answer arrived:
+    /// - closed before the request left (hyper hands it back): sent on a new one, not counted;
+    /// - left, then the connection failed (reset, end of stream) before any answer byte: sent
+    ///   once more on a new connection, and `retried` is set;
+    /// - it failed on a connection opened for it, or after answer bytes arrived (the server did
+    ///   see it, and may have acted on it), or the new connection fails too: the failure stands.
+    ///
+    /// `retried` is set as soon as the second attempt starts, so a request whose retry then times
+    /// out is still counted as retried. Its latency, like every request's, runs from its intended
+    /// start (the caller's clock), so it includes the failed attempt and the new connection.
+    pub async fn send(
+        &self,
+        conn: &mut Option<Conn>,
+        body: &mut Vec<u8>,
+        retried: &mut bool,
+    ) -> Result<u16, Failed> {
+        *retried = false;
         let mut req = self.request();
-        // Twice at most: a kept-alive connection can turn out closed only when used.
-        for attempt in 0..2 {
-            let c = match conn {
-                Some(c) if !c.is_closed() => c,
-                _ => conn.insert(self.connect().await?),
+        // Twice at most: a failure on a connection that waited idle leaves `conn` empty, so the
+        // second attempt is on a connection opened for it, whose failures are final.
+        for _ in 0..2 {
+            let (c, fresh) = match conn {
+                Some(c) if !c.is_closed() => (c, false),
+                _ => (conn.insert(self.connect().await?), true),
             };
             match c.exchange(req, body).await {
                 Ok(status) => {
@@ -152,7 +199,7 @@ impl Attacker {
                     }
                     return Ok(status);
                 }
-                Err(Exchange::NotSent(again)) if attempt == 0 => {
+                Err(Exchange::NotSent(again)) if !fresh => {
                     *conn = None;
                     req = again;
                 }
@@ -163,13 +210,18 @@ impl Attacker {
                         "connection closed before the request was sent".into(),
                     ));
                 }
-                Err(Exchange::Failed(f)) => {
+                Err(Exchange::Unanswered(_)) if !fresh && self.retry => {
+                    *conn = None;
+                    *retried = true;
+                    req = self.request();
+                }
+                Err(Exchange::Unanswered(f) | Exchange::Failed(f)) => {
                     *conn = None;
                     return Err(f);
                 }
             }
         }
-        unreachable!("the second attempt always returns")
+        unreachable!("the second attempt is on a new connection, and always returns")
     }
 }
 
@@ -177,6 +229,11 @@ impl Attacker {
 enum Exchange {
     /// The connection was closed before the request left: it can be sent on another.
     NotSent(Request<Empty<Bytes>>),
+    /// The request left, then the connection failed before any byte of an answer arrived
+    /// (`transport`).
+    Unanswered(Failed),
+    /// The connection failed after answer bytes arrived, or the answer passed the size limit
+    /// (`truncated`).
     Failed(Failed),
 }
 
@@ -186,6 +243,8 @@ pub struct Conn {
     sender: http1::SendRequest<Empty<Bytes>>,
     /// `None` once the connection ended (dropping it fails any request still queued on it).
     driver: Option<Pin<Box<Driver>>>,
+    /// Plaintext bytes read from the connection so far.
+    read: Arc<AtomicU64>,
 }
 
 impl Conn {
@@ -198,50 +257,116 @@ impl Conn {
         req: Request<Empty<Bytes>>,
         body: &mut Vec<u8>,
     ) -> Result<u16, Exchange> {
-        let Conn { sender, driver } = self;
+        let Conn {
+            sender,
+            driver,
+            read,
+        } = self;
+        let read_before = read.load(Ordering::Relaxed);
         let work = async {
             if std::future::poll_fn(|cx| sender.poll_ready(cx))
                 .await
                 .is_err()
             {
-                return Err(Exchange::NotSent(req));
+                return Err(Step::NotSent(req));
             }
             let response =
                 sender
                     .try_send_request(req)
                     .await
                     .map_err(|mut e| match e.take_message() {
-                        Some(req) => Exchange::NotSent(req),
-                        None => Exchange::Failed((FailureKind::Transport, error_chain(e.error()))),
+                        Some(req) => Step::NotSent(req),
+                        None => Step::Broke(error_chain(e.error())),
                     })?;
             let status = response.status().as_u16();
             let mut incoming = response.into_body();
             body.clear();
-            let reading = |e: &dyn std::error::Error| {
-                Exchange::Failed((
-                    FailureKind::Transport,
-                    format!("reading body: {}", error_chain(e)),
-                ))
-            };
             while let Some(frame) = incoming.frame().await {
-                let frame = frame.map_err(|e| reading(&e))?;
+                let frame =
+                    frame.map_err(|e| Step::Broke(format!("reading body: {}", error_chain(&e))))?;
                 if let Ok(data) = frame.into_data() {
                     if body.len() + data.len() > MAX_BODY_BYTES {
-                        return Err(Exchange::Failed((
-                            FailureKind::Transport,
-                            "reading body: length limit exceeded".into(),
-                        )));
+                        return Err(Step::Broke("reading body: length limit exceeded".into()));
                     }
                     body.extend_from_slice(&data);
                 }
             }
             Ok(status)
         };
-        Drive {
+        let out = Drive {
             driver,
             work: std::pin::pin!(work),
         }
-        .await
+        .await;
+        // Whether any byte of an answer arrived decides the kind, and whether it may be retried.
+        out.map_err(|step| match step {
+            Step::NotSent(req) => Exchange::NotSent(req),
+            Step::Broke(reason) if read.load(Ordering::Relaxed) == read_before => {
+                Exchange::Unanswered((FailureKind::Transport, reason))
+            }
+            Step::Broke(reason) => Exchange::Failed((FailureKind::Truncated, reason)),
+        })
+    }
+}
+
+/// How the work of an exchange stopped short, before the bytes read say what it means.
+enum Step {
+    NotSent(Request<Empty<Bytes>>),
+    Broke(String),
+}
+
+/// Counts the bytes read through it: whether any byte of an answer arrived decides whether a
+/// failed request may be sent again. It sits above TLS, so a TLS record that carries no answer
+/// (a `close_notify` sent with the idle close) is not taken for one.
+pub struct Counted<T> {
+    inner: T,
+    read: Arc<AtomicU64>,
+}
+
+impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Counted<T> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let out = Pin::new(&mut this.inner).poll_read(cx, buf);
+        let n = buf.filled().len().saturating_sub(before);
+        if n > 0 {
+            this.read.fetch_add(n as u64, Ordering::Relaxed);
+        }
+        out
+    }
+}
+
+impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Counted<T> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
     }
 }
 

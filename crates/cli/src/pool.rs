@@ -247,7 +247,8 @@ pub struct Shared {
 }
 
 /// One connection's loop: take a request, send it (timed out at its intended start plus
-/// `--timeout`, by one timer reset per request), append its result, repeat.
+/// `--timeout`, by one timer reset per request, which bounds a retry on a new connection too),
+/// append its result, repeat.
 async fn connection(id: usize, shared: Arc<Shared>, warm: Arc<tokio::sync::Semaphore>) {
     let Shared {
         attacker,
@@ -275,6 +276,7 @@ async fn connection(id: usize, shared: Arc<Shared>, warm: Arc<tokio::sync::Semap
     let mut finished = false;
     while let Some(job) = queue.next(id, finished, conn.is_some()).await {
         current.job = Some(job);
+        let mut retried = false;
         let deadline = job.intended + *timeout;
         let ending = if Instant::now() >= deadline {
             // Waited for a connection past its timeout: not worth sending any more.
@@ -287,7 +289,7 @@ async fn connection(id: usize, shared: Arc<Shared>, warm: Arc<tokio::sync::Semap
                     conn = None;
                     Err((FailureKind::Timeout, timed_out.clone()))
                 }
-                sent = attacker.send(&mut conn, &mut body) => sent,
+                sent = attacker.send(&mut conn, &mut body, &mut retried) => sent,
             }
         };
         let latency_us = job.intended.elapsed().as_micros() as u64;
@@ -306,6 +308,9 @@ async fn connection(id: usize, shared: Arc<Shared>, warm: Arc<tokio::sync::Semap
                     Ending::Failed(*kind),
                     reason.as_bytes(),
                 ),
+            }
+            if retried {
+                out.mark_retried();
             }
         }
         current.job = None;

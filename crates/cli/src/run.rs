@@ -81,6 +81,9 @@ impl Folding {
             let read = batch::read(hit.ending, self.batch.text(hit));
             self.collector
                 .record_read(hit.intended_us, hit.latency_us, &read);
+            if hit.retried {
+                self.collector.record_retried();
+            }
             if let (Some(w), None) = (self.csv.as_mut(), &self.csv_error) {
                 let written = match &read {
                     Read::Answer(a) => sample::write_answer_csv(

@@ -26,6 +26,9 @@ pub struct Hit {
     /// From the intended start to the end of the body (or the failure), µs.
     pub latency_us: u64,
     pub ending: Ending,
+    /// Sent a second time, on a new connection, after the connection it was first sent on
+    /// (one that had waited idle) failed before any byte of an answer (see `kvbench::attack`).
+    pub retried: bool,
     /// Where the body or reason is in [`Batch::text`].
     pub text: Range<usize>,
 }
@@ -45,8 +48,16 @@ impl Batch {
             intended_us,
             latency_us,
             ending,
+            retried: false,
             text: start..self.text.len(),
         });
+    }
+
+    /// Marks the result pushed last as [`Hit::retried`].
+    pub fn mark_retried(&mut self) {
+        if let Some(hit) = self.hits.last_mut() {
+            hit.retried = true;
+        }
     }
 
     pub fn text(&self, hit: &Hit) -> &[u8] {
@@ -176,9 +187,15 @@ mod tests {
         shared
             .lock()
             .push(2, 0, Ending::Failed(FailureKind::NotSent), b"");
-        shared.lock().push(3, 30, Ending::Answered(503), b"busy");
+        {
+            let mut b = shared.lock();
+            b.push(3, 30, Ending::Answered(503), b"busy");
+            b.mark_retried();
+        }
         let mut mine = Batch::default();
         shared.take(&mut mine);
+        let retried: Vec<bool> = mine.hits.iter().map(|h| h.retried).collect();
+        assert_eq!(retried, [false, false, true]);
         let texts: Vec<&[u8]> = mine.hits.iter().map(|h| mine.text(h)).collect();
         assert_eq!(texts, [&b"{\"a\":1}"[..], b"", b"busy"]);
         assert_eq!(mine.hits[1].ending, Ending::Failed(FailureKind::NotSent));

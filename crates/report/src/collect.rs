@@ -159,6 +159,7 @@ pub struct Collector {
     scheduled: u64,
     sent: u64,
     answered: u64,
+    retried: u64,
     failures: BTreeMap<FailureKind, u64>,
     failure_examples: BTreeMap<FailureKind, Vec<String>>,
     latency_us: Hist,
@@ -217,6 +218,7 @@ impl Collector {
             scheduled: 0,
             sent: 0,
             answered: 0,
+            retried: 0,
             failures: BTreeMap::new(),
             failure_examples: BTreeMap::new(),
             latency_us: Hist::default(),
@@ -274,6 +276,7 @@ impl Collector {
                 .collect(),
             concurrent: self.concurrent.clone(),
             excluded_concurrent: self.excluded_concurrent,
+            retried: self.retried,
         }
     }
 
@@ -439,6 +442,12 @@ impl Collector {
                 }
             }
         }
+    }
+
+    /// Counts a request that was sent again on a new connection ([`Section::retried`]); its
+    /// result is recorded as any other.
+    pub fn record_retried(&mut self) {
+        self.retried += 1;
     }
 
     /// Records one result as read from the connections' batch (see [`crate::batch::read`]).
@@ -732,6 +741,55 @@ mod tests {
     }
     use crate::answer::parse;
     use crate::sample::Failure;
+
+    /// Failures are the client's or the worker's by kind; retries are counted apart from both,
+    /// add under merge, and a file written before they existed reads as none.
+    #[test]
+    fn failures_split_by_side_and_retries_are_counted_apart() {
+        let mut c = Collector::new(Duration::from_secs(1), Duration::from_secs(1));
+        let kinds = [
+            (FailureKind::NotSent, 1),
+            (FailureKind::Connect, 2),
+            (FailureKind::Transport, 3),
+            (FailureKind::Timeout, 4),
+            (FailureKind::Cancelled, 5),
+            (FailureKind::Status(503), 10),
+            (FailureKind::Malformed, 20),
+            (FailureKind::Truncated, 40),
+        ];
+        for (kind, n) in kinds {
+            for _ in 0..n {
+                c.record(&Sample::failure(0, 5, kind, "x"));
+            }
+        }
+        c.record(&answer(0, r#"{"stores":{"kv":{"read_ms":1}}}"#));
+        c.record_retried();
+        c.record_retried();
+        let s = c.section();
+        assert_eq!((s.client_failed(), s.worker_failed()), (15, 70));
+        assert_eq!(s.client_failed() + s.worker_failed(), s.failed());
+        assert_eq!(
+            (s.retried, s.answered),
+            (2, 1),
+            "a retry is no extra request"
+        );
+
+        let mut merged = s.clone();
+        merged.add(&s);
+        assert_eq!(
+            (
+                merged.retried,
+                merged.client_failed(),
+                merged.worker_failed()
+            ),
+            (4, 30, 140)
+        );
+
+        let mut old = serde_json::to_value(&s).unwrap();
+        old.as_object_mut().unwrap().remove("retried");
+        let read: Section = serde_json::from_value(old).unwrap();
+        assert_eq!((read.retried, read.worker_failed()), (0, 70));
+    }
 
     /// Equal within HDR precision (3 significant digits).
     fn close(got: u64, want: u64) -> bool {

@@ -9,6 +9,7 @@ use anyhow::{bail, Context as _};
 use serde::{Deserialize, Serialize};
 
 use crate::hist::{Hist, Packed};
+use crate::sample::Side;
 
 /// Bumped whenever a field changes meaning or is removed; readers refuse other versions.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -165,7 +166,8 @@ pub struct Section {
     pub sent: u64,
     /// 200 with a conforming `/test` body.
     pub answered: u64,
-    /// Requests that did not yield an answer, by kind (`not_sent`, `http_401`, `timeout`, ...).
+    /// Requests that did not yield an answer, by kind (`not_sent`, `http_401`, `timeout`, ...);
+    /// each kind is the client's or the worker's ([`crate::sample::Side::of_name`]).
     pub failures: BTreeMap<String, u64>,
     /// Up to three distinct messages per failure kind.
     pub failure_examples: BTreeMap<String, Vec<String>>,
@@ -183,6 +185,13 @@ pub struct Section {
     /// Answers left out because more other requests than `--max-concurrent` overlapped them.
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub excluded_concurrent: u64,
+    /// Requests sent a second time, on a new connection, because the connection they were first
+    /// sent on (one that had waited idle) failed before any byte of an answer — the server's idle
+    /// close crossing the request. Each is counted once more by how it then ended (answered or a
+    /// failure); its latency runs from its intended start, the failed attempt included. 0 in
+    /// older files and for imports (k6 reports no such thing).
+    #[serde(default)]
+    pub retried: u64,
 }
 
 /// What one store did across the answers of a section.
@@ -283,6 +292,26 @@ impl Section {
 
     pub fn not_sent(&self) -> u64 {
         self.failures.get("not_sent").copied().unwrap_or(0)
+    }
+
+    /// Failed requests on kvbench's side: no byte of an answer reached it (`not_sent`,
+    /// `connect`, `transport`, `timeout`, `cancelled`).
+    pub fn client_failed(&self) -> u64 {
+        self.failed_on(Side::Client)
+    }
+
+    /// Failed requests the worker answered, but not with a `/test` answer (`http_<status>`,
+    /// `malformed`, `truncated`).
+    pub fn worker_failed(&self) -> u64 {
+        self.failed_on(Side::Worker)
+    }
+
+    fn failed_on(&self, side: Side) -> u64 {
+        self.failures
+            .iter()
+            .filter(|(kind, _)| Side::of_name(kind) == side)
+            .map(|(_, n)| n)
+            .sum()
     }
 }
 
@@ -446,6 +475,14 @@ pub struct LabelSummary {
     pub sent: u64,
     pub answered: u64,
     pub failed: u64,
+    /// Of `failed`: the client's and the worker's ([`Section::client_failed`]).
+    #[serde(default)]
+    pub client_failed: u64,
+    #[serde(default)]
+    pub worker_failed: u64,
+    /// [`Section::retried`].
+    #[serde(default)]
+    pub retried: u64,
     pub achieved_rate: f64,
     pub latency: Quantiles,
     /// Successful reads per store.
@@ -463,6 +500,14 @@ pub struct ColoSummary {
 /// The numbers every printer shows, derived from the histograms.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Summary {
+    /// All runs' failed requests, the client's and the worker's ([`Section::client_failed`]),
+    /// and the requests retried on a new connection ([`Section::retried`]).
+    #[serde(default)]
+    pub client_failed: u64,
+    #[serde(default)]
+    pub worker_failed: u64,
+    #[serde(default)]
+    pub retried: u64,
     /// All runs: end-to-end, then per store (in name order) its read/hit/miss/write/connect rows.
     /// A store's hit/miss rows are left out when it reports no hit/miss, write when it made no
     /// write, connect when it made no connect.
@@ -506,6 +551,9 @@ impl Summary {
                 .collect()
         };
         Summary {
+            client_failed: t.client_failed(),
+            worker_failed: t.worker_failed(),
+            retried: t.retried,
             latency,
             labels: report
                 .labels
@@ -515,6 +563,9 @@ impl Summary {
                         sent: s.sent,
                         answered: s.answered,
                         failed: s.failed(),
+                        client_failed: s.client_failed(),
+                        worker_failed: s.worker_failed(),
+                        retried: s.retried,
                         achieved_rate: s.achieved_rate,
                         latency: Quantiles::of(&s.latency_us),
                         read: reads(&s.stores),
@@ -607,6 +658,7 @@ impl Section {
             *self.concurrent.entry(*n).or_insert(0) += count;
         }
         self.excluded_concurrent += from.excluded_concurrent;
+        self.retried += from.retried;
         self.scheduled += from.scheduled;
         self.sent += from.sent;
         self.answered += from.answered;

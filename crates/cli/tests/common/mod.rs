@@ -134,6 +134,121 @@ pub fn serve_closing_idle(body: String, idle_close: Duration) -> (SocketAddr, Ar
     (addr, requests)
 }
 
+/// What [`serve_dropping`] did, counted.
+#[derive(Debug, Default)]
+pub struct Dropping {
+    /// Connections accepted.
+    pub connections: AtomicU64,
+    /// Requests answered (200, keep-alive), counted before the answer is written.
+    pub answered: AtomicU64,
+    /// Requests whose connection it closed after reading their first bytes, without a byte of
+    /// an answer (counted before the close).
+    pub dropped: AtomicU64,
+}
+
+/// How [`serve_dropping`] closes on a request it will not answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Close {
+    /// Reads one byte of the request and closes with the rest unread: the kernel answers with a
+    /// reset (`connection reset by peer`), as when an idle close crosses a request on the wire.
+    Reset,
+    /// Reads the whole request head, then closes: the client sees the end of the stream before
+    /// any byte of an answer.
+    Eof,
+}
+
+/// A bare HTTP/1.1 server that closes kept-alive connections at the worst moment for the client:
+/// on each connection it answers the first `answer_first` requests with `body` (keep-alive),
+/// then takes the next request's first bytes and closes without answering — what a server's
+/// idle close does to a request already on its way, with no timing involved. `answer_first = 0`
+/// closes every connection at its first request (a fresh connection failing).
+///
+/// Bounded in count and time: it accepts at most `max_connections` within 60 s, each connection
+/// serves at most `answer_first + 1` requests, and every read waits at most 10 s.
+pub fn serve_dropping(
+    body: String,
+    answer_first: u64,
+    close: Close,
+    max_connections: u64,
+) -> (SocketAddr, Arc<Dropping>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let seen = Arc::new(Dropping::default());
+    let counts = seen.clone();
+    std::thread::spawn(move || {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let mut accepted = 0;
+        while accepted < max_connections && std::time::Instant::now() < deadline {
+            let stream = match listener.accept() {
+                Ok((stream, _)) => stream,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(1));
+                    continue;
+                }
+                Err(_) => return,
+            };
+            accepted += 1;
+            counts.connections.fetch_add(1, Ordering::SeqCst);
+            let (body, counts) = (body.clone(), counts.clone());
+            std::thread::spawn(move || {
+                let mut stream = stream;
+                stream.set_nonblocking(false).unwrap();
+                stream.set_nodelay(true).unwrap();
+                stream
+                    .set_read_timeout(Some(Duration::from_secs(10)))
+                    .unwrap();
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                for _ in 0..answer_first {
+                    // One request head (a GET has no body), read to its end, at most 64 KiB.
+                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut chunk) {
+                            Ok(n) if n > 0 && buf.len() < 64 << 10 => {
+                                buf.extend_from_slice(&chunk[..n])
+                            }
+                            _ => return,
+                        }
+                    }
+                    let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+                    buf.drain(..end + 4);
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                        body.len()
+                    );
+                    // Counted first: the client may read the answer before this thread runs on.
+                    counts.answered.fetch_add(1, Ordering::SeqCst);
+                    if stream.write_all((head + &body).as_bytes()).is_err() {
+                        return;
+                    }
+                }
+                // The next request: its first bytes, then the close.
+                let took = match close {
+                    Close::Reset => stream.read(&mut chunk[..1]),
+                    Close::Eof => {
+                        let mut took = Ok(0);
+                        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                            took = stream.read(&mut chunk);
+                            match took {
+                                Ok(n) if n > 0 && buf.len() < 64 << 10 => {
+                                    buf.extend_from_slice(&chunk[..n])
+                                }
+                                _ => break,
+                            }
+                        }
+                        took
+                    }
+                };
+                if matches!(took, Ok(n) if n > 0) {
+                    counts.dropped.fetch_add(1, Ordering::SeqCst);
+                }
+            });
+        }
+    });
+    (addr, seen)
+}
+
 /// A fresh, empty directory under the crate's target dir.
 pub fn scratch(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);

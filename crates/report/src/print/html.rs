@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use crate::print::chart::{color_hex, Chart};
 use crate::print::text::{latency_origin, ms_cell};
 use crate::report::{Quantiles, Report, Summary};
+use crate::sample::Side;
 
 const CSS: &str = r#"
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222;margin:0;background:#fafafa}
@@ -126,12 +127,15 @@ fn header(report: &Report, out: &mut String) {
     out.push_str("</tbody></table>");
     let _ = write!(
         out,
-        r#"<table><thead><tr><th>requests</th><th>scheduled</th><th>sent</th><th>answered</th><th>failed</th><th>not sent</th><th>achieved req/s</th><th>send window s</th></tr></thead><tbody><tr><td>all runs</td>{}{}{}{}{}<td data-row="total" data-col="achieved_rate" data-value="{}">{:.2}</td><td>{:.1}</td></tr></tbody></table>"#,
+        r#"<table><thead><tr><th>requests</th><th>scheduled</th><th>sent</th><th>answered</th><th>failed</th><th title="no byte of an answer reached kvbench">client failed</th><th title="the worker answered, not with a /test answer">worker failed</th><th>not sent</th><th title="sent again on a new connection after the idle one it was sent on failed before any answer byte">retried</th><th>achieved req/s</th><th>send window s</th></tr></thead><tbody><tr><td>all runs</td>{}{}{}{}{}{}{}{}<td data-row="total" data-col="achieved_rate" data-value="{}">{:.2}</td><td>{:.1}</td></tr></tbody></table>"#,
         count_td("total", "scheduled", t.scheduled),
         count_td("total", "sent", t.sent),
         count_td("total", "answered", t.answered),
         count_td("total", "failed", t.failed()),
+        count_td("total", "client_failed", t.client_failed()),
+        count_td("total", "worker_failed", t.worker_failed()),
         count_td("total", "not_sent", t.not_sent()),
+        count_td("total", "retried", t.retried),
         t.achieved_rate,
         t.achieved_rate,
         t.send_window_s
@@ -201,6 +205,18 @@ fn charts(report: &Report, charts: &[Chart], out: &mut String) {
 fn errors(report: &Report, out: &mut String) {
     let t = &report.total;
     out.push_str("<h2>Errors</h2>");
+    if t.failed() > 0 || t.retried > 0 {
+        let _ = write!(
+            out,
+            "<p class=\"note\">A request's failure is the client's when no byte of an answer reached kvbench \
+             (not sent, connect, transport, timeout, cancelled): {}; the worker's when it answered, not with a \
+             <code>/test</code> answer (a status, malformed, truncated): {}. Retried on a new connection after the \
+             idle connection it was sent on failed before any byte of an answer: {}.</p>",
+            t.client_failed(),
+            t.worker_failed(),
+            t.retried
+        );
+    }
     if t.failures.is_empty() && t.stores.values().all(|s| s.errors.is_empty()) {
         out.push_str("<p>No errors.</p>");
         return;
@@ -208,20 +224,24 @@ fn errors(report: &Report, out: &mut String) {
     out.push_str(
         "<table id=\"errors\"><thead><tr><th>where</th><th>kind</th><th>count</th><th class=\"text\">example</th></tr></thead><tbody>",
     );
-    for (kind, n) in &t.failures {
-        let example = t
-            .failure_examples
-            .get(kind)
-            .and_then(|e| e.first())
-            .map(String::as_str)
-            .unwrap_or("");
-        let _ = write!(
-            out,
-            "<tr><td>request</td><td>{}</td>{}<td class=\"text\">{}</td></tr>",
-            esc(kind),
-            count_td(&format!("request {kind}"), "count", n),
-            esc(example)
-        );
+    // Requests the client's, then the worker's; then the stores' errors the answers reported.
+    for side in [Side::Client, Side::Worker] {
+        for (kind, n) in t.failures.iter().filter(|(k, _)| Side::of_name(k) == side) {
+            let example = t
+                .failure_examples
+                .get(kind)
+                .and_then(|e| e.first())
+                .map(String::as_str)
+                .unwrap_or("");
+            let _ = write!(
+                out,
+                "<tr><td>request ({})</td><td>{}</td>{}<td class=\"text\">{}</td></tr>",
+                side.name(),
+                esc(kind),
+                count_td(&format!("request {kind}"), "count", n),
+                esc(example)
+            );
+        }
     }
     for (store, s) in &t.stores {
         for (kind, n) in &s.errors {

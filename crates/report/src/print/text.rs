@@ -6,6 +6,7 @@ use std::io::{self, Write};
 
 use crate::hist::fmt_ms;
 use crate::report::{Estimate, Quantiles, Report, Summary};
+use crate::sample::Side;
 
 /// A string from the data (store, colo, label, URL, error text) as the terminal may show it:
 /// control characters (C0 with tab, CR and LF, DEL, C1 with CSI `\u{9b}`) and bidirectional
@@ -156,6 +157,14 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
         t.failed(),
         t.not_sent()
     )?;
+    if t.failed() > 0 || t.retried > 0 {
+        writeln!(
+            out,
+            "failed on the client's side {} (no byte of an answer reached kvbench), the worker's {} \
+             (it answered, not with a /test answer); retried on a new connection {}",
+            summary.client_failed, summary.worker_failed, summary.retried
+        )?;
+    }
     writeln!(out, "end-to-end latency: {}", latency_origin(report))?;
     if !t.concurrent.is_empty() || t.excluded_concurrent > 0 {
         let dist: Vec<String> = t
@@ -193,13 +202,21 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
     if t.failures.is_empty() && t.stores.values().all(|s| s.errors.is_empty()) {
         writeln!(out, "\nno errors")?;
     } else {
-        writeln!(out, "\nerrors by kind:")?;
-        for (kind, n) in &t.failures {
-            let example = t.failure_examples.get(kind).and_then(|e| e.first());
-            let (kind, example) = (tty(kind), example.map(|e| tty(e)));
-            match example {
-                Some(e) if !e.is_empty() => writeln!(out, "  request {kind:<16} {n:>8}  e.g. {e}")?,
-                _ => writeln!(out, "  request {kind:<16} {n:>8}")?,
+        writeln!(
+            out,
+            "\nerrors by kind (requests: the client's, then the worker's; then the stores' errors in answers):"
+        )?;
+        for side in [Side::Client, Side::Worker] {
+            for (kind, n) in t.failures.iter().filter(|(k, _)| Side::of_name(k) == side) {
+                let example = t.failure_examples.get(kind).and_then(|e| e.first());
+                let (kind, example) = (tty(kind), example.map(|e| tty(e)));
+                let side = side.name();
+                match example {
+                    Some(e) if !e.is_empty() => {
+                        writeln!(out, "  {side:<7} {kind:<16} {n:>8}  e.g. {e}")?
+                    }
+                    _ => writeln!(out, "  {side:<7} {kind:<16} {n:>8}")?,
+                }
             }
         }
         for (store, s) in &t.stores {
@@ -221,17 +238,29 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
     if summary.labels.len() > 1 {
         writeln!(
             out,
-            "\n{:<16} {:>8} {:>8} {:>8} {:>10} {:>8} {:>8}",
-            "label", "sent", "answered", "failed", "rate/s", "e2e p50", "e2e p99"
+            "\n{:<16} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10} {:>8} {:>8}",
+            "label",
+            "sent",
+            "answered",
+            "failed",
+            "client",
+            "worker",
+            "retried",
+            "rate/s",
+            "e2e p50",
+            "e2e p99"
         )?;
         for (label, s) in &summary.labels {
             writeln!(
                 out,
-                "{:<16} {:>8} {:>8} {:>8} {:>10.2} {}",
+                "{:<16} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10.2} {}",
                 tty(label),
                 s.sent,
                 s.answered,
                 s.failed,
+                s.client_failed,
+                s.worker_failed,
+                s.retried,
                 s.achieved_rate,
                 p50_p99(&s.latency)
             )?;
