@@ -196,7 +196,85 @@ pub struct WorkerArgs {
     #[arg(long, default_value = "auto", value_parser = parse_interval)]
     pub interval: Interval,
     #[command(flatten)]
+    pub limits: WorkerLimitArgs,
+    #[command(flatten)]
     pub price: PriceArgs,
+}
+
+/// How long `kvbench import worker` waits and how much it takes from the worker; past a bound
+/// it fails naming the flag (defaults: `import_worker::Limits::default()`, a test holds them
+/// equal).
+#[derive(Debug, Clone, Args)]
+pub struct WorkerLimitArgs {
+    /// Give up connecting (TCP and TLS) after this long.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub connect_timeout: Duration,
+    /// Give up when the response's headers have not come this long after the request.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub header_timeout: Duration,
+    /// The longest wait for the stream's next line (bytes that complete no line do not count);
+    /// past it the stream is fetched again, like a cut one.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
+    /// Give up when the whole download (every attempt) has not finished after this long.
+    #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = parse_duration)]
+    pub max_time: Duration,
+    /// Most bytes of answers spooled to the temporary file (or received in one attempt), e.g.
+    /// 4GiB, 512MiB.
+    #[arg(long, value_name = "BYTES", default_value = "4GiB", value_parser = parse_bytes)]
+    pub max_spool: u64,
+    /// Most answers read (spooled, or received in one attempt).
+    #[arg(long, value_name = "N", default_value = "2000000", value_parser = parse_count)]
+    pub max_answers: u64,
+    /// Most distinct labels (vantage points; each costs a collector).
+    #[arg(long, value_name = "N", default_value = "1000", value_parser = parse_count)]
+    pub max_labels: u64,
+}
+
+impl WorkerLimitArgs {
+    pub fn limits(&self) -> crate::import_worker::Limits {
+        crate::import_worker::Limits {
+            connect: self.connect_timeout,
+            headers: self.header_timeout,
+            idle: self.idle_timeout,
+            total: self.max_time,
+            spool_bytes: self.max_spool,
+            answers: self.max_answers,
+            labels: usize::try_from(self.max_labels).unwrap_or(usize::MAX),
+        }
+    }
+}
+
+/// A byte count: a whole number, optionally with `B`, `KiB`, `MiB` or `GiB` (also `K`, `M`,
+/// `G`, binary either way).
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kib" => 10,
+        "m" | "mib" => 20,
+        "g" | "gib" => 30,
+        _ => return Err("expected a size like 4GiB, 512MiB, 64KiB or 1000000".into()),
+    };
+    match digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+    {
+        Some(n) if n >= 1 => Ok(n),
+        Some(_) => Err("must be at least 1 byte".into()),
+        None => Err("expected a size like 4GiB, 512MiB, 64KiB or 1000000".into()),
+    }
+}
+
+/// A whole number, at least 1.
+pub fn parse_count(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err("expected a whole number, at least 1".into()),
+    }
 }
 
 /// `--since`/`--until`: epoch ms or a duration ago, as the worker takes them.
@@ -510,6 +588,29 @@ mod tests {
         assert_eq!(t("http://w/test?order=random&stores=kv"), (4 * 10 + 5) + 5);
         let (_, why) = worst_case_timeout(&parse_url("http://w/test").unwrap());
         assert!(why.contains("if the deployment kept"), "{why}");
+    }
+
+    #[test]
+    fn worker_limits_parse_and_default_to_the_importers_own() {
+        assert_eq!(parse_bytes("4GiB").unwrap(), 4 << 30);
+        assert_eq!(parse_bytes("512 MiB").unwrap(), 512 << 20);
+        assert_eq!(parse_bytes("64k").unwrap(), 64 << 10);
+        assert_eq!(parse_bytes("1000").unwrap(), 1000);
+        for bad in ["", "0", "1.5GiB", "4GB", "-1", "99999999999G", "MiB"] {
+            assert!(parse_bytes(bad).is_err(), "{bad}");
+        }
+        assert!(parse_count("0").is_err());
+        let cli = Cli::try_parse_from([
+            "kvbench", "import", "worker", "http://w", "--probes", "--out", "x",
+        ])
+        .unwrap();
+        let Command::Import(ImportArgs {
+            source: ImportSource::Worker(w),
+        }) = cli.command
+        else {
+            panic!("not import worker");
+        };
+        assert_eq!(w.limits.limits(), crate::import_worker::Limits::default());
     }
 
     #[test]

@@ -53,7 +53,7 @@ pub struct Attacker {
     retry: bool,
 }
 
-fn connector() -> HttpsConnector<HttpConnector> {
+pub(crate) fn connector() -> HttpsConnector<HttpConnector> {
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     // Headers and body in separate writes otherwise stall on Nagle + delayed ACK.
@@ -67,7 +67,7 @@ fn connector() -> HttpsConnector<HttpConnector> {
 
 /// `host[:port]`, the port only when it is not the scheme's default (as browsers and hyper's
 /// pooled client send it).
-fn host_header(url: &Uri) -> anyhow::Result<HeaderValue> {
+pub(crate) fn host_header(url: &Uri) -> anyhow::Result<HeaderValue> {
     let host = url.host().context("the URL has no host")?;
     let default_port = if url.scheme_str() == Some("https") {
         443
@@ -81,7 +81,7 @@ fn host_header(url: &Uri) -> anyhow::Result<HeaderValue> {
     HeaderValue::from_str(&text).context("the URL's host is not a valid Host header")
 }
 
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

@@ -135,6 +135,7 @@ fn main_inner() -> anyhow::Result<ExitCode> {
                         .filter(|t| !t.trim().is_empty()),
                     interval: w.interval.fixed(),
                     max_concurrent: w.max_concurrent,
+                    limits: w.limits.limits(),
                 };
                 let runtime = tokio::runtime::Builder::new_current_thread()
                     .enable_all()

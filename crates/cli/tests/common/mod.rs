@@ -413,3 +413,144 @@ pub fn collect(
     }
     c.finish(run)
 }
+
+/// One step of a [`serve_script`] connection, after it has read the request's head.
+pub enum Step {
+    /// Writes these bytes.
+    Send(Vec<u8>),
+    /// Waits (never past the server's lifetime).
+    Sleep(Duration),
+    /// Writes these bytes one at a time, `every` apart.
+    Drip(Vec<u8>, Duration),
+    /// Writes `make(i)` for i in 0..n, `every` apart (zero: as fast as the client reads).
+    Lines(Box<dyn Fn(u64) -> Vec<u8> + Send + Sync>, u64, Duration),
+}
+
+/// A bare TCP server that plays `script` on each of the first `connections` connections, then
+/// closes it. It stops by itself: no connection is accepted after `lifetime`, and every step
+/// ends when the client goes away or the lifetime is over.
+pub fn serve_script(connections: usize, lifetime: Duration, script: Vec<Step>) -> SocketAddr {
+    use std::io::{ErrorKind, Read, Write};
+    use std::time::Instant;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let deadline = Instant::now() + lifetime;
+    let script = Arc::new(script);
+    std::thread::spawn(move || {
+        let mut accepted = 0;
+        while accepted < connections && Instant::now() < deadline {
+            let mut stream = match listener.accept() {
+                Ok((stream, _)) => stream,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                }
+                Err(_) => return,
+            };
+            accepted += 1;
+            let script = script.clone();
+            std::thread::spawn(move || {
+                stream.set_nonblocking(false).unwrap();
+                stream.set_nodelay(true).unwrap();
+                stream
+                    .set_read_timeout(Some(Duration::from_secs(5)))
+                    .unwrap();
+                let mut head = Vec::new();
+                let mut chunk = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 65_536 {
+                    match stream.read(&mut chunk) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let nap = |d: Duration| {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    std::thread::sleep(d.min(left));
+                    !left.is_zero()
+                };
+                for step in script.iter() {
+                    let ok = match step {
+                        Step::Send(bytes) => stream.write_all(bytes).is_ok(),
+                        Step::Sleep(d) => nap(*d),
+                        Step::Drip(bytes, every) => bytes
+                            .iter()
+                            .all(|b| stream.write_all(&[*b]).is_ok() && nap(*every)),
+                        Step::Lines(make, n, every) => (0..*n).all(|i| {
+                            Instant::now() < deadline
+                                && stream.write_all(&make(i)).is_ok()
+                                && (every.is_zero() || nap(*every))
+                        }),
+                    };
+                    if !ok {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// How a bounded run of `kvbench` went.
+pub struct Ran {
+    pub success: bool,
+    pub stdout: String,
+    pub stderr: String,
+    /// The child's peak resident memory (`ru_maxrss`), KiB.
+    pub max_rss_kib: u64,
+}
+
+/// Runs `kvbench` with `args`, killed if it has not ended within `limit`, and measures its peak
+/// memory (`wait4`'s `ru_maxrss`: this child's alone).
+#[cfg(target_os = "linux")]
+// Reaped by `wait4` below, which std's `wait` cannot replace: it gives the child's own rusage.
+#[allow(clippy::zombie_processes)]
+pub fn kvbench_bounded(args: &[&str], limit: Duration) -> Ran {
+    use std::io::Read;
+    use std::process::Stdio;
+    use std::time::Instant;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kvbench"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kvbench starts");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = r.read_to_string(&mut text);
+            text
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let pid = child.id() as libc::pid_t;
+    let end = Instant::now() + limit;
+    let mut status = 0;
+    // SAFETY: plain libc calls on a zeroed rusage and our own child's pid, reaped only here.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        let got = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        assert!(got >= 0, "wait4 failed");
+        if got == pid {
+            break;
+        }
+        if Instant::now() >= end {
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+            panic!(
+                "kvbench {args:?} still ran after {limit:?}; stderr: {}",
+                stderr.join().unwrap()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ran {
+        success: libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+        max_rss_kib: usage.ru_maxrss as u64,
+    }
+}
