@@ -4,7 +4,7 @@
 // bindings (KV, the Durable Object classes, D1 migrated, R2, the Cache API) configured by
 // scripts/worker-options.mjs — the same options the dev stack and the e2e suites use — plus
 // `connect()` to a redis-server this runner starts on a free loopback port (REDIS_URL), and
-// `fetch` to the Upstash-REST gateway in front of it when the gateway is built (UPSTASH_*).
+// `fetch` to the Upstash-REST gateway in front of it (built when missing; UPSTASH_*).
 //
 // It speaks wasm-bindgen-test's own protocol (what wasm-bindgen-test-runner's Node harness does):
 // `wasm-bindgen --target web` over the binary, then a `WasmBindgenTestContext` runs the exported
@@ -141,12 +141,18 @@ async function startRedis() {
   fail(`${bin} did not listen on 127.0.0.1:${port}`);
 }
 
-/** The Upstash-REST gateway in front of that redis-server, when its binary is built
- * (GATEWAY_BIN, default target/debug/upstash-gateway; npm test builds it before the wasm step):
- * the `upstash` store's `fetch` glue is then tested too. `null` when it is not there. */
+/** The Upstash-REST gateway in front of that redis-server (GATEWAY_BIN, default
+ * target/debug/upstash-gateway, built here when it is missing — `cargo test -p kvbench-worker
+ * --target wasm32-unknown-unknown` alone must work): the `upstash` store's `fetch` glue is
+ * tested through it. */
 async function startGateway(redisPort) {
   const bin = process.env.GATEWAY_BIN ?? path.join(ROOT, "target/debug/upstash-gateway");
-  if (!fs.existsSync(bin)) return null;
+  if (!fs.existsSync(bin)) {
+    if (process.env.GATEWAY_BIN) fail(`GATEWAY_BIN=${bin} does not exist: build it with cargo build -p upstash-gateway, or unset GATEWAY_BIN`);
+    process.stderr.write("wasm-test-runner: building upstash-gateway (the Upstash tests need it)\n");
+    const built = spawnSync("cargo", ["build", "-p", "upstash-gateway", "--locked"], { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"] });
+    if (built.status !== 0 || !fs.existsSync(bin)) fail(`cargo build -p upstash-gateway failed (status ${built.status}): the Upstash wasm tests need ${bin}`);
+  }
   const port = await freePort();
   const token = `wasm-test-${process.pid}-${Date.now()}`;
   const child = spawn(bin, ["--listen", `127.0.0.1:${port}`, "--redis-url", `redis://127.0.0.1:${redisPort}`], {

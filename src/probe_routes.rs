@@ -97,7 +97,13 @@ pub async fn list(req: Request, ctx: RouteContext<super::Data>) -> Result<Respon
         list.push(entry);
     }
     let bill = bill(&ctx.env, &probes, &origin_of(&req)).await;
-    let projection = probes.config.projection(per_answer_usd(&bill));
+    // The projection of what runs (each running probe at its own interval), not of the vars.
+    let running = list.iter().filter_map(|p| {
+        let on = p.get("running").and_then(serde_json::Value::as_bool) == Some(true);
+        let every = p.get("every_s").and_then(serde_json::Value::as_u64)?;
+        on.then(|| u32::try_from(every).unwrap_or(u32::MAX))
+    });
+    let projection = probes::project(running, probes.config.budget_usd, per_answer_usd(&bill));
     let body = json!({
         "every_s": probes.config.every_s,
         "keep_s": probes.config.keep_s,

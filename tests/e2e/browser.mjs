@@ -225,7 +225,18 @@ export function expectedCells(report) {
       }
     }
   };
-  if (Object.keys(s.labels).length > 1) perRow("labels", s.labels);
+  const vantages = Object.entries(report.vantages ?? {});
+  if (vantages.length > 0) {
+    // Kept answers: the vantage × store table in place of the per-label one.
+    for (const [label, v] of vantages) {
+      const row = `vantage ${label}`;
+      for (const col of ["warm", "cold", "failed"]) count("vantages", row, col, v[col]);
+      for (const store of stores) {
+        const q = s.labels[label]?.read[store];
+        put("vantages", row, store, q?.p50_ms ?? null, `${ms(q?.p50_ms)}p90 ${ms(q?.p90_ms)} · p99 ${ms(q?.p99_ms)}`);
+      }
+    }
+  } else if (Object.keys(s.labels).length > 1) perRow("labels", s.labels);
   perRow("colos", s.colos);
 
   for (const [kind, n] of Object.entries(t.failures)) count("errors", `request ${kind}`, "count", n);

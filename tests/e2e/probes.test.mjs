@@ -222,8 +222,14 @@ test("GET /report is kvbench's report.html over the probes' window, and the same
       "regions as labels",
     );
     assert.deepEqual(mismatches(cells(dom), expectedCells(imported.report)), []);
-    const labelCells = cells(dom).filter((c) => c.row.startsWith("labels "));
-    assert.ok(labelCells.length >= 3, "a row per region");
+    // The vantage × store table: a row per region, each store's cell, the counts.
+    const rows = new Set(cells(dom).filter((c) => c.row.startsWith("vantage ")).map((c) => c.row));
+    assert.deepEqual([...rows].sort(), HINTS.split(",").sort().map((h) => `vantage ${h}`), "a row per region");
+    for (const h of HINTS.split(",")) {
+      const v = imported.report.vantages[h];
+      assert.deepEqual([v.vantage, v.hint, v.failed], ["hint", h, 0], JSON.stringify(v));
+      assert.ok(v.cold >= 1 && v.warm >= 1, JSON.stringify(v));
+    }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -408,6 +414,8 @@ test("bad input is a 400 naming the parameter", async () => {
     ["GET", "/runs/a%20b/answers", "run"],
     ["GET", "/test?run=a/b", "run"],
     ["GET", "/test?run=", "run"],
+    ["GET", "/test?run=..", "run"],
+    ["GET", "/test?run=%2E%2E", "run"],
     ["POST", "/probes/start?hints=mars", "hints"],
     ["POST", "/probes/start?every=0", "every"],
     ["POST", "/probes/start?keep=5", "keep"],

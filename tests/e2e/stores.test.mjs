@@ -188,16 +188,22 @@ test("an expired value is a miss and is overwritten; the object's alarm deletes 
   assert.notEqual(row.value, written);
 });
 
-test("do_scope=shared keeps every key in one object; do_location is a hint the runtime accepts", async () => {
+test("do_scope=shared keeps every key in one object; do_location places an object of that hint's own", async () => {
   for (const key of ["e2e-shared-a", "e2e-shared-b"]) {
     const { json } = await get(mf, `/test?key=${key}&stores=do&do_scope=shared&do_location=weur&ttl=300`);
     assert.equal(json.stores.do.error, null, JSON.stringify(json.stores.do.error));
     assert.equal(json.stores.do.hit, false);
   }
-  assert.equal((await doStats("kvbench:do")).rows, 2);
+  // An object placed by a hint is that hint's own: the shared object of weur.
+  assert.equal((await doStats("weur|kvbench:do")).rows, 2);
+  assert.equal((await doStats("kvbench:do")).rows, 0, "the unplaced shared object was not written");
   assert.equal((await doStats("kvbench:do:e2e-shared-a")).rows, 0, "no per-key object was written");
-  const { json } = await get(mf, "/test?key=e2e-shared-a&stores=do&do_scope=shared");
+  const { json } = await get(mf, "/test?key=e2e-shared-a&stores=do&do_scope=shared&do_location=weur");
   assert.equal(json.stores.do.hit, true);
+  assert.equal(json.stores.do.location_hint, "weur", "the answer says which hint placed the object");
+  const unplaced = (await get(mf, "/test?key=e2e-shared-a&stores=do&do_scope=shared")).json;
+  assert.equal(unplaced.stores.do.hit, false, "another object: the unplaced one");
+  assert.equal(unplaced.stores.do.location_hint, undefined);
 });
 
 test("d1_session runs the read and the write through the Sessions API", async () => {

@@ -90,6 +90,32 @@ pub struct Projection {
     pub budget_usd: f64,
 }
 
+/// The month of probes waking every `every_s` seconds each (one entry per probe), against
+/// `budget_usd`: each wake taken as cold (two answers), each answer at the measured cost or,
+/// before any, [`ANSWER_USD_CEILING`].
+pub fn project(
+    every_s: impl IntoIterator<Item = u32>,
+    budget_usd: f64,
+    measured_per_answer_usd: Option<f64>,
+) -> Projection {
+    let (per_answer_usd, per_answer_from) = match measured_per_answer_usd {
+        Some(usd) if usd.is_finite() && usd > 0.0 => (usd, "measured"),
+        _ => (ANSWER_USD_CEILING, "ceiling"),
+    };
+    let answers_per_month: f64 = every_s
+        .into_iter()
+        .map(|e| MONTH_S / f64::from(e.max(1)) * 2.0)
+        // Not `sum()`: an empty f64 sum is -0.0, which JSON writes as `-0.0`.
+        .fold(0.0, |a, b| a + b);
+    Projection {
+        monthly_usd: (answers_per_month * per_answer_usd * 100.0).round() / 100.0,
+        answers_per_month,
+        per_answer_usd,
+        per_answer_from,
+        budget_usd,
+    }
+}
+
 /// Longest run id.
 pub const MAX_RUN_LEN: usize = 64;
 /// Lines per page an object hands the worker while it streams.
@@ -154,19 +180,11 @@ impl ProbeConfig {
     /// The month this configuration is projected to cost, from a measured cost per answer
     /// (the last day's answers, priced) or, before any, [`ANSWER_USD_CEILING`].
     pub fn projection(&self, measured_per_answer_usd: Option<f64>) -> Projection {
-        let (per_answer_usd, per_answer_from) = match measured_per_answer_usd {
-            Some(usd) if usd.is_finite() && usd > 0.0 => (usd, "measured"),
-            _ => (ANSWER_USD_CEILING, "ceiling"),
-        };
-        let answers_per_month =
-            self.vantage_points() as f64 * (MONTH_S / f64::from(self.every_s.max(1))) * 2.0;
-        Projection {
-            monthly_usd: (answers_per_month * per_answer_usd * 100.0).round() / 100.0,
-            answers_per_month,
-            per_answer_usd,
-            per_answer_from,
-            budget_usd: self.budget_usd,
-        }
+        project(
+            std::iter::repeat_n(self.every_s, self.vantage_points()),
+            self.budget_usd,
+            measured_per_answer_usd,
+        )
     }
 
     /// A start's check: refused, naming `every` and the var, when its projection is over budget.
@@ -361,6 +379,13 @@ fn instant(parameter: &str, text: &str, now_ms: i64) -> Result<i64, ParamError> 
 
 /// A run id: 1-64 of `A-Z a-z 0-9 . _ -`.
 pub fn parse_run(parameter: &str, text: &str) -> Result<String, ParamError> {
+    // `/runs/<id>/answers` reads a run back: `.` and `..` would be resolved away in that path.
+    if text == "." || text == ".." {
+        return Err(ParamError::new(
+            parameter,
+            format!("{text:?} cannot be a run id: /runs/{text}/answers could never read it back"),
+        ));
+    }
     parse_name(parameter, "run id", text, MAX_RUN_LEN, b"._-")
 }
 
@@ -529,7 +554,7 @@ mod tests {
             parse_run("run", "k6-2026.12.01_a").unwrap(),
             "k6-2026.12.01_a"
         );
-        for bad in ["", "a b", "a/b", "é", &"x".repeat(65)] {
+        for bad in ["", ".", "..", "a b", "a/b", "é", &"x".repeat(65)] {
             assert_eq!(
                 parse_run("run", bad).unwrap_err().parameter,
                 "run",
@@ -568,6 +593,11 @@ mod tests {
         assert_eq!((p.per_answer_from, p.monthly_usd), ("measured", 57.02));
         assert!(vars("1", Some("100")).within_budget(&p).is_ok());
         assert!(vars("1", Some("50")).within_budget(&p).is_err());
+        // What runs: two probes at 300 s and one at 60 s.
+        let running = project([300, 300, 60], 50.0, None);
+        assert_eq!(running.answers_per_month, 2.0 * 17_280.0 + 86_400.0);
+        let none = project([], 50.0, None);
+        assert!(none.answers_per_month == 0.0 && none.answers_per_month.is_sign_positive());
         for bad in ["0", "-1", "lots", "NaN", "2000000"] {
             let e = ProbeConfig::from_vars(|n| (n == BUDGET_VAR).then(|| bad.to_string()));
             assert_eq!(e.unwrap_err().parameter, BUDGET_VAR, "{bad}");
