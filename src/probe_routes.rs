@@ -98,16 +98,30 @@ pub async fn list(req: Request, ctx: RouteContext<super::Data>) -> Result<Respon
     }
     let bill = bill(&ctx.env, &probes, &origin_of(&req)).await;
     // The projection of what runs (each running probe at its own interval), not of the vars.
-    let running = list.iter().filter_map(|p| {
-        let on = p.get("running").and_then(serde_json::Value::as_bool) == Some(true);
-        let every = p.get("every_s").and_then(serde_json::Value::as_u64)?;
-        on.then(|| u32::try_from(every).unwrap_or(u32::MAX))
-    });
-    let projection = probes::project(running, probes.config.budget_usd, per_answer_usd(&bill));
+    let running: Vec<u32> = list
+        .iter()
+        .filter_map(|p| {
+            let on = p.get("running").and_then(serde_json::Value::as_bool) == Some(true);
+            let every = p.get("every_s").and_then(serde_json::Value::as_u64)?;
+            on.then(|| u32::try_from(every).unwrap_or(u32::MAX))
+        })
+        .collect();
+    let answers_per_s: f64 = running
+        .iter()
+        .map(|e| 1.0 / f64::from((*e).max(1)))
+        .fold(0.0, |a, b| a + b);
+    let projection = probes::project(
+        running.iter().copied(),
+        probes.config.budget_usd,
+        per_answer_usd(&bill),
+    );
     let body = json!({
+        // The vars' (what the cron arms a probe that never ran with); `bill` is projected at them.
         "every_s": probes.config.every_s,
         "keep_s": probes.config.keep_s,
         "bill": bill,
+        // What runs now: each probe at its own interval (per probe, `every_s`).
+        "running": { "probes": running.len(), "wakes_per_s": answers_per_s },
         "budget": projection,
         "colo_from": "PROBE_COLO_URL (Cloudflare's /cdn-cgi/trace), asked once per object wake; unknown where it cannot be told",
         "probes": list,

@@ -222,11 +222,14 @@ test("a start projected over PROBE_BUDGET_USD is refused with its figure; GET /p
     for (const p of list.probes) assert.notEqual(p.every_s, 1, "nothing was started");
     assert.equal(list.budget.budget_usd, 5);
     assert.equal(list.budget.answers_per_month, 0, "nothing runs");
+    assert.equal(list.running.probes, 0);
     const slow = await w.dispatchFetch("http://localhost/probes/start?every=1h", { method: "POST" });
     assert.equal(slow.status, 200, await slow.text());
     // What runs: two hints every hour, 2 x 720 wakes x 2 answers, $0.14 at the ceiling.
     const after = await (await w.dispatchFetch("http://localhost/probes")).json();
     assert.deepEqual([after.budget.answers_per_month, after.budget.monthly_usd, after.budget.per_answer_from], [2880, 0.14, "ceiling"]);
+    assert.deepEqual([after.running.probes, after.running.wakes_per_s], [2, 2 / 3600]);
+    assert.equal(after.every_s, 300, "the vars' interval, apart from what runs");
     assert.equal((await w.dispatchFetch("http://localhost/probes/stop", { method: "POST" })).status, 200);
   } finally {
     await w.dispose();
