@@ -30,7 +30,7 @@ use crate::stores::Stores;
 /// Origin of requests to the objects (a stub routes them; never resolved).
 const ORIGIN: &str = "https://kvbench.probe";
 
-use kvbench_core::probes::sql::{
+use kvbench_core::sql::kept::{
     COUNT, CREATE, CREATE_FLOOR, DELETE_OLD, FIRST, INSERT, PAGE, RAISE_FLOOR,
 };
 

@@ -1,9 +1,9 @@
-//! The probe and run objects' SQL (`kvbench_core::probes::sql`) against a real SQLite, as a
+//! The probe and run objects' SQL (`kvbench_core::sql::kept`) against a real SQLite, as a
 //! Durable Object runs it: `seq` never repeats, even after every row expired; expiry deletes
 //! only rows older than its cutoff (never a newer one, even when answers were kept out of time
 //! order, as a run's `waitUntil` keeps do); pages read every row once.
 
-use kvbench_core::probes::sql::{
+use kvbench_core::sql::kept::{
     COUNT, CREATE, CREATE_FLOOR, DELETE_OLD, FIRST, INSERT, PAGE, RAISE_FLOOR,
 };
 use rusqlite::{params, Connection};

@@ -39,31 +39,6 @@ pub fn expiry_after_ms(keep_s: u32) -> f64 {
     (f64::from(keep_s.max(MIN_KEEP_S)) + f64::from(EXPIRY_GRACE_S)) * 1000.0
 }
 
-/// The SQL of a probe or run object's answers (its SQLite storage), here so that it is tested
-/// natively against a real SQLite (`tests/tests/kept_sql.rs`).
-pub mod sql {
-    /// One row per kept line; `seq` numbers them in the order they were kept.
-    pub const CREATE: &str = "CREATE TABLE IF NOT EXISTS kept (seq INTEGER PRIMARY KEY, t_ms INTEGER NOT NULL, line TEXT NOT NULL)";
-    /// The highest `seq` ever deleted, so `seq` never repeats once every row expired (an
-    /// `INTEGER PRIMARY KEY` alone would start again at 1; objects made before kept their table).
-    pub const CREATE_FLOOR: &str =
-        "CREATE TABLE IF NOT EXISTS seq_floor (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL)";
-    pub const INSERT: &str = "INSERT INTO kept (seq, t_ms, line) VALUES (MAX(COALESCE((SELECT MAX(seq) FROM kept), 0), COALESCE((SELECT seq FROM seq_floor WHERE id = 1), 0)) + 1, ?1, ?2)";
-    /// Before a delete that takes every row (all older than `?1`): the floor rises to the highest
-    /// `seq` there is (one row written then, none otherwise).
-    pub const RAISE_FLOOR: &str = "INSERT INTO seq_floor (id, seq) SELECT 1, MAX(seq) FROM kept WHERE NOT EXISTS (SELECT 1 FROM kept WHERE t_ms >= ?1) HAVING MAX(seq) IS NOT NULL ON CONFLICT (id) DO UPDATE SET seq = MAX(seq, excluded.seq)";
-    /// The oldest answer's time, by `seq` (no scan of the table).
-    pub const FIRST: &str = "SELECT t_ms AS first FROM kept ORDER BY seq LIMIT 1";
-    /// A page of the lines after `seq` `?1` with `?2 <= t_ms < ?3`, at most `?4`.
-    pub const PAGE: &str =
-        "SELECT seq, line FROM kept WHERE seq > ?1 AND t_ms >= ?2 AND t_ms < ?3 ORDER BY seq LIMIT ?4";
-    /// Deletes answers older than `?1`. Answers are kept in time order (`seq` follows `t_ms`), so the
-    /// subquery walks `seq` up to the first answer to keep and stops: the expired rows plus one are
-    /// read, not the whole table; when everything expired, everything goes.
-    pub const DELETE_OLD: &str = "DELETE FROM kept WHERE seq < COALESCE((SELECT seq FROM kept WHERE t_ms >= ?1 ORDER BY seq LIMIT 1), (SELECT MAX(seq) + 1 FROM kept))";
-    pub const COUNT: &str = "SELECT COUNT(*) AS n, MIN(t_ms) AS first, MAX(t_ms) AS last FROM kept";
-}
-
 /// Var: the most a start of the probes may project to cost a month, in USD.
 pub const BUDGET_VAR: &str = "PROBE_BUDGET_USD";
 /// The default fleet (11 hints and 31 members) at 300 s projects to $36.29 a month before any

@@ -1,6 +1,7 @@
 //! The SQL of the two SQLite stores, `do` (a Durable Object's own database) and `d1`: one table
 //! `(key, value BLOB, expires_at)` where an expired row is a miss and is overwritten. D1's
-//! migration in `migrations/` creates the same table (a test keeps them equal).
+//! migration in `migrations/` creates the same table (a test keeps them equal). [`kept`]: the
+//! probe and run objects' table of kept answers.
 
 /// The table. `WITHOUT ROWID` makes the primary key the table itself: a write is 1 row
 /// written, where a rowid table with its primary-key index bills 2 (measured with workerd's
@@ -57,6 +58,32 @@ impl D1Session {
             .into_iter()
             .find(|s| s.as_str() == name)
     }
+}
+
+/// The SQL of a probe or run object's kept answers (its own SQLite database), tested natively
+/// against a real SQLite (`tests/tests/kept_sql.rs`).
+pub mod kept {
+    /// One row per kept line; `seq` numbers them in the order they were kept.
+    pub const CREATE: &str = "CREATE TABLE IF NOT EXISTS kept (seq INTEGER PRIMARY KEY, t_ms INTEGER NOT NULL, line TEXT NOT NULL)";
+    /// The highest `seq` ever deleted, so `seq` never repeats once every row expired (an
+    /// `INTEGER PRIMARY KEY` alone would start again at 1; objects made before kept their table).
+    pub const CREATE_FLOOR: &str =
+        "CREATE TABLE IF NOT EXISTS seq_floor (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL)";
+    pub const INSERT: &str = "INSERT INTO kept (seq, t_ms, line) VALUES (MAX(COALESCE((SELECT MAX(seq) FROM kept), 0), COALESCE((SELECT seq FROM seq_floor WHERE id = 1), 0)) + 1, ?1, ?2)";
+    /// Before a delete that takes every row (all older than `?1`): the floor rises to the highest
+    /// `seq` there is (one row written then, none otherwise). The `NOT EXISTS` walks `seq` from
+    /// the oldest row and stops at the first one kept, as `DELETE_OLD` does.
+    pub const RAISE_FLOOR: &str = "INSERT INTO seq_floor (id, seq) SELECT 1, MAX(seq) FROM kept WHERE NOT EXISTS (SELECT 1 FROM kept WHERE t_ms >= ?1) HAVING MAX(seq) IS NOT NULL ON CONFLICT (id) DO UPDATE SET seq = MAX(seq, excluded.seq)";
+    /// The oldest answer's time, by `seq` (no scan of the table).
+    pub const FIRST: &str = "SELECT t_ms AS first FROM kept ORDER BY seq LIMIT 1";
+    /// A page of the lines after `seq` `?1` with `?2 <= t_ms < ?3`, at most `?4`.
+    pub const PAGE: &str =
+        "SELECT seq, line FROM kept WHERE seq > ?1 AND t_ms >= ?2 AND t_ms < ?3 ORDER BY seq LIMIT ?4";
+    /// Deletes answers older than `?1`. Answers are kept in time order (`seq` follows `t_ms`), so the
+    /// subquery walks `seq` up to the first answer to keep and stops: the expired rows plus one are
+    /// read, not the whole table; when everything expired, everything goes.
+    pub const DELETE_OLD: &str = "DELETE FROM kept WHERE seq < COALESCE((SELECT seq FROM kept WHERE t_ms >= ?1 ORDER BY seq LIMIT 1), (SELECT MAX(seq) + 1 FROM kept))";
+    pub const COUNT: &str = "SELECT COUNT(*) AS n, MIN(t_ms) AS first, MAX(t_ms) AS last FROM kept";
 }
 
 #[cfg(test)]
