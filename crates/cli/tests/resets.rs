@@ -141,18 +141,21 @@ async fn a_connection_broken_after_answer_bytes_is_truncated_not_retried() {
     assert!(!retried);
 }
 
-/// `kvbench run` end to end: the retries are in report.json, and every request is answered.
-#[test]
-fn a_run_retries_on_a_new_connection_and_reports_the_retries() {
-    let (addr, seen) = serve_dropping(body(), 1, Close::Reset, 100);
-    let out = scratch("resets-retried");
+/// `kvbench run` for a second at `rate` on one connection, into a scratch directory.
+fn run_on_one_connection(
+    addr: std::net::SocketAddr,
+    rate: u32,
+    name: &str,
+) -> (std::path::PathBuf, std::process::Output) {
+    let out = scratch(name);
     let url = format!("http://{addr}/test");
+    let rate = rate.to_string();
     let o = kvbench(&[
         "run",
         "--url",
         &url,
         "--rate",
-        "20",
+        &rate,
         "--duration",
         "1s",
         "--connections",
@@ -161,6 +164,14 @@ fn a_run_retries_on_a_new_connection_and_reports_the_retries() {
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    (out, o)
+}
+
+/// `kvbench run` end to end: the retries are in report.json, and every request is answered.
+#[test]
+fn a_run_retries_on_a_new_connection_and_reports_the_retries() {
+    let (addr, seen) = serve_dropping(body(), 1, Close::Reset, 100);
+    let (out, o) = run_on_one_connection(addr, 20, "resets-retried");
     let r = read_json(&out.join("report.json"));
     let t = &r["total"];
     assert_eq!(
@@ -191,22 +202,7 @@ fn a_run_retries_on_a_new_connection_and_reports_the_retries() {
 #[test]
 fn a_run_reports_the_clients_failures_apart_from_the_workers() {
     let (addr, seen) = serve_dropping(body(), 0, Close::Reset, 100);
-    let out = scratch("resets-client");
-    let url = format!("http://{addr}/test");
-    let o = kvbench(&[
-        "run",
-        "--url",
-        &url,
-        "--rate",
-        "10",
-        "--duration",
-        "1s",
-        "--connections",
-        "1",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (out, o) = run_on_one_connection(addr, 10, "resets-client");
     let r = read_json(&out.join("report.json"));
     let (t, s) = (&r["total"], &r["summary"]);
     assert_eq!(

@@ -202,14 +202,8 @@ pub fn serve_dropping(
                 let mut buf = Vec::new();
                 let mut chunk = [0u8; 4096];
                 for _ in 0..answer_first {
-                    // One request head (a GET has no body), read to its end, at most 64 KiB.
-                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match stream.read(&mut chunk) {
-                            Ok(n) if n > 0 && buf.len() < 64 << 10 => {
-                                buf.extend_from_slice(&chunk[..n])
-                            }
-                            _ => return,
-                        }
+                    if !read_head(&mut stream, &mut buf) {
+                        return;
                     }
                     let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
                     buf.drain(..end + 4);
@@ -227,17 +221,9 @@ pub fn serve_dropping(
                 let took = match close {
                     Close::Reset => stream.read(&mut chunk[..1]),
                     Close::Eof => {
-                        let mut took = Ok(0);
-                        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                            took = stream.read(&mut chunk);
-                            match took {
-                                Ok(n) if n > 0 && buf.len() < 64 << 10 => {
-                                    buf.extend_from_slice(&chunk[..n])
-                                }
-                                _ => break,
-                            }
-                        }
-                        took
+                        let before = buf.len();
+                        read_head(&mut stream, &mut buf);
+                        Ok(buf.len() - before)
                     }
                 };
                 if matches!(took, Ok(n) if n > 0) {
@@ -250,6 +236,19 @@ pub fn serve_dropping(
 }
 
 /// A fresh, empty directory under the crate's target dir.
+/// Reads from `stream` into `buf` until it holds a whole request head (a GET has no body), at
+/// most 64 KiB; `false` when the stream ended, failed or passed the bound first.
+pub fn read_head(stream: &mut impl std::io::Read, buf: &mut Vec<u8>) -> bool {
+    let mut chunk = [0u8; 4096];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut chunk) {
+            Ok(n) if n > 0 && buf.len() < 64 << 10 => buf.extend_from_slice(&chunk[..n]),
+            _ => return false,
+        }
+    }
+    true
+}
+
 pub fn scratch(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = std::fs::remove_dir_all(&dir);
@@ -430,7 +429,7 @@ pub enum Step {
 /// closes it. It stops by itself: no connection is accepted after `lifetime`, and every step
 /// ends when the client goes away or the lifetime is over.
 pub fn serve_script(connections: usize, lifetime: Duration, script: Vec<Step>) -> SocketAddr {
-    use std::io::{ErrorKind, Read, Write};
+    use std::io::{ErrorKind, Write};
     use std::time::Instant;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
@@ -456,13 +455,8 @@ pub fn serve_script(connections: usize, lifetime: Duration, script: Vec<Step>) -
                 stream
                     .set_read_timeout(Some(Duration::from_secs(5)))
                     .unwrap();
-                let mut head = Vec::new();
-                let mut chunk = [0u8; 4096];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 65_536 {
-                    match stream.read(&mut chunk) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&chunk[..n]),
-                    }
+                if !read_head(&mut stream, &mut Vec::new()) {
+                    return;
                 }
                 let nap = |d: Duration| {
                     let left = deadline.saturating_duration_since(Instant::now());
