@@ -101,12 +101,12 @@ fn header(report: &Report, out: &mut String) {
         };
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{}</td><td class=\"text\">{}</td><td>{}</td><td>{:.1}</td><td>{:.0}</td><td>{:.1}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.1}</td><td>{}</td></tr>",
             esc(&r.label),
             esc(&r.engine),
             esc(&r.url),
             esc(&r.started_at),
-            r.requested_rate,
+            super::text::rate_text(r.requested_rate),
             r.planned_duration_s,
             r.send_window_s,
             lag

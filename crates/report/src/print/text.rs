@@ -39,6 +39,17 @@ pub fn ms_cell(ms: Option<f64>) -> String {
     }
 }
 
+/// A rate in requests per second as every printer shows it: one decimal from 1 req/s up, three
+/// significant digits below (a probe every 300 s requests 0.00333 req/s, not "0.0").
+pub fn rate_text(rate: f64) -> String {
+    if rate >= 1.0 || rate <= 0.0 || !rate.is_finite() {
+        format!("{rate:.1}")
+    } else {
+        let decimals = (2.0 - rate.log10().floor()).clamp(1.0, 12.0) as usize;
+        format!("{rate:.decimals$}")
+    }
+}
+
 /// `p50 p90 p95 p99 max mean` columns, ms.
 fn quantile_cells(q: &Quantiles) -> String {
     format!(
@@ -107,11 +118,11 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
     for r in &report.runs {
         writeln!(
             out,
-            "  run {:<12} {} started {}: {:.1} req/s requested for {}, sent for {:.1} s{}{}",
+            "  run {:<12} {} started {}: {} req/s requested for {}, sent for {:.1} s{}{}",
             tty(&r.label),
             tty(&r.url),
             tty(&r.started_at),
-            r.requested_rate,
+            rate_text(r.requested_rate),
             humantime::format_duration(std::time::Duration::from_secs_f64(r.planned_duration_s)),
             r.send_window_s,
             if r.engine == "kvbench" {
