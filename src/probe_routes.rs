@@ -106,10 +106,6 @@ pub async fn list(req: Request, ctx: RouteContext<super::Data>) -> Result<Respon
             on.then(|| u32::try_from(every).unwrap_or(u32::MAX))
         })
         .collect();
-    let answers_per_s: f64 = running
-        .iter()
-        .map(|e| 1.0 / f64::from((*e).max(1)))
-        .fold(0.0, |a, b| a + b);
     let projection = probes::project(
         running.iter().copied(),
         probes.config.budget_usd,
@@ -121,7 +117,7 @@ pub async fn list(req: Request, ctx: RouteContext<super::Data>) -> Result<Respon
         "keep_s": probes.config.keep_s,
         "bill": bill,
         // What runs now: each probe at its own interval (per probe, `every_s`).
-        "running": { "probes": running.len(), "wakes_per_s": answers_per_s },
+        "running": { "probes": running.len(), "wakes_per_s": projection.wakes_per_s() },
         "budget": projection,
         "colo_from": "PROBE_COLO_URL (Cloudflare's /cdn-cgi/trace), asked once per object wake; unknown where it cannot be told",
         "probes": list,

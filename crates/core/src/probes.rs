@@ -65,6 +65,13 @@ pub struct Projection {
     pub budget_usd: f64,
 }
 
+impl Projection {
+    /// Wakes a second of the probes projected (two answers each).
+    pub fn wakes_per_s(&self) -> f64 {
+        self.answers_per_month / 2.0 / MONTH_S
+    }
+}
+
 /// The month of probes waking every `every_s` seconds each (one entry per probe), against
 /// `budget_usd`: each wake taken as cold (two answers), each answer at the measured cost or,
 /// before any, [`ANSWER_USD_CEILING`].
@@ -571,6 +578,7 @@ mod tests {
         // What runs: two probes at 300 s and one at 60 s.
         let running = project([300, 300, 60], 50.0, None);
         assert_eq!(running.answers_per_month, 2.0 * 17_280.0 + 86_400.0);
+        assert!((running.wakes_per_s() - (2.0 / 300.0 + 1.0 / 60.0)).abs() < 1e-12);
         let none = project([], 50.0, None);
         assert!(none.answers_per_month == 0.0 && none.answers_per_month.is_sign_positive());
         for bad in ["0", "-1", "lots", "NaN", "2000000"] {
