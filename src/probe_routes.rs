@@ -543,9 +543,10 @@ fn html(status: u16, body: String, window_s: u32, how: &str) -> Result<Response>
 /// (the report worker prices them with kvbench's cost model), cached for a minute.
 async fn bill(env: &Env, probes: &Probes, worker_url: &str) -> serde_json::Value {
     let key = format!(
-        "bill:{}:{}",
+        "bill:{}:{}:{}",
         probes.config.vantage_points(),
-        probes.config.every_s
+        probes.config.every_s,
+        probes.config.keep_s
     );
     let (status, body) = match cached(&key) {
         Some(hit) => hit,
@@ -556,9 +557,10 @@ async fn bill(env: &Env, probes: &Probes, worker_url: &str) -> serde_json::Value
                 until_ms: now + 1,
             };
             let extra = format!(
-                "&probes={}&every_s={}",
+                "&probes={}&every_s={}&keep_s={}",
                 probes.config.vantage_points(),
-                probes.config.every_s
+                probes.config.every_s,
+                probes.config.keep_s
             );
             match report_call(env, probes, window, "/bill", &extra, worker_url).await {
                 Ok((status, body, kept)) => {

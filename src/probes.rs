@@ -159,7 +159,8 @@ impl ProbeObject {
             "colo": s.last_colo,
             "every_s": s.every_s,
             "keep_s": s.keep_s,
-            "running": !s.stopped && alarm.is_some(),
+            // While the alarm measures, no alarm is set (it re-arms after): still running.
+            "running": !s.stopped && (alarm.is_some() || self.measuring.get()),
             "stopped": s.stopped,
             "next_alarm_ms": alarm,
             "kept": kept,
@@ -840,8 +841,16 @@ impl Probes {
             }
             let point = Point::Hint(hint);
             if let Ok(status) = self.status(&point).await {
-                let running =
-                    status.get("running").and_then(serde_json::Value::as_bool) == Some(true);
+                let flag = |name: &str| status.get(name).and_then(serde_json::Value::as_bool);
+                // Started and not stopped, even with no alarm set: while the alarm runs its
+                // measurement, none is (it re-arms after), and nothing may be kept yet.
+                let started = flag("stopped") == Some(false)
+                    && status
+                        .get("every_s")
+                        .and_then(serde_json::Value::as_u64)
+                        .unwrap_or(0)
+                        > 0;
+                let running = flag("running") == Some(true) || started;
                 let kept = status
                     .get("kept")
                     .and_then(serde_json::Value::as_u64)

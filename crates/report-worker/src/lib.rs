@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use kvbench_report::cost::{Deployment, PriceTable, SECONDS_PER_MONTH};
+use kvbench_report::cost::{Deployment, PriceTable};
 use kvbench_report::kept::timeline_interval;
 use kvbench_report::kept::{Aggregate, Source};
 use kvbench_report::report::Report;
@@ -84,10 +84,7 @@ fn bad(message: String) -> Result<Response> {
 }
 
 /// Reads the body's kept answers into a report; the stream must end with its `end` line.
-async fn aggregate(
-    req: &mut Request,
-    source: &Source,
-) -> std::result::Result<(Option<Report>, u64), Refusal> {
+async fn aggregate(req: &mut Request, source: &Source) -> std::result::Result<Read, Refusal> {
     let origin_ms = query_f64(req, "origin_ms").ok_or("origin_ms is missing")? as i64;
     let span_ms = query_f64(req, "span_ms").unwrap_or(0.0).max(0.0);
     let interval = timeline_interval(Duration::from_millis(span_ms as u64));
@@ -116,11 +113,23 @@ async fn aggregate(
         let chunk = chunk.map_err(|e| e.to_string())?;
         reader.push(&chunk, &mut take)?;
     }
+    let bytes = reader.bytes();
     if let Ending::Short { .. } = reader.finish() {
         return Err("the kept answers ended without their end line: cut short".into());
     }
-    let answers = agg.lines();
-    Ok((agg.finish(source).map_err(|e| e.to_string())?, answers))
+    Ok(Read {
+        lines: agg.lines(),
+        bytes,
+        report: agg.finish(source).map_err(|e| e.to_string())?,
+    })
+}
+
+/// What a body of kept answers made.
+struct Read {
+    report: Option<Report>,
+    /// Its lines, and what they weighed.
+    lines: u64,
+    bytes: u64,
 }
 
 fn source(req: &Request) -> Source {
@@ -141,8 +150,12 @@ fn source(req: &Request) -> Source {
 async fn render(mut req: Request, _ctx: RouteContext<()>) -> Result<Response> {
     let source = source(&req);
     let (report, answers) = match aggregate(&mut req, &source).await {
-        Ok((Some(r), n)) => (r, n),
-        Ok((None, _)) => return empty_page(),
+        Ok(Read {
+            report: Some(r),
+            lines,
+            ..
+        }) => (r, lines),
+        Ok(Read { report: None, .. }) => return empty_page(),
         Err(Refusal(status, e)) => return Response::error(e, status),
     };
     let report = kvbench_report::derive(
@@ -180,8 +193,9 @@ fn empty_page() -> Result<Response> {
     Ok(r)
 }
 
-/// `POST /bill?origin_ms=..&span_ms=..&probes=N&every_s=S`: the month of N probes answering every
-/// S seconds, from the operations the answers in the body measured.
+/// `POST /bill?origin_ms=..&span_ms=..&probes=N&every_s=S&keep_s=K`: the month of N probes waking
+/// every S seconds and keeping their answers K seconds, from what the answers in the body measured
+/// (`kvbench_report::bill`).
 async fn bill(mut req: Request, _ctx: RouteContext<()>) -> Result<Response> {
     let (Some(probes), Some(every_s)) = (query_f64(&req, "probes"), query_f64(&req, "every_s"))
     else {
@@ -190,10 +204,17 @@ async fn bill(mut req: Request, _ctx: RouteContext<()>) -> Result<Response> {
     if probes < 1.0 || every_s <= 0.0 {
         return bad("probes >= 1 and every_s > 0".into());
     }
+    // Seconds an answer stays at rest: `keep_s` plus the grace before its deletion.
+    let stored_s = query_f64(&req, "keep_s").unwrap_or(0.0).max(0.0)
+        + f64::from(kvbench_core::probes::EXPIRY_GRACE_S);
     let source = source(&req);
-    let report = match aggregate(&mut req, &source).await {
-        Ok((Some(r), _)) => r,
-        Ok((None, _)) => {
+    let (report, lines, bytes) = match aggregate(&mut req, &source).await {
+        Ok(Read {
+            report: Some(r),
+            lines,
+            bytes,
+        }) => (r, lines, bytes),
+        Ok(Read { report: None, .. }) => {
             return Response::from_json(&json!({
                 "monthly_usd": null,
                 "why": "no probe answer is kept yet: the bill is projected from measured answers",
@@ -201,81 +222,15 @@ async fn bill(mut req: Request, _ctx: RouteContext<()>) -> Result<Response> {
         }
         Err(Refusal(status, e)) => return Response::error(e, status),
     };
-    let table = PriceTable::default_table();
-    Response::from_json(&projection(&report, &table, probes, every_s))
-}
-
-/// The bill: each store at its cheapest plan (kvbench's cost model at `probes / every_s`
-/// answers a second), plus the probe objects' own requests, rows and duration.
-fn projection(report: &Report, table: &PriceTable, probes: f64, every_s: f64) -> serde_json::Value {
-    let rps = probes / every_s;
-    let report = kvbench_report::derive(report.clone(), table, Some(rps), &Deployment::default());
-    let estimate = report.cost.expect("derive sets the cost");
-    let mut stores: std::collections::BTreeMap<String, &kvbench_report::report::CostLine> =
-        Default::default();
-    // Stores that did nothing (not configured, or not measurable from a probe) bill nothing.
-    for line in estimate
-        .lines
-        .iter()
-        .filter(|l| l.reads_per_request > 0.0 || l.writes_per_request > 0.0)
-    {
-        let cheaper = stores
-            .get(&line.store)
-            .is_none_or(|l| line.monthly_usd < l.monthly_usd);
-        if cheaper {
-            stores.insert(line.store.clone(), line);
-        }
-    }
-    let answers_per_month = rps * SECONDS_PER_MONTH;
-    // The cron checks every probe every 5 minutes (wrangler.toml).
-    let cron_checks = probes * SECONDS_PER_MONTH / 300.0;
-    let mean_s = report.total.latency_us.mean() / 1e6;
-    let own = own_usage(table, answers_per_month, cron_checks, mean_s);
-    let stores_usd: f64 = stores.values().map(|l| l.monthly_usd).sum();
-    json!({
-        "project_rps": rps,
-        "answers_per_month": answers_per_month,
-        "measured_answers": report.total.answered,
-        "stores": stores.values().map(|l| json!({
-            "store": l.store, "plan": l.plan, "as_of": l.as_of, "monthly_usd": round2(l.monthly_usd),
-        })).collect::<Vec<_>>(),
-        "probes": own,
-        "monthly_usd": round2(stores_usd + own["monthly_usd"].as_f64().unwrap_or(0.0)),
-        "note": "each store at its cheapest plan, from the operations the kept answers measured; the probe objects' requests are priced without the included million (which the do store may use up)",
-    })
-}
-
-/// What the probe objects bill themselves, per month: a request per alarm and per cron check,
-/// 4 rows written per answer (the answer, the probe's state, the `setAlarm`, the expired answer
-/// deleted), 3 rows read (the state, the expiry scan's two), and the measurement's wall time at
-/// 128 MB.
-fn own_usage(table: &PriceTable, answers: f64, cron_checks: f64, mean_s: f64) -> serde_json::Value {
-    let price = table.price.iter().find(|p| p.store == "do");
-    let unit = |name: &str| {
-        price
-            .and_then(|p| p.units.get(name))
-            .copied()
-            .unwrap_or(0.0)
+    let fleet = kvbench_report::bill::Probes {
+        points: probes,
+        every_s,
+        stored_s,
+        line_bytes: bytes as f64 / lines.max(1) as f64,
     };
-    let requests = answers + cron_checks;
-    let rows_written = answers * 4.0;
-    let rows_read = answers * 3.0;
-    let gb_s = answers * mean_s * 0.125;
-    let usd = requests / 1e6 * unit("Durable Object request")
-        + rows_written / 1e6 * unit("SQLite row written")
-        + rows_read / 1e6 * unit("SQLite row read")
-        + gb_s / 1e6 * unit("GB-s");
-    json!({
-        "requests_per_month": requests.round(),
-        "rows_written_per_month": rows_written.round(),
-        "rows_read_per_month": rows_read.round(),
-        "gb_s_per_month": (gb_s * 10.0).round() / 10.0,
-        "mean_measurement_s": (mean_s * 1000.0).round() / 1000.0,
-        "as_of": price.map(|p| p.as_of.clone()),
-        "monthly_usd": round2(usd),
-    })
-}
-
-fn round2(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
+    Response::from_json(&kvbench_report::bill::bill(
+        &report,
+        &PriceTable::default_table(),
+        fleet,
+    ))
 }

@@ -31,6 +31,10 @@ pub struct Price {
     pub plan: String,
     pub as_of: String,
     pub source: String,
+    /// A price no longer offered, kept to compare with the published runs: shown in a run's
+    /// cost table, never chosen as a store's cheapest plan while a current one exists.
+    #[serde(default)]
+    pub historical: bool,
     pub read_per_million: f64,
     pub write_per_million: f64,
     /// 0: one unit per operation; else units = max(1, ceil(bytes / unit_bytes)).
@@ -43,6 +47,9 @@ pub struct Price {
     pub bandwidth_per_gb: f64,
     #[serde(default)]
     pub included_gb_per_month: f64,
+    /// USD per GB-month of data at rest; 0 = not priced.
+    #[serde(default)]
+    pub storage_per_gb_month: f64,
     /// USD per million of each billing unit the store's description names (e.g. `"SQLite row
     /// read"`); when set, the quantities come from the description (`kvbench_core::spec`) and
     /// `read_per_million`/`write_per_million` are not used.
@@ -151,6 +158,7 @@ fn line(store: &StoreStats, p: &Price) -> CostLine {
         plan: p.plan.clone(),
         as_of: p.as_of.clone(),
         source: p.source.clone(),
+        historical: p.historical,
         reads_per_request: per(ok_reads as f64),
         writes_per_request: per(ok_writes as f64),
         failed_reads_per_request: per(store.failed_reads as f64),
@@ -425,6 +433,8 @@ mod tests {
             plan: String::new(),
             as_of: String::new(),
             source: String::new(),
+            historical: false,
+            storage_per_gb_month: 0.0,
             read_per_million: 1.0,
             write_per_million: 1.0,
             read_unit_bytes: 1000,
@@ -459,6 +469,8 @@ mod tests {
             plan: String::new(),
             as_of: String::new(),
             source: String::new(),
+            historical: false,
+            storage_per_gb_month: 0.0,
             read_per_million: 2.0,
             write_per_million: 2.0,
             read_unit_bytes: 0,

@@ -139,7 +139,7 @@ impl Aggregate {
                 return;
             }
         };
-        self.count_vantage(line, matches!(outcome, Outcome::Answer(_)));
+        self.count_vantage(line, &outcome);
         let intended_us = (t.saturating_sub(self.origin_ms).max(0) as u64) * 1000;
         let latency_us = (line.duration_ms.max(0.0) * 1000.0) as u64;
         if self.last_label.as_deref() != Some(label) {
@@ -148,6 +148,11 @@ impl Aggregate {
                     run.collector.freeze();
                     let closed = run.collector.take_closed();
                     self.add_to_timeline(closed);
+                }
+                if let Some(v) = self.vantages.get_mut(&previous) {
+                    v.warm_read_us
+                        .values_mut()
+                        .for_each(crate::hist::Hist::freeze);
                 }
             }
             self.last_label = Some(label.to_string());
@@ -176,7 +181,7 @@ impl Aggregate {
         run.last_end_us = run.last_end_us.max(intended_us + latency_us);
     }
 
-    fn count_vantage(&mut self, line: &Kept<'_>, answered: bool) {
+    fn count_vantage(&mut self, line: &Kept<'_>, outcome: &Outcome) {
         let v = match self.vantages.get_mut(line.label.as_str()) {
             Some(v) => v,
             None => self
@@ -198,10 +203,37 @@ impl Aggregate {
         if let Some(p) = &line.placement {
             VantagePoint::count(&mut v.placements, p, 1);
         }
-        match (answered, line.cold) {
-            (false, _) => v.failed += 1,
-            (true, true) => v.cold += 1,
-            (true, false) => v.warm += 1,
+        let answer = match outcome {
+            Outcome::Answer(a) => a,
+            Outcome::Failure(_) => {
+                v.failed += 1;
+                return;
+            }
+        };
+        if line.cold {
+            v.cold += 1;
+            return;
+        }
+        v.warm += 1;
+        // Left out of the percentiles like the collector leaves it out (`--max-concurrent`).
+        if answer
+            .concurrent
+            .zip(self.max_concurrent)
+            .is_some_and(|(c, max)| c > max)
+        {
+            return;
+        }
+        for (store, r) in &answer.stores {
+            let (Some(us), None) = (r.read_us, &r.error) else {
+                continue;
+            };
+            if let Some(h) = v.warm_read_us.get_mut(store) {
+                h.record(us);
+            } else if v.warm_read_us.len() < crate::report::VANTAGE_STORES_MAX {
+                let mut h = crate::hist::Hist::default();
+                h.record(us);
+                v.warm_read_us.insert(store.clone(), h);
+            }
         }
     }
 
@@ -443,6 +475,62 @@ mod tests {
             ("hint", Some("weur"), 1)
         );
         assert_eq!(r.vantages["FRA"].vantage, "run");
+    }
+
+    #[test]
+    fn the_vantage_table_reads_the_warm_answers_and_merges_them() {
+        // weur: a cold answer of 90 ms and warm ones of 2, 3 and 4 ms; apac: only a cold one.
+        let cold = |seq, t, label: &str, ms| {
+            line(seq, t, label, ms).replace(r#""cold":false"#, r#""cold":true"#)
+        };
+        let lines = [
+            cold(1, 1_000_000, "weur", 90.0),
+            line(2, 1_000_100, "weur", 2.0),
+            line(3, 1_300_000, "weur", 3.0),
+            line(4, 1_600_000, "weur", 4.0),
+            cold(1, 1_000_000, "apac", 70.0),
+        ];
+        let source = Source {
+            url: "https://w".into(),
+            engine: "probes".into(),
+            read_from: "x".into(),
+        };
+        let report = |lines: &[String]| {
+            let mut a = Aggregate::new(1_000_000, Duration::from_secs(300));
+            for l in lines {
+                push(&mut a, l);
+            }
+            a.finish(&source).unwrap().unwrap()
+        };
+        let r = report(&lines);
+        let weur = &r.vantages["weur"];
+        assert_eq!((weur.cold, weur.warm), (1, 3));
+        assert_eq!(weur.warm_read_us["kv"].len(), 3);
+        // 3 significant digits: 4 ms reads back as 4.001.
+        assert_eq!(weur.warm_read_us["kv"].max() / 10, 400);
+        assert!(r.vantages["apac"].warm_read_us.is_empty());
+        let summary = crate::report::Summary::of(&r);
+        let p99 = summary.warm_read["weur"]["kv"].p99_ms.unwrap();
+        assert!((4.0..4.01).contains(&p99), "{p99}");
+        assert!(!summary.warm_read.contains_key("apac"));
+        let rows = crate::print::vantage::rows(&r, &summary);
+        let by_label: BTreeMap<&str, (bool, Option<f64>)> = rows
+            .iter()
+            .map(|row| {
+                (
+                    row.label,
+                    (row.warm, row.reads["kv"].max_ms.map(f64::round)),
+                )
+            })
+            .collect();
+        // weur's row leaves its cold 90 ms out; apac, with no warm answer, shows its cold one.
+        assert_eq!(by_label["weur"], (true, Some(4.0)));
+        assert_eq!(by_label["apac"], (false, Some(70.0)));
+        // Two halves merged are the whole, and the field survives report.json.
+        let merged = Report::merge(vec![report(&lines[..2]), report(&lines[2..])]).unwrap();
+        assert_eq!(merged.vantages["weur"].warm_read_us, weur.warm_read_us);
+        let back: Report = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back.vantages["weur"].warm_read_us, weur.warm_read_us);
     }
 
     #[test]

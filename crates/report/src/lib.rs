@@ -8,6 +8,7 @@
 
 pub mod answer;
 pub mod batch;
+pub mod bill;
 pub mod collect;
 pub mod cost;
 pub mod hist;

@@ -45,6 +45,9 @@ pub struct Report {
 /// Most colos or placements a vantage point lists; the rest are counted under `other`.
 pub const VANTAGE_NAMES_MAX: usize = 16;
 
+/// Most stores a vantage point keeps warm reads of (the rest are in the run's figures only).
+pub const VANTAGE_STORES_MAX: usize = 64;
+
 /// One vantage point of kept answers: what it is, where its answers ran, how many were warm.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct VantagePoint {
@@ -66,6 +69,11 @@ pub struct VantagePoint {
     pub warm: u64,
     /// Lines kept in place of an answer: the vantage point failed (by kind in `labels`).
     pub failed: u64,
+    /// Successful reads of the warm answers, µs, per store: the steady state, without the
+    /// connections and metadata exchanges a cold instance starts afresh. The vantage table's
+    /// percentiles come from these when there are any.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub warm_read_us: BTreeMap<String, crate::hist::Hist>,
 }
 
 impl VantagePoint {
@@ -96,6 +104,9 @@ impl VantagePoint {
         self.cold += from.cold;
         self.warm += from.warm;
         self.failed += from.failed;
+        for (store, h) in &from.warm_read_us {
+            self.warm_read_us.entry(store.clone()).or_default().add(h);
+        }
     }
 }
 
@@ -365,6 +376,9 @@ pub struct CostLine {
     pub plan: String,
     pub as_of: String,
     pub source: String,
+    /// The plan is no longer offered ([`crate::cost::Price::historical`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub historical: bool,
     /// Measured: successful operations and their billing units per answered request.
     pub reads_per_request: f64,
     pub writes_per_request: f64,
@@ -514,6 +528,10 @@ pub struct Summary {
     pub latency: Vec<LatencyRow>,
     pub labels: BTreeMap<String, LabelSummary>,
     pub colos: BTreeMap<String, ColoSummary>,
+    /// Per vantage point of kept answers, the successful reads of its warm answers per store
+    /// ([`VantagePoint::warm_read_us`]): what the vantage table shows when there are any.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub warm_read: BTreeMap<String, BTreeMap<String, Quantiles>>,
 }
 
 impl Summary {
@@ -555,6 +573,19 @@ impl Summary {
             worker_failed: t.worker_failed(),
             retried: t.retried,
             latency,
+            warm_read: report
+                .vantages
+                .iter()
+                .filter(|(_, v)| !v.warm_read_us.is_empty())
+                .map(|(label, v)| {
+                    let q = v
+                        .warm_read_us
+                        .iter()
+                        .map(|(store, h)| (store.clone(), Quantiles::of(h)))
+                        .collect();
+                    (label.clone(), q)
+                })
+                .collect(),
             labels: report
                 .labels
                 .iter()

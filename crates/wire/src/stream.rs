@@ -139,6 +139,7 @@ pub struct Reader {
     pending: Vec<u8>,
     max_line: usize,
     lines: u64,
+    bytes: u64,
     ended: bool,
     stopped: bool,
 }
@@ -150,6 +151,7 @@ impl Reader {
             pending: Vec::new(),
             max_line,
             lines: 0,
+            bytes: 0,
             ended: false,
             stopped: false,
         }
@@ -158,6 +160,11 @@ impl Reader {
     /// Kept lines read so far (malformed ones included).
     pub fn lines(&self) -> u64 {
         self.lines
+    }
+
+    /// Bytes of those lines, each with its newline: what they weigh at rest, about.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
     }
 
     /// Reads the complete lines of `chunk` (with what a previous chunk left), handing each to
@@ -206,6 +213,7 @@ impl Reader {
         match Frame::parse(line) {
             Ok(Frame::Kept(kept)) => {
                 self.lines += 1;
+                self.bytes += line.len() as u64 + 1;
                 each(Item::Kept(kept))
             }
             Ok(Frame::End(said)) => {
@@ -225,6 +233,7 @@ impl Reader {
             }
             Err(error) => {
                 self.lines += 1;
+                self.bytes += line.len() as u64 + 1;
                 each(Item::Malformed { line, error })
             }
         }
@@ -280,6 +289,13 @@ mod tests {
         }
         let bytes: Vec<&[u8]> = stream.as_bytes().chunks(1).collect();
         assert_eq!(read(&bytes).unwrap(), whole);
+        // What the lines weigh: the kept and malformed ones with their newlines, not the blank
+        // line nor the end line.
+        let mut r = Reader::new(200);
+        for chunk in &bytes {
+            r.push(chunk, |_| Ok::<_, ReadError>(())).unwrap();
+        }
+        assert_eq!(r.bytes(), 2 * (A.len() as u64 + 1) + 8);
     }
 
     #[test]

@@ -347,9 +347,10 @@ fn vantage_table(report: &Report, summary: &Summary, out: &mut String) {
         };
         let _ = write!(
             out,
-            "<tr><td>{}<small class=\"sub\">{}</small></td><td class=\"where\">{}{placed}</td>{}{}{}",
+            "<tr><td>{}<small class=\"sub\">{}{}</small></td><td class=\"where\">{}{placed}</td>{}{}{}",
             esc(row.label),
             esc(&p.vantage),
+            if row.warm { "" } else { " · <i>all answers</i>" },
             esc(&row.ran_in),
             count_td(&id, "warm", p.warm),
             count_td(&id, "cold", p.cold),
@@ -385,7 +386,7 @@ fn vantage_table(report: &Report, summary: &Summary, out: &mut String) {
         }
         out.push_str("</tr>");
     }
-    out.push_str("</tbody></table><p class=\"note\">Each store's cell: its read p50 in ms, then p90 and p99. Successful reads as timed by the worker, over every answer of the vantage point (warm and cold: a cold answer is a new instance's, whose connections started afresh). The shaded cell has the lowest p50 of its row; the bar is the p99 relative to the row's slowest store. Members are placed workers called over HTTP; hints are Durable Objects created with a location hint, measuring in their own isolate.</p>");
+    out.push_str("</tbody></table><p class=\"note\">Each store's cell: its read p50 in ms, then p90 and p99. Successful reads as timed by the worker, over the warm answers of the vantage point: a cold answer is a new instance's, whose connections and metadata exchanges started afresh, and is counted in its own column. A row marked <i>all answers</i> had no warm answer, so its cells are over the cold ones. The shaded cell has the lowest p50 of its row; the bar is the p99 relative to the row's slowest store. Members are placed workers called over HTTP; hints are Durable Objects created with a location hint, measuring in their own isolate.</p>");
 }
 
 fn cost(report: &Report, out: &mut String) {

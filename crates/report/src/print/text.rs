@@ -328,6 +328,11 @@ fn vantage_table(report: &Report, summary: &Summary, out: &mut impl Write) -> io
     for row in super::vantage::rows(report, summary) {
         let p = row.point;
         let mut ran_in = row.ran_in.clone();
+        let kind = if row.warm {
+            p.vantage.clone()
+        } else {
+            format!("{}°", p.vantage)
+        };
         if !row.placed.is_empty() {
             ran_in = format!("{ran_in} ({})", row.placed);
         }
@@ -335,7 +340,7 @@ fn vantage_table(report: &Report, summary: &Summary, out: &mut impl Write) -> io
             out,
             "{:<20} {:<7} {:<22} {:>6} {:>5} {:>6}",
             tty(row.label),
-            tty(&p.vantage),
+            tty(&kind),
             tty(&ran_in),
             p.warm,
             p.cold,
@@ -360,7 +365,7 @@ fn vantage_table(report: &Report, summary: &Summary, out: &mut impl Write) -> io
     }
     writeln!(
         out,
-        "(successful reads, ms, over warm and cold answers; * the row's lowest p50)"
+        "(successful reads of the warm answers, ms; ° a row with no warm answer, over its cold ones; * the row's lowest p50)"
     )
 }
 

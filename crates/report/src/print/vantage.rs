@@ -1,7 +1,9 @@
 //! The seed's view: one row per vantage point of kept answers — who measured, where it ran, how
 //! many answers were warm — with every store's read percentiles side by side and the fastest
-//! marked, so the best store per place is seen at a glance. The text and the HTML printers
-//! show these same rows.
+//! marked, so the best store per place is seen at a glance. The percentiles are of the warm
+//! answers when the vantage point has any (a cold instance's connections and metadata exchanges
+//! are a start-up cost, not the steady state), else of all. The text and the HTML printers show
+//! these same rows.
 
 use std::collections::BTreeMap;
 
@@ -16,8 +18,10 @@ pub struct Row<'a> {
     pub ran_in: String,
     /// Its placements by count (`remote-IAD`); empty for hints and runs.
     pub placed: String,
-    /// Successful reads per store.
+    /// Successful reads per store: of the warm answers when there are any, else of all.
     pub reads: &'a BTreeMap<String, Quantiles>,
+    /// Whether `reads` are the warm answers' alone.
+    pub warm: bool,
     /// The store with the lowest read p50, when more than one store answered.
     pub fastest: Option<&'a str>,
 }
@@ -51,7 +55,10 @@ pub fn rows<'a>(report: &'a Report, summary: &'a Summary) -> Vec<Row<'a>> {
         .vantages
         .iter()
         .filter_map(|(label, point)| {
-            let reads = &summary.labels.get(label)?.read;
+            let (reads, warm) = match summary.warm_read.get(label) {
+                Some(warm) => (warm, true),
+                None => (&summary.labels.get(label)?.read, false),
+            };
             let answered: Vec<(&String, f64)> = reads
                 .iter()
                 .filter_map(|(s, q)| q.p50_ms.map(|p| (s, p)))
@@ -66,6 +73,7 @@ pub fn rows<'a>(report: &'a Report, summary: &'a Summary) -> Vec<Row<'a>> {
                 ran_in: by_count(&point.colos, 2),
                 placed: by_count(&point.placements, 1),
                 reads,
+                warm,
                 fastest,
             })
         })
