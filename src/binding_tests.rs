@@ -485,7 +485,12 @@ async fn one_js_copy_of_the_value_serves_every_write() {
             _ => env()
                 .durable_object(BENCH_DO)
                 .unwrap()
-                .get_by_name(&durable::object_name(Default::default(), None, &store_key))
+                .get_by_name(&durable::object_name(
+                    Default::default(),
+                    None,
+                    None,
+                    &store_key,
+                ))
                 .unwrap()
                 .fetch_with_str(&durable::url(&store_key, None))
                 .await

@@ -37,7 +37,7 @@ impl DoBinding {
     }
 
     fn stub(&self, key: &str, options: &Options) -> Result<Stub, StoreError> {
-        let name = durable::object_name(options.do_scope, options.do_location, key);
+        let name = options.object_name(key);
         match options.do_location {
             Some(hint) => self
                 .namespace

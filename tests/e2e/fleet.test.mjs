@@ -8,7 +8,10 @@
 // their label; the token reaches the members and never a kept line. Bounded in time.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import fs from "node:fs";
 import http from "node:http";
+import os from "node:os";
+import path from "node:path";
 import { freePort, sleep, startRedis, startStack, stop } from "./procs.mjs";
 
 const TOKEN = "fleet-e2e-token-" + process.pid;
@@ -17,6 +20,9 @@ let members = [];
 let proxies = [];
 let down;
 let main;
+let mainVars;
+// The main worker's Durable Object storage, kept across its restart (a deploy with a new FLEET).
+const persist = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-e2e-fleet-"));
 
 /** A proxy in front of `target` counting what it forwarded and what it answered; it adds a
  * `cf-placement` header as a placed worker's answer carries one. */
@@ -59,10 +65,8 @@ before(async () => {
   proxies.push({ label: "busy", server: busy, counts: null, url: `http://127.0.0.1:${busy.address().port}` });
   down = await freePort();
   const fleet = [...proxies.map((p) => `${p.label}=${p.url}`), `gone=http://127.0.0.1:${down}`].join(",");
-  main = await startStack(
-    { ...stores, FLEET: fleet, PROBE_HINTS: "weur", PROBE_EVERY: "1", PROBE_COLO_URL: "none", PROBE_BUDGET_USD: "1000000" },
-    { host: "127.0.0.1", port: 0 },
-  );
+  mainVars = { ...stores, FLEET: fleet, PROBE_HINTS: "weur", PROBE_EVERY: "1", PROBE_COLO_URL: "none", PROBE_BUDGET_USD: "1000000" };
+  main = await startStack(mainVars, { host: "127.0.0.1", port: 0, durableObjectsPersist: persist });
 });
 
 after(async () => {
@@ -70,6 +74,7 @@ after(async () => {
   for (const m of members) await m.dispose();
   for (const p of proxies) p.server.close();
   await stop(redis?.proc);
+  fs.rmSync(persist, { recursive: true, force: true });
 });
 
 const auth = { Authorization: `Bearer ${TOKEN}` };
@@ -119,6 +124,9 @@ test("the probes call every member and keep every outcome under its label", { ti
       assert.equal(l.failure, undefined, JSON.stringify(l));
       assert.equal(typeof l.answer.stores.kv.read_ms, "number", JSON.stringify(l.answer));
       assert.equal(l.colo, l.answer.colo);
+      // `do` measures the member's colo's own object (created near where it runs), and says so.
+      assert.equal(l.answer.stores.do.near_colo, l.answer.colo, JSON.stringify(l.answer.stores.do));
+      assert.equal(l.answer.stores.do.error, null, JSON.stringify(l.answer.stores.do));
       assert.ok(l.duration_ms >= 0);
     }
     // The first answer of a member's isolate is cold, the rest warm.
@@ -146,4 +154,46 @@ test("the probes call every member and keep every outcome under its label", { ti
   assert.equal(gone.vantage, "member");
   assert.match(gone.last_error, /member connect/);
   assert.match(probes.find((p) => p.label === "busy").last_error, /member answered 503/);
+});
+
+test("a member taken out of FLEET stops itself at its next wake", { timeout: 180_000 }, async () => {
+  const local3 = proxies.find((p) => p.label === "local-3").counts;
+  const calls = async (label, n, what) => {
+    const deadline = Date.now() + 60_000;
+    while (proxies.find((p) => p.label === label).counts.requests < n) {
+      assert.ok(Date.now() < deadline, what);
+      await sleep(250);
+    }
+  };
+  // Running again, local-3 included.
+  assert.equal((await call("POST", "/probes/start")).status, 200);
+  await calls("local-3", local3.requests + 2, "local-3 was not called again after the start");
+  // A new deploy of the main worker, its probe objects as they were, local-3 gone from FLEET.
+  await main.dispose();
+  const fleet = mainVars.FLEET.split(",").filter((m) => !m.startsWith("local-3=")).join(",");
+  main = await startStack({ ...mainVars, FLEET: fleet }, { host: "127.0.0.1", port: 0, durableObjectsPersist: persist });
+  const listed = JSON.parse((await call("GET", "/probes")).text).probes.map((p) => p.label);
+  assert.ok(!listed.includes("local-3"), JSON.stringify(listed));
+  // local-1 goes on (its alarm fires every second); local-3's probe, woken by its own alarm,
+  // finds itself out of FLEET and stops without calling the member. A call that was on its way
+  // when the old worker went is the most it may still make.
+  const local1 = proxies.find((p) => p.label === "local-1").counts;
+  const after = local3.requests;
+  await calls("local-1", local1.requests + 4, "local-1 was not called after the restart");
+  // Its object says why it stopped (read from the namespace: GET /probes lists FLEET's members).
+  const ns = await main.getDurableObjectNamespace("BENCH_PROBES");
+  const status = async () => (await ns.get(ns.idFromName("member:local-3")).fetch("https://kvbench.probe/status")).json();
+  const deadline = Date.now() + 30_000;
+  let s;
+  while (!(s = await status()).stopped) {
+    assert.ok(Date.now() < deadline, `local-3's probe did not stop: ${JSON.stringify(s)}`);
+    await sleep(500);
+  }
+  assert.match(s.last_error, /local-3 is no longer in FLEET/);
+  assert.equal(s.running, false);
+  assert.ok(local3.requests <= after + 1, `local-3 was called ${local3.requests - after} times after it left FLEET`);
+  const settled = local3.requests;
+  await sleep(3000);
+  assert.equal(local3.requests, settled, "local-3 is still being called");
+  assert.equal((await call("POST", "/probes/stop")).status, 200);
 });

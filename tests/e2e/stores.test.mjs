@@ -206,6 +206,20 @@ test("do_scope=shared keeps every key in one object; do_location places an objec
   assert.equal(unplaced.stores.do.location_hint, undefined);
 });
 
+test("do_scope=colo measures the colo's own object of the key, and the answer names the colo", async () => {
+  const key = "e2e-colo-a";
+  const first = (await get(mf, `/test?key=${key}&stores=do&ttl=300`)).json;
+  assert.equal(first.stores.do.hit, false);
+  const near = (await get(mf, `/test?key=${key}&stores=do&do_scope=colo&ttl=300`)).json;
+  assert.equal(near.stores.do.error, null, JSON.stringify(near.stores.do.error));
+  assert.equal(near.stores.do.hit, false, "another object than the key's");
+  assert.equal(near.stores.do.near_colo, near.colo);
+  assert.equal((await doStats(`colo:${near.colo}|kvbench:do:${key}`)).rows, 1);
+  const again = (await get(mf, `/test?key=${key}&stores=do&do_scope=colo`)).json;
+  assert.equal(again.stores.do.hit, true);
+  assert.equal(first.stores.do.near_colo, undefined);
+});
+
 test("d1_session runs the read and the write through the Sessions API", async () => {
   for (const session of ["first-unconstrained", "first-primary"]) {
     const key = `e2e-session-${session}`;

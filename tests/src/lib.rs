@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 use async_trait::async_trait;
 use kvbench_core::denokv::proto;
-use kvbench_core::durable::{self, LocationHint};
+use kvbench_core::durable::LocationHint;
 use kvbench_core::redis::{Connection, Connector};
 use kvbench_core::sql::D1Session;
 use kvbench_core::store::{Deferred, Fetched, Options};
@@ -798,7 +798,7 @@ impl<'a> MockBinding<'a> {
             key: key.into(),
             len,
             ttl_s,
-            object: is_do.then(|| durable::object_name(options.do_scope, options.do_location, key)),
+            object: is_do.then(|| options.object_name(key)),
             location: options.do_location.filter(|_| is_do),
             session: options.d1_session.filter(|_| self.id == StoreId::D1),
         });
@@ -820,6 +820,17 @@ impl<'a> MockBinding<'a> {
             return Err(StoreError::new(ErrorKind::Http, "ttl too short"));
         }
         Ok(())
+    }
+
+    /// Where a key's value lives: a Durable Object's rows are its object's (`object/key`), the
+    /// key alone for the key's own object (what the tests read back).
+    fn slot(&self, key: &str, options: &Options) -> String {
+        let object = options.object_name(key);
+        if self.id == StoreId::Do && object != key {
+            format!("{object}/{key}")
+        } else {
+            key.to_string()
+        }
     }
 
     /// The scope a `do_scope=shared` read reaches, by object.
@@ -846,10 +857,11 @@ impl Store for MockBinding<'_> {
             _ => {}
         }
         let now = self.clock.now.get();
+        let slot = self.slot(key, options);
         let found = self.clock.server(|| {
             self.data
                 .borrow()
-                .get(key)
+                .get(&slot)
                 .filter(|(_, expires)| *expires > now)
                 .map(|(v, _)| v.len() as u64)
         });
@@ -880,10 +892,11 @@ impl Store for MockBinding<'_> {
         }
         self.check(key, value.len(), ttl_s)?;
         let expires = self.clock.now.get() + f64::from(ttl_s) * 1000.0;
+        let slot = self.slot(key, options);
         self.clock.server(|| {
             self.data
                 .borrow_mut()
-                .insert(key.into(), (value.to_vec(), expires))
+                .insert(slot, (value.to_vec(), expires))
         });
         self.clock.advance(self.latency_ms);
         Ok(())

@@ -371,7 +371,7 @@ fn disabled_or_weak_answers_force_a_new_exchange() {
         consistency: Consistency::Eventual,
         ..Default::default()
     };
-    assert_eq!(block_on(read(&store, "k", eventual)), Ok(None));
+    assert_eq!(block_on(read(&store, "k", eventual.clone())), Ok(None));
     let disabled = proto::SnapshotReadOutput {
         status: proto::SnapshotReadStatus::SrReadDisabled as i32,
         ..weak

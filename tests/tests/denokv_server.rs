@@ -167,13 +167,13 @@ fn reads_and_writes_against_a_real_denokv() {
 
     // Miss, write, hit: the same bytes; the key is the tuple ["kvbench-native"].
     let key = "kvbench-native";
-    assert_eq!(block_on(read(&store, key, strong)), Ok(None));
+    assert_eq!(block_on(read(&store, key, strong.clone())), Ok(None));
     let value: Vec<u8> = (0..65_536u32).map(|i| b'A' + (i % 26) as u8).collect();
     let before = WallClock.now_ms();
     assert_eq!(block_on(write(&store, key, &value, 120)), Ok(()));
     let after = WallClock.now_ms();
     assert_eq!(
-        block_on(read(&store, key, strong)),
+        block_on(read(&store, key, strong.clone())),
         Ok(Some(value.len() as u64))
     );
     let eventual = Options {
@@ -212,7 +212,7 @@ fn reads_and_writes_against_a_real_denokv() {
         &WallClock,
         &other,
     );
-    let e = block_on(read(&wrong, key, strong)).unwrap_err();
+    let e = block_on(read(&wrong, key, strong.clone())).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Auth, "{e}");
     assert!(!e.message.contains("wrong-token") && !e.message.contains(ACCESS_TOKEN));
 

@@ -1068,6 +1068,32 @@ fn do_scope_and_location_choose_the_object() {
     assert_eq!(w.durable.data.borrow().len(), 2);
     let (_, a) = w.call("key=b&stores=do&do_scope=shared");
     assert_eq!(store(&a, "do")["hit"], true);
+
+    // The colo's own object: created near where the request ran, whatever touched the key
+    // elsewhere, and the answer says whose.
+    let clock = FakeClock::default();
+    let w = World::new(&clock);
+    let (_, first) = w.call("key=a&stores=do");
+    assert_eq!(store(&first, "do")["hit"], false);
+    let (status, near) = w.call("key=a&stores=do&do_scope=colo");
+    assert_eq!(status, 200);
+    let colo = near["colo"].as_str().unwrap().to_string();
+    assert_eq!(store(&near, "do")["near_colo"], Value::from(colo.as_str()));
+    assert_eq!(
+        store(&near, "do")["hit"],
+        false,
+        "another object than the key's"
+    );
+    let (_, again) = w.call("key=a&stores=do&do_scope=colo");
+    assert_eq!(store(&again, "do")["hit"], true);
+    assert_eq!(
+        w.durable.objects(),
+        [
+            format!("colo:{colo}|kvbench:do:a"),
+            "kvbench:do:a".to_string()
+        ]
+    );
+    assert!(store(&first, "do").get("near_colo").is_none());
 }
 
 #[test]

@@ -31,7 +31,7 @@ const ANSWER_FIELDS: [&str; 8] = [
     "kvLatency",
     "redisLatency",
 ];
-const STORE_FIELDS: [&str; 8] = [
+const STORE_FIELDS: [&str; 9] = [
     "read_ms",
     "hit",
     "value_bytes",
@@ -39,8 +39,9 @@ const STORE_FIELDS: [&str; 8] = [
     "connect_ms",
     "error",
     "abandoned",
-    // Ignored: the kept line's label already says which probe (and so which hint) measured.
+    // Ignored: the kept line's label already says which probe (and so which hint or colo) measured.
     "location_hint",
+    "near_colo",
 ];
 const ERROR_FIELDS: [&str; 3] = ["kind", "message", "op"];
 

@@ -17,6 +17,10 @@ pub enum DoScope {
     /// One object for every key: every request travels to the same object, whose single
     /// thread serialises them. Measures one hot, central object.
     Shared,
+    /// One object per key and per colo the request runs in (`colo:IAD|kvbench:do:7`), created
+    /// by the first request there: the object nearest the worker, whatever touched the key
+    /// elsewhere. What a placed fleet member measures: its own region's objects.
+    Colo,
 }
 
 impl DoScope {
@@ -24,29 +28,38 @@ impl DoScope {
         match self {
             DoScope::Key => "key",
             DoScope::Shared => "shared",
+            DoScope::Colo => "colo",
         }
     }
 
     pub fn parse(name: &str) -> Option<DoScope> {
-        [DoScope::Key, DoScope::Shared]
+        [DoScope::Key, DoScope::Shared, DoScope::Colo]
             .into_iter()
             .find(|s| s.as_str() == name)
     }
 }
 
 /// The object's name for the store key `store_key` (`kvbench:do:<key>`). The shared object's
-/// name has no trailing `:`, so it can never equal a per-key object's. An object placed by a
-/// location hint is that hint's own (`weur|kvbench:do:7`): a hint applies only when an object
-/// is created, so the key's object, created wherever the key was first touched, would not be
-/// where `do_location` says. No unplaced name starts with a hint and `|`.
-pub fn object_name(scope: DoScope, location: Option<LocationHint>, store_key: &str) -> String {
+/// name has no trailing `:`, so it can never equal a per-key object's. A colo's own object
+/// (`do_scope=colo`, `colo` the request's) is `colo:<colo>|<key>`, which no key's name starts
+/// with. An object placed by a location hint is that hint's own (`weur|kvbench:do:7`): a hint
+/// applies only when an object is created, so the key's object, created wherever the key was
+/// first touched, would not be where `do_location` says. No unplaced name starts with a hint
+/// and `|`.
+pub fn object_name(
+    scope: DoScope,
+    location: Option<LocationHint>,
+    colo: Option<&str>,
+    store_key: &str,
+) -> String {
     let name = match scope {
-        DoScope::Key => store_key,
-        DoScope::Shared => SHARED_OBJECT,
+        DoScope::Key => store_key.to_string(),
+        DoScope::Shared => SHARED_OBJECT.to_string(),
+        DoScope::Colo => format!("colo:{}|{store_key}", colo.unwrap_or("unknown")),
     };
     match location {
         Some(hint) => format!("{}|{name}", hint.as_str()),
-        None => name.to_string(),
+        None => name,
     }
 }
 
@@ -192,22 +205,32 @@ mod tests {
     #[test]
     fn scopes_name_objects() {
         assert_eq!(
-            object_name(DoScope::Key, None, "kvbench:do:7"),
+            object_name(DoScope::Key, None, Some("IAD"), "kvbench:do:7"),
             "kvbench:do:7"
         );
         assert_eq!(
-            object_name(DoScope::Shared, None, "kvbench:do:7"),
+            object_name(DoScope::Shared, None, None, "kvbench:do:7"),
             SHARED_OBJECT
         );
         let weur = Some(LocationHint::Weur);
         assert_eq!(
-            object_name(DoScope::Key, weur, "kvbench:do:7"),
+            object_name(DoScope::Key, weur, None, "kvbench:do:7"),
             "weur|kvbench:do:7"
         );
         assert_eq!(
-            object_name(DoScope::Shared, Some(LocationHint::ApacNe), "x"),
+            object_name(DoScope::Shared, Some(LocationHint::ApacNe), None, "x"),
             "apac-ne|kvbench:do"
         );
+        // A colo's own objects: one per key and colo, never a key's or a hint's name.
+        assert_eq!(
+            object_name(DoScope::Colo, None, Some("IAD"), "kvbench:do:7"),
+            "colo:IAD|kvbench:do:7"
+        );
+        assert_eq!(
+            object_name(DoScope::Colo, weur, Some("IAD"), "kvbench:do:7"),
+            "weur|colo:IAD|kvbench:do:7"
+        );
+        assert_eq!(DoScope::parse("colo"), Some(DoScope::Colo));
         assert_eq!(DoScope::parse("shared"), Some(DoScope::Shared));
         assert_eq!(DoScope::parse("global"), None);
         assert_eq!(LocationHint::parse("weur"), Some(LocationHint::Weur));

@@ -58,9 +58,11 @@ pub struct Member {
 }
 
 impl Member {
-    /// The member's `/test`, with no query: the member's own defaults, like a probe's.
+    /// The member's `/test` with its own defaults, like a probe's, except that `do` measures
+    /// the member's colo's own objects (`do_scope=colo`): created near where the placed member
+    /// runs, whatever touched the key elsewhere — as a hint probe measures its hint's.
     pub fn test_url(&self) -> String {
-        format!("{}/test", self.url.trim_end_matches('/'))
+        format!("{}/test?do_scope=colo", self.url.trim_end_matches('/'))
     }
 
     /// The name of the probe object that calls this member.
@@ -229,8 +231,14 @@ mod tests {
         .unwrap();
         assert_eq!(m.len(), 3);
         assert_eq!(m[0].label, "aws:us-east-1");
-        assert_eq!(m[0].test_url(), "https://a.example.workers.dev/test");
-        assert_eq!(m[2].test_url(), "http://127.0.0.1:9002/base/test");
+        assert_eq!(
+            m[0].test_url(),
+            "https://a.example.workers.dev/test?do_scope=colo"
+        );
+        assert_eq!(
+            m[2].test_url(),
+            "http://127.0.0.1:9002/base/test?do_scope=colo"
+        );
         assert_eq!(m[1].object_name(), "member:local-b");
         assert!(parse_members("FLEET", "  ").unwrap().is_empty());
         for bad in [

@@ -285,7 +285,10 @@ impl Params {
         };
         let do_scope = match get("do_scope") {
             Some(v) => DoScope::parse(v).ok_or_else(|| {
-                ParamError::new("do_scope", format!("expected key or shared, got {v:?}"))
+                ParamError::new(
+                    "do_scope",
+                    format!("expected key, shared or colo, got {v:?}"),
+                )
             })?,
             None => defaults.do_scope,
         };
@@ -425,6 +428,7 @@ impl Params {
             do_scope: self.do_scope,
             do_location: self.do_location,
             d1_session: self.d1_session,
+            colo: None,
         }
     }
 }

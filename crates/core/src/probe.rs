@@ -92,7 +92,10 @@ pub async fn probe(
             gen.take_value(params.min_bytes, params.max_bytes),
         )
     };
-    let options = params.options();
+    let mut options = params.options();
+    if options.do_scope == crate::durable::DoScope::Colo {
+        options.colo = Some(isolate.colo.clone());
+    }
     let resolved: Vec<(StoreId, Result<&dyn Store, StoreError>)> =
         order.iter().map(|&id| (id, stores.store(id))).collect();
     // Each store's own key (its namespace + the key) and write body, made before the first span
@@ -134,8 +137,9 @@ pub async fn probe(
                 .await;
                 wrote |= result.write_ms.is_some();
                 let mut result = result;
-                if let (StoreId::Do, Some(hint)) = (id, options.do_location) {
-                    result.location_hint = Some(hint.as_str().into());
+                if id == StoreId::Do {
+                    result.location_hint = options.do_location.map(|h| h.as_str().into());
+                    result.near_colo = options.colo.clone().map(Into::into);
                 }
                 Measured {
                     id,

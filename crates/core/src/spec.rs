@@ -396,7 +396,9 @@ pub static STORES: [StoreSpec; 8] = [
         notes: &[
             "do_scope=key (default): one object per key, created near where the key is first \
              used, as a per-entity design would; do_scope=shared: one object for every key, so \
-             requests from every colo travel to it and its single thread serialises them",
+             requests from every colo travel to it and its single thread serialises them; \
+             do_scope=colo: one object per key and colo the request runs in, created there \
+             (stores.do.near_colo names the colo; what each fleet member measures)",
             "do_location hints where a new object is placed (it never moves an existing one)",
             "the row (key, value BLOB, expires_at) is a WITHOUT ROWID table: 1 row written per \
              write (2 with a rowid and its primary-key index); an alarm deletes expired rows \

@@ -32,7 +32,7 @@ impl Consistency {
 }
 
 /// Per-request options that only some stores understand, given to every read and write.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Options {
     /// Cloudflare KV `cacheTtl` in seconds.
     pub cache_ttl_s: Option<u32>,
@@ -44,6 +44,20 @@ pub struct Options {
     pub do_location: Option<LocationHint>,
     /// D1 Sessions API constraint; `None`: plain queries, no session.
     pub d1_session: Option<D1Session>,
+    /// The colo the request runs in, for `do_scope=colo` (`None` for the other scopes).
+    pub colo: Option<String>,
+}
+
+impl Options {
+    /// The `do` store's object for `store_key` under these options.
+    pub fn object_name(&self, store_key: &str) -> String {
+        crate::durable::object_name(
+            self.do_scope,
+            self.do_location,
+            self.colo.as_deref(),
+            store_key,
+        )
+    }
 }
 
 /// The CPU-heavy rest of a read (decoding a large answer), run only after every timed span of the

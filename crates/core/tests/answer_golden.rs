@@ -25,6 +25,7 @@ fn ok(read_ms: f64, hit: bool, value_bytes: u64, write_ms: Option<f64>) -> Store
         error: None,
         abandoned: None,
         location_hint: None,
+        near_colo: None,
     }
 }
 
@@ -139,7 +140,16 @@ fn answers() -> Vec<Answer> {
             ..StoreResult::default()
         },
     );
-    vec![first, second, third, fourth, fifth]
+    // A placed fleet member's answer: its `do` object is its colo's own (`do_scope=colo`).
+    let mut sixth = Answer::new("9".into(), "IAD".into(), 2);
+    sixth.push(
+        StoreId::Do,
+        StoreResult {
+            near_colo: Some("IAD".into()),
+            ..ok(3.25, true, 4096, None)
+        },
+    );
+    vec![first, second, third, fourth, fifth, sixth]
 }
 
 #[test]

@@ -96,6 +96,7 @@ fn store_result(name: &str, wire: WireStoreResult<'_>) -> Result<StoreResult, An
         abandoned,
         // Where the object was placed: the kept line's label already says which probe.
         location_hint: _,
+        near_colo: _,
     } = wire;
     Ok(StoreResult {
         read_us: time(name, "read_ms", read_ms)?,

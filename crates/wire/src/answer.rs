@@ -109,6 +109,10 @@ pub struct StoreResult<'a> {
     /// key before. Omitted otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none", borrow)]
     pub location_hint: Option<Name<'a>>,
+    /// The colo whose own object the store used (`do` with `do_scope=colo`, which every fleet
+    /// member measures with): an object created near where the request ran. Omitted otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none", borrow)]
+    pub near_colo: Option<Name<'a>>,
 }
 
 impl StoreResult<'_> {
