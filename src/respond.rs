@@ -1,7 +1,7 @@
 //! HTTP answers of the worker: JSON with `Cache-Control: no-store`, and the shapes of its errors.
 
 use kvbench_core::auth::TokenConfig;
-use kvbench_core::params::{ParamError, PARAMETERS, VARS};
+use kvbench_core::params::ParamError;
 use kvbench_core::{Defaults, Order, StoreError, StoreId};
 use serde_json::json;
 use worker::{Response, Result};
@@ -129,8 +129,9 @@ pub fn index(
             "GET /runs/<id>/answers": "a run's kept answers, NDJSON (?since=, ?until=)",
             "GET /report": "report.html over the probes' recent answers (?window=24h)",
         },
-        "parameters": PARAMETERS,
-        "vars": VARS.iter().map(|(v, _)| *v).collect::<Vec<_>>(),
+        "parameters": kvbench_core::parameter::ALL.iter().map(|p| p.name).collect::<Vec<_>>(),
+        "parameter_table": kvbench_core::parameter::ALL,
+        "vars": kvbench_core::params::vars().map(|(v, _)| v).collect::<Vec<_>>(),
         "defaults": defaults,
         "stores": stores,
         "auth": auth,

@@ -1264,7 +1264,10 @@ mod query_properties {
     use proptest::prelude::*;
 
     fn name() -> impl Strategy<Value = String> {
-        let known: Vec<&'static str> = kvbench_core::params::PARAMETERS.to_vec();
+        let known: Vec<&'static str> = kvbench_core::parameter::ALL
+            .iter()
+            .map(|p| p.name)
+            .collect();
         prop_oneof![
             4 => proptest::sample::select(known).prop_map(str::to_string),
             1 => "[a-z_]{0,8}",

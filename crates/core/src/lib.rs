@@ -26,6 +26,7 @@ pub mod error;
 pub mod fleet;
 pub mod http;
 pub mod in_flight;
+pub mod parameter;
 pub mod params;
 pub mod probe;
 pub mod probes;

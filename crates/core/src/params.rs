@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use crate::durable::{DoScope, LocationHint};
+use crate::parameter::{self, Accepts, Parameter};
 use crate::spec::{StoreSpec, RESERVED_PREFIX};
 use crate::sql::D1Session;
 use crate::store::{Consistency, Options, StoreId};
@@ -121,29 +122,19 @@ impl Default for Defaults {
     }
 }
 
-/// `[vars]` name → query parameter it provides the default for.
-pub const VARS: [(&str, &str); 12] = [
-    ("KEYS", "keys"),
-    ("MIN_BYTES", "min_bytes"),
-    ("MAX_BYTES", "max_bytes"),
-    ("TTL", "ttl"),
-    ("STORES", "stores"),
-    ("ORDER", "order"),
-    ("CACHE_TTL", "cache_ttl"),
-    ("TIMEOUT_MS", "timeout_ms"),
-    ("CONSISTENCY", "consistency"),
-    ("DO_SCOPE", "do_scope"),
-    ("DO_LOCATION", "do_location"),
-    ("D1_SESSION", "d1_session"),
-];
+/// `[vars]` name → query parameter it provides the default for ([`crate::parameter`]).
+pub fn vars() -> impl Iterator<Item = (&'static str, &'static str)> {
+    parameter::ALL
+        .iter()
+        .filter_map(|p| p.var.map(|var| (var, p.name)))
+}
 
 impl Defaults {
     /// Reads defaults from `[vars]`; a missing or empty var keeps the built-in default. An invalid
     /// var is an error naming the var, so a bad deployment fails loudly instead of measuring junk.
     pub fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ParamError> {
         let base = Defaults::default();
-        let pairs: Vec<(String, String)> = VARS
-            .iter()
+        let pairs: Vec<(String, String)> = vars()
             .filter_map(|(var, param)| {
                 lookup(var)
                     .filter(|v| !v.trim().is_empty())
@@ -151,11 +142,9 @@ impl Defaults {
             })
             .collect();
         let parsed = Params::parse(&pairs, &base).map_err(|e| {
-            let var = VARS
-                .iter()
+            let var = vars()
                 .find(|(_, p)| *p == e.parameter)
-                .map(|(v, _)| *v)
-                .unwrap_or("vars");
+                .map_or("vars", |(v, _)| v);
             ParamError::new(var, e.message)
         })?;
         Ok(Self {
@@ -199,35 +188,16 @@ pub struct Params {
     pub key: Option<String>,
 }
 
-/// Every query parameter `/test` accepts.
-pub const PARAMETERS: [&str; 13] = [
-    "keys",
-    "min_bytes",
-    "max_bytes",
-    "ttl",
-    "stores",
-    "order",
-    "cache_ttl",
-    "timeout_ms",
-    "consistency",
-    "do_scope",
-    "do_location",
-    "d1_session",
-    "key",
-];
-
 impl Params {
     /// Validates query pairs (already percent-decoded) over `defaults`.
     pub fn parse(pairs: &[(String, String)], defaults: &Defaults) -> Result<Params, ParamError> {
         let mut seen: Vec<&str> = Vec::new();
         for (name, _) in pairs {
-            if !PARAMETERS.contains(&name.as_str()) {
+            if parameter::named(name).is_none() {
+                let known: Vec<&str> = parameter::ALL.iter().map(|p| p.name).collect();
                 return Err(ParamError::new(
                     name,
-                    format!(
-                        "unknown parameter; expected one of {}",
-                        PARAMETERS.join(", ")
-                    ),
+                    format!("unknown parameter; expected one of {}", known.join(", ")),
                 ));
             }
             if seen.contains(&name.as_str()) {
@@ -242,18 +212,11 @@ impl Params {
                 .map(|(_, v)| v.as_str())
         };
 
-        let keys = match get("keys") {
-            Some(v) => bounded("keys", v, 1, KEYS_MAX)?,
-            None => defaults.keys,
-        };
-        let min_bytes = match get("min_bytes") {
-            Some(v) => bounded("min_bytes", v, 1, BYTES_MAX)?,
-            None => defaults.min_bytes,
-        };
-        let max_bytes = match get("max_bytes") {
-            Some(v) => bounded("max_bytes", v, 1, BYTES_MAX)?,
-            None => defaults.max_bytes,
-        };
+        // A given value through its parameter's rule, else the default.
+        let int_or = |p: &Parameter, default: u32| get(p.name).map_or(Ok(default), |v| int(p, v));
+        let keys = int_or(&parameter::KEYS, defaults.keys)?;
+        let min_bytes = int_or(&parameter::MIN_BYTES, defaults.min_bytes)?;
+        let max_bytes = int_or(&parameter::MAX_BYTES, defaults.max_bytes)?;
         if min_bytes > max_bytes {
             // Blame the parameter the caller gave; if both or neither, blame min_bytes.
             let blamed = if get("max_bytes").is_some() && get("min_bytes").is_none() {
@@ -267,142 +230,28 @@ impl Params {
             ));
         }
         let cache_ttl_s = match get("cache_ttl") {
-            Some(v) => Some(bounded("cache_ttl", v, CACHE_TTL_MIN_S, CACHE_TTL_MAX_S)?),
+            Some(v) => Some(int(&parameter::CACHE_TTL, v)?),
             None => defaults.cache_ttl_s,
         };
-        let timeout_ms = match get("timeout_ms") {
-            Some(v) => bounded("timeout_ms", v, TIMEOUT_MIN_MS, TIMEOUT_MAX_MS)?,
-            None => defaults.timeout_ms,
-        };
-        let consistency = match get("consistency") {
-            Some(v) => Consistency::parse(v).ok_or_else(|| {
-                ParamError::new(
-                    "consistency",
-                    format!("expected strong or eventual, got {v:?}"),
-                )
-            })?,
-            None => defaults.consistency,
-        };
-        let do_scope = match get("do_scope") {
-            Some(v) => DoScope::parse(v).ok_or_else(|| {
-                ParamError::new(
-                    "do_scope",
-                    format!("expected key, shared or colo, got {v:?}"),
-                )
-            })?,
-            None => defaults.do_scope,
-        };
-        let do_location = match get("do_location") {
-            Some("none") => None,
-            Some(v) => Some(LocationHint::parse(v).ok_or_else(|| {
-                let hints: Vec<&str> = LocationHint::ALL.iter().map(|h| h.as_str()).collect();
-                ParamError::new(
-                    "do_location",
-                    format!("expected none or one of {}, got {v:?}", hints.join(", ")),
-                )
-            })?),
-            None => defaults.do_location,
-        };
-        let d1_session = match get("d1_session") {
-            Some("none") => None,
-            Some(v) => Some(D1Session::parse(v).ok_or_else(|| {
-                ParamError::new(
-                    "d1_session",
-                    format!("expected none, first-unconstrained or first-primary, got {v:?}"),
-                )
-            })?),
-            None => defaults.d1_session,
-        };
-        let explicit_stores = match get("stores") {
-            Some(v) => Some(store_list("stores", v)?),
-            None => None,
-        };
-        let order = match get("order") {
-            None => None,
-            Some("random") => Some(Order::Random),
-            Some(v) => Some(Order::Fixed(store_list("order", v)?)),
-        };
-        // A fixed order names the stores too; `stores` and `order` must then agree.
-        let (stores, order) = match (explicit_stores, order) {
-            (Some(stores), Some(Order::Fixed(list))) => {
-                if !same_set(&stores, &list) {
-                    return Err(ParamError::new(
-                        "order",
-                        "must list exactly the stores in `stores`",
-                    ));
-                }
-                (stores, Order::Fixed(list))
-            }
-            (None, Some(Order::Fixed(list))) => (list.clone(), Order::Fixed(list)),
-            (Some(stores), Some(Order::Random)) => (stores, Order::Random),
-            (None, Some(Order::Random)) => (defaults.stores.clone(), Order::Random),
-            (Some(stores), None) => {
-                let order = match &defaults.order {
-                    Order::Fixed(list) => Order::Fixed(
-                        list.iter()
-                            .copied()
-                            .filter(|s| stores.contains(s))
-                            .collect(),
-                    ),
-                    Order::Random => Order::Random,
-                };
-                (stores, order)
-            }
-            (None, None) => (defaults.stores.clone(), defaults.order.clone()),
-        };
-        let order = match order {
-            Order::Fixed(list) if !same_set(&stores, &list) => {
-                return Err(ParamError::new(
-                    "order",
-                    "must list exactly the measured stores",
-                ))
-            }
-            other => other,
-        };
+        let timeout_ms = int_or(&parameter::TIMEOUT_MS, defaults.timeout_ms)?;
+        let named = |p: &Parameter| get(p.name);
+        let consistency = named(&parameter::CONSISTENCY).map_or(Ok(defaults.consistency), |v| {
+            one_of(&parameter::CONSISTENCY, v, Consistency::parse)
+        })?;
+        let do_scope = named(&parameter::DO_SCOPE).map_or(Ok(defaults.do_scope), |v| {
+            one_of(&parameter::DO_SCOPE, v, DoScope::parse)
+        })?;
+        let do_location = named(&parameter::DO_LOCATION).map_or(Ok(defaults.do_location), |v| {
+            none_or(&parameter::DO_LOCATION, v, LocationHint::parse)
+        })?;
+        let d1_session = named(&parameter::D1_SESSION).map_or(Ok(defaults.d1_session), |v| {
+            none_or(&parameter::D1_SESSION, v, D1Session::parse)
+        })?;
+        let (stores, order) = stores_and_order(&get, defaults)?;
         let specs: Vec<&StoreSpec> = stores.iter().map(|s| s.spec()).collect();
-        let ttl_s = match get("ttl") {
-            Some(v) => {
-                let (min, by) = ttl_min(&specs);
-                bounded("ttl", v, min, TTL_MAX_S).map_err(|e| match by {
-                    Some(store) => ParamError::new(
-                        "ttl",
-                        format!("{} ({store} refuses less than {min} s)", e.message),
-                    ),
-                    None => e,
-                })?
-            }
-            None => defaults.ttl_s,
-        };
-        if get("ttl").is_none() {
-            // A default below a measured store's minimum is an error of the request's stores.
-            let (min, by) = ttl_min(&specs);
-            if ttl_s < min {
-                return Err(ParamError::new(
-                    "stores",
-                    format!(
-                        "{} refuses a TTL below {min} s and the default ttl is {ttl_s}: give ttl",
-                        by.unwrap_or("a store")
-                    ),
-                ));
-            }
-        }
-        let key = match get("key") {
-            Some(k) => Some(valid_key(k, &specs)?),
-            None => None,
-        };
-        for spec in &specs {
-            if let Some(limit) = spec.value_max_bytes.filter(|l| u64::from(max_bytes) > *l) {
-                return Err(ParamError::new(
-                    "max_bytes",
-                    format!(
-                        "{} stores values of at most {limit} bytes, got max_bytes {max_bytes}; \
-                         lower it or leave {} out of `stores`",
-                        spec.name,
-                        spec.id.as_str()
-                    ),
-                ));
-            }
-        }
+        let ttl_s = ttl(get("ttl"), &specs, defaults)?;
+        let key = get("key").map(|k| valid_key(k, &specs)).transpose()?;
+        value_limits(&specs, max_bytes)?;
         Ok(Params {
             keys,
             min_bytes,
@@ -433,6 +282,110 @@ impl Params {
     }
 }
 
+/// The measured stores and their order: `stores` and `order` as given (a fixed order names the
+/// stores too, and both must then agree), else the defaults'.
+fn stores_and_order<'a>(
+    get: &impl Fn(&str) -> Option<&'a str>,
+    defaults: &Defaults,
+) -> Result<(Vec<StoreId>, Order), ParamError> {
+    let explicit_stores = match get("stores") {
+        Some(v) => Some(store_list("stores", v)?),
+        None => None,
+    };
+    let order = match get("order") {
+        None => None,
+        Some("random") => Some(Order::Random),
+        Some(v) => Some(Order::Fixed(store_list("order", v)?)),
+    };
+    // A fixed order names the stores too; `stores` and `order` must then agree.
+    let (stores, order) = match (explicit_stores, order) {
+        (Some(stores), Some(Order::Fixed(list))) => {
+            if !same_set(&stores, &list) {
+                return Err(ParamError::new(
+                    "order",
+                    "must list exactly the stores in `stores`",
+                ));
+            }
+            (stores, Order::Fixed(list))
+        }
+        (None, Some(Order::Fixed(list))) => (list.clone(), Order::Fixed(list)),
+        (Some(stores), Some(Order::Random)) => (stores, Order::Random),
+        (None, Some(Order::Random)) => (defaults.stores.clone(), Order::Random),
+        (Some(stores), None) => {
+            let order = match &defaults.order {
+                Order::Fixed(list) => Order::Fixed(
+                    list.iter()
+                        .copied()
+                        .filter(|s| stores.contains(s))
+                        .collect(),
+                ),
+                Order::Random => Order::Random,
+            };
+            (stores, order)
+        }
+        (None, None) => (defaults.stores.clone(), defaults.order.clone()),
+    };
+    let order = match order {
+        Order::Fixed(list) if !same_set(&stores, &list) => {
+            return Err(ParamError::new(
+                "order",
+                "must list exactly the measured stores",
+            ))
+        }
+        other => other,
+    };
+    Ok((stores, order))
+}
+
+/// `ttl` as given, within what every measured store accepts, else the default (which must be too).
+fn ttl(given: Option<&str>, specs: &[&StoreSpec], defaults: &Defaults) -> Result<u32, ParamError> {
+    let ttl_s = match given {
+        Some(v) => {
+            let (min, by) = ttl_min(specs);
+            bounded("ttl", v, min, TTL_MAX_S).map_err(|e| match by {
+                Some(store) => ParamError::new(
+                    "ttl",
+                    format!("{} ({store} refuses less than {min} s)", e.message),
+                ),
+                None => e,
+            })?
+        }
+        None => defaults.ttl_s,
+    };
+    if given.is_none() {
+        // A default below a measured store's minimum is an error of the request's stores.
+        let (min, by) = ttl_min(specs);
+        if ttl_s < min {
+            return Err(ParamError::new(
+                "stores",
+                format!(
+                    "{} refuses a TTL below {min} s and the default ttl is {ttl_s}: give ttl",
+                    by.unwrap_or("a store")
+                ),
+            ));
+        }
+    }
+    Ok(ttl_s)
+}
+
+/// `max_bytes` within every measured store's value limit.
+fn value_limits(specs: &[&StoreSpec], max_bytes: u32) -> Result<(), ParamError> {
+    for spec in specs {
+        if let Some(limit) = spec.value_max_bytes.filter(|l| u64::from(max_bytes) > *l) {
+            return Err(ParamError::new(
+                "max_bytes",
+                format!(
+                    "{} stores values of at most {limit} bytes, got max_bytes {max_bytes}; \
+                     lower it or leave {} out of `stores`",
+                    spec.name,
+                    spec.id.as_str()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The shortest TTL every measured store accepts, and the store that sets it.
 fn ttl_min(specs: &[&StoreSpec]) -> (u32, Option<&'static str>) {
     specs
@@ -440,6 +393,31 @@ fn ttl_min(specs: &[&StoreSpec]) -> (u32, Option<&'static str>) {
         .filter(|s| s.ttl_min_s > TTL_MIN_S)
         .max_by_key(|s| s.ttl_min_s)
         .map_or((TTL_MIN_S, None), |s| (s.ttl_min_s, Some(s.id.as_str())))
+}
+
+/// A whole number within what `p` accepts.
+fn int(p: &Parameter, value: &str) -> Result<u32, ParamError> {
+    match p.accepts {
+        Accepts::Int { min, max, .. } => bounded(p.name, value, min, max),
+        _ => Err(ParamError::new(p.name, p.expected(value))),
+    }
+}
+
+/// One of the names `p` accepts, as `parse` reads it.
+fn one_of<T>(p: &Parameter, value: &str, parse: fn(&str) -> Option<T>) -> Result<T, ParamError> {
+    parse(value).ok_or_else(|| ParamError::new(p.name, p.expected(value)))
+}
+
+/// `none`, or one of the names `p` accepts.
+fn none_or<T>(
+    p: &Parameter,
+    value: &str,
+    parse: fn(&str) -> Option<T>,
+) -> Result<Option<T>, ParamError> {
+    match value {
+        "none" => Ok(None),
+        v => one_of(p, v, parse).map(Some),
+    }
 }
 
 fn bounded(name: &str, value: &str, min: u32, max: u32) -> Result<u32, ParamError> {
