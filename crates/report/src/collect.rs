@@ -202,6 +202,72 @@ fn clip_example(mut text: String) -> String {
     text
 }
 
+/// One answer's figures of one store, into the run's: operations, billing units, bytes,
+/// abandoned calls, failures by kind and the latencies of what succeeded (`ok_read_us`,
+/// `ok_write_us`).
+fn count_store(
+    s: &mut StoreStats,
+    r: &StoreResult,
+    ok_read_us: Option<u64>,
+    ok_write_us: Option<u64>,
+) {
+    s.answers += 1;
+    let bytes = r.value_bytes.unwrap_or(0);
+    // An operation is billed when it reached the store (it has a time); a store that is
+    // not configured has none, so it is never billed.
+    if r.read_us.is_some() {
+        // On a miss `value_bytes` is what was then *written*; the read itself returned
+        // nothing, which Deno KV bills as one (minimum) read unit.
+        let read = if r.hit == Some(true) { bytes } else { 0 };
+        s.reads += 1;
+        s.read_units_4k += units(read, 4096);
+        if ok_read_us.is_some() {
+            s.read_bytes.record(read);
+        }
+        // Setup came first and succeeded, or the read would not have been tried.
+        if r.connect_us.is_some() {
+            s.connected += 1;
+        }
+    }
+    if r.write_us.is_some() {
+        s.writes += 1;
+        s.write_units_1k += units(bytes, 1024);
+        if ok_write_us.is_some() {
+            s.write_bytes.record(bytes);
+        }
+    }
+    match r.abandoned {
+        Some(true) => s.abandoned_finished += 1,
+        Some(false) => s.abandoned_running += 1,
+        None => {}
+    }
+    // Failed operations are counted apart, so the cost leaves them out.
+    if r.read_us.is_some() && ok_read_us.is_none() {
+        s.failed_reads += 1;
+    }
+    if r.write_us.is_some() && ok_write_us.is_none() {
+        s.failed_writes += 1;
+        s.failed_write_units_1k += units(bytes, 1024);
+    }
+    if let Some(us) = ok_read_us {
+        s.read_us.record(us);
+        match r.hit {
+            Some(true) => s.read_hit_us.record(us),
+            Some(false) => s.read_miss_us.record(us),
+            None => {}
+        }
+    }
+    if let Some(us) = ok_write_us {
+        s.write_us.record(us);
+    }
+    if let Some(us) = r.connect_us {
+        s.connect_us.record(us);
+    }
+    if let Some(e) = &r.error {
+        *s.errors.entry(e.key()).or_default() += 1;
+    }
+}
+
 fn units(bytes: u64, unit: u64) -> u64 {
     bytes.div_ceil(unit).max(1)
 }
@@ -560,62 +626,7 @@ impl Collector {
                 live.write_us.record(us);
             }
 
-            let s = &mut self.stores[id];
-            s.answers += 1;
-            let bytes = r.value_bytes.unwrap_or(0);
-            // An operation is billed when it reached the store (it has a time); a store that is
-            // not configured has none, so it is never billed.
-            if r.read_us.is_some() {
-                // On a miss `value_bytes` is what was then *written*; the read itself returned
-                // nothing, which Deno KV bills as one (minimum) read unit.
-                let read = if r.hit == Some(true) { bytes } else { 0 };
-                s.reads += 1;
-                s.read_units_4k += units(read, 4096);
-                if ok_read_us.is_some() {
-                    s.read_bytes.record(read);
-                }
-                // Setup came first and succeeded, or the read would not have been tried.
-                if r.connect_us.is_some() {
-                    s.connected += 1;
-                }
-            }
-            if r.write_us.is_some() {
-                s.writes += 1;
-                s.write_units_1k += units(bytes, 1024);
-                if ok_write_us.is_some() {
-                    s.write_bytes.record(bytes);
-                }
-            }
-            match r.abandoned {
-                Some(true) => s.abandoned_finished += 1,
-                Some(false) => s.abandoned_running += 1,
-                None => {}
-            }
-            // Failed operations are counted apart, so the cost leaves them out.
-            if r.read_us.is_some() && ok_read_us.is_none() {
-                s.failed_reads += 1;
-            }
-            if r.write_us.is_some() && ok_write_us.is_none() {
-                s.failed_writes += 1;
-                s.failed_write_units_1k += units(bytes, 1024);
-            }
-            if let Some(us) = ok_read_us {
-                s.read_us.record(us);
-                match r.hit {
-                    Some(true) => s.read_hit_us.record(us),
-                    Some(false) => s.read_miss_us.record(us),
-                    None => {}
-                }
-            }
-            if let Some(us) = ok_write_us {
-                s.write_us.record(us);
-            }
-            if let Some(us) = r.connect_us {
-                s.connect_us.record(us);
-            }
-            if let Some(e) = &r.error {
-                *s.errors.entry(e.key()).or_default() += 1;
-            }
+            count_store(&mut self.stores[id], r, ok_read_us, ok_write_us);
         }
         self.close_before(index);
     }
