@@ -74,24 +74,7 @@ pub async fn probe(
     isolate: &Isolate<'_>,
     visit: &crate::in_flight::Visit<'_>,
 ) -> Answer {
-    let (key, order, value) = {
-        let mut gen = isolate.gen.borrow_mut();
-        let key = params.key.clone().unwrap_or_else(|| gen.key(params.keys));
-        let order = match &params.order {
-            Order::Fixed(list) => list.clone(),
-            Order::Random => {
-                let mut list = params.stores.clone();
-                gen.shuffle(&mut list);
-                list
-            }
-        };
-        // The value a miss writes, the same bytes for every store.
-        (
-            key,
-            order,
-            gen.take_value(params.min_bytes, params.max_bytes),
-        )
-    };
+    let (key, order, value) = draw(params, isolate);
     let mut options = params.options();
     if options.do_scope == crate::durable::DoScope::Colo {
         options.colo = Some(isolate.colo.clone());
@@ -152,7 +135,41 @@ pub async fn probe(
     }
 
     // Every span is over: decode the hits, then prepare the next request's value.
-    let mut answer = Answer::new(key, isolate.colo.clone(), isolate.requests);
+    let answer = decoded(
+        Answer::new(key, isolate.colo.clone(), isolate.requests),
+        measured,
+    );
+    let mut gen = isolate.gen.borrow_mut();
+    if !wrote {
+        gen.keep(params.min_bytes, params.max_bytes, value);
+    }
+    // Values for the next requests, as many as this isolate has had in flight at once — only
+    // while no other request is in flight: otherwise this CPU would land in their open spans.
+    if visit.alone() {
+        let want = isolate.in_flight.peak() as usize;
+        gen.prepare(params.min_bytes, params.max_bytes, want);
+    }
+    answer
+}
+
+/// The request's key, its store order and the value a miss writes (the same bytes for every store).
+fn draw(params: &Params, isolate: &Isolate<'_>) -> (String, Vec<StoreId>, crate::Value) {
+    let mut gen = isolate.gen.borrow_mut();
+    let key = params.key.clone().unwrap_or_else(|| gen.key(params.keys));
+    let order = match &params.order {
+        Order::Fixed(list) => list.clone(),
+        Order::Random => {
+            let mut list = params.stores.clone();
+            gen.shuffle(&mut list);
+            list
+        }
+    };
+    let value = gen.take_value(params.min_bytes, params.max_bytes);
+    (key, order, value)
+}
+
+/// The answer of the measured stores, each hit decoded now that no span is open.
+fn decoded(mut answer: Answer, measured: Vec<Measured>) -> Answer {
     for Measured {
         id,
         mut result,
@@ -169,16 +186,6 @@ pub async fn probe(
             }
         }
         answer.push(id, result);
-    }
-    let mut gen = isolate.gen.borrow_mut();
-    if !wrote {
-        gen.keep(params.min_bytes, params.max_bytes, value);
-    }
-    // Values for the next requests, as many as this isolate has had in flight at once — only
-    // while no other request is in flight: otherwise this CPU would land in their open spans.
-    if visit.alone() {
-        let want = isolate.in_flight.peak() as usize;
-        gen.prepare(params.min_bytes, params.max_bytes, want);
     }
     answer
 }
