@@ -229,8 +229,20 @@ pub async fn run(cfg: RunConfig, mut progress: Progress) -> anyhow::Result<Repor
     if let Some(e) = folding.csv_error {
         eprintln!("kvbench: samples.csv is incomplete: {e}");
     }
+    Ok(folding
+        .collector
+        .finish(run_info(&cfg, &ended, started_at, start)))
+}
+
+/// How the run went, from its shards' ends.
+fn run_info(
+    cfg: &RunConfig,
+    ended: &[shard::Ended],
+    started_at: String,
+    start: Instant,
+) -> RunInfo {
     let mut pacer_lag_us = Hist::default();
-    for e in &ended {
+    for e in ended {
         pacer_lag_us.add(&e.sent.lag_us);
     }
     let interrupted = ended
@@ -241,7 +253,7 @@ pub async fn run(cfg: RunConfig, mut progress: Progress) -> anyhow::Result<Repor
         .map(|e| e.sent.send_window)
         .max()
         .unwrap_or_default();
-    Ok(folding.collector.finish(RunInfo {
+    RunInfo {
         label: cfg.label.clone(),
         url: cfg.url.to_string(),
         started_at,
@@ -256,7 +268,7 @@ pub async fn run(cfg: RunConfig, mut progress: Progress) -> anyhow::Result<Repor
         engine: "kvbench".into(),
         latency_from: "intended".into(),
         import: None,
-    }))
+    }
 }
 
 #[cfg(test)]
