@@ -4,8 +4,9 @@
 // the gateway and denokv in turn — each on the same port, so the worker reaches it again — and
 // SIGSTOPs the gateway for 10 s. Every request must come back answered (report.json: sent =
 // answered, no failure), the stores that were down must fail by kind in the answers of their
-// outage while the others are measured in the same answers, nothing may fail outside an outage,
-// and the same worker (never restarted) must answer a last /test with every store ok.
+// outage while the others are measured in the same answers, nothing but a rare timeout (the
+// shared machine's load) may fail outside an outage, and the same wasm instance (never restarted)
+// must answer a last /test with every store ok.
 // Env: KVBENCH_BIN (default target/debug/kvbench), GATEWAY_BIN, DENOKV_BIN, REDIS_SERVER_BIN.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -43,8 +44,6 @@ let redis, gateway, denokv, mf, url, dir;
 /** workerd's output: a panic, or the shim's "Reinitializing Wasm application", shows here. */
 let runtimeOutput = "";
 
-const redisUrl = () => `redis://127.0.0.1:${redis.port}`;
-
 before(async () => {
   assert.ok(fs.existsSync(KVBENCH_BIN), `kvbench not found at ${KVBENCH_BIN}: run 'cargo build -p kvbench'`);
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-e2e-faults-"));
@@ -58,7 +57,7 @@ before(async () => {
       UPSTASH_REDIS_REST_TOKEN: UPSTASH_TOKEN,
       DENO_KV_URL: denokv.url,
       DENO_KV_ACCESS_TOKEN: DENO_TOKEN,
-      REDIS_URL: redisUrl(),
+      REDIS_URL: `redis://127.0.0.1:${redis.port}`,
     },
     {
       host: "127.0.0.1",
@@ -154,7 +153,7 @@ function runKvbench(out, rate, durationS, extra = []) {
     ended.then((e) => reject(new Error(`kvbench ended before its run started: ${JSON.stringify(e)}`)));
   });
   started.catch(() => {});
-  return { started, ended };
+  return { started, ended, kill: () => child.kill("SIGKILL") };
 }
 
 /** samples.csv: one answer per intended start, { t_s, stores: { name: { error, read_us } } },
@@ -174,7 +173,7 @@ function readSamples(file) {
     }
     let a = answers.get(intended);
     if (!a) answers.set(intended, (a = { t_s: intended / 1e6, stores: {} }));
-    a.stores[f[col.store]] = { error: f[col.store_error] || null, read_us: f[col.read_us] };
+    a.stores[f[col.store]] = { error: f[col.store_error] || null, read_us: f[col.read_us], connect_us: f[col.connect_us] };
   }
   return { answers: [...answers.values()], failed };
 }
@@ -187,14 +186,32 @@ test("kill, restart and SIGSTOP the stores mid-run: every request answered, the 
   // Room for the stopped gateway's requests (a timeout and a wait each: ~1 s in flight) and a
   // stall of the shared machine, so that no request is refused for want of a connection.
   const run = runKvbench(out, RATE, DURATION_S, ["--samples-csv", "--connections", "512", "--max-in-flight", "4000"]);
-  const t0 = await run.started;
-  const windows = await inject(t0);
+  let windows;
+  try {
+    windows = await inject(await run.started);
+  } catch (e) {
+    run.kill();
+    throw e;
+  }
   const ended = await run.ended;
   assert.equal(ended.code, 0, `kvbench: ${ended.code} ${ended.signal}\n${ended.stdout}\n${ended.stderr}`);
 
+  const total = JSON.parse(fs.readFileSync(path.join(out, "report.json"), "utf8")).total;
+
+  // The same worker answers with every store ok, in the same wasm instance: its request count
+  // ran on through the warm-up, the run and this request (a new instance starts again from 1).
+  const res = await fetch(`${url}/test?${QUERY}&key=faults-after`);
+  const last = await res.json();
+  assert.equal(res.status, 200, JSON.stringify(last));
+  for (const s of STORES) assert.equal(last.stores[s].error, null, `${s}: ${JSON.stringify(last.stores[s].error)}`);
+  const reached = [warmed.answered + total.answered + 1, warmed.sent + total.sent + 1];
+  assert.ok(
+    last.isolate_requests >= reached[0] && last.isolate_requests <= reached[1],
+    `isolate_requests ${last.isolate_requests}, not in ${reached}: the wasm instance was replaced\n${runtimeOutput}`,
+  );
+  assert.doesNotMatch(runtimeOutput, /panicked|Critical|Reinitializing/);
+
   // Every request is accounted for, and every one was answered.
-  const report = JSON.parse(fs.readFileSync(path.join(out, "report.json"), "utf8"));
-  const total = report.total;
   const failures = Object.values(total.failures).reduce((a, b) => a + b, 0);
   assert.equal(total.scheduled, RATE * DURATION_S);
   assert.equal(total.sent, total.answered + failures, JSON.stringify(total.failures));
@@ -225,7 +242,13 @@ test("kill, restart and SIGSTOP the stores mid-run: every request answered, the 
   for (const [store, errors] of Object.entries(stray)) {
     const notTimeout = errors.filter((e) => !e.endsWith(" timeout/read") && !e.endsWith(" timeout/write"));
     assert.deepEqual(notTimeout, [], `${store} failed outside its outages: ${JSON.stringify(windows)}`);
-    assert.ok(errors.length <= answers.length * STRAY_MAX, `${store}: ${errors.length} timeouts outside its outages: ${errors.slice(0, 20)}`);
+    const times = errors.map((e) => parseFloat(e)).sort((a, b) => a - b);
+    assert.ok(
+      errors.length <= answers.length * STRAY_MAX,
+      `${store}: ${errors.length} timeouts outside its outages, at ${times[0]}–${times.at(-1)} s ` +
+        `(${JSON.stringify(Object.fromEntries(Object.entries(stray).map(([k, v]) => [k, v.length])))}; ` +
+        `Deno KV metadata exchanges: ${answers.filter((a) => a.stores.denokv?.connect_us).length}); ${JSON.stringify(windows)}`,
+    );
   }
   const kinds = {};
   for (const w of windows) {
@@ -251,16 +274,4 @@ test("kill, restart and SIGSTOP the stores mid-run: every request answered, the 
   }
   console.log(JSON.stringify({ windows, kinds, stray: Object.fromEntries(Object.entries(stray).map(([k, v]) => [k, v.length])), answered: total.answered, errors: Object.fromEntries(STORES.map((s) => [s, total.stores[s].errors])) }, null, 1));
 
-  // The same worker answers with every store ok, in the same wasm instance: its request count
-  // ran on through the warm-up, the run and this request (a new instance starts again from 1).
-  const res = await fetch(`${url}/test?${QUERY}&key=faults-after`);
-  const last = await res.json();
-  assert.equal(res.status, 200, JSON.stringify(last));
-  for (const s of STORES) assert.equal(last.stores[s].error, null, `${s}: ${JSON.stringify(last.stores[s].error)}`);
-  const reached = [warmed.answered + total.answered + 1, warmed.sent + total.sent + 1];
-  assert.ok(
-    last.isolate_requests >= reached[0] && last.isolate_requests <= reached[1],
-    `isolate_requests ${last.isolate_requests}, not in ${reached}: the wasm instance was replaced\n${runtimeOutput}`,
-  );
-  assert.doesNotMatch(runtimeOutput, /panicked|Critical|Reinitializing/);
 });
