@@ -78,10 +78,9 @@ test("a Lua busy loop is stopped at the limit and other clients are served meanw
   const loop = command(["EVAL", "while true do end", 0]);
   await sleep(150);
   const other = await within(GENEROUS_MS, command(["PING"]), "PING during the loop");
-  assert.ok(
-    other.status === 200 || (other.status === 400 && other.body.error.startsWith("BUSY")),
-    JSON.stringify(other),
-  );
+  // Redis refuses it BUSY while the script runs; the gateway sends it again once the script is
+  // stopped, so the client gets its answer, not the BUSY.
+  assert.deepEqual(other, { status: 200, body: { result: "PONG" } });
   const looped = await within(GENEROUS_MS, loop, "the looping EVAL");
   assert.equal(looped.status, 400);
   assert.match(looped.body.error, /killed.*--script-timeout-ms/);

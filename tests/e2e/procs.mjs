@@ -80,10 +80,11 @@ export async function waitUntil(child, what, tries, ready) {
 }
 
 
-/** A redis-server with no persistence on a free port: { proc, port }. `extraArgs` adds flags
- * (e.g. `--requirepass`; PING then answers NOAUTH, which still means "up"). */
-export async function startRedis(extraArgs = []) {
-  const port = await freePort();
+/** A redis-server with no persistence on a free port (or `port`, to restart one where its
+ * clients reach it): { proc, port }. `extraArgs` adds flags (e.g. `--requirepass`; PING then
+ * answers NOAUTH, which still means "up"). */
+export async function startRedis(extraArgs = [], { port } = {}) {
+  port ??= await freePort();
   const proc = start(REDIS_SERVER_BIN, [
     "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", ...extraArgs,
   ]);
@@ -112,12 +113,13 @@ function redisAnswers(port) {
   });
 }
 
-/** The gateway in front of `redisPort`: { proc, url }. `extraArgs` adds flags (e.g. faults). */
-export async function startGateway(redisPort, token, extraArgs = [], env = {}) {
+/** The gateway in front of `redisPort`: { proc, url, port }. `extraArgs` adds flags (e.g.
+ * faults); `port` listens there instead of on a free port (a restart). */
+export async function startGateway(redisPort, token, extraArgs = [], env = {}, { port } = {}) {
   if (!existsSync(GATEWAY_BIN)) {
     throw new Error(`gateway binary not found at ${GATEWAY_BIN}: run 'cargo build -p upstash-gateway' or set GATEWAY_BIN`);
   }
-  const port = await freePort();
+  port ??= await freePort();
   const url = `http://127.0.0.1:${port}`;
   const proc = start(
     GATEWAY_BIN,
@@ -136,7 +138,7 @@ export async function startGateway(redisPort, token, extraArgs = [], env = {}) {
       return false;
     }
   });
-  return { proc, url };
+  return { proc, url, port };
 }
 
 /** One command through the gateway's REST API. */
@@ -183,16 +185,17 @@ const accepts = (port) =>
   });
 
 /** A denokv (DENOKV_BIN) on a free loopback port with a fresh SQLite file, serving `token`:
- * { url, sqlite, dir, stop }. */
-export async function startDenoKv(token) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-e2e-denokv-"));
-  const sqlite = path.join(dir, "kv.sqlite");
-  const port = await freePort();
+ * { url, sqlite, dir, port, proc, stop }. `again` (a previous one's { dir, sqlite, port })
+ * restarts it on the same port and file. */
+export async function startDenoKv(token, again = null) {
+  const dir = again?.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-e2e-denokv-"));
+  const sqlite = again?.sqlite ?? path.join(dir, "kv.sqlite");
+  const port = again?.port ?? (await freePort());
   const proc = start(DENOKV_BIN, [
     "--sqlite-path", sqlite, "serve", "--access-token", token, "--addr", `127.0.0.1:${port}`,
   ]);
   await waitUntil(proc, `denokv (${DENOKV_BIN}; run npm run setup or set DENOKV_BIN)`, 200, () => accepts(port));
-  return { url: `http://127.0.0.1:${port}`, sqlite, dir, stop: () => stop(proc) };
+  return { url: `http://127.0.0.1:${port}`, sqlite, dir, port, proc, stop: () => stop(proc) };
 }
 
 /** PIDs of this process's children named `comm` (e.g. Miniflare's `workerd`). */

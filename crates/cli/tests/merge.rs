@@ -47,15 +47,55 @@ fn merge_equals_a_single_run_over_the_union() {
     assert_eq!(m.runs.len(), 2);
 }
 
+/// A fine timeline beside a coarse one (e.g. a long run's, coarsened) adds up at the coarse
+/// interval: the same as one run over the union collected at that interval.
+#[test]
+fn merge_coarsens_a_fine_timeline_to_a_coarse_one() {
+    let (a, b) = (samples(1, 400, 40), samples(2, 250, 25));
+    let fine = collect(&a, 5, run_info("fra", 10.0, 40.0));
+    let coarse = collect(&b, 10, run_info("sin", 10.0, 25.0));
+    let union: Vec<_> = a.iter().chain(&b).cloned().collect();
+    let ru = collect(&union, 10, run_info("all", 20.0, 40.0));
+    for reports in [vec![fine.clone(), coarse.clone()], vec![coarse, fine]] {
+        let m = merge(reports).unwrap();
+        assert_eq!(m.timeline.interval_s, 10.0);
+        assert_eq!(m.timeline.intervals.len(), ru.timeline.intervals.len());
+        for (mi, ui) in m.timeline.intervals.iter().zip(&ru.timeline.intervals) {
+            assert_eq!(mi.start_s, ui.start_s);
+            assert_eq!((mi.scheduled, mi.failed), (ui.scheduled, ui.failed));
+            assert_eq!(mi.latency_us.unpack(), ui.latency_us.unpack());
+            assert_eq!(
+                mi.read_us.keys().collect::<Vec<_>>(),
+                ui.read_us.keys().collect::<Vec<_>>()
+            );
+            for (k, p) in &mi.read_us {
+                assert_eq!(
+                    p.unpack(),
+                    ui.read_us[k].unpack(),
+                    "{k} at {} s",
+                    mi.start_s
+                );
+            }
+        }
+        assert_eq!(m.total.latency_us, ru.total.latency_us);
+    }
+}
+
 #[test]
 fn merge_refuses_what_cannot_add() {
     assert_eq!(merge(vec![]).unwrap_err(), MergeError::Empty);
     let ra = collect(&samples(1, 50, 10), 5, run_info("a", 5.0, 10.0));
     let rb = collect(&samples(2, 50, 10), 2, run_info("b", 5.0, 10.0));
-    assert!(matches!(
-        merge(vec![ra, rb]).unwrap_err(),
-        MergeError::IntervalMismatch(..)
-    ));
+    let e = merge(vec![ra, rb]).unwrap_err();
+    assert_eq!(
+        e,
+        MergeError::IntervalMismatch(2.0, 5.0),
+        "2 s does not divide 5 s"
+    );
+    assert!(
+        e.to_string().contains("do not divide (2 s into 5 s)"),
+        "{e}"
+    );
 }
 
 #[test]

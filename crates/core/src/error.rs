@@ -113,7 +113,8 @@ pub fn quote(text: &str) -> String {
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}…", &text[..end])
+    // `get`, not `[..end]`: no slicing on the request path, even where it cannot panic.
+    format!("{}…", text.get(..end).unwrap_or_default())
 }
 
 #[cfg(test)]

@@ -629,7 +629,11 @@ impl Summary {
 pub enum MergeError {
     #[error("nothing to merge: give at least one report.json")]
     Empty,
-    #[error("timeline intervals differ ({0} s vs {1} s): rerun with the same --interval")]
+    /// A timeline's interval, and the coarsest one, which is not a whole multiple of it.
+    #[error(
+        "timeline intervals do not divide ({0} s into {1} s): rerun with the same --interval, or \
+         intervals that are whole multiples of one another"
+    )]
     IntervalMismatch(f64, f64),
 }
 
@@ -821,39 +825,37 @@ impl Report {
 
 impl Timeline {
     /// The sum of several runs' timelines, aligned on the time since each run's start: each
-    /// interval is unpacked and packed once, however many runs add to it.
+    /// interval is unpacked and packed once, however many runs add to it. Timelines of different
+    /// intervals (a long run's coarsened one beside a short run's) are summed at the coarsest,
+    /// when it is a whole multiple of every other; otherwise they cannot be added.
     pub fn sum(timelines: Vec<Timeline>) -> Result<Timeline, MergeError> {
-        let mut interval_s: Option<f64> = None;
-        let mut len = 0;
-        for t in timelines.iter().filter(|t| !t.intervals.is_empty()) {
-            match interval_s {
-                None => interval_s = Some(t.interval_s),
-                Some(mine) if (mine - t.interval_s).abs() > 1e-9 => {
-                    return Err(MergeError::IntervalMismatch(mine, t.interval_s))
-                }
-                Some(_) => {}
-            }
-            len = len.max(t.intervals.len());
-        }
-        let Some(interval_s) = interval_s else {
+        let used = || timelines.iter().filter(|t| !t.intervals.is_empty());
+        let Some(interval_s) = used().map(|t| t.interval_s).reduce(f64::max) else {
             return Ok(timelines.into_iter().next().unwrap_or_default());
         };
-        let mut intervals = Vec::with_capacity(len);
-        for i in 0..len {
-            let mut sum = IntervalSum::default();
-            let mut start_s = i as f64 * interval_s;
-            for (n, iv) in timelines
-                .iter()
-                .filter_map(|t| t.intervals.get(i))
-                .enumerate()
-            {
-                if n == 0 {
-                    start_s = iv.start_s;
-                }
-                sum.add(iv);
+        for t in used() {
+            let ratio = interval_s / t.interval_s;
+            if !(ratio.is_finite() && ratio >= 1.0 && (ratio - ratio.round()).abs() < 1e-6) {
+                return Err(MergeError::IntervalMismatch(t.interval_s, interval_s));
             }
-            intervals.push(sum.pack(start_s));
         }
+        let mut sums: BTreeMap<u64, IntervalSum> = BTreeMap::new();
+        for t in used() {
+            for iv in &t.intervals {
+                // Where it starts, not its position: an interval starts at a whole multiple of
+                // its own length, so it lies inside exactly one of the coarsest.
+                let index = (iv.start_s / interval_s + 1e-9).floor().max(0.0) as u64;
+                sums.entry(index).or_default().add(iv);
+            }
+        }
+        let len = sums.keys().next_back().map_or(0, |last| last + 1);
+        let intervals = (0..len)
+            .map(|i| {
+                sums.remove(&i)
+                    .unwrap_or_default()
+                    .pack(i as f64 * interval_s)
+            })
+            .collect();
         Ok(Timeline {
             interval_s,
             intervals,

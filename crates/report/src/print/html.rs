@@ -115,10 +115,11 @@ fn header(report: &Report, out: &mut String) {
             let _ = write!(
                 out,
                 "<tr><td></td><td colspan=\"7\" class=\"text note\">imported {} line(s) from {}: \
-                 {} malformed line(s), {} incomplete request(s){}</td></tr>",
+                 {} malformed line(s){}, {} incomplete request(s){}</td></tr>",
                 i.lines,
                 esc(&i.files.join(", ")),
                 i.malformed_lines,
+                esc(&super::text::refused_text(&i.refused)),
                 i.incomplete_requests,
                 if i.truncated { ", file cut short" } else { "" }
             );

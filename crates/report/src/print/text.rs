@@ -2,6 +2,7 @@
 //! [`Summary`] so the terminal, `report.html` and `report.json` agree to the digit.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use crate::hist::fmt_ms;
@@ -12,6 +13,16 @@ use crate::sample::Side;
 /// control characters (C0 with tab, CR and LF, DEL, C1 with CSI `\u{9b}`) and bidirectional
 /// overrides are written as Rust escapes (`\u{1b}`), so a label cannot clear or retitle the
 /// terminal, forge a line or reorder one. HTML and SVG escape for their own syntax instead.
+/// An import's refused lines by reason, as ` (line_too_long 2, time_outside_run 1)`; empty
+/// when none is counted by reason (older reports).
+pub fn refused_text(refused: &BTreeMap<String, u64>) -> String {
+    if refused.is_empty() {
+        return String::new();
+    }
+    let reasons: Vec<String> = refused.iter().map(|(r, n)| format!("{r} {n}")).collect();
+    format!(" ({})", reasons.join(", "))
+}
+
 pub fn tty(text: &str) -> Cow<'_, str> {
     fn unsafe_char(c: char) -> bool {
         c.is_control()
@@ -148,10 +159,11 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
         if let Some(i) = &r.import {
             writeln!(
                 out,
-                "      imported {} line(s) from {}; malformed lines {}, incomplete requests {}{}",
+                "      imported {} line(s) from {}; malformed lines {}{}, incomplete requests {}{}",
                 i.lines,
                 tty(&i.files.join(", ")),
                 i.malformed_lines,
+                tty(&refused_text(&i.refused)),
                 i.incomplete_requests,
                 if i.truncated { " (file cut short)" } else { "" }
             )?;
@@ -470,5 +482,55 @@ mod tests {
             assert_eq!(tty(raw), shown, "{raw:?}");
         }
         assert!(matches!(tty("plain"), std::borrow::Cow::Borrowed(_)));
+    }
+
+    /// An import's refusals by reason are in both printers (report.json's `import.refused`).
+    #[test]
+    fn import_refusals_are_shown_by_reason() {
+        use crate::collect::Collector;
+        use crate::hist::Hist;
+        use crate::report::{ImportInfo, RunInfo};
+        use std::time::Duration;
+
+        let refused = [("line_too_long", 2), ("time_outside_run", 1)]
+            .map(|(r, n)| (r.to_string(), n))
+            .into();
+        let report =
+            Collector::new(Duration::from_secs(1), Duration::from_secs(1)).finish(RunInfo {
+                label: "k6".into(),
+                url: String::new(),
+                started_at: String::new(),
+                requested_rate: 1.0,
+                planned_duration_s: 1.0,
+                send_window_s: 1.0,
+                elapsed_s: 1.0,
+                timeout_s: 1.0,
+                max_in_flight: 1,
+                interrupted: false,
+                pacer_lag_us: Hist::default(),
+                engine: "k6".into(),
+                latency_from: "sent".into(),
+                import: Some(ImportInfo {
+                    files: vec!["k6.json".into()],
+                    lines: 10,
+                    malformed_lines: 3,
+                    refused,
+                    ..ImportInfo::default()
+                }),
+            });
+        let mut text = Vec::new();
+        super::render(&report, &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("malformed lines 3 (line_too_long 2, time_outside_run 1), incomplete"),
+            "{text}"
+        );
+        let html = crate::print::html::render(&report, &[]);
+        assert!(
+            html.contains(
+                "3 malformed line(s) (line_too_long 2, time_outside_run 1), 0 incomplete"
+            ),
+            "{html}"
+        );
     }
 }
