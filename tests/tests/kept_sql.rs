@@ -4,7 +4,8 @@
 //! order, as a run's `waitUntil` keeps do); pages read every row once.
 
 use kvbench_core::sql::kept::{
-    COUNT, CREATE, CREATE_FLOOR, DELETE_OLD, FIRST, INSERT, PAGE, RAISE_FLOOR,
+    ADD_FAILED, COUNT, CREATE, CREATE_FAILED, CREATE_FLOOR, DELETE_OLD, FAILED, FIRST, INSERT,
+    PAGE, RAISE_FLOOR,
 };
 use rusqlite::{params, Connection};
 
@@ -12,6 +13,7 @@ fn object() -> Connection {
     let c = Connection::open_in_memory().unwrap();
     c.execute(CREATE, []).unwrap();
     c.execute(CREATE_FLOOR, []).unwrap();
+    c.execute(CREATE_FAILED, []).unwrap();
     c
 }
 
@@ -102,4 +104,23 @@ fn pages_read_every_row_in_the_window_once() {
         seen.extend(page.into_iter().map(|(seq, _)| seq));
     }
     assert_eq!(seen, (101..=1_200).collect::<Vec<i64>>());
+}
+
+#[test]
+fn failed_keeps_add_up_and_survive_expiry() {
+    let c = object();
+    let failed = |c: &Connection| -> Option<i64> { c.query_row(FAILED, [], |r| r.get(0)).ok() };
+    assert_eq!(failed(&c), None, "no row: nothing failed");
+    c.execute(ADD_FAILED, params![3]).unwrap();
+    keep(&c, 10);
+    c.execute(ADD_FAILED, params![0]).unwrap();
+    c.execute(ADD_FAILED, params![2]).unwrap();
+    assert_eq!(failed(&c), Some(5));
+    expire(&c, 1_000);
+    assert_eq!(rows(&c), []);
+    assert_eq!(
+        failed(&c),
+        Some(5),
+        "a count is not an answer: expiry keeps it"
+    );
 }

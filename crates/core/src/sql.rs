@@ -84,6 +84,14 @@ pub mod kept {
     /// read, not the whole table; when everything expired, everything goes.
     pub const DELETE_OLD: &str = "DELETE FROM kept WHERE seq < COALESCE((SELECT seq FROM kept WHERE t_ms >= ?1 ORDER BY seq LIMIT 1), (SELECT MAX(seq) + 1 FROM kept))";
     pub const COUNT: &str = "SELECT COUNT(*) AS n, MIN(t_ms) AS first, MAX(t_ms) AS last FROM kept";
+    /// Keeps that failed: answers that never reached a table (a run's, counted by the worker
+    /// that sent them and recorded in a shard that answered; a probe's own failed write).
+    pub const CREATE_FAILED: &str =
+        "CREATE TABLE IF NOT EXISTS keep_failed (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL)";
+    /// Adds `?1` failed keeps.
+    pub const ADD_FAILED: &str = "INSERT INTO keep_failed (id, n) VALUES (1, ?1) ON CONFLICT (id) DO UPDATE SET n = n + excluded.n";
+    /// The failed keeps recorded (no row: none).
+    pub const FAILED: &str = "SELECT n FROM keep_failed WHERE id = 1";
 }
 
 #[cfg(test)]
