@@ -217,34 +217,40 @@ pub fn append_line(t_ms: i64, line: &str) -> String {
     format!("{t_ms}\t{line}\n")
 }
 
-/// Keeps one `/test` answer of `run` (called from `waitUntil`, after the answer was sent); what
-/// went wrong is logged, and an answer no shard took is counted.
-pub async fn keep_answer(archive: &Archive, run: &str, t_ms: i64, line: &str) -> Keep {
+/// How long a keep waiting for another's append sleeps before it looks again.
+const TICK_MS: u64 = 2;
+
+/// Keeps one `/test` answer of `run` (called from `waitUntil`, after the answer was sent),
+/// appended with the others of this isolate that wait ([`Writer::keep_batched`]); what went
+/// wrong is logged, and an answer no shard took is counted.
+pub async fn keep_answer(archive: &Archive, run: &str, t_ms: i64, line: &str) {
     let writer = WRITER.with(|w| *w);
     let shards = Shards { archive, run };
-    let kept = writer
-        .keep(&shards, run, archive.shards, &append_line(t_ms, line), 1)
+    let tick = || worker::Delay::from(std::time::Duration::from_millis(TICK_MS));
+    let outcomes = writer
+        .keep_batched(&shards, run, archive.shards, append_line(t_ms, line), tick)
         .await;
-    match &kept {
-        Keep::Kept { .. } => {}
-        Keep::Moved { from, to, error } => {
-            worker::console_error!("run {run}: shard {from} failed ({error}); kept in shard {to}")
+    for kept in outcomes {
+        match kept {
+            Keep::Kept { .. } => {}
+            Keep::Moved { from, to, error } => worker::console_error!(
+                "run {run}: shard {from} failed ({error}); kept in shard {to}"
+            ),
+            Keep::Failed {
+                lines,
+                errors,
+                recorded,
+            } => worker::console_error!(
+                "run {run}: {lines} answer(s) not kept ({}); counted{}",
+                errors.join("; "),
+                if recorded {
+                    ""
+                } else {
+                    ", the count held for the run's next keep"
+                }
+            ),
         }
-        Keep::Failed {
-            lines,
-            errors,
-            recorded,
-        } => worker::console_error!(
-            "run {run}: {lines} answer(s) not kept ({}); counted{}",
-            errors.join("; "),
-            if *recorded {
-                ""
-            } else {
-                ", the count held for the run's next keep"
-            }
-        ),
     }
-    kept
 }
 
 /// A run's shards with their status: the sum of what they keep and of the failed keeps.

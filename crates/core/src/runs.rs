@@ -7,7 +7,8 @@
 //! line, unique and rising, and a reader that resumes by `seq` works as with one object.
 
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
 
 use crate::params::ParamError;
 
@@ -91,6 +92,32 @@ pub trait ShardSink {
     async fn record_failed(&self, k: u32, failed: u64) -> Result<(), String>;
 }
 
+enum Waiting {
+    Done,
+    Flushing,
+    Free,
+}
+
+/// An append under way; its lines are done when it finishes or is dropped.
+struct Flush<'a> {
+    writer: &'a Writer,
+    run: &'a str,
+    n: u64,
+}
+
+impl Flush<'_> {
+    fn finish(self) {
+        self.writer.flushed(self.run, self.n, true);
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Flush<'_> {
+    fn drop(&mut self) {
+        self.writer.flushed(self.run, self.n, false);
+    }
+}
+
 /// What became of a keep.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Keep {
@@ -107,12 +134,44 @@ pub enum Keep {
     },
 }
 
-/// An isolate's writer of run answers: its shard choice and the failed keeps it could not yet
-/// record, per run.
+/// Answers of one append at most (a few KiB each: one append stays well under a MiB).
+pub const MAX_BATCH_LINES: usize = 200;
+/// Appends one caller makes in a row for the run's waiting lines, at most.
+const MAX_ROUNDS: usize = 4;
+/// Answers of a run waiting in an isolate at most; past it an answer is kept on its own.
+pub const MAX_BUFFERED_LINES: usize = 4 * MAX_BATCH_LINES;
+
+/// A run's answers waiting in the isolate for an append, in the order they came. `id`s count the
+/// lines pushed since the buffer was made (`made` tells buffers of one run apart).
+#[derive(Debug)]
+struct Buffer {
+    made: u64,
+    lines: VecDeque<String>,
+    /// The id of the next line pushed.
+    next: u64,
+    /// Lines before this id were taken by an append.
+    taken: u64,
+    /// Lines before this id are done (kept, or counted as failed).
+    done: u64,
+    /// An append of this run is under way (one at a time per isolate).
+    flushing: bool,
+}
+
+/// An isolate's writer of run answers: its shard choice, the answers waiting to be appended
+/// together, and the failed keeps it could not yet record, per run.
 #[derive(Debug)]
 pub struct Writer {
     picker: ShardPicker,
     pending: RefCell<BTreeMap<String, u64>>,
+    buffers: RefCell<BTreeMap<String, Buffer>>,
+    made: Cell<u64>,
+}
+
+/// Where a line waits: its buffer and id.
+#[derive(Debug, Clone, Copy)]
+struct Ticket {
+    made: u64,
+    id: u64,
 }
 
 impl Writer {
@@ -120,12 +179,148 @@ impl Writer {
         Writer {
             picker: ShardPicker::new(start),
             pending: RefCell::default(),
+            buffers: RefCell::default(),
+            made: Cell::new(0),
+        }
+    }
+
+    /// Keeps one answer `line` of `run` together with the others of this isolate that wait: it
+    /// joins the run's buffer; whoever finds no append under way appends what waits (at most
+    /// [`MAX_BATCH_LINES`] at a time, while any waits), the others look again after `tick`
+    /// (a timer: each caller waits on I/O of its own). Returns once the line is kept or
+    /// counted as failed; `Some` for the caller whose append that was. A full buffer keeps the
+    /// line on its own.
+    pub async fn keep_batched<F: Future<Output = ()>>(
+        &self,
+        sink: &impl ShardSink,
+        run: &str,
+        shards: u32,
+        line: String,
+        tick: impl Fn() -> F,
+    ) -> Vec<Keep> {
+        let Some(ticket) = self.push(run, &line) else {
+            return vec![self.keep(sink, run, shards, &line, 1).await];
+        };
+        let mut outcomes = Vec::new();
+        loop {
+            match self.state(run, ticket) {
+                Waiting::Done => return outcomes,
+                Waiting::Flushing => tick().await,
+                Waiting::Free => {
+                    // A few appends, then the line's own wait again: a caller does not append
+                    // for others for ever (another takes over at its tick).
+                    for _ in 0..MAX_ROUNDS {
+                        let Some((body, n)) = self.take(run) else {
+                            break;
+                        };
+                        // However this append ends, even dropped mid-way (its request went), the
+                        // lines it took are done and the buffer free again.
+                        let guard = Flush {
+                            writer: self,
+                            run,
+                            n,
+                        };
+                        outcomes.push(self.keep(sink, run, shards, &body, n).await);
+                        guard.finish();
+                    }
+                }
+            }
+        }
+    }
+
+    fn push(&self, run: &str, line: &str) -> Option<Ticket> {
+        let mut buffers = self.buffers.borrow_mut();
+        let buffer = match buffers.get_mut(run) {
+            Some(b) => b,
+            None => {
+                let made = self.made.get() + 1;
+                self.made.set(made);
+                buffers.entry(run.to_string()).or_insert(Buffer {
+                    made,
+                    lines: VecDeque::new(),
+                    next: 0,
+                    taken: 0,
+                    done: 0,
+                    flushing: false,
+                })
+            }
+        };
+        if buffer.lines.len() >= MAX_BUFFERED_LINES {
+            return None;
+        }
+        buffer.lines.push_back(line.to_string());
+        buffer.next += 1;
+        Some(Ticket {
+            made: buffer.made,
+            id: buffer.next - 1,
+        })
+    }
+
+    fn state(&self, run: &str, ticket: Ticket) -> Waiting {
+        match self.buffers.borrow().get(run) {
+            Some(b) if b.made == ticket.made && ticket.id >= b.done => {
+                if b.flushing {
+                    Waiting::Flushing
+                } else {
+                    Waiting::Free
+                }
+            }
+            // Done, or the buffer went (it goes only when every line in it is done).
+            _ => Waiting::Done,
+        }
+    }
+
+    /// The next append's body and lines, marking the run's buffer as flushing; `None` when
+    /// nothing waits (the buffer then goes).
+    fn take(&self, run: &str) -> Option<(String, u64)> {
+        let mut buffers = self.buffers.borrow_mut();
+        let buffer = buffers.get_mut(run)?;
+        if buffer.lines.is_empty() {
+            buffer.flushing = false;
+            if buffer.done == buffer.next {
+                buffers.remove(run);
+            }
+            return None;
+        }
+        let n = buffer.lines.len().min(MAX_BATCH_LINES);
+        let body: String = buffer.lines.drain(..n).collect();
+        buffer.taken += n as u64;
+        buffer.flushing = true;
+        Some((body, n as u64))
+    }
+
+    /// An append of `n` lines is over (kept, or counted): they are done.
+    fn flushed(&self, run: &str, n: u64, counted: bool) {
+        let mut buffers = self.buffers.borrow_mut();
+        if let Some(buffer) = buffers.get_mut(run) {
+            buffer.done = (buffer.done + n).min(buffer.taken);
+            buffer.flushing = false;
+            if buffer.lines.is_empty() && buffer.done == buffer.next {
+                buffers.remove(run);
+            }
+        }
+        drop(buffers);
+        if !counted {
+            // Dropped mid-way: whether the shard took them is unknown; they are counted as
+            // failed keeps (the report may then count them twice, never zero times).
+            self.hold(run, n);
         }
     }
 
     /// Failed keeps of `run` this isolate holds, not yet recorded in any shard.
     pub fn pending(&self, run: &str) -> u64 {
         self.pending.borrow().get(run).copied().unwrap_or(0)
+    }
+
+    /// `n` held failures of `run` were recorded in a shard.
+    fn release(&self, run: &str, n: u64) {
+        let mut pending = self.pending.borrow_mut();
+        if let Some(held) = pending.get_mut(run) {
+            *held = held.saturating_sub(n);
+            if *held == 0 {
+                pending.remove(run);
+            }
+        }
     }
 
     fn hold(&self, run: &str, n: u64) -> bool {
@@ -153,28 +348,36 @@ impl Writer {
         lines: u64,
     ) -> Keep {
         let k = self.picker.pick(shards);
-        let before = self.pending.borrow_mut().remove(run).unwrap_or(0);
+        // Held counts stay held until a shard took them (a keep dropped mid-way loses none).
+        let before = self.pending(run);
         let first = match sink.append(k, body, lines, before).await {
-            Ok(()) => return Keep::Kept { shard: k },
+            Ok(()) => {
+                self.release(run, before);
+                return Keep::Kept { shard: k };
+            }
             Err(e) => e,
         };
         let to = retry_shard(k, shards);
         let second = match sink.append(to, body, lines, before).await {
             Ok(()) => {
+                self.release(run, before);
                 return Keep::Moved {
                     from: k,
                     to,
                     error: first,
-                }
+                };
             }
             Err(e) => e,
         };
-        let failed = before + lines;
         let recorded = sink
-            .record_failed(retry_shard(to, shards), failed)
+            .record_failed(retry_shard(to, shards), before + lines)
             .await
             .is_ok();
-        let held = recorded || self.hold(run, failed);
+        if recorded {
+            self.release(run, before);
+        }
+        let failed = before + lines;
+        let held = recorded || self.hold(run, lines);
         let mut errors = vec![first, second];
         if !held {
             errors.push(format!(
@@ -333,6 +536,111 @@ mod writer_tests {
             "the run's count went with its next keep, another run's did not"
         );
         assert_eq!(w.pending("r"), 0);
+    }
+
+    /// Pending once, then ready: lets the other tasks run (an append in flight, a tick).
+    struct YieldOnce(bool);
+    impl std::future::Future for YieldOnce {
+        type Output = ();
+        fn poll(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<()> {
+            if self.0 {
+                return std::task::Poll::Ready(());
+            }
+            self.0 = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    }
+
+    /// A script whose calls take a turn of the executor, as an append in flight does.
+    struct Slow(Script);
+    impl ShardSink for Slow {
+        async fn append(&self, k: u32, body: &str, l: u64, failed: u64) -> Result<(), String> {
+            YieldOnce(false).await;
+            self.0.append(k, body, l, failed).await
+        }
+        async fn record_failed(&self, k: u32, failed: u64) -> Result<(), String> {
+            YieldOnce(false).await;
+            self.0.record_failed(k, failed).await
+        }
+    }
+
+    /// `n` answers of run `r` kept at once by as many callers; what each call returned.
+    fn keep_many(w: &Writer, sink: &Slow, n: usize) -> Vec<Vec<Keep>> {
+        let calls: Vec<_> = (0..n)
+            .map(|i| w.keep_batched(sink, "r", 4, format!("{i}\n"), || YieldOnce(false)))
+            .collect();
+        run(futures::future::join_all(calls))
+    }
+
+    #[test]
+    fn answers_kept_at_once_go_in_few_appends_each_once_in_order() {
+        let sink = Slow(Script::default());
+        let w = Writer::new(0);
+        let outcomes = keep_many(&w, &sink, 450);
+        let appended = sink.0.appended.borrow();
+        assert!(
+            appended.len() < 10,
+            "{} appends for 450 answers",
+            appended.len()
+        );
+        assert!(appended
+            .iter()
+            .all(|(_, body, _)| body.lines().count() <= MAX_BATCH_LINES));
+        let lines: Vec<String> = appended
+            .iter()
+            .flat_map(|(_, body, _)| body.lines().map(str::to_string).collect::<Vec<_>>())
+            .collect();
+        let want: Vec<String> = (0..450).map(|i| i.to_string()).collect();
+        assert_eq!(lines, want);
+        assert_eq!(outcomes.iter().map(Vec::len).sum::<usize>(), appended.len());
+        assert!(
+            w.buffers.borrow().is_empty(),
+            "the buffer goes once all is done"
+        );
+    }
+
+    #[test]
+    fn answers_no_shard_took_are_all_counted() {
+        let sink = Slow(Script::default());
+        sink.0.down.borrow_mut().extend(0..4);
+        let w = Writer::new(0);
+        keep_many(&w, &sink, 30);
+        assert_eq!(w.pending("r"), 30, "every answer counted, none twice");
+        sink.0.down.borrow_mut().clear();
+        keep_many(&w, &sink, 1);
+        assert_eq!(
+            sink.0.appended.borrow()[0].2,
+            30,
+            "the count went with the next append"
+        );
+        assert_eq!(w.pending("r"), 0);
+    }
+
+    #[test]
+    fn an_append_dropped_mid_way_counts_its_lines_and_frees_the_buffer() {
+        let sink = Slow(Script::default());
+        let w = Writer::new(0);
+        {
+            let mut call =
+                Box::pin(w.keep_batched(&sink, "r", 4, "a\n".into(), || YieldOnce(false)));
+            let waker = futures::task::noop_waker();
+            let mut cx = std::task::Context::from_waker(&waker);
+            assert!(
+                call.as_mut().poll(&mut cx).is_pending(),
+                "the append is in flight"
+            );
+        }
+        assert_eq!(
+            w.pending("r"),
+            1,
+            "unknown whether it was kept: counted as failed"
+        );
+        keep_many(&w, &sink, 1);
+        assert_eq!(*sink.0.appended.borrow(), [(1, "0\n".to_string(), 1)]);
     }
 
     #[test]
