@@ -8,7 +8,7 @@ use std::cell::Cell;
 use kvbench_core::probes::{self, Control, Window, PAGE_LINES};
 use kvbench_core::sql::kept::{
     ADD_FAILED, COUNT, CREATE, CREATE_FAILED, CREATE_FLOOR, DELETE_OLD, FAILED, FIRST, INSERT,
-    PAGE, RAISE_FLOOR,
+    INSERT_MANY, PAGE, RAISE_FLOOR,
 };
 use wasm_bindgen::JsValue;
 use worker::durable::Stub;
@@ -73,6 +73,13 @@ impl KeptTable {
     pub fn keep(&self, t_ms: i64, line: &str) -> worker::Result<()> {
         self.write()?
             .exec_raw(INSERT, vec![(t_ms as f64).into(), line.into()])?;
+        Ok(())
+    }
+
+    /// Keeps `lines` (`t_ms`, line) in one statement: all of them, or none.
+    pub fn keep_many(&self, lines: &[(i64, &str)]) -> worker::Result<()> {
+        let many = serde_json::to_string(lines)?;
+        self.write()?.exec_raw(INSERT_MANY, vec![many.into()])?;
         Ok(())
     }
 

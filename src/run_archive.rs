@@ -36,22 +36,23 @@ impl RunArchive {
             .and_then(|(_, v)| v.parse::<i64>().ok())
     }
 
-    /// `POST /append?keep=..&failed=..`: lines `<t_ms>\t<kept line>`, and failed keeps to
-    /// record, in one transaction (no await between the writes: the object's implicit one).
+    /// `POST /append?keep=..&failed=..`: lines `<t_ms>\t<kept line>`, kept in one statement
+    /// (all or none: a keep retried in another shard is never kept twice), then the failed
+    /// keeps it carries are recorded.
     async fn append(&self, url: &worker::Url, body: &str) -> worker::Result<Response> {
-        let mut first_t = None;
-        for row in body.lines().filter(|l| !l.is_empty()) {
-            let (t_ms, line) = row
-                .split_once('\t')
-                .and_then(|(t, line)| Some((t.parse::<i64>().ok()?, line)))
-                .ok_or_else(|| {
-                    worker::Error::RustError("an append line is <t_ms>\\t<line>".into())
-                })?;
-            self.kept.keep(t_ms, line)?;
-            first_t = Some(first_t.map_or(t_ms, |f: i64| f.min(t_ms)));
-        }
+        let rows = body
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(|row| {
+                row.split_once('\t')
+                    .and_then(|(t, line)| Some((t.parse::<i64>().ok()?, line)))
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| worker::Error::RustError("an append line is <t_ms>\\t<line>".into()))?;
+        self.kept.keep_many(&rows)?;
         self.kept
             .add_failed(Self::query(url, "failed").unwrap_or(0).max(0) as u64)?;
+        let first_t = rows.iter().map(|(t, _)| *t).min();
         self.ensure_alarm(url, first_t).await?;
         Response::empty()
     }

@@ -5,7 +5,7 @@
 
 use kvbench_core::sql::kept::{
     ADD_FAILED, COUNT, CREATE, CREATE_FAILED, CREATE_FLOOR, DELETE_OLD, FAILED, FIRST, INSERT,
-    PAGE, RAISE_FLOOR,
+    INSERT_MANY, PAGE, RAISE_FLOOR,
 };
 use rusqlite::{params, Connection};
 
@@ -123,4 +123,24 @@ fn failed_keeps_add_up_and_survive_expiry() {
         Some(5),
         "a count is not an answer: expiry keeps it"
     );
+}
+
+#[test]
+fn many_lines_in_one_statement_are_numbered_in_order_after_the_floor() {
+    let c = object();
+    keep(&c, 1);
+    expire(&c, 100);
+    let many = serde_json::json!([[200, "{\"a\":1}"], [201, "{\"b\":\"\\n\"}"], [199, "x"]]);
+    c.execute(INSERT_MANY, params![many.to_string()]).unwrap();
+    keep(&c, 300);
+    assert_eq!(rows(&c), [(2, 200), (3, 201), (4, 199), (5, 300)]);
+    let line: String = c
+        .query_row("SELECT line FROM kept WHERE seq = 3", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(line, "{\"b\":\"\\n\"}", "the line as it was sent");
+    // A malformed batch keeps nothing.
+    assert!(c
+        .execute(INSERT_MANY, params!["[[1, \"ok\"], oops]"])
+        .is_err());
+    assert_eq!(rows(&c).len(), 4);
 }

@@ -136,6 +136,9 @@ pub enum Keep {
 
 /// Answers of one append at most (a few KiB each: one append stays well under a MiB).
 pub const MAX_BATCH_LINES: usize = 200;
+/// Bytes of one append at most, short of SQLite's 2 MB string once the lines are escaped as
+/// one JSON array (an answer alone may pass it).
+pub const MAX_BATCH_BYTES: usize = 512 << 10;
 /// Appends one caller makes in a row for the run's waiting lines, at most.
 const MAX_ROUNDS: usize = 4;
 /// Answers of a run waiting in an isolate at most; past it an answer is kept on its own.
@@ -282,7 +285,15 @@ impl Writer {
             }
             return None;
         }
-        let n = buffer.lines.len().min(MAX_BATCH_LINES);
+        let mut n = 0;
+        let mut bytes = 0;
+        for line in buffer.lines.iter().take(MAX_BATCH_LINES) {
+            if n > 0 && bytes + line.len() > MAX_BATCH_BYTES {
+                break;
+            }
+            bytes += line.len();
+            n += 1;
+        }
         let body: String = buffer.lines.drain(..n).collect();
         buffer.taken += n as u64;
         buffer.flushing = true;
@@ -601,6 +612,27 @@ mod writer_tests {
             w.buffers.borrow().is_empty(),
             "the buffer goes once all is done"
         );
+    }
+
+    #[test]
+    fn an_append_stays_within_its_bytes() {
+        // Long answers: one append within its bytes (one answer alone may pass them).
+        let long = Slow(Script::default());
+        let w = Writer::new(0);
+        let calls: Vec<_> = (0..10)
+            .map(|_| w.keep_batched(&long, "r", 4, "x".repeat(200 << 10), || YieldOnce(false)))
+            .collect();
+        run(futures::future::join_all(calls));
+        let sizes: Vec<usize> = long
+            .0
+            .appended
+            .borrow()
+            .iter()
+            .map(|(_, b, _)| b.len())
+            .collect();
+        assert_eq!(sizes.iter().sum::<usize>(), 10 * (200 << 10));
+        assert!(sizes.iter().all(|s| *s <= MAX_BATCH_BYTES), "{sizes:?}");
+        assert!(sizes.len() < 10, "{sizes:?}");
     }
 
     #[test]

@@ -65,6 +65,10 @@ impl D1Session {
 pub mod kept {
     /// One row per kept line; `seq` numbers them in the order they were kept.
     pub const CREATE: &str = "CREATE TABLE IF NOT EXISTS kept (seq INTEGER PRIMARY KEY, t_ms INTEGER NOT NULL, line TEXT NOT NULL)";
+    /// Several lines in one statement (so all or none are kept): `?1` a JSON array of
+    /// `[t_ms, line]`, numbered in array order after the last `seq` (the subquery is not
+    /// correlated: SQLite reads it once).
+    pub const INSERT_MANY: &str = "INSERT INTO kept (seq, t_ms, line) SELECT (SELECT MAX(COALESCE((SELECT MAX(seq) FROM kept), 0), COALESCE((SELECT seq FROM seq_floor WHERE id = 1), 0))) + j.key + 1, json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]') FROM json_each(?1) AS j";
     /// The highest `seq` ever deleted, so `seq` never repeats once every row expired (an
     /// `INTEGER PRIMARY KEY` alone would start again at 1; objects made before kept their table).
     pub const CREATE_FLOOR: &str =
