@@ -61,9 +61,10 @@ export function fleetConfig(main, regions, outDir) {
     return { binding: d.binding, database_name: d.database_name, database_id: d.database_id };
   });
   const r2 = (main.r2_buckets ?? []).map((b) => ({ binding: b.binding, bucket_name: b.bucket_name }));
-  // The `do` store's namespace is the main worker's (its class and migrations live there).
+  // The `do` store's namespace and the run archive are the main worker's (their classes and
+  // migrations live there): a run sent to a member is kept where the main worker reads it.
   const durable = (main.durable_objects?.bindings ?? [])
-    .filter((b) => b.name === "BENCH_DO")
+    .filter((b) => b.name === "BENCH_DO" || b.name === "BENCH_RUNS")
     .map((b) => ({ name: b.name, class_name: b.class_name, script_name: main.name }));
   const env = {};
   for (const r of regions) {

@@ -1,6 +1,6 @@
 // Miniflare options for the built worker (build/index.js + its wasm), shared by the local bench
 // server (scripts/serve-worker.mjs) and the end-to-end tests (tests/e2e/procs.mjs): the bindings
-// of wrangler.toml, emulated locally — KV, the SQLite Durable Object class, D1 (with the
+// of wrangler.toml, emulated locally — KV, the SQLite Durable Object classes, D1 (with the
 // migrations of migrations/, applied by applyMigrations) and R2; the Cache API is Miniflare's own.
 import fs from "node:fs";
 import path from "node:path";
@@ -15,6 +15,8 @@ export const BINDINGS = {
   durableObjectClass: "BenchObject",
   probes: "BENCH_PROBES",
   probesClass: "ProbeObject",
+  runs: "BENCH_RUNS",
+  runsClass: "RunArchive",
   d1: "BENCH_D1",
   r2: "BENCH_R2",
 };
@@ -76,6 +78,7 @@ export function workerOptions(bindings, extra = {}) {
     durableObjects: {
       [BINDINGS.durableObject]: { className: BINDINGS.durableObjectClass, useSQLite: true },
       [BINDINGS.probes]: { className: BINDINGS.probesClass, useSQLite: true },
+      [BINDINGS.runs]: { className: BINDINGS.runsClass, useSQLite: true },
     },
     d1Databases: [BINDINGS.d1],
     r2Buckets: [BINDINGS.r2],

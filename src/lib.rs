@@ -20,11 +20,13 @@ mod cache;
 mod d1;
 mod durable;
 mod js_strings;
+mod kept_table;
 mod microtasks;
 mod probe_routes;
 mod probes;
 mod r2;
 mod respond;
+mod run_archive;
 mod socket;
 mod stores;
 
@@ -43,6 +45,7 @@ use crate::stores::Stores;
 
 pub use crate::durable::BenchObject;
 pub use crate::probes::ProbeObject;
+pub use crate::run_archive::RunArchive;
 
 /// What every route gets: the request's context, for work after the answer (`waitUntil`).
 type Data = std::rc::Rc<Context>;
@@ -187,7 +190,8 @@ async fn test(
 /// Keeps a `/test` answer under its run id after the response is sent (`waitUntil`): no span
 /// is open any more and the answer is not delayed. A 200 is kept as its answer, any other
 /// status as a failure with its error, so a run's report counts every request. The keep is a
-/// request in flight of its own (`concurrent` of the answers it overlaps counts it).
+/// request in flight of its own (`concurrent` of the answers it overlaps counts it); one that
+/// fails is counted in the run's archive (`run_archive`).
 fn keep_run_answer(
     env: &Env,
     ctx: &Context,
@@ -196,8 +200,14 @@ fn keep_run_answer(
     reply: &kvbench_core::endpoint::Reply,
     colo: &str,
 ) {
-    let Some((stub, keep_s)) = probe_routes::run_stub(env, run) else {
-        return;
+    let archive = match run_archive::Archive::from_env(env) {
+        Ok(a) => a,
+        Err(e) => {
+            // Nowhere to keep it, nor to count it: the deployment's configuration is broken,
+            // and GET /runs/<id>/answers says so (the same error).
+            worker::console_error!("run {run}: not kept: {e}");
+            return;
+        }
     };
     let duration_ms = kvbench_core::answer::round_ms(JsClock.now_ms() - started_ms);
     let cold = REQUESTS.with(Cell::get) == 1;
@@ -239,9 +249,7 @@ fn keep_run_answer(
     let visit = in_flight().enter();
     ctx.wait_until(async move {
         let _visit = visit;
-        if let Err(e) = probes::keep_run_answer(stub, t_ms, keep_s, line).await {
-            worker::console_error!("run {run}: keeping an answer failed: {e}");
-        }
+        run_archive::keep_answer(&archive, &run, t_ms, &line).await;
     });
 }
 

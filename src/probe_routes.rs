@@ -13,8 +13,10 @@ use worker::{Env, Request, Response, Result, RouteContext};
 use worker::wasm_bindgen_futures::JsFuture;
 
 use crate::bindings::{env_raw, js_text, JsClock};
-use crate::probes::{answers_stream, status_of, Point, Probes, Source};
+use crate::kept_table::{answers_stream, Source};
+use crate::probes::{status_of, Point, Probes};
 use crate::respond;
+use crate::run_archive::{self, Archive};
 
 fn error(status: u16, e: &ParamError) -> Result<Response> {
     respond::json(status, &json!({ "error": e }).to_string())
@@ -257,42 +259,62 @@ pub async fn probe_answers(req: Request, ctx: RouteContext<super::Data>) -> Resu
         sources.push(Source {
             label: point.label(),
             stub: probes.stub(&point)?,
+            seq_base: 0,
         });
     }
     ndjson(answers_stream(sources, window))
 }
 
-/// `GET /runs/<id>/answers?since=..&until=..`: a run's kept answers, NDJSON; 404 for a run
-/// that kept nothing.
+/// `GET /runs/<id>/answers?since=..&until=..`: a run's kept answers, NDJSON, every shard's in
+/// one stream whose end line counts them and the keeps that failed; 404 for a run that kept
+/// nothing and failed nothing. A run kept by a deployment before the run archive (one
+/// `ProbeObject` named `run:<id>`) is read after the shards, until it expires.
 pub async fn run_answers(req: Request, ctx: RouteContext<super::Data>) -> Result<Response> {
     let id = ctx.param("id").cloned().unwrap_or_default();
-    let (window, probes) = match answers_prelude(&req, &ctx.env).await? {
-        Ok(v) => v,
-        Err(r) => return Ok(r),
+    let env = &ctx.env;
+    if let Some(r) = refused(&req, env)? {
+        return Ok(r);
+    }
+    let window = match window(&req) {
+        Ok(w) => w,
+        Err(e) => return error(400, &e),
     };
     let run = match probes::parse_run("run", &id) {
         Ok(r) => r,
         Err(e) => return error(400, &e),
     };
-    let stub = probes.run(&run)?;
-    let kept = status_of(&stub)
-        .await
-        .ok()
-        .and_then(|v| v.get("kept").and_then(serde_json::Value::as_u64))
-        .unwrap_or(0);
-    if kept == 0 {
+    let archive = match Archive::from_env(env) {
+        Ok(a) => a,
+        Err(e) => return error(500, &ParamError::new("runs", e)),
+    };
+    let (mut kept, failed) = match run_archive::totals(&archive, &run).await {
+        Ok(t) => t,
+        Err(e) => return error(503, &ParamError::new("run", e)),
+    };
+    let mut sources = archive.sources(&run)?;
+    let legacy = Probes::legacy_run(env, &run).ok();
+    if let Some(stub) = legacy {
+        let old = status_of(&stub)
+            .await
+            .ok()
+            .and_then(|v| v.get("kept").and_then(serde_json::Value::as_u64))
+            .unwrap_or(0);
+        if old > 0 {
+            kept += old;
+            sources.push(Source {
+                label: format!("{run} (before the run archive)"),
+                stub,
+                seq_base: kvbench_core::runs::seq_base(kvbench_core::runs::MAX_SHARDS),
+            });
+        }
+    }
+    if kept == 0 && failed == 0 {
         return error(
             404,
             &ParamError::new("run", format!("no answers are kept under run {run}")),
         );
     }
-    ndjson(answers_stream(vec![Source { label: run, stub }], window))
-}
-
-/// The object keeping a run's answers, and how long it keeps them (`PROBE_KEEP`).
-pub fn run_stub(env: &Env, run: &str) -> Option<(worker::durable::Stub, u32)> {
-    let probes = Probes::from_env(env).ok()?;
-    Some((probes.run(run).ok()?, probes.config.keep_s))
+    ndjson(answers_stream(sources, window))
 }
 
 /// The var that makes `GET /report` public (`true`); otherwise it is behind `BENCH_TOKEN` when set.
@@ -360,6 +382,7 @@ async fn report_call(
         sources.push(Source {
             label: point.label(),
             stub: probes.stub(&point).map_err(|e| e.to_string())?,
+            seq_base: 0,
         });
     }
     let origin = first.unwrap_or(window.since_ms).max(window.since_ms);

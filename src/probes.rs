@@ -1,21 +1,20 @@
-//! The deployed worker measuring itself. `ProbeObject` is one Durable Object class with three
-//! uses, told apart by name: `probe:<hint>` (created with that location hint) wakes on its own
-//! alarm every `PROBE_EVERY` seconds and runs exactly what `/test` runs (`kvbench_core::handle`
-//! over the same stores and vars), one measurement at a time, and keeps the answer;
-//! `member:<label>` wakes the same way and calls a placed fleet member's `/test` over HTTP (only
-//! a fetch handler is placed), keeping its answer — or, when it did not answer, why, as a line of
-//! its own; `run:<id>` keeps the answers of a load run (`/test?run=<id>`). Both keep NDJSON lines
-//! (`kvbench_core::probes::Kept`) in their SQLite database and hand them out in pages, which the
-//! worker's routes stream; answers older than `PROBE_KEEP` are deleted by the probe's alarm.
+//! The deployed worker measuring itself. `ProbeObject` is the Durable Object class of the probes,
+//! two kinds told apart by their state: `probe:<hint>` (created with that location hint) wakes on
+//! its own alarm every `PROBE_EVERY` seconds and runs exactly what `/test` runs
+//! (`kvbench_core::handle` over the same stores and vars), one measurement at a time, and keeps
+//! the answer; `member:<label>` wakes the same way and calls a placed fleet member's `/test` over
+//! HTTP (only a fetch handler is placed), keeping its answer — or, when it did not answer, why, as
+//! a line of its own. Both keep NDJSON lines (`kvbench_core::probes::Kept`) in their SQLite
+//! database ([`KeptTable`]) and hand them out in pages, which the worker's routes stream; answers
+//! older than `PROBE_KEEP` are deleted by the probe's alarm. A load run's answers are kept by a
+//! class of their own (`crate::run_archive`).
 
 use std::cell::{Cell, RefCell};
 
 use kvbench_core::budget::ISOLATE_BUDGET_BYTES;
 use kvbench_core::durable::LocationHint;
 use kvbench_core::fleet::Member;
-use kvbench_core::probes::{
-    self, Control, Embedded, Failure, FailureKind, Kept, ProbeConfig, Vantage, Window, PAGE_LINES,
-};
+use kvbench_core::probes::{self, Embedded, Failure, FailureKind, Kept, ProbeConfig, Vantage};
 use kvbench_core::spec::env::PROBES;
 use kvbench_core::{handle, Budget, Call, Clock, ErrorKind, Isolate, MetadataCache};
 use kvbench_core::{StoreError, ValueGen};
@@ -25,14 +24,8 @@ use worker::durable::{ObjectNamespace, ScheduledTime, State, Stub};
 use worker::{durable_object, DurableObject, Env, Method, Request, RequestInit, Response};
 
 use crate::bindings::{env_text, seeded_gen, JsClock, JsTimer};
+use crate::kept_table::{KeptTable, ORIGIN};
 use crate::stores::Stores;
-
-/// Origin of requests to the objects (a stub routes them; never resolved).
-const ORIGIN: &str = "https://kvbench.probe";
-
-use kvbench_core::sql::kept::{
-    COUNT, CREATE, CREATE_FLOOR, DELETE_OLD, FIRST, INSERT, PAGE, RAISE_FLOOR,
-};
 
 /// What a probe object keeps besides its answers (Durable Object storage, key `probe`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -48,6 +41,8 @@ struct ProbeState {
     last_colo: Option<String>,
     last_t_ms: Option<i64>,
     last_error: Option<String>,
+    /// Answers this probe measured and could not keep (its SQLite write failed).
+    keep_failed: u64,
 }
 
 /// The body of `start` and `tick`: a hint probe's hint, or a member probe's member.
@@ -81,7 +76,7 @@ pub struct ProbeObject {
     measuring: Cell<bool>,
     /// Requests this instance served while a measurement ran.
     concurrent: Cell<u32>,
-    table: Cell<bool>,
+    kept: KeptTable,
     requests: Cell<u64>,
     gen: RefCell<ValueGen>,
     budget: Budget,
@@ -89,25 +84,15 @@ pub struct ProbeObject {
     deno_meta: MetadataCache,
 }
 
-fn now_ms() -> f64 {
+pub(crate) fn now_ms() -> f64 {
     JsClock.now_ms()
 }
 
-fn at(epoch_ms: f64) -> ScheduledTime {
+pub(crate) fn at(epoch_ms: f64) -> ScheduledTime {
     ScheduledTime::new(js_sys::Date::new(&JsValue::from(epoch_ms)))
 }
 
 impl ProbeObject {
-    fn sql(&self) -> worker::Result<worker::SqlStorage> {
-        let sql = self.state.storage().sql();
-        if !self.table.get() {
-            sql.exec(CREATE, None)?;
-            sql.exec(CREATE_FLOOR, None)?;
-            self.table.set(true);
-        }
-        Ok(sql)
-    }
-
     async fn load(&self) -> worker::Result<ProbeState> {
         Ok(self.state.storage().get("probe").await?.unwrap_or_default())
     }
@@ -151,7 +136,7 @@ impl ProbeObject {
 
     async fn status(&self) -> worker::Result<Response> {
         let s = self.load().await?;
-        let (kept, first, last) = self.count()?;
+        let count = self.kept.count()?;
         let alarm = self.state.storage().get_alarm().await?;
         Response::from_json(&serde_json::json!({
             "hint": s.hint,
@@ -163,114 +148,12 @@ impl ProbeObject {
             "running": !s.stopped && (alarm.is_some() || self.measuring.get()),
             "stopped": s.stopped,
             "next_alarm_ms": alarm,
-            "kept": kept,
-            "first_t_ms": first,
-            "last_t_ms": last.or(s.last_t_ms),
+            "kept": count.kept,
+            "first_t_ms": count.first_t_ms,
+            "last_t_ms": count.last_t_ms.or(s.last_t_ms),
             "last_error": s.last_error,
+            "keep_failed": s.keep_failed,
         }))
-    }
-
-    /// Reads without creating the table (a read never writes): no table is nothing kept.
-    fn read_sql(
-        &self,
-        query: &str,
-        args: Vec<JsValue>,
-    ) -> worker::Result<Option<worker::SqlCursor>> {
-        match self.state.storage().sql().exec_raw(query, args) {
-            Ok(cursor) => Ok(Some(cursor)),
-            Err(e) if kvbench_core::sql::is_no_table(&e.to_string()) => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Kept answers, and the first and last one's time.
-    fn count(&self) -> worker::Result<(u64, Option<i64>, Option<i64>)> {
-        let Some(mut cursor) = self.read_sql(COUNT, vec![])? else {
-            return Ok((0, None, None));
-        };
-        match Iterator::next(&mut cursor) {
-            Some(row) => {
-                let row = row?;
-                let field = |name: &str| js_sys::Reflect::get(&row, &name.into());
-                Ok((
-                    field("n")?.as_f64().unwrap_or(0.0) as u64,
-                    field("first")?.as_f64().map(|t| t as i64),
-                    field("last")?.as_f64().map(|t| t as i64),
-                ))
-            }
-            None => Ok((0, None, None)),
-        }
-    }
-
-    fn keep(&self, t_ms: i64, line: &str) -> worker::Result<()> {
-        self.sql()?
-            .exec_raw(INSERT, vec![(t_ms as f64).into(), line.into()])?;
-        Ok(())
-    }
-
-    /// Deletes the answers that expired an [`probes::EXPIRY_GRACE_S`] ago or more at `now_ms`:
-    /// a read of the keep window that takes less than the grace never loses a row under it.
-    fn expire(&self, now_ms: f64, keep_s: u32) -> worker::Result<()> {
-        let sql = self.sql()?;
-        let cutoff = now_ms - probes::expiry_after_ms(keep_s);
-        sql.exec_raw(RAISE_FLOOR, vec![cutoff.into()])?;
-        sql.exec_raw(DELETE_OLD, vec![cutoff.into()])?;
-        Ok(())
-    }
-
-    /// When the oldest answer kept is due for deletion.
-    fn next_expiry_ms(&self, keep_s: u32) -> worker::Result<Option<f64>> {
-        let Some(mut cursor) = self.read_sql(FIRST, vec![])? else {
-            return Ok(None);
-        };
-        let first = match Iterator::next(&mut cursor) {
-            Some(row) => js_sys::Reflect::get(&row?, &"first".into())?.as_f64(),
-            None => None,
-        };
-        Ok(first.map(|t| t + probes::expiry_after_ms(keep_s)))
-    }
-
-    /// One page of lines after `after` within the window, each with its `seq`; the last seq and
-    /// whether more may follow travel in headers.
-    fn page(&self, url: &worker::Url) -> worker::Result<Response> {
-        let get = |name: &str| {
-            url.query_pairs()
-                .find(|(k, _)| k == name)
-                .and_then(|(_, v)| v.parse::<f64>().ok())
-        };
-        let after = get("after").unwrap_or(0.0);
-        let since = get("since").unwrap_or(0.0);
-        let until = get("until").unwrap_or(f64::MAX);
-        let limit = get("limit").unwrap_or(f64::from(PAGE_LINES));
-        let cursor = self.read_sql(
-            PAGE,
-            vec![after.into(), since.into(), until.into(), limit.into()],
-        )?;
-        let mut body = String::new();
-        let mut last = after as i64;
-        let mut n = 0u32;
-        for row in cursor.into_iter().flatten() {
-            let row = row?;
-            let seq = js_sys::Reflect::get(&row, &"seq".into())?
-                .as_f64()
-                .unwrap_or(0.0) as i64;
-            let line = js_sys::Reflect::get(&row, &"line".into())?
-                .as_string()
-                .unwrap_or_default();
-            body.push_str(&probes::with_seq(seq, &line));
-            body.push('\n');
-            last = seq;
-            n += 1;
-        }
-        let mut response = Response::ok(body)?;
-        response
-            .headers_mut()
-            .set("kvbench-last-seq", &last.to_string())?;
-        response.headers_mut().set(
-            "kvbench-more",
-            if f64::from(n) >= limit { "1" } else { "0" },
-        )?;
-        Ok(response)
     }
 
     /// The colo this object runs in, from `PROBE_COLO_URL` (Cloudflare's trace), asked once
@@ -291,39 +174,17 @@ impl ProbeObject {
         colo
     }
 
-    /// A run's answer; the first one of an instance makes sure an alarm will delete what is
-    /// older than `keep` seconds (runs are bounded like the probes).
-    async fn append(&self, url: &worker::Url, line: String) -> worker::Result<Response> {
-        let get = |name: &str| {
-            url.query_pairs()
-                .find(|(k, _)| k == name)
-                .and_then(|(_, v)| v.parse::<i64>().ok())
+    /// The alarm of an object with nothing to measure (a stopped probe; a run object of a
+    /// deployment before `RunArchive`): deletes what is due and re-arms for when the oldest
+    /// answer left is due, so what it kept still expires.
+    async fn expire_idle(&self, s: &ProbeState) -> worker::Result<()> {
+        let keep_s = if s.keep_s == 0 {
+            probes::DEFAULT_KEEP_S
+        } else {
+            s.keep_s
         };
-        let t_ms = get("t_ms").unwrap_or(now_ms() as i64);
-        let keep_s = get("keep").unwrap_or(i64::from(probes::DEFAULT_KEEP_S));
-        self.keep(t_ms, &line)?;
-        if !self.warm.replace(true) {
-            let storage = self.state.storage();
-            if storage.get_alarm().await?.is_none() {
-                let mut s = self.load().await?;
-                s.keep_s = keep_s
-                    .clamp(i64::from(probes::MIN_KEEP_S), i64::from(probes::MAX_KEEP_S))
-                    as u32;
-                self.save(&s).await?;
-                let due = self
-                    .next_expiry_ms(s.keep_s)?
-                    .unwrap_or(t_ms as f64 + probes::expiry_after_ms(s.keep_s));
-                storage.set_alarm(at(due.max(now_ms() + 1000.0))).await?;
-            }
-        }
-        Response::empty()
-    }
-
-    /// A run object's alarm: delete what is due, re-arm for when the oldest left is due (so an
-    /// answer lives `keep` plus the grace, not up to twice `keep`).
-    async fn expire_run(&self, s: &ProbeState) -> worker::Result<()> {
-        self.expire(now_ms(), s.keep_s)?;
-        if let Some(due) = self.next_expiry_ms(s.keep_s)? {
+        self.kept.expire(now_ms(), keep_s)?;
+        if let Some(due) = self.kept.next_expiry_ms(keep_s)? {
             self.state
                 .storage()
                 .set_alarm(at(due.max(now_ms() + 1000.0)))
@@ -347,11 +208,8 @@ impl ProbeObject {
     /// that died.
     async fn measure(&self) -> worker::Result<()> {
         let mut s = self.load().await?;
-        if s.hint.is_none() && s.member.is_none() {
-            return self.expire_run(&s).await;
-        }
-        if s.stopped {
-            return Ok(());
+        if s.stopped || (s.hint.is_none() && s.member.is_none()) {
+            return self.expire_idle(&s).await;
         }
         // A member taken out of FLEET stops with its next wake (nothing else would stop it: the
         // worker only calls the members it is configured with).
@@ -409,8 +267,14 @@ impl ProbeObject {
         // must not be undone by saving what was read before.
         let mut s = self.load().await?;
         for m in kept {
-            self.keep(m.t_ms as i64, &m.line)?;
-            self.expire(m.t_ms, s.keep_s)?;
+            // A keep that fails is counted (GET /probes, the answers stream's end line), and the
+            // probe goes on.
+            if let Err(e) = self.kept.keep(m.t_ms as i64, &m.line) {
+                s.keep_failed += 1;
+                s.last_error = Some(format!("keeping an answer failed: {e}"));
+                continue;
+            }
+            self.kept.expire(m.t_ms, s.keep_s)?;
             s.last_colo = Some(m.colo);
             s.last_t_ms = Some(m.t_ms as i64);
             s.last_error = m.last_error;
@@ -701,6 +565,7 @@ async fn trace(url: &str) -> Option<String> {
 
 impl DurableObject for ProbeObject {
     fn new(state: State, env: Env) -> Self {
+        let kept = KeptTable::new(state.storage().sql());
         ProbeObject {
             state,
             env,
@@ -708,7 +573,7 @@ impl DurableObject for ProbeObject {
             colo: RefCell::new(None),
             measuring: Cell::new(false),
             concurrent: Cell::new(0),
-            table: Cell::new(false),
+            kept,
             requests: Cell::new(0),
             gen: RefCell::new(seeded_gen()),
             budget: Budget::new(ISOLATE_BUDGET_BYTES),
@@ -727,8 +592,10 @@ impl DurableObject for ProbeObject {
             (Method::Post, "/tick") => self.arm(req.json().await?, false).await,
             (Method::Post, "/stop") => self.stop().await,
             (Method::Get, "/status") => self.status().await,
-            (Method::Get, "/answers") => self.page(&url),
-            (Method::Post, "/append") => self.append(&url, req.text().await?).await,
+            (Method::Get, "/answers") => match self.load().await {
+                Ok(s) => self.kept.page(&url, s.keep_failed),
+                Err(e) => Err(e),
+            },
             _ => Response::error("no such probe call", 404),
         };
         answer.or_else(|e| Response::error(format!("probe object: {e}"), 500))
@@ -749,7 +616,7 @@ impl DurableObject for ProbeObject {
     }
 }
 
-/// The worker's side: the probe objects of this deployment and the run objects.
+/// The worker's side: the probe objects of this deployment.
 pub struct Probes {
     namespace: ObjectNamespace,
     pub config: ProbeConfig,
@@ -783,8 +650,11 @@ impl Probes {
         }
     }
 
-    pub fn run(&self, run: &str) -> worker::Result<Stub> {
-        self.namespace.get_by_name(&probes::run_object_name(run))
+    /// Where a deployment before `RunArchive` kept run `run` (read until it expires): needs only
+    /// the binding, not the probes' vars.
+    pub fn legacy_run(env: &Env, run: &str) -> worker::Result<Stub> {
+        env.durable_object(PROBES)?
+            .get_by_name(&format!("run:{run}"))
     }
 
     fn arm_body(&self, point: &Point) -> String {
@@ -922,105 +792,4 @@ pub async fn post(stub: &Stub, path: &str, body: &str) -> Result<Response, Strin
         return Err(format!("{}: {text}", response.status_code()));
     }
     Ok(response)
-}
-
-/// Keeps a `/test` answer under its run id (called from `waitUntil`, after the answer was sent).
-pub async fn keep_run_answer(
-    stub: Stub,
-    t_ms: i64,
-    keep_s: u32,
-    line: String,
-) -> Result<(), String> {
-    post(&stub, &format!("append?t_ms={t_ms}&keep={keep_s}"), &line)
-        .await
-        .map(|_| ())
-}
-
-/// Where a stream of kept answers reads from: each source is one object, read page by page.
-pub struct Source {
-    pub label: String,
-    pub stub: Stub,
-}
-
-/// The kept answers of `sources` within `window`, as a stream of NDJSON chunks (one page each)
-/// ending with its end line, or with an error line saying where it stopped (`Control`).
-pub fn answers_stream(
-    sources: Vec<Source>,
-    window: Window,
-) -> impl futures::Stream<Item = worker::Result<Vec<u8>>> {
-    struct Cursor {
-        sources: std::vec::IntoIter<Source>,
-        current: Option<Source>,
-        after: i64,
-        lines: u64,
-        done: bool,
-        /// The stream is a request in flight of the isolate until it ends.
-        _visit: kvbench_core::in_flight::Visit<'static>,
-    }
-    let mut sources = sources.into_iter();
-    let current = sources.next();
-    let start = Cursor {
-        sources,
-        current,
-        after: 0,
-        lines: 0,
-        done: false,
-        _visit: crate::in_flight().enter(),
-    };
-    futures::stream::unfold(start, move |mut c| async move {
-        if c.done {
-            return None;
-        }
-        let Some(source) = c.current.take() else {
-            c.done = true;
-            let end = format!("{}\n", Control::end_line(c.lines));
-            return Some((Ok(end.into_bytes()), c));
-        };
-        let url = format!(
-            "{ORIGIN}/answers?after={}&since={}&until={}&limit={PAGE_LINES}",
-            c.after, window.since_ms, window.until_ms
-        );
-        let page = async {
-            let mut r = source
-                .stub
-                .fetch_with_str(&url)
-                .await
-                .map_err(|e| e.to_string())?;
-            if r.status_code() != 200 {
-                return Err(format!("status {}", r.status_code()));
-            }
-            let last: i64 = r
-                .headers()
-                .get("kvbench-last-seq")
-                .ok()
-                .flatten()
-                .and_then(|v| v.parse().ok())
-                .ok_or("no kvbench-last-seq")?;
-            let more = r.headers().get("kvbench-more").ok().flatten().as_deref() == Some("1");
-            let text = r.text().await.map_err(|e| e.to_string())?;
-            Ok::<_, String>((text, last, more))
-        }
-        .await;
-        match page {
-            Ok((text, last, more)) => {
-                c.lines += text.lines().count() as u64;
-                if more {
-                    c.after = last;
-                    c.current = Some(source);
-                } else {
-                    c.after = 0;
-                    c.current = c.sources.next();
-                }
-                Some((Ok(text.into_bytes()), c))
-            }
-            Err(e) => {
-                c.done = true;
-                let line = Control::error_line(&format!(
-                    "reading the kept answers of {} after seq {} failed: {e}",
-                    source.label, c.after
-                ));
-                Some((Ok(format!("{line}\n").into_bytes()), c))
-            }
-        }
-    })
 }

@@ -116,7 +116,10 @@ test("the fleet's config: a placed member per default region, deployable (dry ru
     assert.equal(e.name, name);
     assert.equal(e.vars.FLEET_REGION, region);
     assert.equal(e.kv_namespaces[0].id, "0123456789abcdef0123456789abcdef");
-    assert.deepEqual(e.durable_objects.bindings, [{ name: "BENCH_DO", class_name: "BenchObject", script_name: "kvbench" }]);
+    assert.deepEqual(e.durable_objects.bindings, [
+      { name: "BENCH_DO", class_name: "BenchObject", script_name: "kvbench" },
+      { name: "BENCH_RUNS", class_name: "RunArchive", script_name: "kvbench" },
+    ]);
     assert.deepEqual(e.triggers, { crons: [] }, "members run no cron of their own");
   }
   // Fewer, spread over the continents; an unknown region is refused.

@@ -106,6 +106,7 @@ test("probes start, measure every store from every hint, and keep each answer", 
     assert.equal(p.running, true, JSON.stringify(p));
     assert.equal(p.colo, "unknown", "locally the colo cannot be told");
     assert.equal(p.last_error, null, JSON.stringify(p));
+    assert.equal(p.keep_failed, 0, "every measured answer kept");
     assert.ok(p.last_t_ms > 0);
   }
 
@@ -113,7 +114,7 @@ test("probes start, measure every store from every hint, and keep each answer", 
   assert.equal(res.headers.get("content-type"), "application/x-ndjson");
   const all = lines(text);
   const end = all.pop();
-  assert.deepEqual(end, { end: true, lines: all.length });
+  assert.deepEqual(end, { end: true, lines: all.length, keep_failed: 0 });
   for (const hint of HINTS.split(",")) {
     const mine = all.filter((l) => l.label === hint);
     assert.ok(mine.length >= 3, `${hint}: ${mine.length} answers`);
@@ -317,13 +318,18 @@ test("/test?run= keeps exactly the answers sent, after the response", async () =
     return l.length === 14 && l;
   });
   const end = got.pop();
-  assert.deepEqual(end, { end: true, lines: 13 });
+  assert.deepEqual(end, { end: true, lines: 13, keep_failed: 0 });
   const failed = got.filter((l) => l.failure);
   assert.equal(failed.length, 1, JSON.stringify(failed));
   assert.deepEqual([failed[0].failure.kind, failed[0].failure.status], ["status", 400]);
   assert.match(failed[0].failure.detail, /max_bytes/);
   got.splice(got.indexOf(failed[0]), 1);
-  assert.deepEqual(got.map((l) => l.answer), sent, "every answer kept exactly as it was sent");
+  // Shard by shard (RUN_SHARDS), not in the order sent: the same answers, each once.
+  const byText = (list) => list.map((a) => JSON.stringify(a)).sort();
+  assert.deepEqual(byText(got.map((l) => l.answer)), byText(sent), "every answer kept exactly as it was sent");
+  const seqs = got.map((l) => l.seq);
+  assert.deepEqual([...seqs].sort((a, b) => a - b), seqs, "seq rises through the stream");
+  assert.equal(new Set(seqs).size, seqs.length, "seq is unique");
   for (const l of got) assert.ok(l.label === l.answer.colo && l.hint === null && l.duration_ms >= 0, JSON.stringify({ ...l, answer: undefined }));
   const unknown = await json("GET", "/runs/never-ran/answers");
   assert.equal(unknown.status, 404);

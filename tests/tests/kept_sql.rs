@@ -4,7 +4,8 @@
 //! order, as a run's `waitUntil` keeps do); pages read every row once.
 
 use kvbench_core::sql::kept::{
-    COUNT, CREATE, CREATE_FLOOR, DELETE_OLD, FIRST, INSERT, PAGE, RAISE_FLOOR,
+    ADD_FAILED, COUNT, CREATE, CREATE_FAILED, CREATE_FLOOR, DELETE_OLD, FAILED, FIRST, INSERT,
+    INSERT_MANY, PAGE, RAISE_FLOOR,
 };
 use rusqlite::{params, Connection};
 
@@ -12,6 +13,7 @@ fn object() -> Connection {
     let c = Connection::open_in_memory().unwrap();
     c.execute(CREATE, []).unwrap();
     c.execute(CREATE_FLOOR, []).unwrap();
+    c.execute(CREATE_FAILED, []).unwrap();
     c
 }
 
@@ -102,4 +104,43 @@ fn pages_read_every_row_in_the_window_once() {
         seen.extend(page.into_iter().map(|(seq, _)| seq));
     }
     assert_eq!(seen, (101..=1_200).collect::<Vec<i64>>());
+}
+
+#[test]
+fn failed_keeps_add_up_and_survive_expiry() {
+    let c = object();
+    let failed = |c: &Connection| -> Option<i64> { c.query_row(FAILED, [], |r| r.get(0)).ok() };
+    assert_eq!(failed(&c), None, "no row: nothing failed");
+    c.execute(ADD_FAILED, params![3]).unwrap();
+    keep(&c, 10);
+    c.execute(ADD_FAILED, params![0]).unwrap();
+    c.execute(ADD_FAILED, params![2]).unwrap();
+    assert_eq!(failed(&c), Some(5));
+    expire(&c, 1_000);
+    assert_eq!(rows(&c), []);
+    assert_eq!(
+        failed(&c),
+        Some(5),
+        "a count is not an answer: expiry keeps it"
+    );
+}
+
+#[test]
+fn many_lines_in_one_statement_are_numbered_in_order_after_the_floor() {
+    let c = object();
+    keep(&c, 1);
+    expire(&c, 100);
+    let many = serde_json::json!([[200, "{\"a\":1}"], [201, "{\"b\":\"\\n\"}"], [199, "x"]]);
+    c.execute(INSERT_MANY, params![many.to_string()]).unwrap();
+    keep(&c, 300);
+    assert_eq!(rows(&c), [(2, 200), (3, 201), (4, 199), (5, 300)]);
+    let line: String = c
+        .query_row("SELECT line FROM kept WHERE seq = 3", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(line, "{\"b\":\"\\n\"}", "the line as it was sent");
+    // A malformed batch keeps nothing.
+    assert!(c
+        .execute(INSERT_MANY, params!["[[1, \"ok\"], oops]"])
+        .is_err());
+    assert_eq!(rows(&c).len(), 4);
 }

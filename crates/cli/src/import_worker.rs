@@ -289,7 +289,8 @@ fn too_much(limits: &Limits, bytes: u64, answers: u64) -> anyhow::Result<()> {
 /// How one fetch ended.
 #[derive(Debug)]
 enum Fetched {
-    Complete,
+    /// With the end line, and the keeps it says failed (`None`: a worker that does not count).
+    Complete { keep_failed: Option<u64> },
     /// Short, and how (for the message).
     Short(String),
 }
@@ -489,7 +490,7 @@ async fn read_stream(
     }
     // A last line without its newline is a cut-off one: dropped, and the stream is short.
     Ok(match reader.finish() {
-        Ending::Complete { .. } => Fetched::Complete,
+        Ending::Complete { keep_failed, .. } => Fetched::Complete { keep_failed },
         Ending::Short { .. } => Fetched::Short(
             lines
                 .stopped
@@ -515,10 +516,14 @@ async fn fetch_and_build(w: &WorkerImport) -> anyhow::Result<Report> {
     let mut seen = BTreeMap::new();
     let mut attempts = 0;
     let mut last_short = String::new();
+    let mut keep_failed = None;
     loop {
         attempts += 1;
         match fetch_once(w, &clock, &mut seen, &mut spool).await? {
-            Fetched::Complete => break,
+            Fetched::Complete { keep_failed: f } => {
+                keep_failed = f;
+                break;
+            }
             Fetched::Short(how) if attempts < ATTEMPTS => {
                 eprintln!("kvbench: the answers stream {how}; resuming");
             }
@@ -535,10 +540,19 @@ async fn fetch_and_build(w: &WorkerImport) -> anyhow::Result<Report> {
             w.shown_url()
         );
     }
+    if let Some(n) = keep_failed.filter(|n| *n > 0) {
+        eprintln!(
+            "kvbench: the worker says {n} answer(s) could not be kept (keep_failed): they are in no count of this report"
+        );
+    }
     if lines == 0 {
         bail!("{} kept no answers in this window", w.shown_url());
     }
-    build(w, spool.finish()?, lines, attempts - 1)
+    let mut report = build(w, spool.finish()?, lines, attempts - 1)?;
+    if let Some(info) = report.runs.iter_mut().find_map(|r| r.import.as_mut()) {
+        info.keep_failed = keep_failed;
+    }
+    Ok(report)
 }
 
 fn tempfile() -> anyhow::Result<std::fs::File> {

@@ -31,6 +31,7 @@ pub mod params;
 pub mod probe;
 pub mod probes;
 pub mod redis;
+pub mod runs;
 pub mod spec;
 pub mod sql;
 pub mod store;

@@ -402,11 +402,6 @@ pub fn parse_name(
     Ok(text.to_string())
 }
 
-/// The object keeping a run's answers.
-pub fn run_object_name(run: &str) -> String {
-    format!("run:{run}")
-}
-
 pub use kvbench_wire::kept::{
     clean_detail, with_seq, Embedded, Failure, FailureKind, Kept, Vantage,
 };

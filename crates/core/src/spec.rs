@@ -276,9 +276,12 @@ pub mod env {
     pub const BENCH_D1: &str = "BENCH_D1";
     pub const BENCH_R2: &str = "BENCH_R2";
     pub const REDIS_URL: &str = "REDIS_URL";
-    /// The probes' and runs' Durable Object namespace (`ProbeObject`, not a store).
+    /// The probes' Durable Object namespace (`ProbeObject`, not a store).
     pub const PROBES: &str = "BENCH_PROBES";
     pub const PROBES_CLASS: &str = "ProbeObject";
+    /// The run archive's Durable Object namespace (`RunArchive`: a run's shards, not a store).
+    pub const RUNS: &str = "BENCH_RUNS";
+    pub const RUNS_CLASS: &str = "RunArchive";
 }
 
 const fn binding(name: &'static str, kind: BindingKind) -> Binding {

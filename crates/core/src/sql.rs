@@ -65,6 +65,10 @@ impl D1Session {
 pub mod kept {
     /// One row per kept line; `seq` numbers them in the order they were kept.
     pub const CREATE: &str = "CREATE TABLE IF NOT EXISTS kept (seq INTEGER PRIMARY KEY, t_ms INTEGER NOT NULL, line TEXT NOT NULL)";
+    /// Several lines in one statement (so all or none are kept): `?1` a JSON array of
+    /// `[t_ms, line]`, numbered in array order after the last `seq` (the subquery is not
+    /// correlated: SQLite reads it once).
+    pub const INSERT_MANY: &str = "INSERT INTO kept (seq, t_ms, line) SELECT (SELECT MAX(COALESCE((SELECT MAX(seq) FROM kept), 0), COALESCE((SELECT seq FROM seq_floor WHERE id = 1), 0))) + j.key + 1, json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]') FROM json_each(?1) AS j";
     /// The highest `seq` ever deleted, so `seq` never repeats once every row expired (an
     /// `INTEGER PRIMARY KEY` alone would start again at 1; objects made before kept their table).
     pub const CREATE_FLOOR: &str =
@@ -84,6 +88,14 @@ pub mod kept {
     /// read, not the whole table; when everything expired, everything goes.
     pub const DELETE_OLD: &str = "DELETE FROM kept WHERE seq < COALESCE((SELECT seq FROM kept WHERE t_ms >= ?1 ORDER BY seq LIMIT 1), (SELECT MAX(seq) + 1 FROM kept))";
     pub const COUNT: &str = "SELECT COUNT(*) AS n, MIN(t_ms) AS first, MAX(t_ms) AS last FROM kept";
+    /// Keeps that failed: answers that never reached a table (a run's, counted by the worker
+    /// that sent them and recorded in a shard that answered; a probe's own failed write).
+    pub const CREATE_FAILED: &str =
+        "CREATE TABLE IF NOT EXISTS keep_failed (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL)";
+    /// Adds `?1` failed keeps.
+    pub const ADD_FAILED: &str = "INSERT INTO keep_failed (id, n) VALUES (1, ?1) ON CONFLICT (id) DO UPDATE SET n = n + excluded.n";
+    /// The failed keeps recorded (no row: none).
+    pub const FAILED: &str = "SELECT n FROM keep_failed WHERE id = 1";
 }
 
 #[cfg(test)]

@@ -166,6 +166,11 @@ pub struct ImportInfo {
     /// `value_out_of_range`, ...); they add up to `malformed_lines`. Absent in older reports.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub refused: BTreeMap<String, u64>,
+    /// Kept answers only (`kvbench import worker`): answers the worker measured but could not
+    /// keep, as the stream's end line counts them (in no other count). Absent when the worker
+    /// does not count them (older ones) and for k6 imports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_failed: Option<u64>,
 }
 
 /// Counters and histograms for a set of requests (all, or one label).

@@ -1,7 +1,9 @@
 //! A stream of kept answers (`GET /probes/answers`, `GET /runs/<id>/answers`, and what the
 //! benchmark worker sends the report worker): NDJSON, one [`Kept`] line each, then one control
-//! line — `{"end":true,"lines":N}` when it is complete (`N` the kept lines before it), or
-//! `{"error":"…"}` when it stopped early. A stream without either was cut short.
+//! line — `{"end":true,"lines":N,"keep_failed":F}` when it is complete (`N` the kept lines
+//! before it, `F` the answers whose keep failed, so they are in no line: counted, not lost
+//! silently; absent from streams of workers before the count), or `{"error":"…"}` when it
+//! stopped early. A stream without either was cut short.
 //!
 //! [`Reader`] is the one reader of that protocol: it splits chunks into lines (bounded), parses
 //! each, and checks the end line's count against the lines that arrived.
@@ -22,17 +24,22 @@ pub struct Control<'a> {
     /// On the end line: the kept lines the stream carried before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lines: Option<u64>,
+    /// On the end line: the answers whose keep failed (in no line of the stream).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_failed: Option<u64>,
     /// On the last line of a stream that stopped early: why.
     #[serde(default, skip_serializing_if = "Option::is_none", borrow)]
     pub error: Option<Name<'a>>,
 }
 
 impl Control<'_> {
-    /// The end line of a complete stream of `lines` kept lines, without its newline.
-    pub fn end_line(lines: u64) -> String {
+    /// The end line of a complete stream of `lines` kept lines and `keep_failed` answers that
+    /// could not be kept, without its newline.
+    pub fn end_line(lines: u64, keep_failed: u64) -> String {
         Control {
             end: Some(true),
             lines: Some(lines),
+            keep_failed: Some(keep_failed),
             error: None,
         }
         .to_line()
@@ -56,8 +63,11 @@ impl Control<'_> {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Frame<'a> {
     Kept(Kept<'a>),
-    /// The end line, with its count.
-    End(Option<u64>),
+    /// The end line, with its count and the keeps that failed.
+    End {
+        lines: Option<u64>,
+        keep_failed: Option<u64>,
+    },
     /// The stream stopped early, saying why.
     Stopped(Name<'a>),
 }
@@ -71,8 +81,9 @@ impl<'a> Frame<'a> {
                 Ok(Control {
                     end: Some(true),
                     lines,
+                    keep_failed,
                     ..
-                }) => Ok(Frame::End(lines)),
+                }) => Ok(Frame::End { lines, keep_failed }),
                 Ok(Control {
                     error: Some(message),
                     ..
@@ -126,8 +137,12 @@ impl std::error::Error for ReadError {}
 /// How a stream ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ending {
-    /// With its end line, whose count matched: `lines` kept lines.
-    Complete { lines: u64 },
+    /// With its end line, whose count matched: `lines` kept lines, and `keep_failed` answers
+    /// the worker could not keep (`None`: a worker that does not count them).
+    Complete {
+        lines: u64,
+        keep_failed: Option<u64>,
+    },
     /// Without it: cut short (a last line without its newline is a cut-off one), or stopped by
     /// an error line.
     Short { lines: u64 },
@@ -142,6 +157,7 @@ pub struct Reader {
     bytes: u64,
     ended: bool,
     stopped: bool,
+    keep_failed: Option<u64>,
 }
 
 impl Reader {
@@ -154,6 +170,7 @@ impl Reader {
             bytes: 0,
             ended: false,
             stopped: false,
+            keep_failed: None,
         }
     }
 
@@ -216,7 +233,10 @@ impl Reader {
                 self.bytes += line.len() as u64 + 1;
                 each(Item::Kept(kept))
             }
-            Ok(Frame::End(said)) => {
+            Ok(Frame::End {
+                lines: said,
+                keep_failed,
+            }) => {
                 if said != Some(self.lines) {
                     return Err(ReadError::Miscount {
                         said,
@@ -225,6 +245,7 @@ impl Reader {
                     .into());
                 }
                 self.ended = true;
+                self.keep_failed = keep_failed;
                 Ok(())
             }
             Ok(Frame::Stopped(message)) => {
@@ -243,7 +264,10 @@ impl Reader {
     pub fn finish(self) -> Ending {
         let lines = self.lines;
         if self.ended && self.pending.iter().all(u8::is_ascii_whitespace) {
-            Ending::Complete { lines }
+            Ending::Complete {
+                lines,
+                keep_failed: self.keep_failed,
+            }
         } else {
             Ending::Short { lines }
         }
@@ -274,13 +298,16 @@ mod tests {
 
     #[test]
     fn lines_split_across_chunks_anywhere_read_the_same() {
-        let stream = format!("{A}\n{{\"x\":1}}\n\n{A}\n{}\n", Control::end_line(3));
+        let stream = format!("{A}\n{{\"x\":1}}\n\n{A}\n{}\n", Control::end_line(3, 2));
         let whole = read(&[stream.as_bytes()]).unwrap();
         assert_eq!(
             whole,
             (
                 vec!["kept weur".into(), "malformed 7".into(), "kept weur".into()],
-                Ending::Complete { lines: 3 }
+                Ending::Complete {
+                    lines: 3,
+                    keep_failed: Some(2)
+                }
             )
         );
         for cut in 0..stream.len() {
@@ -304,21 +331,21 @@ mod tests {
         let (_, ending) = ok(format!("{A}\n"));
         assert_eq!(ending, Ending::Short { lines: 1 });
         // An end line cut before its newline: the stream was cut there.
-        let (_, ending) = ok(format!("{A}\n{}", Control::end_line(1)));
+        let (_, ending) = ok(format!("{A}\n{}", Control::end_line(1, 0)));
         assert_eq!(ending, Ending::Short { lines: 1 });
         let (seen, ending) = ok(format!("{A}\n{}\n", Control::error_line("page 3 failed")));
         assert_eq!(seen.last().unwrap(), "stopped page 3 failed");
         assert_eq!(ending, Ending::Short { lines: 1 });
         let err = |s: String| read(&[s.as_bytes()]).unwrap_err();
         assert_eq!(
-            err(format!("{A}\n{}\n", Control::end_line(2))),
+            err(format!("{A}\n{}\n", Control::end_line(2, 0))),
             ReadError::Miscount {
                 said: Some(2),
                 arrived: 1
             }
         );
         assert_eq!(
-            err(format!("{}\n{A}\n", Control::end_line(0))),
+            err(format!("{}\n{A}\n", Control::end_line(0, 0))),
             ReadError::AfterEnd
         );
         assert_eq!(
@@ -330,11 +357,27 @@ mod tests {
 
     #[test]
     fn control_lines_have_one_shape() {
-        assert_eq!(Control::end_line(3), r#"{"end":true,"lines":3}"#);
+        assert_eq!(
+            Control::end_line(3, 1),
+            r#"{"end":true,"lines":3,"keep_failed":1}"#
+        );
         assert_eq!(Control::error_line("why"), r#"{"error":"why"}"#);
+        // An older worker's end line counts no failed keeps.
         assert_eq!(
             Frame::parse(br#"{"end":true,"lines":3}"#).unwrap(),
-            Frame::End(Some(3))
+            Frame::End {
+                lines: Some(3),
+                keep_failed: None
+            }
+        );
+        let (_, ending) =
+            read(&[format!("{A}\n{{\"end\":true,\"lines\":1}}\n").as_bytes()]).unwrap();
+        assert_eq!(
+            ending,
+            Ending::Complete {
+                lines: 1,
+                keep_failed: None
+            }
         );
         assert!(Frame::parse(br#"{"end":false}"#).is_err());
     }

@@ -127,7 +127,7 @@ fn the_kept_line_is_the_golden_one_and_reads_back() {
 fn the_control_lines_are_the_golden_ones_and_read_back() {
     let actual = format!(
         "{}\n{}\n",
-        Control::end_line(5),
+        Control::end_line(5, 2),
         Control::error_line("reading the kept answers of weur after seq 500 failed: status 500")
     );
     check("control.jsonl", &actual);
@@ -135,6 +135,12 @@ fn the_control_lines_are_the_golden_ones_and_read_back() {
         .lines()
         .map(|l| Frame::parse(l.as_bytes()).unwrap())
         .collect();
-    assert_eq!(frames[0], Frame::End(Some(5)));
+    assert_eq!(
+        frames[0],
+        Frame::End {
+            lines: Some(5),
+            keep_failed: Some(2)
+        }
+    );
     assert!(matches!(&frames[1], Frame::Stopped(m) if m.contains("after seq 500")));
 }

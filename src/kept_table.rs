@@ -1,0 +1,280 @@
+//! A Durable Object's kept answers: the table (`kvbench_core::sql::kept`) that both the probes
+//! (`ProbeObject`) and a run's shards (`RunArchive`) hold, its pages and expiry, the count of
+//! keeps that failed, and the stream that reads the pages of several objects as one NDJSON
+//! stream with one end line.
+
+use std::cell::Cell;
+
+use kvbench_core::probes::{self, Control, Window, PAGE_LINES};
+use kvbench_core::sql::kept::{
+    ADD_FAILED, COUNT, CREATE, CREATE_FAILED, CREATE_FLOOR, DELETE_OLD, FAILED, FIRST, INSERT,
+    INSERT_MANY, PAGE, RAISE_FLOOR,
+};
+use wasm_bindgen::JsValue;
+use worker::durable::Stub;
+use worker::{Response, SqlCursor, SqlStorage};
+
+/// Origin of requests to the objects (a stub routes them; never resolved).
+pub const ORIGIN: &str = "https://kvbench.probe";
+
+/// The kept answers of one object.
+pub struct KeptTable {
+    sql: SqlStorage,
+    /// The tables exist (created by the first write of an instance; a read never writes).
+    made: Cell<bool>,
+}
+
+/// How many answers an object keeps, and the first and last one's time.
+pub struct Count {
+    pub kept: u64,
+    pub first_t_ms: Option<i64>,
+    pub last_t_ms: Option<i64>,
+}
+
+impl KeptTable {
+    pub fn new(sql: SqlStorage) -> KeptTable {
+        KeptTable {
+            sql,
+            made: Cell::new(false),
+        }
+    }
+
+    fn write(&self) -> worker::Result<&SqlStorage> {
+        if !self.made.get() {
+            for create in [CREATE, CREATE_FLOOR, CREATE_FAILED] {
+                self.sql.exec(create, None)?;
+            }
+            self.made.set(true);
+        }
+        Ok(&self.sql)
+    }
+
+    /// Reads without creating the table (a read never writes): no table is nothing kept.
+    fn read(&self, query: &str, args: Vec<JsValue>) -> worker::Result<Option<SqlCursor>> {
+        match self.sql.exec_raw(query, args) {
+            Ok(cursor) => Ok(Some(cursor)),
+            Err(e) if kvbench_core::sql::is_no_table(&e.to_string()) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The first row's `name` as a number.
+    fn first_number(&self, query: &str, name: &str) -> worker::Result<Option<f64>> {
+        let Some(mut cursor) = self.read(query, vec![])? else {
+            return Ok(None);
+        };
+        match Iterator::next(&mut cursor) {
+            Some(row) => Ok(js_sys::Reflect::get(&row?, &name.into())?.as_f64()),
+            None => Ok(None),
+        }
+    }
+
+    /// Keeps one line at `t_ms`.
+    pub fn keep(&self, t_ms: i64, line: &str) -> worker::Result<()> {
+        self.write()?
+            .exec_raw(INSERT, vec![(t_ms as f64).into(), line.into()])?;
+        Ok(())
+    }
+
+    /// Keeps `lines` (`t_ms`, line) in one statement: all of them, or none.
+    pub fn keep_many(&self, lines: &[(i64, &str)]) -> worker::Result<()> {
+        let many = serde_json::to_string(lines)?;
+        self.write()?.exec_raw(INSERT_MANY, vec![many.into()])?;
+        Ok(())
+    }
+
+    /// Records `n` keeps that failed (elsewhere: the answers are in no table).
+    pub fn add_failed(&self, n: u64) -> worker::Result<()> {
+        if n > 0 {
+            self.write()?
+                .exec_raw(ADD_FAILED, vec![(n as f64).into()])?;
+        }
+        Ok(())
+    }
+
+    /// The failed keeps recorded here.
+    pub fn failed(&self) -> worker::Result<u64> {
+        Ok(self.first_number(FAILED, "n")?.unwrap_or(0.0) as u64)
+    }
+
+    /// Kept answers, and the first and last one's time.
+    pub fn count(&self) -> worker::Result<Count> {
+        let mut count = Count {
+            kept: 0,
+            first_t_ms: None,
+            last_t_ms: None,
+        };
+        let Some(mut cursor) = self.read(COUNT, vec![])? else {
+            return Ok(count);
+        };
+        if let Some(row) = Iterator::next(&mut cursor) {
+            let row = row?;
+            let field = |name: &str| js_sys::Reflect::get(&row, &name.into());
+            count.kept = field("n")?.as_f64().unwrap_or(0.0) as u64;
+            count.first_t_ms = field("first")?.as_f64().map(|t| t as i64);
+            count.last_t_ms = field("last")?.as_f64().map(|t| t as i64);
+        }
+        Ok(count)
+    }
+
+    /// Deletes the answers that expired an [`probes::EXPIRY_GRACE_S`] ago or more at `now_ms`:
+    /// a read of the keep window that takes less than the grace never loses a row under it.
+    pub fn expire(&self, now_ms: f64, keep_s: u32) -> worker::Result<()> {
+        let sql = self.write()?;
+        let cutoff = now_ms - probes::expiry_after_ms(keep_s);
+        sql.exec_raw(RAISE_FLOOR, vec![cutoff.into()])?;
+        sql.exec_raw(DELETE_OLD, vec![cutoff.into()])?;
+        Ok(())
+    }
+
+    /// When the oldest answer kept is due for deletion.
+    pub fn next_expiry_ms(&self, keep_s: u32) -> worker::Result<Option<f64>> {
+        Ok(self
+            .first_number(FIRST, "first")?
+            .map(|t| t + probes::expiry_after_ms(keep_s)))
+    }
+
+    /// One page of lines after `after` within the window, each with its `seq` (plus `base`: a
+    /// run shard's place in its run's stream); the last seq here, whether more may follow and
+    /// the failed keeps (this table's plus `failed_elsewhere`, the object's own count) travel
+    /// in headers.
+    pub fn page(&self, url: &worker::Url, failed_elsewhere: u64) -> worker::Result<Response> {
+        let get = |name: &str| {
+            url.query_pairs()
+                .find(|(k, _)| k == name)
+                .and_then(|(_, v)| v.parse::<f64>().ok())
+        };
+        let after = get("after").unwrap_or(0.0);
+        let since = get("since").unwrap_or(0.0);
+        let until = get("until").unwrap_or(f64::MAX);
+        let limit = get("limit").unwrap_or(f64::from(PAGE_LINES));
+        let base = get("base").unwrap_or(0.0) as i64;
+        let cursor = self.read(
+            PAGE,
+            vec![after.into(), since.into(), until.into(), limit.into()],
+        )?;
+        let mut body = String::new();
+        let mut last = after as i64;
+        let mut n = 0u32;
+        for row in cursor.into_iter().flatten() {
+            let row = row?;
+            let seq = js_sys::Reflect::get(&row, &"seq".into())?
+                .as_f64()
+                .unwrap_or(0.0) as i64;
+            let line = js_sys::Reflect::get(&row, &"line".into())?
+                .as_string()
+                .unwrap_or_default();
+            body.push_str(&probes::with_seq(base + seq, &line));
+            body.push('\n');
+            last = seq;
+            n += 1;
+        }
+        let failed = self.failed()? + failed_elsewhere;
+        let mut response = Response::ok(body)?;
+        let headers = response.headers_mut();
+        headers.set("kvbench-last-seq", &last.to_string())?;
+        headers.set(
+            "kvbench-more",
+            if f64::from(n) >= limit { "1" } else { "0" },
+        )?;
+        headers.set("kvbench-keep-failed", &failed.to_string())?;
+        Ok(response)
+    }
+}
+
+/// Where a stream of kept answers reads from: each source is one object, read page by page;
+/// `seq_base` is added to its lines' `seq` (0 but for a run's shards).
+pub struct Source {
+    pub label: String,
+    pub stub: Stub,
+    pub seq_base: i64,
+}
+
+/// The kept answers of `sources` within `window`, as a stream of NDJSON chunks (one page each)
+/// ending with its end line (the lines, and the failed keeps the sources recorded), or with an
+/// error line saying where it stopped (`Control`).
+pub fn answers_stream(
+    sources: Vec<Source>,
+    window: Window,
+) -> impl futures::Stream<Item = worker::Result<Vec<u8>>> {
+    struct Cursor {
+        sources: std::vec::IntoIter<Source>,
+        current: Option<Source>,
+        after: i64,
+        lines: u64,
+        keep_failed: u64,
+        done: bool,
+        /// The stream is a request in flight of the isolate until it ends.
+        _visit: kvbench_core::in_flight::Visit<'static>,
+    }
+    let mut sources = sources.into_iter();
+    let current = sources.next();
+    let start = Cursor {
+        sources,
+        current,
+        after: 0,
+        lines: 0,
+        keep_failed: 0,
+        done: false,
+        _visit: crate::in_flight().enter(),
+    };
+    futures::stream::unfold(start, move |mut c| async move {
+        if c.done {
+            return None;
+        }
+        let Some(source) = c.current.take() else {
+            c.done = true;
+            let end = format!("{}\n", Control::end_line(c.lines, c.keep_failed));
+            return Some((Ok(end.into_bytes()), c));
+        };
+        let url = format!(
+            "{ORIGIN}/answers?after={}&since={}&until={}&limit={PAGE_LINES}&base={}",
+            c.after, window.since_ms, window.until_ms, source.seq_base
+        );
+        let page = async {
+            let mut r = source
+                .stub
+                .fetch_with_str(&url)
+                .await
+                .map_err(|e| e.to_string())?;
+            if r.status_code() != 200 {
+                return Err(format!("status {}", r.status_code()));
+            }
+            let header = |name: &str| r.headers().get(name).ok().flatten();
+            let last: i64 = header("kvbench-last-seq")
+                .and_then(|v| v.parse().ok())
+                .ok_or("no kvbench-last-seq")?;
+            let more = header("kvbench-more").as_deref() == Some("1");
+            // Objects of older deployments say nothing: none counted.
+            let failed: u64 = header("kvbench-keep-failed")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            let text = r.text().await.map_err(|e| e.to_string())?;
+            Ok::<_, String>((text, last, more, failed))
+        }
+        .await;
+        match page {
+            Ok((text, last, more, failed)) => {
+                c.lines += text.lines().count() as u64;
+                if more {
+                    c.after = last;
+                    c.current = Some(source);
+                } else {
+                    // The count as the source's last page says it.
+                    c.keep_failed += failed;
+                    c.after = 0;
+                    c.current = c.sources.next();
+                }
+                Some((Ok(text.into_bytes()), c))
+            }
+            Err(e) => {
+                c.done = true;
+                let line = Control::error_line(&format!(
+                    "reading the kept answers of {} after seq {} failed: {e}",
+                    source.label, c.after
+                ));
+                Some((Ok(format!("{line}\n").into_bytes()), c))
+            }
+        }
+    })
+}
