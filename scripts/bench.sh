@@ -7,7 +7,8 @@
 # `kvbench run` flags), BENCH_QUERY (extra /test query, e.g. "min_bytes=1024&max_bytes=1024"),
 # BENCH_FAULTS (gateway fault flags, e.g. "--fault-delay-ms 5-20 --fault-status-fraction 0.01"),
 # BENCH_WARMUP (10s: load sent at the same rate before the measured run and not reported; 0 = none),
-# BENCH_ENGINE (kvbench, or k6: k6/kvbench.js sends the load and `kvbench import k6` reports it).
+# BENCH_ENGINE (kvbench, or k6: k6/kvbench.js sends the load and `kvbench import k6` reports it),
+# BENCH_SAMPLE_S (5: how often resources.csv samples the stack's memory, descriptors and logs).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$ROOT/scripts/stack.sh"
 cd "$ROOT"
@@ -17,6 +18,8 @@ ENGINE=${BENCH_ENGINE:-kvbench}
 case "$ENGINE" in kvbench | k6) ;; *) die "BENCH_ENGINE must be kvbench or k6, got '$ENGINE'" ;; esac
 DURATION=${BENCH_DURATION:-60s}
 WARMUP=${BENCH_WARMUP:-10s}
+SAMPLE_S=${BENCH_SAMPLE_S:-5}
+case "$SAMPLE_S" in '' | *[!0-9]* | 0) die "BENCH_SAMPLE_S must be a whole number of seconds, got '$SAMPLE_S'" ;; esac
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 OUT="$ROOT/bench-results/$STAMP"
 
@@ -43,15 +46,12 @@ url="http://127.0.0.1:$WORKER_PORT/test${BENCH_QUERY:+?$BENCH_QUERY}"
 log "stack up: worker $url, gateway :$GATEWAY_PORT, redis :$REDIS_PORT, denokv :$DENOKV_PORT"
 
 mkdir -p "$OUT"
-rss_mib() { ps -o rss= -p "$1" 2>/dev/null | awk '{printf "%.0f", $1/1024}'; }
-# workerd is the child of the Miniflare server we started (its process group).
-workerd_pid=$(pgrep -g "$(cat "$STACK_DIR/worker.pid")" -f "workerd serve" | head -n 1 || true)
 
 # Warm-up, not reported: the first seconds of a fresh stack are a cold isolate (the wasm module
 # compiled and tiered up on workerd's only thread, first connections) and a write storm (every key
 # misses, so each request writes 4-64 KiB into every store). Measured at 200 req/s: e2e p99 ~200 ms
 # in the first 3 s against ~30 ms after 10 s, which dominated the tail of a 30 s run; the resident
-# memory each process settles at is also reached in this phase, so rss.csv starts after it.
+# memory each process settles at is also reached in this phase, so resources.csv starts after it.
 if [ "$WARMUP" != 0 ] && [ "$WARMUP" != 0s ]; then
   log "warm-up: $WARMUP at $RATE req/s (not reported; BENCH_WARMUP=0 skips it)"
   # shellcheck disable=SC2086  # BENCH_ARGS is a list of flags
@@ -75,14 +75,49 @@ else
     --out "$OUT" ${BENCH_ARGS:-} &
 fi
 kv_pid=$!
-# Resident memory of the load generator and workerd, sampled every 5 s while it runs.
-rss_log="$OUT/rss.csv"
-echo "elapsed_s,loadgen_mib,workerd_mib" >"$rss_log"
+# Every process of the stack, sampled every SAMPLE_S seconds while the load runs: resident memory
+# (MiB) and open file descriptors of the load generator, workerd (every workerd of the Miniflare
+# server's process group, summed), that server (node), the gateway, redis-server and denokv; and
+# the total size of the stack's logs (bytes). A process that is gone leaves its cells empty.
+PROCS="loadgen workerd miniflare gateway redis denokv"
+pids_of() {
+  case $1 in
+    loadgen) echo "$kv_pid" ;;
+    workerd) pgrep -g "$(cat "$STACK_DIR/worker.pid")" -f "workerd serve" || true ;;
+    miniflare) cat "$STACK_DIR/worker.pid" ;;
+    *) cat "$STACK_DIR/$1.pid" ;;
+  esac
+}
+# "MIB FDS" summed over the given live PIDs, or nothing when none lives.
+usage() {
+  local pid kib fds=0 live=0
+  kib=$(ps -o rss= -p "$(echo "$@" | tr ' ' ,)" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
+  for pid in "$@"; do
+    [ -d "/proc/$pid/fd" ] || continue
+    live=1; fds=$((fds + $(find "/proc/$pid/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)))
+  done
+  [ "$live" = 0 ] || echo "$(((kib + 512) / 1024)) $fds"
+}
+res_log="$OUT/resources.csv"
+{
+  printf elapsed_s
+  for p in $PROCS; do printf ',%s_mib' "$p"; done
+  for p in $PROCS; do printf ',%s_fds' "$p"; done
+  echo ,log_bytes
+} >"$res_log"
 (
-  t=0
+  t0=$SECONDS next=0
   while kill -0 "$kv_pid" 2>/dev/null; do
-    echo "$t,$(rss_mib "$kv_pid"),${workerd_pid:+$(rss_mib "$workerd_pid")}" >>"$rss_log"
-    sleep 5; t=$((t + 5))
+    mib="" fds=""
+    for p in $PROCS; do
+      # shellcheck disable=SC2046  # one word per PID
+      read -r m f <<<"$(usage $(pids_of "$p"))" || true
+      mib="$mib,${m:-}" fds="$fds,${f:-}"
+    done
+    logs=$(stat -c %s "$STACK_DIR"/*.log 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
+    echo "$((SECONDS - t0))$mib$fds,$logs" >>"$res_log"
+    next=$((next + SAMPLE_S))
+    while [ $((SECONDS - t0)) -lt "$next" ] && kill -0 "$kv_pid" 2>/dev/null; do sleep 1; done
   done
 ) &
 sampler=$!
@@ -90,8 +125,12 @@ wait "$kv_pid"
 status=$?
 wait "$sampler" 2>/dev/null
 set -e
-awk -F, 'NR == 2 { k0 = $2; w0 = $3 } NR > 1 && $2 != "" { k1 = $2; w1 = $3 }
-  END { if (NR > 1) printf "[kvbench] resident memory (MiB) first sample -> last: load generator %s -> %s, workerd %s -> %s (rss.csv)\n", k0, k1, w0, w1 }' "$rss_log" >&2
+# Per column: the first sample, the last one taken while the process lived, and the largest.
+awk -F, 'NR == 1 { for (i = 2; i <= NF; i++) h[i] = $i; next }
+  { for (i = 2; i <= NF; i++) if ($i != "") { if (!(i in f)) f[i] = $i; l[i] = $i; if ($i + 0 > m[i]) m[i] = $i + 0 } }
+  END { if (NR < 2) exit
+    printf "[kvbench] stack resources, first sample -> last (max), every %s s in resources.csv:\n", s
+    for (i = 2; i <= NF; i++) if (i in f) printf "  %-14s %s -> %s (%s)\n", h[i], f[i], l[i], m[i] }' s="$SAMPLE_S" "$res_log" >&2
 if [ "$ENGINE" = k6 ]; then
   [ "$status" = 0 ] || die "k6 run failed (exit $status)"
   "$ROOT/target/native/kvbench" import k6 "$OUT/k6.json.gz" --label local --out "$OUT" ||
