@@ -96,7 +96,7 @@ pub async fn probe(
         })
         .collect();
 
-    let alarm = Alarm::new(isolate);
+    let deadlines = Deadlines::new(isolate);
     let mut measured = Vec::with_capacity(resolved.len());
     let mut wrote = false;
     for (((id, store), body), store_key) in resolved.into_iter().zip(bodies).zip(&store_keys) {
@@ -110,7 +110,7 @@ pub async fn probe(
                 let (result, pending) = measure(
                     params,
                     isolate,
-                    &alarm,
+                    &deadlines,
                     store,
                     store_key,
                     &options,
@@ -196,7 +196,7 @@ fn decoded(mut answer: Answer, measured: Vec<Measured>) -> Answer {
 async fn measure(
     params: &Params,
     isolate: &Isolate<'_>,
-    alarm: &Alarm<'_>,
+    deadlines: &Deadlines<'_>,
     store: &dyn Store,
     key: &str,
     options: &Options,
@@ -207,12 +207,17 @@ async fn measure(
     let done = |result: StoreResult, pending| (result, pending);
     // Setup (Deno KV's metadata exchange, Redis's connection) is timed apart, so reads and
     // writes stay comparable.
-    if let Err(e) = connect(isolate, alarm, params.timeout_ms, store, &mut result).await {
+    if let Err(e) = connect(isolate, deadlines, params.timeout_ms, store, &mut result).await {
         result.error = Some(failed(e, Op::Read));
         return done(result, None);
     }
-    let (read, read_ms, abandoned) =
-        timed(isolate, alarm, params.timeout_ms, store.get(key, options)).await;
+    let (read, read_ms, abandoned) = timed(
+        isolate,
+        deadlines,
+        params.timeout_ms,
+        store.get(key, options),
+    )
+    .await;
     result.read_ms = Some(read_ms);
     result.abandoned = abandoned;
     match read {
@@ -234,13 +239,14 @@ async fn measure(
                     return done(result, None);
                 }
             };
-            if let Err(e) = connect(isolate, alarm, params.timeout_ms, store, &mut result).await {
+            if let Err(e) = connect(isolate, deadlines, params.timeout_ms, store, &mut result).await
+            {
                 result.error = Some(failed(e, Op::Write));
                 return done(result, None);
             }
             let (write, write_ms, abandoned) = timed(
                 isolate,
-                alarm,
+                deadlines,
                 params.timeout_ms,
                 store.put(key, value, params.ttl_s, body, options),
             )
@@ -259,7 +265,7 @@ async fn measure(
 /// setup is reported with its time too).
 async fn connect(
     isolate: &Isolate<'_>,
-    alarm: &Alarm<'_>,
+    deadlines: &Deadlines<'_>,
     timeout_ms: u32,
     store: &dyn Store,
     result: &mut StoreResult,
@@ -274,7 +280,7 @@ async fn connect(
             let ms = round_ms((isolate.clock.now_ms() - start).max(0.0));
             (outcome, ms, None)
         }
-        None => timed_from(isolate, alarm, timeout_ms, start, setup).await,
+        None => timed_from(isolate, deadlines, timeout_ms, start, setup).await,
     };
     if abandoned.is_some() {
         result.abandoned = abandoned;
@@ -293,11 +299,11 @@ fn not_configured(e: StoreError) -> StoreResult {
 }
 
 /// A request's per-call timeouts on one timer. A JS timer per store call (`setTimeout`, then
-/// `clearTimeout` when the call wins) profiled at ~25 us per call; here the first call's timer
+/// `clearTimeout` when the call wins) costs two JS calls per store call; here the first call's timer
 /// stays armed after its call returns, and a later call, whose deadline is later, waits on it
 /// and re-arms only if it fires before that call is done (a request that runs longer than one
 /// timeout). So a request sets one timer and clears it when it ends.
-struct Alarm<'a> {
+struct Deadlines<'a> {
     timer: &'a dyn Timer,
     clock: &'a dyn Clock,
     /// The armed timer and when it fires (clock ms).
@@ -306,9 +312,9 @@ struct Alarm<'a> {
 
 type Sleep<'a> = std::pin::Pin<Box<dyn Future<Output = ()> + 'a>>;
 
-impl<'a> Alarm<'a> {
-    fn new(isolate: &Isolate<'a>) -> Alarm<'a> {
-        Alarm {
+impl<'a> Deadlines<'a> {
+    fn new(isolate: &Isolate<'a>) -> Deadlines<'a> {
+        Deadlines {
             timer: isolate.timer,
             clock: isolate.clock,
             armed: RefCell::new(None),
@@ -361,23 +367,23 @@ pub const DRAIN_MAX_MS: u32 = 5_000;
 /// still running then is aborted when its future is dropped).
 async fn timed<T>(
     isolate: &Isolate<'_>,
-    alarm: &Alarm<'_>,
+    deadlines: &Deadlines<'_>,
     timeout_ms: u32,
     op: impl Future<Output = Result<T, StoreError>>,
 ) -> (Result<T, StoreError>, f64, Option<Abandoned>) {
-    timed_from(isolate, alarm, timeout_ms, isolate.clock.now_ms(), op).await
+    timed_from(isolate, deadlines, timeout_ms, isolate.clock.now_ms(), op).await
 }
 
 /// [`timed`] for a call that began at `start` (clock ms).
 async fn timed_from<T>(
     isolate: &Isolate<'_>,
-    alarm: &Alarm<'_>,
+    deadlines: &Deadlines<'_>,
     timeout_ms: u32,
     start: f64,
     op: impl Future<Output = Result<T, StoreError>>,
 ) -> (Result<T, StoreError>, f64, Option<Abandoned>) {
     let mut op = std::pin::pin!(op);
-    let sleep = std::pin::pin!(alarm.until(start + f64::from(timeout_ms)));
+    let sleep = std::pin::pin!(deadlines.until(start + f64::from(timeout_ms)));
     match select(op.as_mut(), sleep).await {
         Either::Left((result, _)) => {
             let elapsed = round_ms((isolate.clock.now_ms() - start).max(0.0));
@@ -473,10 +479,11 @@ mod tests {
             budget: &budget,
             in_flight: &in_flight,
         };
-        let alarm = Alarm::new(&isolate);
+        let deadlines = Deadlines::new(&isolate);
         futures::executor::block_on(async {
             for _ in 0..5 {
-                let (result, ms, abandoned) = timed(&isolate, &alarm, 100, call(&fake, 30.0)).await;
+                let (result, ms, abandoned) =
+                    timed(&isolate, &deadlines, 100, call(&fake, 30.0)).await;
                 assert!(result.is_ok() && abandoned.is_none());
                 assert_eq!(ms, 30.0);
             }
@@ -484,7 +491,7 @@ mod tests {
             // 150 ms in: the armed timer (due at 100) fires during this call, which re-arms for
             // its own deadline and still times out exactly 100 ms after it began.
             let hung = futures::future::pending::<Result<(), StoreError>>();
-            let (result, ms, abandoned) = timed(&isolate, &alarm, 100, hung).await;
+            let (result, ms, abandoned) = timed(&isolate, &deadlines, 100, hung).await;
             assert_eq!(result.map_err(|e| e.kind), Err(ErrorKind::Timeout));
             assert_eq!(ms, 100.0, "timed out at its own deadline");
             assert!(abandoned.is_some());
