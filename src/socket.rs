@@ -1,5 +1,6 @@
-//! The `redis` store's byte streams: `connect()` from `cloudflare:sockets` (`worker::Socket`),
-//! TLS when the URL says `rediss://`. The RESP client itself is `kvbench_core::redis`.
+//! The TCP stores' byte streams (`redis`, `postgres`, `hyperdrive`): `connect()` from
+//! `cloudflare:sockets` (`worker::Socket`), TLS when the URL says `rediss://`, or upgraded
+//! after Postgres's `SSLRequest`. The RESP client itself is `kvbench_core::redis`.
 
 use std::future::{poll_fn, Future as _};
 use std::pin::Pin;
@@ -49,14 +50,26 @@ impl Connector for SocketConnector {
         } else {
             SecureTransport::Off
         };
-        let socket = open(host, port, transport).map_err(|e| io_error("connect", e))?;
-        // Resolves once the TCP (and TLS) handshake is done: the setup is all in connect_ms.
-        let socket = SocketConnection(Some(socket));
-        if let Some(open) = &socket.0 {
-            open.opened().await.map_err(|e| io_error("connect", e))?;
-        }
-        Ok(socket)
+        opened(open(host, port, transport).map_err(|e| io_error("connect", e))?).await
     }
+
+    async fn connect_upgradable(
+        &self,
+        host: &str,
+        port: u16,
+    ) -> Result<SocketConnection, StoreError> {
+        let socket = open(host, port, SecureTransport::StartTls);
+        opened(socket.map_err(|e| io_error("connect", e))?).await
+    }
+}
+
+/// Resolves once the TCP (and TLS) handshake is done: the setup is all in connect_ms.
+async fn opened(socket: Socket) -> Result<SocketConnection, StoreError> {
+    let socket = SocketConnection(Some(socket));
+    if let Some(open) = &socket.0 {
+        open.opened().await.map_err(|e| io_error("connect", e))?;
+    }
+    Ok(socket)
 }
 
 /// An open socket, closed when dropped: a call abandoned by a timeout (or a failed one) must not
@@ -112,5 +125,15 @@ impl Connection for SocketConnection {
 
     async fn close(&mut self) {
         self.start_close();
+    }
+
+    /// `startTls()` of a socket opened by `connect_upgradable` (with `secureTransport:
+    /// "starttls"`, the one kind of socket that accepts it), awaited to its handshake.
+    async fn start_tls(&mut self) -> Result<(), StoreError> {
+        let plain = self.0.take().ok_or_else(|| io_error("socket", "closed"))?;
+        let tls = plain.start_tls();
+        tls.opened().await.map_err(|e| io_error("TLS", e))?;
+        self.0 = Some(tls);
+        Ok(())
     }
 }

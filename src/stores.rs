@@ -4,7 +4,8 @@
 use std::cell::OnceCell;
 
 use kvbench_core::{
-    DenoKvStore, MetadataCache, RedisStore, Store, StoreError, StoreId, StoreSet, UpstashStore,
+    DenoKvStore, MetadataCache, PostgresStore, RedisStore, Store, StoreError, StoreId, StoreSet,
+    UpstashStore,
 };
 use worker::Env;
 
@@ -12,6 +13,7 @@ use crate::bindings::{deno_kv_store, upstash_store, FetchTransport, KvBinding};
 use crate::cache::CacheBinding;
 use crate::d1::D1Binding;
 use crate::durable::DoBinding;
+use crate::postgres::{hyperdrive_store, postgres_store};
 use crate::r2::R2Binding;
 use crate::socket::{redis_store, SocketConnector};
 
@@ -94,6 +96,8 @@ pub struct Stores<'a> {
     r2: OnceCell<Entry<R2Binding>>,
     cache: OnceCell<Entry<CacheBinding>>,
     redis: OnceCell<Entry<RedisStore<SocketConnector>>>,
+    postgres: OnceCell<Entry<PostgresStore<SocketConnector>>>,
+    hyperdrive: OnceCell<Entry<PostgresStore<SocketConnector>>>,
 }
 
 impl<'a> Stores<'a> {
@@ -116,6 +120,8 @@ impl<'a> Stores<'a> {
             r2: OnceCell::new(),
             cache: OnceCell::new(),
             redis: OnceCell::new(),
+            postgres: OnceCell::new(),
+            hyperdrive: OnceCell::new(),
         }
     }
 
@@ -127,10 +133,16 @@ impl<'a> Stores<'a> {
             .collect()
     }
 
-    /// Releases what a request holds open (the Redis connection), after the measurement.
+    /// Releases what a request holds open (the TCP stores' connections), after the
+    /// measurement.
     pub async fn finish(&self) {
         if let Some(Ok(redis)) = self.redis.get() {
             redis.close().await;
+        }
+        for pg in [&self.postgres, &self.hyperdrive] {
+            if let Some(Ok(pg)) = pg.get() {
+                pg.close().await;
+            }
         }
     }
 }
@@ -153,6 +165,8 @@ impl StoreSet for Stores<'_> {
                 Err(e) => Err(e.clone()),
             })),
             StoreId::Redis => entry(self.redis.get_or_init(|| redis_store(env))),
+            StoreId::Postgres => entry(self.postgres.get_or_init(|| postgres_store(env))),
+            StoreId::Hyperdrive => entry(self.hyperdrive.get_or_init(|| hyperdrive_store(env))),
         }
     }
 }

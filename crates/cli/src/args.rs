@@ -575,7 +575,7 @@ mod tests {
     #[test]
     fn default_timeout_covers_the_workers_worst_case() {
         let t = |url: &str| worst_case_timeout(&parse_url(url).unwrap()).0.as_secs();
-        assert_eq!(t("http://w/test"), 8 * (4 * 10 + 5) + 5);
+        assert_eq!(t("http://w/test"), 10 * (4 * 10 + 5) + 5);
         assert_eq!(
             t("http://w/test?stores=kv,upstash&timeout_ms=2000"),
             2 * (4 * 2 + 2) + 5

@@ -21,6 +21,11 @@ pub enum ErrorKind {
     NotConfigured,
     /// The platform failed the call (network error, binding exception, ...).
     Runtime,
+    /// A TCP store's connection could not be opened or upgraded to TLS, or was lost mid-exchange.
+    Connect,
+    /// A TCP server spoke something other than the store's protocol, or broke it (an unknown
+    /// message, one over the size limit); `decode` is an HTTP store's unexpected body.
+    Protocol,
 }
 
 impl ErrorKind {
@@ -33,6 +38,8 @@ impl ErrorKind {
             ErrorKind::RateLimited => "rate_limited",
             ErrorKind::NotConfigured => "not_configured",
             ErrorKind::Runtime => "runtime",
+            ErrorKind::Connect => "connect",
+            ErrorKind::Protocol => "protocol",
         }
     }
 }

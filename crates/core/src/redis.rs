@@ -21,6 +21,11 @@ pub trait Connector {
     type Conn: Connection;
     /// Opens a connection to `host:port` (TLS when `tls`) and waits until it is established.
     async fn connect(&self, host: &str, port: u16, tls: bool) -> Result<Self::Conn, StoreError>;
+    /// Opens a plain connection that [`Connection::start_tls`] can upgrade later, for a
+    /// protocol that asks the server first (Postgres's `SSLRequest`).
+    async fn connect_upgradable(&self, host: &str, port: u16) -> Result<Self::Conn, StoreError> {
+        self.connect(host, port, false).await
+    }
 }
 
 /// One open byte stream. Dropping a pending call abandons it (that is how timeouts cancel).
@@ -31,6 +36,14 @@ pub trait Connection {
     async fn read(&mut self, buf: &mut [u8]) -> Result<usize, StoreError>;
     /// Closes the connection; errors are of no interest once the measurement is over.
     async fn close(&mut self);
+    /// Upgrades a connection from [`Connector::connect_upgradable`] to TLS, once the server
+    /// agreed to it.
+    async fn start_tls(&mut self) -> Result<(), StoreError> {
+        Err(StoreError::new(
+            ErrorKind::Connect,
+            "this connection cannot be upgraded to TLS",
+        ))
+    }
 }
 
 /// A parsed `redis://` or `rediss://` URL (`REDIS_URL`). Its `Debug` never shows the password.

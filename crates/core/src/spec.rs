@@ -19,11 +19,13 @@ pub enum StoreId {
     R2,
     Cache,
     Redis,
+    Postgres,
+    Hyperdrive,
 }
 
 impl StoreId {
     /// Every store, in the order of [`STORES`].
-    pub const ALL: [StoreId; 8] = [
+    pub const ALL: [StoreId; 10] = [
         StoreId::Kv,
         StoreId::Upstash,
         StoreId::DenoKv,
@@ -32,6 +34,8 @@ impl StoreId {
         StoreId::R2,
         StoreId::Cache,
         StoreId::Redis,
+        StoreId::Postgres,
+        StoreId::Hyperdrive,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -44,6 +48,8 @@ impl StoreId {
             StoreId::R2 => "r2",
             StoreId::Cache => "cache",
             StoreId::Redis => "redis",
+            StoreId::Postgres => "postgres",
+            StoreId::Hyperdrive => "hyperdrive",
         }
     }
 
@@ -199,6 +205,8 @@ pub enum BindingKind {
     DurableObjectNamespace,
     D1Database,
     R2Bucket,
+    /// A `[[hyperdrive]]` binding.
+    Hyperdrive,
     /// A `[vars]` entry or a secret.
     VarOrSecret,
     Secret,
@@ -276,6 +284,8 @@ pub mod env {
     pub const BENCH_D1: &str = "BENCH_D1";
     pub const BENCH_R2: &str = "BENCH_R2";
     pub const REDIS_URL: &str = "REDIS_URL";
+    pub const POSTGRES_URL: &str = "POSTGRES_URL";
+    pub const BENCH_HYPERDRIVE: &str = "BENCH_HYPERDRIVE";
     /// The probes' Durable Object namespace (`ProbeObject`, not a store).
     pub const PROBES: &str = "BENCH_PROBES";
     pub const PROBES_CLASS: &str = "ProbeObject";
@@ -289,7 +299,7 @@ const fn binding(name: &'static str, kind: BindingKind) -> Binding {
 }
 
 /// The stores, in [`StoreId`] order.
-pub static STORES: [StoreSpec; 8] = [
+pub static STORES: [StoreSpec; 10] = [
     StoreSpec {
         id: StoreId::Kv,
         name: "Cloudflare Workers KV",
@@ -511,6 +521,62 @@ pub static STORES: [StoreSpec; 8] = [
              connect_ms is that cost",
             "point REDIS_URL and UPSTASH_REDIS_REST_URL at one database to compare TCP with \
              REST: redis keys are namespaced, so the two never read each other's values",
+        ],
+    },
+    StoreSpec {
+        id: StoreId::Postgres,
+        name: "PostgreSQL over TCP",
+        key_namespace: "kvbench:postgres:",
+        key_max_bytes: None,
+        key_encoding: KeyEncoding::Bytes,
+        value_max_bytes: None,
+        ttl_min_s: 1,
+        billing: Billing {
+            read: &[each("query")],
+            write: &[each("query")],
+            per_connection: &[],
+            read_wire: Wire::Raw,
+            note: "your provider's: managed Postgres is billed by compute time and storage, not \
+                   per query (prices.toml carries one dated example plan)",
+        },
+        bindings: &[binding(env::POSTGRES_URL, BindingKind::Secret)],
+        timed: "one statement (Parse, Bind, Execute, Sync) on a connection opened for this \
+                request, until ReadyForQuery; the TCP connect, TLS (SSLRequest), startup and \
+                authentication are connect_ms",
+        notes: &[
+            "table kvbench_values from migrations/postgres (npm run deploy and the local stack \
+             apply it): bytea values, reads never return an expired row, and each write \
+             deletes up to 16 expired rows through the expiry index",
+            "Workers cannot keep a socket across requests: every request connects and \
+             authenticates again, and connect_ms is that cost",
+        ],
+    },
+    StoreSpec {
+        id: StoreId::Hyperdrive,
+        name: "PostgreSQL through Hyperdrive",
+        key_namespace: "kvbench:hyperdrive:",
+        key_max_bytes: None,
+        key_encoding: KeyEncoding::Bytes,
+        value_max_bytes: None,
+        ttl_min_s: 1,
+        billing: Billing {
+            read: &[each("Hyperdrive query")],
+            write: &[each("Hyperdrive query")],
+            per_connection: &[],
+            read_wire: Wire::Raw,
+            note: "Hyperdrive is included in the Workers paid plan (the free plan allows \
+                   100,000 queries a day); the database behind it is billed as postgres",
+        },
+        bindings: &[binding(env::BENCH_HYPERDRIVE, BindingKind::Hyperdrive)],
+        timed: "the postgres store's statement, sent to the Hyperdrive binding's address (a \
+                pooled proxy near the worker); connecting to the proxy is connect_ms",
+        notes: &[
+            "the same database and table as postgres, keys of its own: the two never read \
+             each other's values",
+            "reads use now(), which Hyperdrive never caches: the numbers are its pool, not its \
+             query cache",
+            "locally (Miniflare) the binding is a direct connection to the local server: no \
+             pool, no cache; only an account shows Hyperdrive's pooling",
         ],
     },
 ];

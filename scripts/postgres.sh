@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# A private PostgreSQL server for the local stack and the tests: Debian's server (installed by
+# scripts/setup.sh) in a data directory of its own, on 127.0.0.1 only (no Unix socket), with
+# password (SCRAM) authentication, its database `kvbench` migrated (migrations/postgres).
+#
+#   scripts/postgres.sh start DIR PORT PASSWORD   starts it, prints the postgres:// URL;
+#                                                 DIR/postgres.pid holds the server's PID
+#   scripts/postgres.sh stop DIR                  stops it (by that PID) and removes its data
+#
+# PostgreSQL refuses to run as root: as root, the server runs as the `postgres` user that
+# Debian's package creates, in a data directory under /tmp that it can reach.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+die() { echo "scripts/postgres.sh: $*" >&2; exit 1; }
+
+bindir() {
+  local d
+  for d in ${PG_BIN_DIR:+"$PG_BIN_DIR"} /usr/lib/postgresql/*/bin; do
+    if [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ]; then echo "$d"; return; fi
+  done
+  die "no PostgreSQL server (initdb, pg_ctl): bash scripts/setup.sh installs Debian's postgresql, or set PG_BIN_DIR"
+}
+
+as_owner() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+start() {
+  local dir="$1" port="$2" password="$3" bin data
+  [ -n "$password" ] || die "start needs a password"
+  bin="$(bindir)"
+  command -v psql >/dev/null || die "psql is missing: bash scripts/setup.sh installs postgresql-client"
+  mkdir -p "$dir"
+  data="$(mktemp -d /tmp/kvbench-postgres.XXXXXX)"
+  echo "$data" >"$dir/postgres.data"
+  chmod 755 "$data"
+  [ "$(id -u)" = 0 ] && chown postgres "$data"
+  printf '%s\n' "$password" >"$data/pwfile"
+  [ "$(id -u)" = 0 ] && chown postgres "$data/pwfile"
+  as_owner "$bin/initdb" --no-sync -D "$data/db" -U kvbench --pwfile="$data/pwfile" \
+    --auth=scram-sha-256 -E UTF8 --locale=C.UTF-8 >"$data/initdb.log" 2>&1 ||
+    die "initdb failed: $(tail -5 "$data/initdb.log")"
+  rm -f "$data/pwfile"
+  as_owner "$bin/pg_ctl" -D "$data/db" -l "$data/server.log" -w -t 60 \
+    -o "-p $port -h 127.0.0.1 -c unix_socket_directories=" start >/dev/null ||
+    die "the server did not start: $(tail -5 "$data/server.log" 2>/dev/null)"
+  head -1 "$data/db/postmaster.pid" >"$dir/postgres.pid"
+  local url="postgres://kvbench:$password@127.0.0.1:$port"
+  PGCONNECT_TIMEOUT=10 psql -q -v ON_ERROR_STOP=1 "$url/postgres" -c "CREATE DATABASE kvbench" >/dev/null
+  migrate "$url/kvbench"
+  echo "$url/kvbench?sslmode=disable"
+}
+
+# Applies every migration, in order; each is idempotent (CREATE ... IF NOT EXISTS).
+migrate() {
+  local f
+  for f in "$ROOT"/migrations/postgres/*.sql; do
+    PGCONNECT_TIMEOUT=10 psql -q -v ON_ERROR_STOP=1 "$1" -f "$f" >/dev/null
+  done
+}
+
+stop() {
+  local dir="$1" pid data
+  pid="$(cat "$dir/postgres.pid" 2>/dev/null || true)"
+  data="$(cat "$dir/postgres.data" 2>/dev/null || true)"
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill -INT "$pid" 2>/dev/null || true # fast shutdown
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  case "$data" in /tmp/kvbench-postgres.*) rm -rf "$data" ;; esac
+  rm -f "$dir/postgres.pid" "$dir/postgres.data"
+}
+
+case "${1:-}" in
+  start) [ $# = 4 ] || die "usage: start DIR PORT PASSWORD"; start "$2" "$3" "$4" ;;
+  stop) [ $# = 2 ] || die "usage: stop DIR"; stop "$2" ;;
+  migrate) [ $# = 2 ] || die "usage: migrate URL"; migrate "$2" ;;
+  *) die "usage: start DIR PORT PASSWORD | stop DIR | migrate URL" ;;
+esac

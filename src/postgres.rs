@@ -1,0 +1,40 @@
+//! The `postgres` and `hyperdrive` stores' glue: the URL of the `POSTGRES_URL` secret, or the
+//! connection string of the `BENCH_HYPERDRIVE` binding (whose host and port `connect()` routes
+//! to Hyperdrive's pooled proxy), over `connect()` sockets. The client is
+//! `kvbench_core::postgres`.
+
+use kvbench_core::spec::env::{BENCH_HYPERDRIVE, POSTGRES_URL};
+use kvbench_core::{ErrorKind, PgUrl, PostgresStore, StoreError};
+use worker::Env;
+
+use crate::bindings::env_text;
+use crate::socket::SocketConnector;
+
+/// The Postgres store, or why it is not configured.
+pub fn postgres_store(env: &Env) -> Result<PostgresStore<SocketConnector>, StoreError> {
+    let url = env_text(env, POSTGRES_URL).ok_or_else(|| {
+        StoreError::new(
+            ErrorKind::NotConfigured,
+            format!("{POSTGRES_URL} is not set"),
+        )
+    })?;
+    let url = PgUrl::parse(&url, POSTGRES_URL)?;
+    Ok(PostgresStore::new(url, SocketConnector, "Postgres"))
+}
+
+/// The same database through Hyperdrive, or why it is not configured.
+pub fn hyperdrive_store(env: &Env) -> Result<PostgresStore<SocketConnector>, StoreError> {
+    let binding = env.hyperdrive(BENCH_HYPERDRIVE).map_err(|_| {
+        StoreError::new(
+            ErrorKind::NotConfigured,
+            format!(
+                "{BENCH_HYPERDRIVE} is not bound (npm run deploy binds it when POSTGRES_URL is \
+                 given)"
+            ),
+        )
+    })?;
+    let mut url = PgUrl::parse(&binding.connection_string(), BENCH_HYPERDRIVE)?;
+    url.host = binding.host();
+    url.port = binding.port();
+    Ok(PostgresStore::new(url, SocketConnector, "Hyperdrive"))
+}
