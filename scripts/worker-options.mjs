@@ -61,9 +61,15 @@ export function stackOptions(bindings, extra = {}) {
   };
 }
 
+/** wrangler's variable for a local Hyperdrive binding's database; Miniflare takes it as the
+ * `hyperdrives` option (a direct connection to that database: no pool, no cache). */
+export const LOCAL_HYPERDRIVE = "CLOUDFLARE_HYPERDRIVE_LOCAL_CONNECTION_STRING_BENCH_HYPERDRIVE";
+
 /** Options for `new Miniflare(...)`: the bundle, every local binding, and `bindings` (vars). */
-export function workerOptions(bindings, extra = {}) {
+export function workerOptions(allBindings, extra = {}) {
+  const { [LOCAL_HYPERDRIVE]: hyperdrive, ...bindings } = allBindings;
   return {
+    ...(hyperdrive ? { hyperdrives: { BENCH_HYPERDRIVE: hyperdrive } } : {}),
     modules: true,
     scriptPath: path.join(ROOT, "build/index.js"),
     modulesRoot: path.join(ROOT, "build"),

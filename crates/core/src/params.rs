@@ -110,7 +110,7 @@ impl Default for Defaults {
             min_bytes: 4096,
             max_bytes: 65_536,
             ttl_s: 60,
-            stores: StoreId::ALL.to_vec(),
+            stores: StoreId::DEFAULT.to_vec(),
             order: Order::Random,
             cache_ttl_s: None,
             timeout_ms: 10_000,
@@ -548,7 +548,7 @@ mod tests {
             (p.keys, p.min_bytes, p.max_bytes, p.ttl_s),
             (1000, 4096, 65536, 60)
         );
-        assert_eq!(p.stores, StoreId::ALL.to_vec());
+        assert_eq!(p.stores, StoreId::DEFAULT.to_vec());
         assert_eq!(p.order, Order::Random);
         assert_eq!(
             (p.do_scope, p.do_location, p.d1_session),

@@ -38,6 +38,20 @@ impl StoreId {
         StoreId::Hyperdrive,
     ];
 
+    /// The stores measured when neither `stores=` nor `STORES` says: all but the two Postgres
+    /// stores, which need a database the user brings (the local stack and a deploy given
+    /// `POSTGRES_URL` add them to `STORES`).
+    pub const DEFAULT: [StoreId; 8] = [
+        StoreId::Kv,
+        StoreId::Upstash,
+        StoreId::DenoKv,
+        StoreId::Do,
+        StoreId::D1,
+        StoreId::R2,
+        StoreId::Cache,
+        StoreId::Redis,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             StoreId::Kv => "kv",
@@ -750,7 +764,7 @@ mod tests {
             .collect();
         assert_eq!(
             ids,
-            ["kv", "upstash", "denokv", "do", "d1", "r2", "cache", "redis"]
+            ["kv", "upstash", "denokv", "do", "d1", "r2", "cache", "redis", "postgres", "hyperdrive"]
         );
         assert_eq!(v[2]["billing"]["read"][0]["count"]["per_bytes"], 4096);
         assert_eq!(v[3]["billing"]["read"][1]["count"]["on_hit"], 1);
