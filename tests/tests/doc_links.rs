@@ -122,10 +122,16 @@ fn links(text: &str) -> Vec<(usize, String)> {
 /// What is broken in `page`'s links, resolved from its folder; `read` reads a linked page.
 fn broken(page: &Path, text: &str, read: &dyn Fn(&Path) -> Option<String>) -> Vec<String> {
     let dir = page.parent().unwrap_or(Path::new("."));
+    let root = repo();
+    let name = page
+        .strip_prefix(&root)
+        .unwrap_or(page)
+        .display()
+        .to_string();
     let mut problems = Vec::new();
     for (n, target) in links(text) {
         if target.is_empty() {
-            problems.push(format!("{}:{n}: an empty link", page.display()));
+            problems.push(format!("{name}:{n}: an empty link"));
             continue;
         }
         if target.contains("://") || target.starts_with("mailto:") {
@@ -142,7 +148,7 @@ fn broken(page: &Path, text: &str, read: &dyn Fn(&Path) -> Option<String>) -> Ve
         };
         let Some(anchor) = anchor else {
             if !linked.exists() {
-                problems.push(format!("{}:{n}: `{target}`: no such file", page.display()));
+                problems.push(format!("{name}:{n}: `{target}`: no such file"));
             }
             continue;
         };
@@ -152,14 +158,12 @@ fn broken(page: &Path, text: &str, read: &dyn Fn(&Path) -> Option<String>) -> Ve
             read(&linked)
         };
         match body {
-            None => problems.push(format!("{}:{n}: `{target}`: no such file", page.display())),
+            None => problems.push(format!("{name}:{n}: `{target}`: no such file")),
             Some(_) if linked.extension().is_none_or(|e| e != "md") => problems.push(format!(
-                "{}:{n}: `{target}`: an anchor into a file that is no Markdown page",
-                page.display()
+                "{name}:{n}: `{target}`: an anchor into a file that is no Markdown page"
             )),
             Some(body) if !anchors(&body).contains(anchor) => problems.push(format!(
-                "{}:{n}: `{target}`: no heading with that anchor (it has: {})",
-                page.display(),
+                "{name}:{n}: `{target}`: no heading with that anchor (it has: {})",
                 anchors(&body).into_iter().collect::<Vec<_>>().join(", ")
             )),
             Some(_) => {}

@@ -182,8 +182,8 @@ fn a_field_missing_from_the_table_or_the_lines_is_named() {
         mismatches("t.jsonl", &[line], &documented, None),
         [
             "t.jsonl: `gone` is documented but in no golden line",
-            "t.jsonl: field `stores` is not documented",
             "t.jsonl: field `stores.<name>.hit` is not documented",
+            "t.jsonl: field `stores` is not documented",
         ]
     );
 }
