@@ -169,7 +169,7 @@ start_miniflare() {
 
 # start_member LABEL PORT: one local fleet member — the built benchmark worker in a workerd of its
 # own (scripts/serve-worker.mjs), as a placed member runs it, on 127.0.0.1:PORT, with the stack's
-# services. The probes call it over HTTP like a placed member (README: "The fleet").
+# services. The probes call it over HTTP like a placed member (docs/probes.md: "The fleet").
 # It only starts the member (each reads its env file at start, before the next rewrites it):
 # wait_member waits for it, so several members and wrangler start side by side.
 start_member() {

@@ -272,12 +272,12 @@ fn bindings(origin: &worker::Url) -> Vec<(&'static str, Box<dyn Store>)> {
     ]
 }
 
-/// The README's "what remains inside a span", shown where the copies happen: a read inside its
+/// docs/measuring.md's "what remains inside a span", shown where the copies happen: a read inside its
 /// span (`get`, up to the hit/miss decision) copies no 1 MiB value into wasm for `kv`, `do`, `d1`,
 /// `r2` and `cache` — sizing a hit is a JS `byteLength`, or deferred until every span is over
 /// (`d1`); a write's value is copied into JS before the first span (`encode_put`), so `put`
 /// copies nothing out of wasm. Redis over TCP reads its reply through wasm: that copy is inside
-/// its own read span, as the README says.
+/// its own read span, as docs/measuring.md says.
 #[wasm_bindgen_test]
 async fn reads_copy_no_value_into_wasm_inside_their_span() {
     let origin = worker::Url::parse("https://kvbench.example.com/test").unwrap();

@@ -121,7 +121,7 @@ pub fn index(
         "routes": {
             "GET /": "this description",
             "GET /healthz": "liveness: answers `ok`",
-            "GET /test": "one measurement of every selected store (see README); ?run=<id> or the Kvbench-Run header also keeps the answer under that run",
+            "GET /test": "one measurement of every selected store (see docs/measuring.md); ?run=<id> or the Kvbench-Run header also keeps the answer under that run",
             "GET /probes": "the probes (one Durable Object per location hint) and their projected monthly bill",
             "POST /probes/start": "arm every probe now (?hints=, ?every=, ?keep= for this start)",
             "POST /probes/stop": "stop every probe",

@@ -12,7 +12,7 @@ import { sleep, startStack } from "./procs.mjs";
 const MiB = 1024 * 1024;
 const STORES = ["kv", "upstash", "redis", "denokv", "do", "d1", "r2", "cache"];
 const VANTAGE_POINTS = 42;
-/** What a render may take: the default view, and a week (kept in README.md's table). */
+/** What a render may take: the default view, and a week (kept in docs/probes.md's table). */
 const DEFAULT_VIEW_BUDGET = 32 * MiB;
 const WEEK_BUDGET = 64 * MiB;
 /** The report worker's MAX_ANSWERS (crates/report-worker/src/lib.rs). */

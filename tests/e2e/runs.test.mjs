@@ -3,7 +3,7 @@
 // sent (every request that got an answer, 200 or not), counted on the stream's end line, with no
 // failed keep; the run spread over RUN_SHARDS shard objects, `seq` unique and rising through the
 // stream. Bounded and on loopback: 500 req/s for 10 s by default (KVBENCH_RUNS_RATE,
-// KVBENCH_RUNS_DURATION and KVBENCH_RUNS_SHARDS measure other figures, README: "Kept runs").
+// KVBENCH_RUNS_DURATION and KVBENCH_RUNS_SHARDS measure other figures, docs/probes.md: "Kept runs").
 // Run `npm run build` first (scripts/test.sh does).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";

@@ -176,7 +176,7 @@ fn shown_text(bytes: &[u8]) -> String {
     tty(&shorten(&String::from_utf8_lossy(bytes))).into_owned()
 }
 
-/// A byte count as the messages and the README write it.
+/// A byte count as the messages and the docs write it.
 pub fn bytes_text(bytes: u64) -> String {
     match bytes {
         b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),

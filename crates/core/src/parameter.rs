@@ -1,7 +1,7 @@
 //! The `/test` parameters, described once: name, the `[vars]` name of its default, what it
 //! accepts, its built-in default and what it does. The parser ([`crate::params`]) reads the
-//! bounds and names it accepts from here, `GET /` lists the table, and the README's parameter
-//! table is made from it (a test fails when they disagree).
+//! bounds and names it accepts from here, `GET /` lists the table, and the parameter table of
+//! `docs/parameters.md` is made from it (a test fails when they disagree).
 
 use serde::Serialize;
 
@@ -34,10 +34,10 @@ pub struct Parameter {
     pub name: &'static str,
     /// The `[vars]` entry that sets its default for the deployment (and the probes).
     pub var: Option<&'static str>,
-    /// The built-in default, as the README shows it.
+    /// The built-in default, as the docs show it.
     pub default: &'static str,
     pub accepts: Accepts,
-    /// What else bounds it (after what `accepts` says), as the README shows it.
+    /// What else bounds it (after what `accepts` says), as the docs show it.
     pub also: &'static str,
     /// What it does.
     pub doc: &'static str,
@@ -192,7 +192,7 @@ pub const KEY: Parameter = Parameter {
     doc: "a fixed key",
 };
 
-/// Every `/test` parameter, in the order the README lists them.
+/// Every `/test` parameter, in the order `docs/parameters.md` lists them.
 pub const ALL: [Parameter; 13] = [
     KEYS,
     MIN_BYTES,
@@ -238,7 +238,7 @@ fn alternatives(names: &[&str]) -> String {
 }
 
 impl Parameter {
-    /// What it accepts, as the README's `bounds` column says it.
+    /// What it accepts, as the docs' `bounds` column says it.
     pub fn bounds(&self) -> String {
         let accepts = match self.accepts {
             Accepts::Int { min, max, unit } => {
@@ -268,8 +268,10 @@ impl Parameter {
         }
     }
 
-    /// The parameter's row in the README's table.
-    pub fn readme_row(&self) -> String {
+    /// The parameter's row in `docs/parameters.md`'s table. `GET /` and the 400 messages show the
+    /// same text with its link to the Stores section as it is; on the docs page that section is
+    /// a page of its own, `stores.md`.
+    pub fn docs_row(&self) -> String {
         format!(
             "| `{}` | {} | {} | {} |",
             self.name,
@@ -277,6 +279,7 @@ impl Parameter {
             self.bounds(),
             self.doc
         )
+        .replace("](#stores)", "](stores.md)")
     }
 
     /// The error for a value outside what it accepts: "expected …, got …".
@@ -295,12 +298,12 @@ impl Parameter {
     }
 }
 
-/// The README's parameter table: its header and a row per parameter.
-pub fn readme_table() -> String {
+/// `docs/parameters.md`'s parameter table: its header and a row per parameter.
+pub fn docs_table() -> String {
     let mut out =
         String::from("| parameter | default | bounds | meaning |\n| --- | --- | --- | --- |\n");
     for p in &ALL {
-        out.push_str(&p.readme_row());
+        out.push_str(&p.docs_row());
         out.push('\n');
     }
     out

@@ -3,7 +3,7 @@
 //! isolate's network; the shuffled order keeps any first-call advantage from favouring one store.
 //!
 //! A deployed worker's clock only moves at I/O (workerd syncs it when control re-enters the
-//! isolate; timers cannot refresh it, see README), so CPU spent between two store calls is counted
+//! isolate; timers cannot refresh it, see docs/measuring.md), so CPU spent between two store calls is counted
 //! in the next call's time. The probe therefore keeps CPU out of the gaps: the value is generated
 //! after the previous request's last I/O (`ValueGen::prepare`), every write body is encoded before
 //! the first span, and decoding a hit is deferred until the last span is over.

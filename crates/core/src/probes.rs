@@ -21,7 +21,7 @@ pub const DEFAULT_COLO_URL: &str = "https://www.cloudflare.com/cdn-cgi/trace";
 /// The header form of `/test?run=`, for load tools that cannot change the query.
 pub const RUN_HEADER: &str = "Kvbench-Run";
 
-/// Five minutes: 9 probes x 8,640 answers a month (see the README's probe bill).
+/// Five minutes: 9 probes x 8,640 answers a month (see docs/cost.md, "What the probes cost").
 pub const DEFAULT_EVERY_S: u32 = 300;
 /// Shortest interval (the local stack and tests use a few seconds).
 pub const MIN_EVERY_S: u32 = 1;
@@ -46,7 +46,7 @@ pub const BUDGET_VAR: &str = "PROBE_BUDGET_USD";
 pub const DEFAULT_BUDGET_USD: f64 = 50.0;
 pub const MAX_BUDGET_USD: f64 = 1_000_000.0;
 /// What one answer is taken to cost before any was measured: about twice what one costs with
-/// every store configured ($0.000026 measured, README's probe bill).
+/// every store configured ($0.000026 measured, docs/cost.md's probe bill).
 pub const ANSWER_USD_CEILING: f64 = 0.00005;
 /// Seconds in the 30-day month every bill is projected over.
 const MONTH_S: f64 = 2_592_000.0;

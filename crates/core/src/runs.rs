@@ -14,7 +14,7 @@ use crate::params::ParamError;
 
 /// The var fixing a deployment's shards per run.
 pub const SHARDS_VAR: &str = "RUN_SHARDS";
-/// Shards of a run when `RUN_SHARDS` is not set (README: "Runs": what one object keeps a second).
+/// Shards of a run when `RUN_SHARDS` is not set (docs/probes.md, "Kept runs": what one object keeps a second).
 pub const DEFAULT_SHARDS: u32 = 8;
 /// The most shards a run may have (a reader opens each: 64 pages at least per stream).
 pub const MAX_SHARDS: u32 = 64;

@@ -1,5 +1,5 @@
 //! One description per store — its wire id, key namespace, limits, billing units, bindings and
-//! what its time includes — so parameters, the `/` page, the README's tables and kvbench's cost
+//! what its time includes — so parameters, the `/` page, the tables of `docs/stores.md` and kvbench's cost
 //! table all read the same facts. Adding a store is a variant of [`StoreId`], an entry in
 //! [`STORES`] and its binding glue in the worker.
 
@@ -642,7 +642,7 @@ fn bytes_text(bytes: u64) -> String {
         b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
         b if b >= 1024 && b % 1024 == 0 => format!("{} KiB", b >> 10),
         b => {
-            // Thousands separators, as the README writes numbers.
+            // Thousands separators, as the docs write numbers.
             let digits = b.to_string();
             let mut out = String::new();
             for (i, c) in digits.chars().enumerate() {
@@ -656,8 +656,9 @@ fn bytes_text(bytes: u64) -> String {
     }
 }
 
-/// The README's store tables, rendered from [`STORES`] (a test keeps the README equal to this).
-pub fn readme_tables() -> String {
+/// `docs/stores.md`'s store tables, rendered from [`STORES`] (`crates/core/tests/docs_stores.rs`
+/// keeps the page equal to this).
+pub fn docs_tables() -> String {
     let mut out = String::from(
         "| store | what | key namespace | key limit | value limit | min TTL | configured by |\n\
          | --- | --- | --- | --- | --- | --- | --- |\n",
@@ -789,32 +790,10 @@ mod tests {
     }
 
     #[test]
-    fn bytes_read_like_the_readme() {
+    fn bytes_read_like_the_docs() {
         assert_eq!(bytes_text(25 << 20), "25 MiB");
         assert_eq!(bytes_text(65_536), "64 KiB");
         assert_eq!(bytes_text(2_000_000), "2,000,000 B");
         assert_eq!(bytes_text(512), "512 B");
-    }
-
-    /// The README's tables are rendered from the descriptions; `UPDATE_GOLDEN=1` rewrites them.
-    #[test]
-    fn readme_tables_match_the_descriptions() {
-        const BEGIN: &str = "<!-- stores:begin (generated from crates/core/src/spec.rs: UPDATE_GOLDEN=1 cargo test -p kvbench-core) -->\n";
-        const END: &str = "<!-- stores:end -->";
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
-        let readme = std::fs::read_to_string(&path).expect("README.md");
-        let (Some(start), Some(end)) = (readme.find(BEGIN), readme.find(END)) else {
-            panic!("README.md lacks the {BEGIN:?} … {END:?} markers");
-        };
-        let want = readme_tables();
-        let have = &readme[start + BEGIN.len()..end];
-        if have != want {
-            if std::env::var_os("UPDATE_GOLDEN").is_some() {
-                let updated = format!("{}{want}{}", &readme[..start + BEGIN.len()], &readme[end..]);
-                std::fs::write(&path, updated).expect("write README.md");
-            } else {
-                panic!("README.md's store tables differ from spec.rs; rerun with UPDATE_GOLDEN=1\n{want}");
-            }
-        }
     }
 }

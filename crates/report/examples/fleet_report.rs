@@ -2,7 +2,7 @@
 //! of `--labels` vantage points answering every `--every` seconds over `--window` seconds into a
 //! report, and of rendering report.html — the same code the report worker runs behind
 //! `GET /report`. `cargo run --release -p kvbench-report --example fleet_report -- --labels 42
-//! --every 300 --window 86400` (the README's table is made with it); `--html PATH` also writes the
+//! --every 300 --window 86400` (docs/probes.md's table, "Memory of a render", is made with it); `--html PATH` also writes the
 //! page (and its text report beside it) to look at.
 
 use std::alloc::{GlobalAlloc, Layout, System};

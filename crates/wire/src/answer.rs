@@ -1,5 +1,5 @@
-//! The JSON answer of `/test`. Field names and units are a public contract documented in the
-//! README; `kvLatency`/`redisLatency` keep the original benchmark's consumers working.
+//! The JSON answer of `/test`. Field names and units are a public contract documented in
+//! docs/answer.md; `kvLatency`/`redisLatency` keep the original benchmark's consumers working.
 //!
 //! One type for both sides, generic over how a store is named: the worker writes
 //! `Answer<StoreId>` (its closed set of stores), kvbench reads `Answer<Name>` (any store a
