@@ -765,7 +765,18 @@ mod tests {
             .collect();
         assert_eq!(
             ids,
-            ["kv", "upstash", "denokv", "do", "d1", "r2", "cache", "redis", "postgres", "hyperdrive"]
+            [
+                "kv",
+                "upstash",
+                "denokv",
+                "do",
+                "d1",
+                "r2",
+                "cache",
+                "redis",
+                "postgres",
+                "hyperdrive"
+            ]
         );
         assert_eq!(v[2]["billing"]["read"][0]["count"]["per_bytes"], 4096);
         assert_eq!(v[3]["billing"]["read"][1]["count"]["on_hit"], 1);
