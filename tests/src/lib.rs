@@ -1129,3 +1129,229 @@ impl Connection for MockRedisConn<'_> {
         self.server.closed.set(self.server.closed.get() + 1);
     }
 }
+
+/// A PostgreSQL server behind the socket seam, as far as the `postgres` store speaks to it:
+/// the startup (with a cleartext password when `password` is set), and the extended protocol's
+/// Parse, Bind, Execute, Sync of the store's read (`SELECT`) and write (the upsert), executed
+/// against `data` with expiry on the fake clock. One round trip (`latency_ms`) per `Sync`.
+pub struct MockPostgres<'a> {
+    pub clock: &'a FakeClock,
+    pub connect_ms: f64,
+    pub latency_ms: f64,
+    pub password: Option<String>,
+    /// Key → (value, expiry on the fake clock, ms).
+    pub data: RefCell<HashMap<String, (Vec<u8>, f64)>>,
+    /// Every statement executed: `read <key>` or `write <key> <bytes> <ttl>`.
+    pub statements: RefCell<Vec<String>>,
+    /// Every connection asked for: (host, port).
+    pub connects: RefCell<Vec<(String, u16)>>,
+    pub closed: Cell<usize>,
+}
+
+impl<'a> MockPostgres<'a> {
+    pub fn new(clock: &'a FakeClock, connect_ms: f64, latency_ms: f64) -> Self {
+        Self {
+            clock,
+            connect_ms,
+            latency_ms,
+            password: None,
+            data: RefCell::default(),
+            statements: RefCell::default(),
+            connects: RefCell::default(),
+            closed: Cell::new(0),
+        }
+    }
+}
+
+/// One connection to a [`MockPostgres`].
+pub struct MockPostgresConn<'a> {
+    server: &'a MockPostgres<'a>,
+    inbox: Vec<u8>,
+    outbox: VecDeque<u8>,
+    started: bool,
+    sql: String,
+    params: Vec<Vec<u8>>,
+}
+
+fn pg_message(tag: u8, body: &[u8]) -> Vec<u8> {
+    let mut out = vec![tag];
+    out.extend_from_slice(&(body.len() as u32 + 4).to_be_bytes());
+    out.extend_from_slice(body);
+    out
+}
+
+fn pg_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn pg_u16(b: &[u8], at: usize) -> usize {
+    u16::from_be_bytes([b[at], b[at + 1]]) as usize
+}
+
+/// A NUL-terminated string at `at`, and the offset after it.
+fn pg_cstr(b: &[u8], at: usize) -> (String, usize) {
+    let end = at + b[at..].iter().position(|c| *c == 0).unwrap();
+    (String::from_utf8_lossy(&b[at..end]).into_owned(), end + 1)
+}
+
+impl MockPostgresConn<'_> {
+    /// Handles every whole message in the inbox; true when a round trip ended (Sync, startup).
+    fn handle(&mut self) -> bool {
+        let mut round_trip = false;
+        loop {
+            if !self.started {
+                if self.inbox.len() < 4 || self.inbox.len() < pg_u32(&self.inbox, 0) as usize {
+                    return round_trip;
+                }
+                let len = pg_u32(&self.inbox, 0) as usize;
+                self.inbox.drain(..len);
+                self.started = true;
+                if self.server.password.is_some() {
+                    self.outbox.extend(pg_message(b'R', &3u32.to_be_bytes()));
+                } else {
+                    self.outbox.extend(pg_message(b'R', &0u32.to_be_bytes()));
+                    self.outbox.extend(pg_message(b'Z', b"I"));
+                }
+                round_trip = true;
+                continue;
+            }
+            if self.inbox.len() < 5 || self.inbox.len() < 1 + pg_u32(&self.inbox, 1) as usize {
+                return round_trip;
+            }
+            let len = pg_u32(&self.inbox, 1) as usize;
+            let message: Vec<u8> = self.inbox.drain(..1 + len).collect();
+            let (tag, body) = (message[0], &message[5..]);
+            match tag {
+                b'p' => {
+                    let (given, _) = pg_cstr(body, 0);
+                    if self.server.password.as_deref() == Some(given.as_str()) {
+                        self.outbox.extend(pg_message(b'R', &0u32.to_be_bytes()));
+                        self.outbox.extend(pg_message(b'Z', b"I"));
+                    } else {
+                        self.outbox.extend(pg_message(
+                            b'E',
+                            b"SFATAL\0C28P01\0Mpassword authentication failed\0\0",
+                        ));
+                    }
+                    round_trip = true;
+                }
+                b'P' => {
+                    let (_, at) = pg_cstr(body, 0);
+                    self.sql = pg_cstr(body, at).0;
+                    self.outbox.extend(pg_message(b'1', b""));
+                }
+                b'B' => {
+                    let (_, at) = pg_cstr(body, 0);
+                    let (_, mut at) = pg_cstr(body, at);
+                    at += 2 + 2 * pg_u16(body, at);
+                    let n = pg_u16(body, at);
+                    at += 2;
+                    self.params.clear();
+                    for _ in 0..n {
+                        let len = pg_u32(body, at) as usize;
+                        self.params.push(body[at + 4..at + 4 + len].to_vec());
+                        at += 4 + len;
+                    }
+                    self.outbox.extend(pg_message(b'2', b""));
+                }
+                b'E' => {
+                    let out = self.execute();
+                    self.outbox.extend(out);
+                }
+                b'S' => {
+                    self.outbox.extend(pg_message(b'Z', b"I"));
+                    round_trip = true;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn execute(&self) -> Vec<u8> {
+        let server = self.server;
+        let key = String::from_utf8_lossy(&self.params[0]).into_owned();
+        let now = server.clock.now.get();
+        if self.sql.starts_with("SELECT") {
+            server.statements.borrow_mut().push(format!("read {key}"));
+            let data = server.data.borrow();
+            match data.get(&key).filter(|(_, at)| *at > now) {
+                Some((v, _)) => {
+                    let mut row = 1u16.to_be_bytes().to_vec();
+                    row.extend_from_slice(&(v.len() as u32).to_be_bytes());
+                    row.extend_from_slice(v);
+                    let mut out = pg_message(b'D', &row);
+                    out.extend(pg_message(b'C', b"SELECT 1\0"));
+                    out
+                }
+                None => pg_message(b'C', b"SELECT 0\0"),
+            }
+        } else {
+            let ttl = f64::from_be_bytes(self.params[2].as_slice().try_into().unwrap());
+            server
+                .statements
+                .borrow_mut()
+                .push(format!("write {key} {} {ttl}", self.params[1].len()));
+            server
+                .data
+                .borrow_mut()
+                .insert(key, (self.params[1].clone(), now + ttl * 1000.0));
+            pg_message(b'C', b"INSERT 0 1\0")
+        }
+    }
+}
+
+#[async_trait(?Send)]
+impl<'a> Connector for &'a MockPostgres<'a> {
+    type Conn = MockPostgresConn<'a>;
+
+    async fn connect(
+        &self,
+        host: &str,
+        port: u16,
+        _tls: bool,
+    ) -> Result<MockPostgresConn<'a>, StoreError> {
+        self.clock
+            .server(|| self.connects.borrow_mut().push((host.into(), port)));
+        self.clock.advance(self.connect_ms);
+        Ok(MockPostgresConn {
+            server: self,
+            inbox: Vec::new(),
+            outbox: VecDeque::new(),
+            started: false,
+            sql: String::new(),
+            params: Vec::new(),
+        })
+    }
+}
+
+#[async_trait(?Send)]
+impl Connection for MockPostgresConn<'_> {
+    async fn write_all(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
+        let server = self.server;
+        let round_trip = server.clock.server(|| {
+            self.inbox.extend_from_slice(bytes);
+            self.handle()
+        });
+        if round_trip {
+            server.clock.advance(server.latency_ms);
+        }
+        Ok(())
+    }
+
+    async fn read(&mut self, buf: &mut [u8]) -> Result<usize, StoreError> {
+        if self.outbox.is_empty() {
+            return Ok(0);
+        }
+        let n = buf.len().min(self.outbox.len());
+        self.server.clock.server(|| {
+            for (b, v) in buf.iter_mut().zip(self.outbox.drain(..n)) {
+                *b = v;
+            }
+        });
+        Ok(n)
+    }
+
+    async fn close(&mut self) {
+        self.server.closed.set(self.server.closed.get() + 1);
+    }
+}

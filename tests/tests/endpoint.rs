@@ -6,12 +6,12 @@ use std::cell::{Cell, RefCell};
 
 use kvbench_core::params::Defaults;
 use kvbench_core::{
-    handle, Budget, Call, DenoKvStore, ErrorKind, Isolate, MetadataCache, RedisStore, RedisUrl,
-    Reply, Store, StoreError, StoreId, StoreList, UpstashStore, ValueGen,
+    handle, Budget, Call, DenoKvStore, ErrorKind, Isolate, MetadataCache, PgUrl, PostgresStore,
+    RedisStore, RedisUrl, Reply, Store, StoreError, StoreId, StoreList, UpstashStore, ValueGen,
 };
 use kvbench_tests::{
-    FakeClock, FakeTimer, Fault, MockBinding, MockDenoKv, MockKv, MockRedis, MockUpstash, Op,
-    Scripted,
+    FakeClock, FakeTimer, Fault, MockBinding, MockDenoKv, MockKv, MockPostgres, MockRedis,
+    MockUpstash, Op, Scripted,
 };
 use serde_json::Value;
 
@@ -19,11 +19,20 @@ const TOKEN: &str = "upstash-secret-token-4f2a9c";
 const BENCH_TOKEN: &str = "bench-secret-token-77b1e0";
 const DENO_TOKEN: &str = "deno-secret-token-0c4d12";
 const REDIS_PASSWORD: &str = "redis-secret-password-9e3b";
-const ALL: [&str; 8] = [
-    "kv", "upstash", "denokv", "do", "d1", "r2", "cache", "redis",
+const ALL: [&str; 10] = [
+    "kv",
+    "upstash",
+    "denokv",
+    "do",
+    "d1",
+    "r2",
+    "cache",
+    "redis",
+    "postgres",
+    "hyperdrive",
 ];
 /// The stores that take values over 64 KiB (all but Deno KV).
-const BIG: &str = "kv,upstash,do,d1,r2,cache,redis";
+const BIG: &str = "kv,upstash,do,d1,r2,cache,redis,postgres,hyperdrive";
 
 /// What each mock's read or write takes, ms.
 fn latency(store: &str) -> f64 {
@@ -36,12 +45,18 @@ fn latency(store: &str) -> f64 {
         "r2" => 11.0,
         "cache" => 2.0,
         "redis" => 4.0,
+        "postgres" => 6.0,
+        "hyperdrive" => 1.0,
         other => panic!("unknown store {other}"),
     }
 }
 
 /// Redis's setup: the connection (6 ms) and AUTH (one command, 4 ms).
 const REDIS_CONNECT_MS: f64 = 10.0;
+/// Postgres's: the connection (8 ms), the startup and the password (two round trips of 6 ms).
+const POSTGRES_CONNECT_MS: f64 = 20.0;
+/// Hyperdrive's: the connection to the pool (2 ms) and a startup without a password (1 ms).
+const HYPERDRIVE_CONNECT_MS: f64 = 3.0;
 
 struct World<'a> {
     clock: &'a FakeClock,
@@ -53,6 +68,8 @@ struct World<'a> {
     r2: MockBinding<'a>,
     cache: MockBinding<'a>,
     redis: MockRedis<'a>,
+    postgres: MockPostgres<'a>,
+    hyperdrive: MockPostgres<'a>,
     /// The isolate's KV Connect metadata, shared across calls like in the worker.
     deno_meta: MetadataCache,
     /// Stores whose binding is missing in this deployment.
@@ -77,6 +94,12 @@ impl<'a> World<'a> {
             r2: MockBinding::new(StoreId::R2, clock, latency("r2")),
             cache: MockBinding::new(StoreId::Cache, clock, latency("cache")),
             redis,
+            postgres: {
+                let mut pg = MockPostgres::new(clock, 8.0, latency("postgres"));
+                pg.password = Some(REDIS_PASSWORD.into());
+                pg
+            },
+            hyperdrive: MockPostgres::new(clock, 2.0, latency("hyperdrive")),
             deno_meta: MetadataCache::default(),
             unconfigured: RefCell::default(),
             gen: RefCell::new(ValueGen::from_seed([42; 32])),
@@ -91,8 +114,13 @@ impl<'a> World<'a> {
         self.redis.data = self.upstash.data.clone();
     }
 
+    /// A request to a deployment whose `STORES` lists every store.
     fn call(&self, query: &str) -> (u16, Value) {
-        self.call_with(query, None, None, Ok(Defaults::default()), true)
+        let defaults = Defaults {
+            stores: StoreId::ALL.to_vec(),
+            ..Defaults::default()
+        };
+        self.call_with(query, None, None, Ok(defaults), true)
     }
 
     fn call_with(
@@ -114,6 +142,20 @@ impl<'a> World<'a> {
         // Like the worker: a Redis store (and its connection) per request.
         let url = format!("redis://default:{REDIS_PASSWORD}@redis.mock:6379");
         let redis = RedisStore::new(RedisUrl::parse(&url).unwrap(), &self.redis);
+        // And the Postgres stores: a password for the direct one, none for the pool.
+        let pg_url =
+            format!("postgres://kvbench:{REDIS_PASSWORD}@pg.mock:5432/kvbench?sslmode=disable");
+        let postgres = PostgresStore::new(
+            PgUrl::parse(&pg_url, "POSTGRES_URL").unwrap(),
+            &self.postgres,
+            "Postgres",
+        );
+        let hd_url = "postgres://kvbench@hyperdrive.mock:5432/kvbench?sslmode=disable";
+        let hyperdrive = PostgresStore::new(
+            PgUrl::parse(hd_url, "BENCH_HYPERDRIVE").unwrap(),
+            &self.hyperdrive,
+            "Hyperdrive",
+        );
         let mut unconfigured = self.unconfigured.borrow().clone();
         if !upstash_configured {
             unconfigured.push(StoreId::Upstash);
@@ -127,6 +169,8 @@ impl<'a> World<'a> {
             (StoreId::R2, &self.r2),
             (StoreId::Cache, &self.cache),
             (StoreId::Redis, &redis),
+            (StoreId::Postgres, &postgres),
+            (StoreId::Hyperdrive, &hyperdrive),
         ]
         .into_iter()
         .map(|(id, store)| {
@@ -165,6 +209,8 @@ impl<'a> World<'a> {
         let Reply { status, body, .. } = futures::executor::block_on(async {
             let reply = handle(call, &stores, &isolate).await;
             redis.close().await;
+            postgres.close().await;
+            hyperdrive.close().await;
             reply
         });
         for secret in [TOKEN, BENCH_TOKEN, DENO_TOKEN, REDIS_PASSWORD, "data-token"] {
@@ -182,6 +228,8 @@ impl<'a> World<'a> {
                 .map(|m| m.calls.borrow().len())
                 .sum::<usize>()
             + self.redis.connects.borrow().len()
+            + self.postgres.connects.borrow().len()
+            + self.hyperdrive.connects.borrow().len()
     }
 
     /// The bytes a store holds for the benchmark key `key`.
@@ -200,6 +248,18 @@ impl<'a> World<'a> {
                 let encoded = format!("\x02{store_key}\x00").into_bytes();
                 self.denokv.data.borrow().get(&encoded).map(|e| e.0.clone())
             }
+            StoreId::Postgres => self
+                .postgres
+                .data
+                .borrow()
+                .get(&store_key)
+                .map(|e| e.0.clone()),
+            StoreId::Hyperdrive => self
+                .hyperdrive
+                .data
+                .borrow()
+                .get(&store_key)
+                .map(|e| e.0.clone()),
             StoreId::Redis => self
                 .redis
                 .data
@@ -794,6 +854,8 @@ fn deployed_clock_extras() -> Extras {
     // What each span's I/O took: the read and write latency, or the setup's.
     let io_ms = |store: &str, field: &str| match (store, field) {
         ("redis", "connect_ms") => REDIS_CONNECT_MS,
+        ("postgres", "connect_ms") => POSTGRES_CONNECT_MS,
+        ("hyperdrive", "connect_ms") => HYPERDRIVE_CONNECT_MS,
         (_, "connect_ms") => latency("denokv"),
         _ => latency(store),
     };
@@ -886,6 +948,11 @@ fn on_a_deployed_clock_every_span_is_the_io_alone() {
         "calibrated here: generating 64 KiB {generate_ms:.3} ms, copying 1 MiB {copy_big_ms:.3} \
          ms, 64 KiB {copy_small_ms:.3} ms"
     );
+    if std::env::var_os("KVBENCH_SPANS").is_some() {
+        for (i, name, field, first, extra) in &runs[0] {
+            eprintln!("{i} {name}.{field} first={first} {extra:.3}");
+        }
+    }
     for (k, (i, name, field, is_first, _)) in runs[0].iter().enumerate() {
         // The same span in every run (the order of a request is seeded, so it repeats).
         let least = runs

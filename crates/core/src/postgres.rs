@@ -202,9 +202,40 @@ impl<T: Connection> PgConn<T> {
         Ok(())
     }
 
-    /// The next whole message. Its length is checked before it is buffered: a server cannot
-    /// make the client hold more than [`MAX_MESSAGE`] bytes.
-    async fn message(&mut self) -> Result<Message, StoreError> {
+    /// The next message; a data row is only measured. Every length is checked before the
+    /// message is buffered: a server cannot make the client hold more than [`MAX_MESSAGE`]
+    /// bytes.
+    async fn next(&mut self) -> Result<Incoming, StoreError> {
+        let len = self.header().await?;
+        if self.buf.first() != Some(&b'D') {
+            return self.message(len).await.map(Incoming::Message);
+        }
+        // A data row's bytes are counted, never copied (a deployed clock would charge the CPU
+        // of buffering a 1 MiB row to the read): its column count and first column's length,
+        // then the rest skipped.
+        while self.buf.len() < 11 {
+            self.fill().await?;
+        }
+        let mut head = [0u8; 6];
+        head.copy_from_slice(self.buf.get(5..11).unwrap_or(&[0; 6]));
+        let [c0, c1, l0, l1, l2, l3] = head;
+        let columns = u16::from_be_bytes([c0, c1]);
+        let column = i32::from_be_bytes([l0, l1, l2, l3]);
+        let value = match (columns, usize::try_from(column)) {
+            (1, Ok(n)) if n + 10 == len => Some(n),
+            (1, Err(_)) if column == -1 && len == 10 => None,
+            _ => {
+                return Err(protocol(
+                    "a data row whose lengths do not add up, or not one column",
+                ))
+            }
+        };
+        self.skip(len + 1).await?;
+        Ok(Incoming::Row(value))
+    }
+
+    /// The next message's length (after its tag), once its 5-byte header is buffered.
+    async fn header(&mut self) -> Result<usize, StoreError> {
         loop {
             if let Some(header) = self.buf.get(..5) {
                 let mut len = [0u8; 4];
@@ -223,15 +254,45 @@ impl<T: Connection> PgConn<T> {
                         MAX_MESSAGE >> 20
                     )));
                 }
-                if self.buf.len() > len {
-                    return match Message::parse(&mut self.buf) {
-                        Ok(Some(message)) => Ok(message),
-                        Ok(None) => Err(protocol("a message cut short")),
-                        Err(e) => Err(protocol(format!("not PostgreSQL's protocol: {e}"))),
-                    };
-                }
+                return Ok(len);
             }
             self.fill().await?;
+        }
+    }
+
+    /// Consumes `n` bytes without keeping them, reusing the buffer.
+    async fn skip(&mut self, mut n: usize) -> Result<(), StoreError> {
+        loop {
+            let have = self.buf.len().min(n);
+            self.buf.advance(have);
+            n -= have;
+            if n == 0 {
+                return Ok(());
+            }
+            self.buf.clear();
+            self.fill().await?;
+        }
+    }
+
+    /// The whole message of length `len` (its header buffered), parsed.
+    async fn message(&mut self, len: usize) -> Result<Message, StoreError> {
+        loop {
+            if self.buf.len() > len {
+                return match Message::parse(&mut self.buf) {
+                    Ok(Some(message)) => Ok(message),
+                    Ok(None) => Err(protocol("a message cut short")),
+                    Err(e) => Err(protocol(format!("not PostgreSQL's protocol: {e}"))),
+                };
+            }
+            self.fill().await?;
+        }
+    }
+
+    /// The next message, which may not be a data row (during the startup).
+    async fn startup_message(&mut self) -> Result<Message, StoreError> {
+        match self.next().await? {
+            Incoming::Message(m) => Ok(m),
+            Incoming::Row(_) => Err(protocol("a data row during the startup")),
         }
     }
 
@@ -244,6 +305,13 @@ impl<T: Connection> PgConn<T> {
         self.buf.advance(1);
         Ok(b)
     }
+}
+
+/// What the server sent next: a data row, measured (its one column's length, `None` for
+/// NULL), or any other message.
+enum Incoming {
+    Row(Option<usize>),
+    Message(Message),
 }
 
 /// A query's outcome, read to its `ReadyForQuery`.
@@ -401,7 +469,7 @@ impl<C: Connector> PostgresStore<C> {
         conn.io.write_all(&out).await?;
         let mut scram: Option<ScramSha256> = None;
         loop {
-            let reply = match conn.message().await? {
+            let reply = match conn.startup_message().await? {
                 Message::AuthenticationOk
                 | Message::ParameterStatus(_)
                 | Message::BackendKeyData(_)
@@ -497,19 +565,19 @@ impl<C: Connector> PostgresStore<C> {
         conn.io.write_all(request).await?;
         let mut out = Outcome::default();
         loop {
-            match conn.message().await? {
+            let message = match conn.next().await? {
+                Incoming::Row(value) => {
+                    out.rows.push(value);
+                    continue;
+                }
+                Incoming::Message(m) => m,
+            };
+            match message {
                 Message::ParseComplete
                 | Message::BindComplete
                 | Message::NoticeResponse(_)
                 | Message::ParameterStatus(_)
                 | Message::NoData => {}
-                Message::DataRow(row) => {
-                    let mut ranges = row.ranges();
-                    let first = ranges
-                        .next()
-                        .map_err(|e| protocol(format!("a data row: {e}")))?;
-                    out.rows.push(first.flatten().map(|r| r.len()));
-                }
                 Message::CommandComplete(body) => {
                     out.tag = Some(body.tag().map(str::to_string).unwrap_or_default());
                 }
