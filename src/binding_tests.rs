@@ -305,7 +305,7 @@ async fn reads_copy_no_value_into_wasm_inside_their_span() {
     // Upstash over fetch: the body stays a JS ArrayBuffer through the read (no copy inside a
     // span, none held in wasm while the next stores run). A hit is sized from its shape and
     // length (15 bytes copied), except one in FULL_CHECK_EVERY, whose 4/3 base64 is copied into
-    // wasm and checked byte for byte when the probe sizes it, after every span.
+    // wasm and checked byte for byte when the measurement sizes it, after every span.
     if let Ok(upstash) = crate::bindings::upstash_store(&env()) {
         let key = unique_key("copy-upstash");
         write(&upstash, &key, &value(MIB), 60).await.unwrap();

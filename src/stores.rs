@@ -19,7 +19,7 @@ type Entry<S> = Result<S, StoreError>;
 
 /// A binding's write prepared before the request's first timed span (`Store::encode_put`): the
 /// JS object the call takes, built while no span is open, then taken by `put`. When `put` runs
-/// without it (a store used outside the probe), it is built then.
+/// without it (a store used outside a measurement), it is built then.
 pub struct Prepared<T>(std::cell::RefCell<Option<T>>);
 
 impl<T> Default for Prepared<T> {
@@ -157,7 +157,7 @@ impl StoreSet for Stores<'_> {
     }
 }
 
-/// A store as the probe takes it: the store, or why it is not configured.
+/// A store as the measurement takes it: the store, or why it is not configured.
 fn entry<S: Store>(store: &Result<S, StoreError>) -> Result<&dyn Store, StoreError> {
     store
         .as_ref()

@@ -4,7 +4,7 @@
 //!
 //! A deployed worker's clock only moves at I/O (workerd syncs it when control re-enters the
 //! isolate; timers cannot refresh it, see README), so CPU spent between two store calls is counted
-//! in the next call's time. The probe therefore keeps CPU out of the gaps: the value is generated
+//! in the next call's time. The measurement therefore keeps CPU out of the gaps: the value is generated
 //! after the previous request's last I/O (`ValueGen::prepare`), every write body is encoded before
 //! the first span, and decoding a hit is deferred until the last span is over.
 
@@ -44,7 +44,7 @@ impl StoreSet for StoreList<'_> {
     }
 }
 
-/// Per-isolate state the probe needs. The generator sits in a `RefCell` because one isolate may
+/// Per-isolate state a measurement needs. The generator sits in a `RefCell` because one isolate may
 /// interleave several requests: it is only borrowed between awaits, never across one.
 pub struct Isolate<'a> {
     pub gen: &'a RefCell<ValueGen>,
@@ -68,7 +68,7 @@ struct Measured {
 }
 
 /// Runs one measurement. Never fails: every store failure is data in the answer.
-pub async fn probe(
+pub async fn measure(
     params: &Params,
     stores: &dyn StoreSet,
     isolate: &Isolate<'_>,
@@ -107,7 +107,7 @@ pub async fn probe(
                 pending: None,
             },
             Ok(store) => {
-                let (result, pending) = measure(
+                let (result, pending) = measure_store(
                     params,
                     isolate,
                     &deadlines,
@@ -193,7 +193,7 @@ fn decoded(mut answer: Answer, measured: Vec<Measured>) -> Answer {
 /// One store: setup if due, the read, and on a miss the write of `body`. Returns the result and
 /// the decoding of a hit, still to run.
 #[allow(clippy::too_many_arguments)]
-async fn measure(
+async fn measure_store(
     params: &Params,
     isolate: &Isolate<'_>,
     deadlines: &Deadlines<'_>,
