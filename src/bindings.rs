@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use kvbench_core::http::{Body, OutsideBody, Prepared};
+use kvbench_core::http::{Body, OutsideBody, PreparedBody};
 use kvbench_core::params::ParamError;
 use kvbench_core::spec::env::{
     BENCH_KV as KV_BINDING, DENO_KV_ACCESS_TOKEN, DENO_KV_URL,
@@ -380,12 +380,14 @@ impl HttpTransport for FetchTransport {
         })
     }
 
-    fn prepare(&self, body: &[u8]) -> Option<Prepared> {
-        Some(Prepared(std::rc::Rc::new(js_sys::Uint8Array::from(body))))
+    fn prepare(&self, body: &[u8]) -> Option<PreparedBody> {
+        Some(PreparedBody(std::rc::Rc::new(js_sys::Uint8Array::from(
+            body,
+        ))))
     }
 
-    fn prepare_value(&self, value: &Value) -> Option<Prepared> {
-        Some(Prepared(std::rc::Rc::new(
+    fn prepare_value(&self, value: &Value) -> Option<PreparedBody> {
+        Some(PreparedBody(std::rc::Rc::new(
             crate::stores::JsCopy::of(value).bytes,
         )))
     }

@@ -323,7 +323,7 @@ fn decode_error(op: &str, e: &prost::DecodeError) -> StoreError {
 /// A request body for [`KvConnect`]'s data path: bytes, or taken by the transport beforehand.
 pub enum Payload {
     Bytes(Vec<u8>),
-    Prepared(crate::http::Prepared),
+    Prepared(crate::http::PreparedBody),
 }
 
 /// A `snapshot_read` answer as it came (its body may still be outside wasm), decoded by
