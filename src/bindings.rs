@@ -115,7 +115,7 @@ pub fn seeded_gen() -> ValueGen {
 pub struct KvBinding {
     namespace: KvNamespace,
     /// The write's value as a JS copy, taken before the first span (`encode_put`).
-    write: crate::stores::Prepared<js_sys::Uint8Array>,
+    write: crate::stores::PreparedWrite<js_sys::Uint8Array>,
 }
 
 #[wasm_bindgen::prelude::wasm_bindgen]

@@ -9,14 +9,14 @@ use kvbench_core::{ErrorKind, Store, StoreError, Value};
 use worker::{Cache, Response};
 
 use crate::bindings::{body_len, js_text, runtime};
-use crate::stores::Prepared;
+use crate::stores::PreparedWrite;
 
 pub struct CacheBinding {
     cache: Cache,
     /// The request's origin: cache keys live on it.
     origin: String,
     /// The write's response, built before the first span (it holds a copy of the value).
-    write: Prepared<Response>,
+    write: PreparedWrite<Response>,
 }
 
 impl CacheBinding {
@@ -31,7 +31,7 @@ impl CacheBinding {
         Ok(CacheBinding {
             cache: Cache::default(),
             origin: url.origin().ascii_serialization(),
-            write: Prepared::default(),
+            write: PreparedWrite::default(),
         })
     }
 

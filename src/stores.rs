@@ -20,15 +20,15 @@ type Entry<S> = Result<S, StoreError>;
 /// A binding's write prepared before the request's first timed span (`Store::encode_put`): the
 /// JS object the call takes, built while no span is open, then taken by `put`. When `put` runs
 /// without it (a store used outside a measurement), it is built then.
-pub struct Prepared<T>(std::cell::RefCell<Option<T>>);
+pub struct PreparedWrite<T>(std::cell::RefCell<Option<T>>);
 
-impl<T> Default for Prepared<T> {
+impl<T> Default for PreparedWrite<T> {
     fn default() -> Self {
-        Prepared(std::cell::RefCell::new(None))
+        PreparedWrite(std::cell::RefCell::new(None))
     }
 }
 
-impl<T> Prepared<T> {
+impl<T> PreparedWrite<T> {
     pub fn set(&self, value: T) {
         *self.0.borrow_mut() = Some(value);
     }
