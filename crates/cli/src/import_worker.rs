@@ -30,7 +30,7 @@ use tower_service::Service as _;
 use crate::attack::{connector, error_chain, host_header};
 use crate::report::Report;
 use kvbench_report::answer::shorten;
-use kvbench_report::kept::{timeline_interval, Aggregate, Kept, Source};
+use kvbench_report::kept::{timeline_interval, Aggregate, Kept, Provenance};
 use kvbench_report::print::text::tty;
 use kvbench_wire::stream::{Ending, Item, Reader};
 
@@ -603,7 +603,7 @@ fn build(
     if resumed > 0 {
         eprintln!("kvbench: the stream was resumed {resumed} time(s); every answer was read once");
     }
-    let source = Source {
+    let source = Provenance {
         url: w.shown_url(),
         engine: match w.archive {
             Archive::Probes => "probes",

@@ -9,7 +9,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use kvbench_report::kept::{Aggregate, Kept, Source};
+use kvbench_report::kept::{Aggregate, Kept, Provenance};
 
 struct Counting;
 static NOW: AtomicUsize = AtomicUsize::new(0);
@@ -111,7 +111,7 @@ fn main() {
             answers += 1;
         }
     }
-    let source = Source {
+    let source = Provenance {
         url: "https://kvbench.example".into(),
         engine: "probes".into(),
         read_from: "synthetic".into(),

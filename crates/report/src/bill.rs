@@ -215,7 +215,7 @@ mod tests {
     use kvbench_wire::kept::Kept;
 
     use super::*;
-    use crate::kept::{Aggregate, Source};
+    use crate::kept::{Aggregate, Provenance};
 
     /// A kept line of `label` with a `kv` hit and a `redis` miss that wrote.
     fn line(seq: i64, t_ms: i64, label: &str, cold: bool) -> String {
@@ -229,7 +229,7 @@ mod tests {
         for l in lines {
             a.push(&Kept::parse(l.as_bytes()).unwrap());
         }
-        let source = Source {
+        let source = Provenance {
             url: "https://w".into(),
             engine: "probes".into(),
             read_from: "https://w/probes/answers".into(),
