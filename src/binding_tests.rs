@@ -399,7 +399,7 @@ async fn writes_copy_no_value_out_of_wasm_inside_their_span() {
     );
 }
 
-/// One JS copy of a value (`stores::JsCopy`, kept with the value) serves every write of it, in
+/// One JS copy of a value (`prepared::JsCopy`, kept with the value) serves every write of it, in
 /// every request that reuses it: written through KV, the Durable Object, R2, the Cache API and
 /// Upstash by one request's stores, then again under another key by a second request's, each
 /// store holds every byte of it — none of them detached or consumed the buffer the next was given.
@@ -408,7 +408,7 @@ async fn one_js_copy_of_the_value_serves_every_write() {
     let origin = worker::Url::parse("https://kvbench.example.com/test").unwrap();
     let meta = kvbench_core::MetadataCache::default();
     let v = value(300_000);
-    let copy = crate::stores::JsCopy::of(&v).bytes;
+    let copy = crate::prepared::JsCopy::of(&v).bytes;
     let ids = [
         kvbench_core::StoreId::Kv,
         kvbench_core::StoreId::Do,
@@ -426,7 +426,7 @@ async fn one_js_copy_of_the_value_serves_every_write() {
         }
     }
     assert!(
-        js_sys::Object::is(&copy, &crate::stores::JsCopy::of(&v).bytes),
+        js_sys::Object::is(&copy, &crate::prepared::JsCopy::of(&v).bytes),
         "the value kept its one copy"
     );
     assert_eq!(copy.length() as usize, v.len(), "and the copy is whole");

@@ -115,7 +115,7 @@ pub fn seeded_gen() -> ValueGen {
 pub struct KvBinding {
     namespace: KvNamespace,
     /// The write's value as a JS copy, taken before the first span (`encode_put`).
-    write: crate::stores::PreparedWrite<js_sys::Uint8Array>,
+    write: crate::prepared::PreparedWrite<js_sys::Uint8Array>,
 }
 
 #[wasm_bindgen::prelude::wasm_bindgen]
@@ -262,7 +262,7 @@ impl Store for KvBinding {
     }
 
     fn encode_put(&self, _key: &str, value: &Value, _ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        self.write.set(crate::stores::JsCopy::of(value).bytes);
+        self.write.set(crate::prepared::JsCopy::of(value).bytes);
         Ok(Vec::new())
     }
 
@@ -388,7 +388,7 @@ impl HttpTransport for FetchTransport {
 
     fn prepare_value(&self, value: &Value) -> Option<PreparedBody> {
         Some(PreparedBody(std::rc::Rc::new(
-            crate::stores::JsCopy::of(value).bytes,
+            crate::prepared::JsCopy::of(value).bytes,
         )))
     }
 }

@@ -9,7 +9,7 @@ use kvbench_core::{ErrorKind, Store, StoreError, Value};
 use worker::{Cache, Response};
 
 use crate::bindings::{body_len, js_text, runtime};
-use crate::stores::PreparedWrite;
+use crate::prepared::PreparedWrite;
 
 pub struct CacheBinding {
     cache: Cache,
@@ -65,8 +65,10 @@ impl Store for CacheBinding {
     }
 
     fn encode_put(&self, _key: &str, value: &Value, ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        self.write
-            .set(Self::entry(&crate::stores::JsCopy::of(value).bytes, ttl_s)?);
+        self.write.set(Self::entry(
+            &crate::prepared::JsCopy::of(value).bytes,
+            ttl_s,
+        )?);
         Ok(Vec::new())
     }
 

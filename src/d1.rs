@@ -14,7 +14,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use worker::{D1Database, D1DatabaseSession, D1PreparedStatement, Env};
 
 use crate::bindings::{missing_binding, runtime, JsClock};
-use crate::stores::PreparedWrite;
+use crate::prepared::PreparedWrite;
 
 pub struct D1Binding {
     db: D1Database,
@@ -99,7 +99,7 @@ impl Store for D1Binding {
     }
 
     fn encode_put(&self, _key: &str, value: &Value, _ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        let text = crate::stores::JsCopy::of(value).text(|| {
+        let text = crate::prepared::JsCopy::of(value).text(|| {
             let text = match value.plain_str() {
                 Some(text) => text,
                 None => std::str::from_utf8(value.bytes())

@@ -16,7 +16,7 @@ use worker::durable::{ObjectNamespace, ScheduledTime, State, Stub};
 use worker::{durable_object, DurableObject, Env, Request, Response};
 
 use crate::bindings::{body_len, js_text, missing_binding, runtime};
-use crate::stores::{JsCopy, PreparedWrite};
+use crate::prepared::{JsCopy, PreparedWrite};
 
 /// The worker's side: one stub `fetch` per read or write.
 pub struct DoBinding {

@@ -22,6 +22,7 @@ mod durable;
 mod js_strings;
 mod kept_table;
 mod microtasks;
+mod prepared;
 mod probe_routes;
 mod probes;
 mod r2;

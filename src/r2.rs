@@ -16,7 +16,7 @@ use worker::worker_sys::{R2Bucket, R2ObjectBody};
 use worker::Env;
 
 use crate::bindings::{js_text, missing_binding, JsClock};
-use crate::stores::PreparedWrite;
+use crate::prepared::PreparedWrite;
 
 /// The custom metadata field holding an object's expiry, epoch milliseconds.
 pub const EXPIRES_AT: &str = "expires-at-ms";
@@ -81,7 +81,7 @@ impl Store for R2Binding {
     }
 
     fn encode_put(&self, _key: &str, value: &Value, _ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        self.value.set(crate::stores::JsCopy::of(value).bytes);
+        self.value.set(crate::prepared::JsCopy::of(value).bytes);
         Ok(Vec::new())
     }
 
