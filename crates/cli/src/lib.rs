@@ -13,10 +13,11 @@
 
 // The report, its aggregation, cost and printers live in `kvbench-report` (shared with the report
 // worker); re-exported so `kvbench::report` and friends keep their paths.
-pub use kvbench_report::{answer, batch, collect, cost, hist, print, report, sample};
+pub use kvbench_report::{answer, collect, cost, hist, print, report, sample};
 
 pub mod args;
 pub mod attack;
+pub mod batch;
 pub mod import;
 pub mod import_worker;
 pub mod pacer;

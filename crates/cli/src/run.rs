@@ -79,8 +79,7 @@ impl Folding {
         results.take(&mut self.batch);
         for hit in &self.batch.hits {
             let read = batch::read(hit.ending, self.batch.text(hit));
-            self.collector
-                .record_read(hit.intended_us, hit.latency_us, &read);
+            batch::record(&mut self.collector, hit.intended_us, hit.latency_us, &read);
             if hit.retried {
                 self.collector.record_retried();
             }

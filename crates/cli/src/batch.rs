@@ -6,8 +6,9 @@
 use std::ops::Range;
 use std::sync::{Mutex, MutexGuard};
 
-use crate::answer::{AnswerError, AnswerRef};
-use crate::sample::FailureKind;
+use kvbench_report::answer::{AnswerError, AnswerRef};
+use kvbench_report::collect::Collector;
+use kvbench_report::sample::FailureKind;
 
 /// How one request ended, before the collector reads its body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,7 +28,7 @@ pub struct Hit {
     pub latency_us: u64,
     pub ending: Ending,
     /// Sent a second time, on a new connection, after the connection it was first sent on
-    /// (one that had waited idle) failed before any byte of an answer (see `kvbench::attack`).
+    /// (one that had waited idle) failed before any byte of an answer (see [`crate::attack`]).
     pub retried: bool,
     /// Where the body or reason is in [`Batch::text`].
     pub text: Range<usize>,
@@ -98,8 +99,8 @@ impl Detail<'_> {
     pub fn describe(&self) -> String {
         match self {
             Detail::Reason(text) => String::from_utf8_lossy(text).into_owned(),
-            Detail::ErrorBody(body) => crate::answer::describe_error_body(body),
-            Detail::Malformed(e) => crate::answer::shorten(&e.to_string()),
+            Detail::ErrorBody(body) => kvbench_report::answer::describe_error_body(body),
+            Detail::Malformed(e) => kvbench_report::answer::shorten(&e.to_string()),
         }
     }
 }
@@ -108,7 +109,7 @@ impl Detail<'_> {
 /// status is a failure of that status.
 pub fn read(ending: Ending, text: &[u8]) -> Read<'_> {
     match ending {
-        Ending::Answered(200) => match crate::answer::parse_ref(text) {
+        Ending::Answered(200) => match kvbench_report::answer::parse_ref(text) {
             Ok(a) => Read::Answer(a),
             Err(e) => Read::Failure(FailureKind::Malformed, Detail::Malformed(e)),
         },
@@ -116,6 +117,16 @@ pub fn read(ending: Ending, text: &[u8]) -> Read<'_> {
             Read::Failure(FailureKind::Status(status), Detail::ErrorBody(text))
         }
         Ending::Failed(kind) => Read::Failure(kind, Detail::Reason(text)),
+    }
+}
+
+/// Records one result, as `read` reads it, in `collector`.
+pub fn record(collector: &mut Collector, intended_us: u64, latency_us: u64, read: &Read<'_>) {
+    match read {
+        Read::Answer(a) => collector.record_answer_ref(intended_us, latency_us, a),
+        Read::Failure(kind, detail) => {
+            collector.record_failure(intended_us, latency_us, *kind, || detail.describe())
+        }
     }
 }
 
