@@ -49,8 +49,8 @@ pub struct PriceArgs {
 
 impl PriceArgs {
     /// What the cost must assume about the deployment.
-    pub fn deployment(&self) -> crate::cost::Deployment {
-        crate::cost::Deployment {
+    pub fn deployment(&self) -> kvbench_report::cost::Deployment {
+        kvbench_report::cost::Deployment {
             redis_db: self.redis_db,
         }
     }
@@ -322,7 +322,7 @@ impl Interval {
     /// The interval for a run of `duration`.
     pub fn for_run(self, duration: Duration) -> Duration {
         match self {
-            Interval::Auto => crate::collect::auto_interval(duration),
+            Interval::Auto => kvbench_report::collect::auto_interval(duration),
             Interval::Fixed(d) => d,
         }
     }

@@ -28,10 +28,10 @@ use tokio::time::Instant;
 use tower_service::Service as _;
 
 use crate::attack::{connector, error_chain, host_header};
-use crate::report::Report;
 use kvbench_report::answer::shorten;
 use kvbench_report::kept::{timeline_interval, Aggregate, Kept, Provenance};
 use kvbench_report::print::text::tty;
+use kvbench_report::report::Report;
 use kvbench_wire::stream::{Ending, Item, Reader};
 
 /// Whose kept answers to pull.

@@ -17,7 +17,7 @@ use tokio::task::JoinHandle;
 
 use crate::attack::{Attacker, Conn};
 use crate::batch::{self, Ending};
-use crate::sample::FailureKind;
+use kvbench_report::sample::FailureKind;
 
 /// After the schedule ends and every request got its own timeout, allow this much more.
 const DRAIN_SLACK: Duration = Duration::from_secs(1);

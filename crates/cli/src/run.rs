@@ -17,15 +17,15 @@ use tokio::task::JoinHandle;
 
 use crate::attack::Attacker;
 use crate::batch::{self, Batch, Read};
-use crate::collect::Collector;
-use crate::hist::Hist;
 use crate::pacer::Pacer;
 use crate::pool::{InFlight, Queue, Shared};
 use crate::progress::Progress;
-use crate::report::{Report, RunInfo};
-use crate::sample;
 use crate::shard::{self, Shard};
 use crate::signal::Sigints;
+use kvbench_report::collect::Collector;
+use kvbench_report::hist::Hist;
+use kvbench_report::report::{Report, RunInfo};
+use kvbench_report::sample;
 
 /// How often the collector takes the results that arrived (and the cost of a result waiting).
 const COLLECT_EVERY: Duration = Duration::from_millis(10);

@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use kvbench::answer::{parse, parse_ref, StoreResult};
 use kvbench::batch::{self, Ending, Read};
+use kvbench_report::answer::{parse, parse_ref, StoreResult};
 use kvbench_wire::answer::Op;
 use serde_json::Value;
 
