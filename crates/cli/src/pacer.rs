@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::batch::{self, Ending};
+use crate::batch::{self, RequestEnd};
 use crate::pool::{Job, Queue};
 use crate::timer::Timer;
 use kvbench_report::hist::Hist;
@@ -178,7 +178,7 @@ pub async fn release(
                 out.push(
                     job.intended_us,
                     0,
-                    Ending::Failed(FailureKind::NotSent),
+                    RequestEnd::Failed(FailureKind::NotSent),
                     refused.as_bytes(),
                 );
             }
