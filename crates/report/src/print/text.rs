@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use crate::hist::fmt_ms;
-use crate::report::{Estimate, Quantiles, Report, Section, Summary};
+use crate::report::{Estimate, Quantiles, Report, Section, Summary, UnitLine};
 use crate::sample::Side;
 
 /// A string from the data (store, colo, label, URL, error text) as the terminal may show it:
@@ -446,26 +446,7 @@ pub fn render_cost(e: &Estimate, out: &mut impl Write) -> io::Result<()> {
             tty(&l.plan),
             tty(&l.as_of)
         )?;
-        for u in &l.units {
-            let included = if u.included_per_month > 0.0 {
-                format!(
-                    " beyond {} a month included ({:.0} of {:.0} billed)",
-                    u.included_per_month, u.billed_units, u.monthly_units
-                )
-            } else {
-                String::new()
-            };
-            writeln!(
-                out,
-                "         {:.3} {}/req {}{included}",
-                u.per_request,
-                tty(&u.unit),
-                u.per_million.map_or(
-                    "(not in the price table: priced at 0)".to_string(),
-                    |p| format!("x ${p} per million")
-                )
-            )?;
-        }
+        unit_lines(&l.units, out)?;
     }
     let failed: Vec<String> = e
         .lines
@@ -498,6 +479,31 @@ pub fn render_cost(e: &Estimate, out: &mut impl Write) -> io::Result<()> {
     }
     if e.lines.is_empty() {
         writeln!(out, "  (no priced store in this report)")?;
+    }
+    Ok(())
+}
+
+/// A cost line's units, one line each: how many per request and their price.
+fn unit_lines(units: &[UnitLine], out: &mut impl Write) -> io::Result<()> {
+    for u in units {
+        let included = if u.included_per_month > 0.0 {
+            format!(
+                " beyond {} a month included ({:.0} of {:.0} billed)",
+                u.included_per_month, u.billed_units, u.monthly_units
+            )
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "         {:.3} {}/req {}{included}",
+            u.per_request,
+            tty(&u.unit),
+            u.per_million.map_or(
+                "(not in the price table: priced at 0)".to_string(),
+                |p| format!("x ${p} per million")
+            )
+        )?;
     }
     Ok(())
 }
