@@ -148,14 +148,15 @@ fn share(n: u64, parts: u64, index: u64) -> u64 {
     n / parts + u64::from(index < n % parts)
 }
 
-/// Runs the load and returns this run's report (partial when interrupted).
-pub async fn run(cfg: RunConfig, mut progress: Progress) -> anyhow::Result<Report> {
-    let schedule = Pacer::new(cfg.rate, cfg.duration).context("--rate/--duration")?;
-    // Every thread needs a connection of its own.
-    let threads = cfg.threads.clamp(1, cfg.connections.max(1));
-    let attacker = Arc::new(Attacker::new(&cfg.url, &cfg.headers)?);
-    let in_flight = Arc::new(InFlight::new(cfg.max_in_flight));
-    let shards: Vec<Arc<Shared>> = (0..threads)
+/// Each thread's shard state: the one attacker, its share of the connections' queue (all
+/// under one `in_flight` bound), its own results buffer.
+fn shared_per_thread(
+    cfg: &RunConfig,
+    threads: u64,
+    attacker: &Arc<Attacker>,
+    in_flight: &Arc<InFlight>,
+) -> Vec<Arc<Shared>> {
+    (0..threads)
         .map(|i| {
             Arc::new(Shared {
                 attacker: attacker.clone(),
@@ -167,7 +168,17 @@ pub async fn run(cfg: RunConfig, mut progress: Progress) -> anyhow::Result<Repor
                 timeout: cfg.timeout,
             })
         })
-        .collect();
+        .collect()
+}
+
+/// Runs the load and returns this run's report (partial when interrupted).
+pub async fn run(cfg: RunConfig, mut progress: Progress) -> anyhow::Result<Report> {
+    let schedule = Pacer::new(cfg.rate, cfg.duration).context("--rate/--duration")?;
+    // Every thread needs a connection of its own.
+    let threads = cfg.threads.clamp(1, cfg.connections.max(1));
+    let attacker = Arc::new(Attacker::new(&cfg.url, &cfg.headers)?);
+    let in_flight = Arc::new(InFlight::new(cfg.max_in_flight));
+    let shards = shared_per_thread(&cfg, threads, &attacker, &in_flight);
     let folding = Folding {
         collector: Collector::new(cfg.interval, cfg.timeout)
             .with_max_concurrent(cfg.max_concurrent),
