@@ -139,17 +139,28 @@ pub async fn measure(
         Answer::new(key, isolate.colo.clone(), isolate.requests),
         measured,
     );
+    refill(params, isolate, visit, value, wrote);
+    answer
+}
+
+/// After the last span: the value goes back to the isolate's pool unless a store wrote it, and
+/// values for the next requests are made, as many as this isolate has had in flight at once —
+/// only while no other request is in flight: otherwise this CPU would land in their open spans.
+fn refill(
+    params: &Params,
+    isolate: &Isolate<'_>,
+    visit: &crate::in_flight::Visit<'_>,
+    value: crate::Value,
+    wrote: bool,
+) {
     let mut gen = isolate.gen.borrow_mut();
     if !wrote {
         gen.keep(params.min_bytes, params.max_bytes, value);
     }
-    // Values for the next requests, as many as this isolate has had in flight at once — only
-    // while no other request is in flight: otherwise this CPU would land in their open spans.
     if visit.alone() {
         let want = isolate.in_flight.peak() as usize;
         gen.prepare(params.min_bytes, params.max_bytes, want);
     }
-    answer
 }
 
 /// The request's key, its store order and the value a miss writes (the same bytes for every store).
