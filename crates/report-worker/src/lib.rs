@@ -222,7 +222,7 @@ async fn bill(mut req: Request, _ctx: RouteContext<()>) -> Result<Response> {
         }
         Err(Refusal(status, e)) => return Response::error(e, status),
     };
-    let fleet = kvbench_report::bill::Probes {
+    let fleet = kvbench_report::bill::ProbeUsage {
         points: probes,
         every_s,
         stored_s,
