@@ -69,7 +69,7 @@ const TARGET = withQuery(URL_BASE, QUERY);
 const WORKER_TIMEOUT_MS = 10000;
 const WORKER_DEFAULT_STORES = 8;
 const CALLS_PER_STORE = 4;
-const DRAIN_MAX_MS = 5000; // kvbench_core::probe::DRAIN_MAX_MS
+const DRAIN_MAX_MS = 5000; // kvbench_core::measure::DRAIN_MAX_MS
 function worstCaseTimeoutMs(url) {
   const at = url.indexOf('?');
   const pairs = (at < 0 ? '' : url.slice(at + 1)).split('&').map((p) => {

@@ -305,7 +305,7 @@ async fn reads_copy_no_value_into_wasm_inside_their_span() {
     // Upstash over fetch: the body stays a JS ArrayBuffer through the read (no copy inside a
     // span, none held in wasm while the next stores run). A hit is sized from its shape and
     // length (15 bytes copied), except one in FULL_CHECK_EVERY, whose 4/3 base64 is copied into
-    // wasm and checked byte for byte when the probe sizes it, after every span.
+    // wasm and checked byte for byte when the measurement sizes it, after every span.
     if let Ok(upstash) = crate::bindings::upstash_store(&env()) {
         let key = unique_key("copy-upstash");
         write(&upstash, &key, &value(MIB), 60).await.unwrap();
@@ -399,7 +399,7 @@ async fn writes_copy_no_value_out_of_wasm_inside_their_span() {
     );
 }
 
-/// One JS copy of a value (`stores::JsCopy`, kept with the value) serves every write of it, in
+/// One JS copy of a value (`prepared::JsCopy`, kept with the value) serves every write of it, in
 /// every request that reuses it: written through KV, the Durable Object, R2, the Cache API and
 /// Upstash by one request's stores, then again under another key by a second request's, each
 /// store holds every byte of it — none of them detached or consumed the buffer the next was given.
@@ -408,7 +408,7 @@ async fn one_js_copy_of_the_value_serves_every_write() {
     let origin = worker::Url::parse("https://kvbench.example.com/test").unwrap();
     let meta = kvbench_core::MetadataCache::default();
     let v = value(300_000);
-    let copy = crate::stores::JsCopy::of(&v).bytes;
+    let copy = crate::prepared::JsCopy::of(&v).bytes;
     let ids = [
         kvbench_core::StoreId::Kv,
         kvbench_core::StoreId::Do,
@@ -426,7 +426,7 @@ async fn one_js_copy_of_the_value_serves_every_write() {
         }
     }
     assert!(
-        js_sys::Object::is(&copy, &crate::stores::JsCopy::of(&v).bytes),
+        js_sys::Object::is(&copy, &crate::prepared::JsCopy::of(&v).bytes),
         "the value kept its one copy"
     );
     assert_eq!(copy.length() as usize, v.len(), "and the copy is whole");

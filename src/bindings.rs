@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use kvbench_core::http::{Body, OutsideBody, Prepared};
+use kvbench_core::http::{Body, OutsideBody, PreparedBody};
 use kvbench_core::params::ParamError;
 use kvbench_core::spec::env::{
     BENCH_KV as KV_BINDING, DENO_KV_ACCESS_TOKEN, DENO_KV_URL,
@@ -115,7 +115,7 @@ pub fn seeded_gen() -> ValueGen {
 pub struct KvBinding {
     namespace: KvNamespace,
     /// The write's value as a JS copy, taken before the first span (`encode_put`).
-    write: crate::stores::Prepared<js_sys::Uint8Array>,
+    write: crate::prepared::PreparedWrite<js_sys::Uint8Array>,
 }
 
 #[wasm_bindgen::prelude::wasm_bindgen]
@@ -262,7 +262,7 @@ impl Store for KvBinding {
     }
 
     fn encode_put(&self, _key: &str, value: &Value, _ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        self.write.set(crate::stores::JsCopy::of(value).bytes);
+        self.write.set(crate::prepared::JsCopy::of(value).bytes);
         Ok(Vec::new())
     }
 
@@ -380,13 +380,15 @@ impl HttpTransport for FetchTransport {
         })
     }
 
-    fn prepare(&self, body: &[u8]) -> Option<Prepared> {
-        Some(Prepared(std::rc::Rc::new(js_sys::Uint8Array::from(body))))
+    fn prepare(&self, body: &[u8]) -> Option<PreparedBody> {
+        Some(PreparedBody(std::rc::Rc::new(js_sys::Uint8Array::from(
+            body,
+        ))))
     }
 
-    fn prepare_value(&self, value: &Value) -> Option<Prepared> {
-        Some(Prepared(std::rc::Rc::new(
-            crate::stores::JsCopy::of(value).bytes,
+    fn prepare_value(&self, value: &Value) -> Option<PreparedBody> {
+        Some(PreparedBody(std::rc::Rc::new(
+            crate::prepared::JsCopy::of(value).bytes,
         )))
     }
 }

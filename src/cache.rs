@@ -9,14 +9,14 @@ use kvbench_core::{ErrorKind, Store, StoreError, Value};
 use worker::{Cache, Response};
 
 use crate::bindings::{body_len, js_text, runtime};
-use crate::stores::Prepared;
+use crate::prepared::PreparedWrite;
 
 pub struct CacheBinding {
     cache: Cache,
     /// The request's origin: cache keys live on it.
     origin: String,
     /// The write's response, built before the first span (it holds a copy of the value).
-    write: Prepared<Response>,
+    write: PreparedWrite<Response>,
 }
 
 impl CacheBinding {
@@ -31,7 +31,7 @@ impl CacheBinding {
         Ok(CacheBinding {
             cache: Cache::default(),
             origin: url.origin().ascii_serialization(),
-            write: Prepared::default(),
+            write: PreparedWrite::default(),
         })
     }
 
@@ -65,8 +65,10 @@ impl Store for CacheBinding {
     }
 
     fn encode_put(&self, _key: &str, value: &Value, ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        self.write
-            .set(Self::entry(&crate::stores::JsCopy::of(value).bytes, ttl_s)?);
+        self.write.set(Self::entry(
+            &crate::prepared::JsCopy::of(value).bytes,
+            ttl_s,
+        )?);
         Ok(Vec::new())
     }
 

@@ -14,14 +14,14 @@ use wasm_bindgen::{JsCast, JsValue};
 use worker::{D1Database, D1DatabaseSession, D1PreparedStatement, Env};
 
 use crate::bindings::{missing_binding, runtime, JsClock};
-use crate::stores::Prepared;
+use crate::prepared::PreparedWrite;
 
 pub struct D1Binding {
     db: D1Database,
     /// This request's session, once its first query ran (read and write share it).
     session: RefCell<Option<std::rc::Rc<D1DatabaseSession>>>,
     /// The value as a JS string, converted before the first span.
-    value: Prepared<JsValue>,
+    value: PreparedWrite<JsValue>,
 }
 
 impl D1Binding {
@@ -32,7 +32,7 @@ impl D1Binding {
         Ok(D1Binding {
             db,
             session: RefCell::new(None),
-            value: Prepared::default(),
+            value: PreparedWrite::default(),
         })
     }
 
@@ -99,7 +99,7 @@ impl Store for D1Binding {
     }
 
     fn encode_put(&self, _key: &str, value: &Value, _ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        let text = crate::stores::JsCopy::of(value).text(|| {
+        let text = crate::prepared::JsCopy::of(value).text(|| {
             let text = match value.plain_str() {
                 Some(text) => text,
                 None => std::str::from_utf8(value.bytes())

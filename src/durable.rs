@@ -16,13 +16,13 @@ use worker::durable::{ObjectNamespace, ScheduledTime, State, Stub};
 use worker::{durable_object, DurableObject, Env, Request, Response};
 
 use crate::bindings::{body_len, js_text, missing_binding, runtime};
-use crate::stores::{JsCopy, Prepared};
+use crate::prepared::{JsCopy, PreparedWrite};
 
 /// The worker's side: one stub `fetch` per read or write.
 pub struct DoBinding {
     namespace: ObjectNamespace,
     /// The write's request, built before the first span (it holds a copy of the value).
-    write: Prepared<Request>,
+    write: PreparedWrite<Request>,
 }
 
 impl DoBinding {
@@ -32,7 +32,7 @@ impl DoBinding {
             .map_err(|_| missing_binding("Durable Object namespace", BENCH_DO))?;
         Ok(DoBinding {
             namespace,
-            write: Prepared::default(),
+            write: PreparedWrite::default(),
         })
     }
 

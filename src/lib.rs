@@ -23,6 +23,7 @@ mod js_strings;
 mod kept_table;
 mod microtasks;
 mod postgres;
+mod prepared;
 mod probe_routes;
 mod probes;
 mod r2;

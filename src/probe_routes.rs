@@ -430,6 +430,24 @@ fn origin_of(req: &Request) -> String {
         .unwrap_or_default()
 }
 
+/// `GET /report`'s `?window=` (its only parameter, at most once; `DEFAULT_WINDOW` without it),
+/// as the window the report covers, in seconds.
+fn report_window_of(req: &Request, keep_s: u32) -> std::result::Result<u32, ParamError> {
+    let pairs = query(req)?;
+    let mut window_text = DEFAULT_WINDOW.to_string();
+    for (i, (name, value)) in pairs.iter().enumerate() {
+        if name != "window" {
+            return Err(ParamError::new(name, "unknown parameter; expected window"));
+        }
+        if i > 0 {
+            return Err(ParamError::new(name, "given more than once"));
+        }
+        window_text = value.clone();
+    }
+    let asked_s = probes::parse_seconds("window", &window_text, 60, keep_s)?;
+    Ok(probes::report_window(asked_s, keep_s))
+}
+
 /// `GET /report?window=24h`: report.html over the probes' answers of the window (regions as
 /// labels, stores side by side), rendered by the report worker, cached for a minute.
 pub async fn report(req: Request, ctx: RouteContext<super::Data>) -> Result<Response> {
@@ -444,28 +462,10 @@ pub async fn report(req: Request, ctx: RouteContext<super::Data>) -> Result<Resp
         Ok(p) => p,
         Err(r) => return r,
     };
-    let pairs = match query(&req) {
-        Ok(p) => p,
-        Err(e) => return error(400, &e),
-    };
-    let mut window_text = DEFAULT_WINDOW.to_string();
-    for (i, (name, value)) in pairs.iter().enumerate() {
-        if name != "window" {
-            return error(
-                400,
-                &ParamError::new(name, "unknown parameter; expected window"),
-            );
-        }
-        if i > 0 {
-            return error(400, &ParamError::new(name, "given more than once"));
-        }
-        window_text = value.clone();
-    }
-    let asked_s = match probes::parse_seconds("window", &window_text, 60, probes.config.keep_s) {
+    let window_s = match report_window_of(&req, probes.config.keep_s) {
         Ok(s) => s,
         Err(e) => return error(400, &e),
     };
-    let window_s = probes::report_window(asked_s, probes.config.keep_s);
     let key = format!("report:{window_s}");
     if let Some((status, body)) = cached(&key) {
         return html(status, body, window_s, "cached");

@@ -235,33 +235,7 @@ impl ProbeObject {
         if self.measuring.replace(true) {
             return Ok(());
         }
-        // A cold answer (a new instance: connections, Deno KV's metadata exchange and the value
-        // generator all start afresh) is followed at once by a warm one, both kept and marked,
-        // so the default five-minute schedule still yields a warm answer every wake.
-        let mut kept = Vec::new();
-        let mut failed = None;
-        let mut last_colo = s.last_colo.clone();
-        for _ in 0..2 {
-            let one = match (&s.hint, &s.member) {
-                (Some(hint), _) => self.measure_hint(hint, last_colo.as_deref()).await,
-                (None, Some(member)) => self.measure_member(member, last_colo.as_deref()).await,
-                (None, None) => break,
-            };
-            match one {
-                Ok(measured) => {
-                    let cold = measured.cold;
-                    last_colo = Some(measured.colo.clone());
-                    kept.push(measured);
-                    if !cold {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    failed = Some(e);
-                    break;
-                }
-            }
-        }
+        let (kept, failed) = self.measure_until_warm(&s).await;
         self.measuring.set(false);
         // The state again: a stop (or start) may have come in while the probe measured, and
         // must not be undone by saving what was read before.
@@ -287,6 +261,38 @@ impl ProbeObject {
             self.rearm(&s).await?;
         }
         Ok(())
+    }
+
+    /// This wake's answers: one, or — when it was cold (a new instance: connections, Deno KV's
+    /// metadata exchange and the value generator all start afresh) — a warm one at once after
+    /// it, both kept and marked, so the default five-minute schedule still yields a warm answer
+    /// every wake. A failure ends the wake with what it measured so far, and why.
+    async fn measure_until_warm(&self, s: &ProbeState) -> (Vec<Measured>, Option<String>) {
+        let mut kept = Vec::new();
+        let mut failed = None;
+        let mut last_colo = s.last_colo.clone();
+        for _ in 0..2 {
+            let one = match (&s.hint, &s.member) {
+                (Some(hint), _) => self.measure_hint(hint, last_colo.as_deref()).await,
+                (None, Some(member)) => self.measure_member(member, last_colo.as_deref()).await,
+                (None, None) => break,
+            };
+            match one {
+                Ok(measured) => {
+                    let cold = measured.cold;
+                    last_colo = Some(measured.colo.clone());
+                    kept.push(measured);
+                    if !cold {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        (kept, failed)
     }
 
     /// A hint probe's measurement: `/test` in this object's isolate, kept whatever it answered.

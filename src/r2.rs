@@ -16,7 +16,7 @@ use worker::worker_sys::{R2Bucket, R2ObjectBody};
 use worker::Env;
 
 use crate::bindings::{js_text, missing_binding, JsClock};
-use crate::stores::Prepared;
+use crate::prepared::PreparedWrite;
 
 /// The custom metadata field holding an object's expiry, epoch milliseconds.
 pub const EXPIRES_AT: &str = "expires-at-ms";
@@ -24,7 +24,7 @@ pub const EXPIRES_AT: &str = "expires-at-ms";
 pub struct R2Binding {
     bucket: R2Bucket,
     /// The value as a `Uint8Array`, copied out of wasm before the first span.
-    value: Prepared<Uint8Array>,
+    value: PreparedWrite<Uint8Array>,
 }
 
 impl R2Binding {
@@ -37,7 +37,7 @@ impl R2Binding {
             .ok_or_else(|| missing_binding("R2 bucket", BENCH_R2))?;
         Ok(R2Binding {
             bucket: binding.unchecked_into(),
-            value: Prepared::default(),
+            value: PreparedWrite::default(),
         })
     }
 }
@@ -81,7 +81,7 @@ impl Store for R2Binding {
     }
 
     fn encode_put(&self, _key: &str, value: &Value, _ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        self.value.set(crate::stores::JsCopy::of(value).bytes);
+        self.value.set(crate::prepared::JsCopy::of(value).bytes);
         Ok(Vec::new())
     }
 

@@ -19,66 +19,6 @@ use crate::socket::{redis_store, SocketConnector};
 
 type Entry<S> = Result<S, StoreError>;
 
-/// A binding's write prepared before the request's first timed span (`Store::encode_put`): the
-/// JS object the call takes, built while no span is open, then taken by `put`. When `put` runs
-/// without it (a store used outside the probe), it is built then.
-pub struct Prepared<T>(std::cell::RefCell<Option<T>>);
-
-impl<T> Default for Prepared<T> {
-    fn default() -> Self {
-        Prepared(std::cell::RefCell::new(None))
-    }
-}
-
-impl<T> Prepared<T> {
-    pub fn set(&self, value: T) {
-        *self.0.borrow_mut() = Some(value);
-    }
-
-    /// The prepared value, or `build()`'s.
-    pub fn take_or<E>(&self, build: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
-        let prepared = self.0.borrow_mut().take();
-        match prepared {
-            Some(value) => Ok(value),
-            None => build(),
-        }
-    }
-}
-
-/// A value's JS copies, kept with the value (`Value::outside`): its bytes as one `Uint8Array`
-/// that every write is built from — KV's and R2's `put`, the Durable Object's request, the Cache
-/// API's response, Upstash's raw `SET` body — and its text for D1, made on first use. Made once
-/// per value, not per store and request: a value no write used goes back to the isolate's pool
-/// with them. The writes only read the buffer (none transfers or detaches it: `binding_tests`
-/// writes one value through all of them and reads each back).
-#[derive(Clone)]
-pub struct JsCopy {
-    pub bytes: js_sys::Uint8Array,
-    text: std::rc::Rc<std::cell::OnceCell<wasm_bindgen::JsValue>>,
-}
-
-impl JsCopy {
-    /// `value`'s copies.
-    pub fn of(value: &kvbench_core::Value) -> JsCopy {
-        value.outside(|bytes| JsCopy {
-            bytes: js_sys::Uint8Array::from(bytes),
-            text: Default::default(),
-        })
-    }
-
-    /// The value as a JS string, when it is UTF-8 text (made by `text` on first use).
-    pub fn text(
-        &self,
-        text: impl FnOnce() -> Result<wasm_bindgen::JsValue, StoreError>,
-    ) -> Result<wasm_bindgen::JsValue, StoreError> {
-        if let Some(t) = self.text.get() {
-            return Ok(t.clone());
-        }
-        let t = text()?;
-        Ok(self.text.get_or_init(|| t).clone())
-    }
-}
-
 /// Every store of this deployment for one request, each built from the environment the first
 /// time the request asks for it: a request that measures two stores builds two (each build
 /// reads bindings and vars across JS).
@@ -171,7 +111,7 @@ impl StoreSet for Stores<'_> {
     }
 }
 
-/// A store as the probe takes it: the store, or why it is not configured.
+/// A store as the measurement takes it: the store, or why it is not configured.
 fn entry<S: Store>(store: &Result<S, StoreError>) -> Result<&dyn Store, StoreError> {
     store
         .as_ref()

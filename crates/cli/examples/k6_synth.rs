@@ -406,45 +406,41 @@ impl Out {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn gen(
-    zones_n: usize,
-    rate: f64,
-    duration: u64,
-    gzip: bool,
-    level: u32,
-    seed: u64,
-    out_path: &PathBuf,
-) -> anyhow::Result<Counts> {
-    anyhow::ensure!(
-        (1..=ZONES.len()).contains(&zones_n),
-        "--zones must be 1..=20"
-    );
-    anyhow::ensure!(rate > 0.0, "--rate must be above 0");
-    let file = BufWriter::with_capacity(1 << 20, File::create(out_path)?);
-    let sink = if gzip {
-        Sink::Gzip(flate2::write::GzEncoder::new(
-            file,
-            flate2::Compression::new(level),
-        ))
-    } else {
-        Sink::Plain(file)
-    };
-    let mut out = Out {
-        w: Counting {
-            inner: sink,
-            bytes: 0,
-        },
-        lines: 0,
-        unseen: METRICS.iter().map(|m| m.0).chain([VUS_MAX]).collect(),
-        def: String::new(),
-    };
-    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-    let t0 = EPOCH_S * 1_000_000_000 + 192_386_617;
-    let gap_ns = (1e9 / rate).round() as u64;
-    let per_zone = (rate * duration as f64).round() as u64;
-    let vus = (rate * 2.0).ceil().max(10.0) as u32;
-    let mut zones: Vec<Zone> = ZONES[..zones_n]
+impl Out {
+    /// The output file, gzipped at `level` when `gzip`.
+    fn create(path: &PathBuf, gzip: bool, level: u32) -> std::io::Result<Out> {
+        let file = BufWriter::with_capacity(1 << 20, File::create(path)?);
+        let sink = if gzip {
+            Sink::Gzip(flate2::write::GzEncoder::new(
+                file,
+                flate2::Compression::new(level),
+            ))
+        } else {
+            Sink::Plain(file)
+        };
+        Ok(Out {
+            w: Counting {
+                inner: sink,
+                bytes: 0,
+            },
+            lines: 0,
+            unseen: METRICS.iter().map(|m| m.0).chain([VUS_MAX]).collect(),
+            def: String::new(),
+        })
+    }
+
+    /// Flushes the file (and writes the gzip end).
+    fn finish(self) -> std::io::Result<()> {
+        match self.w.inner {
+            Sink::Plain(mut f) => f.flush(),
+            Sink::Gzip(gz) => gz.finish()?.flush(),
+        }
+    }
+}
+
+/// The first `n` zones, each starting a few ms after `t0`, with `vus` VUs to begin with.
+fn new_zones(rng: &mut Rng, n: usize, vus: u32, t0: u64) -> Vec<Zone> {
+    ZONES[..n]
         .iter()
         .enumerate()
         .map(|(i, &(name, colo, base_us))| Zone {
@@ -461,38 +457,89 @@ fn gen(
             iters: Vec::new(),
             counts: ZoneCounts::default(),
         })
-        .collect();
+        .collect()
+}
 
-    // setup(): the config gauge and setup's data points, on the first zone's instance.
-    let mut text = String::with_capacity(8192);
+/// setup(): the config gauge and setup's data points, on the first zone's instance.
+fn setup_points(text: &mut String, t0: u64, total_rate: f64, duration: u64, zone: &str) {
     let duration_tag = if duration.is_multiple_of(60) {
         format!("{}m", duration / 60)
     } else {
         format!("{duration}s")
     };
     point(
-        &mut text,
+        text,
         "kvbench_config",
         t0,
-        rate * zones_n as f64,
+        total_rate,
         &format!(
-            r#""duration":"{duration_tag}","group":"::setup","load_zone":"{}","url":"{URL}""#,
-            zones[0].name
+            r#""duration":"{duration_tag}","group":"::setup","load_zone":"{zone}","url":"{URL}""#
         ),
         None,
     );
-    let setup_tags = format!(r#""group":"::setup","load_zone":"{}""#, zones[0].name);
-    point(&mut text, "data_sent", t0 + 21_311, 0.0, &setup_tags, None);
-    point(
-        &mut text,
-        "data_received",
-        t0 + 21_311,
-        0.0,
-        &setup_tags,
-        None,
-    );
-    out.chunk(&text)?;
+    let setup_tags = format!(r#""group":"::setup","load_zone":"{zone}""#);
+    point(text, "data_sent", t0 + 21_311, 0.0, &setup_tags, None);
+    point(text, "data_received", t0 + 21_311, 0.0, &setup_tags, None);
+}
 
+/// Every zone's `vus` and `vus_max` at `ns`.
+fn vus_points(text: &mut String, zones: &[Zone], ns: u64) {
+    for z in zones {
+        let tags = format!(r#""load_zone":"{}""#, z.name);
+        point(text, "vus", ns, z.busy as f64, &tags, None);
+        point(text, VUS_MAX, ns, z.vus_max as f64, &tags, None);
+    }
+}
+
+/// An arrival of `z` at `at`: dropped (its point written to `text`, `None`), or started on a
+/// free VU (a new one when none is free), its chunks returned.
+fn arrive(
+    rng: &mut Rng,
+    zi: usize,
+    z: &mut Zone,
+    at: u64,
+    text: &mut String,
+) -> Option<Vec<Chunk>> {
+    z.next_arrival += 1;
+    z.counts.scheduled += 1;
+    if rng.f() < P_DROPPED {
+        z.counts.dropped += 1;
+        *z.counts.failures.entry("not_sent".into()).or_default() += 1;
+        text.clear();
+        let tags = format!(r#""load_zone":"{}","scenario":"{SCENARIO}""#, z.name);
+        point(text, "dropped_iterations", at + 61_000, 1.0, &tags, None);
+        return None;
+    }
+    let vu = z.free.pop().unwrap_or_else(|| {
+        z.next_vu += 1;
+        z.vus_max = z.vus_max.max(z.next_vu);
+        z.vu_base + z.next_vu
+    });
+    z.busy += 1;
+    let slot = (vu - z.vu_base - 1) as usize;
+    if z.iters.len() <= slot {
+        z.iters.resize(slot + 1, 0);
+    }
+    let iter = z.iters[slot];
+    z.iters[slot] += 1;
+    z.counts.iterations += 1;
+    let start = at + rng.range(20_000, 400_000);
+    Some(iteration(rng, zi, z, vu, iter, start))
+}
+
+/// The run after setup(): every zone's arrivals every `gap_ns` (`per_zone` each), their
+/// iterations' chunks in time order, and the VU gauges every second.
+#[allow(clippy::too_many_arguments)]
+fn write_iterations(
+    out: &mut Out,
+    rng: &mut Rng,
+    zones: &mut [Zone],
+    text: &mut String,
+    t0: u64,
+    duration: u64,
+    gap_ns: u64,
+    per_zone: u64,
+) -> std::io::Result<()> {
     let mut heap: BinaryHeap<Reverse<Chunk>> = BinaryHeap::new();
     let mut seq = 0u64;
     let mut next_tick = EPOCH_S * 1_000_000_000 + 1_145_897_930;
@@ -510,12 +557,8 @@ fn gen(
         let Some(now) = first else { break };
         if next_tick <= now && next_tick < end_ns {
             text.clear();
-            for z in &zones {
-                let tags = format!(r#""load_zone":"{}""#, z.name);
-                point(&mut text, "vus", next_tick, z.busy as f64, &tags, None);
-                point(&mut text, VUS_MAX, next_tick, z.vus_max as f64, &tags, None);
-            }
-            out.chunk(&text)?;
+            vus_points(text, zones, next_tick);
+            out.chunk(text)?;
             next_tick += 1_000_000_000;
             continue;
         }
@@ -530,55 +573,64 @@ fn gen(
             continue;
         }
         let (at, zi) = arrival.expect("an arrival is due");
-        let z = &mut zones[zi];
-        z.next_arrival += 1;
-        z.counts.scheduled += 1;
-        if rng.f() < P_DROPPED {
-            z.counts.dropped += 1;
-            *z.counts.failures.entry("not_sent".into()).or_default() += 1;
-            text.clear();
-            let tags = format!(r#""load_zone":"{}","scenario":"{SCENARIO}""#, z.name);
-            point(
-                &mut text,
-                "dropped_iterations",
-                at + 61_000,
-                1.0,
-                &tags,
-                None,
-            );
-            out.chunk(&text)?;
-            continue;
-        }
-        let vu = z.free.pop().unwrap_or_else(|| {
-            z.next_vu += 1;
-            z.vus_max = z.vus_max.max(z.next_vu);
-            z.vu_base + z.next_vu
-        });
-        z.busy += 1;
-        let slot = (vu - z.vu_base - 1) as usize;
-        if z.iters.len() <= slot {
-            z.iters.resize(slot + 1, 0);
-        }
-        let iter = z.iters[slot];
-        z.iters[slot] += 1;
-        z.counts.iterations += 1;
-        let start = at + rng.range(20_000, 400_000);
-        for c in iteration(&mut rng, zi, z, vu, iter, start) {
-            seq += 1;
-            heap.push(Reverse(Chunk { seq, ..c }));
+        match arrive(rng, zi, &mut zones[zi], at, text) {
+            None => out.chunk(text)?,
+            Some(chunks) => {
+                for c in chunks {
+                    seq += 1;
+                    heap.push(Reverse(Chunk { seq, ..c }));
+                }
+            }
         }
     }
+    Ok(())
+}
 
-    match out.w.inner {
-        Sink::Plain(mut f) => f.flush()?,
-        Sink::Gzip(gz) => gz.finish()?.flush()?,
-    }
+#[allow(clippy::too_many_arguments)]
+fn gen(
+    zones_n: usize,
+    rate: f64,
+    duration: u64,
+    gzip: bool,
+    level: u32,
+    seed: u64,
+    out_path: &PathBuf,
+) -> anyhow::Result<Counts> {
+    anyhow::ensure!(
+        (1..=ZONES.len()).contains(&zones_n),
+        "--zones must be 1..=20"
+    );
+    anyhow::ensure!(rate > 0.0, "--rate must be above 0");
+    let mut out = Out::create(out_path, gzip, level)?;
+    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let t0 = EPOCH_S * 1_000_000_000 + 192_386_617;
+    let gap_ns = (1e9 / rate).round() as u64;
+    let per_zone = (rate * duration as f64).round() as u64;
+    let vus = (rate * 2.0).ceil().max(10.0) as u32;
+    let mut zones = new_zones(&mut rng, zones_n, vus, t0);
+
+    let mut text = String::with_capacity(8192);
+    setup_points(
+        &mut text,
+        t0,
+        rate * zones_n as f64,
+        duration,
+        zones[0].name,
+    );
+    out.chunk(&text)?;
+
+    write_iterations(
+        &mut out, &mut rng, &mut zones, &mut text, t0, duration, gap_ns, per_zone,
+    )?;
+
+    let (lines, bytes) = (out.lines, out.w.bytes);
+    out.finish()?;
     let mut counts = Counts {
         zones_n,
         rate_per_zone: rate,
         duration_s: duration,
-        lines: out.lines,
-        bytes: out.w.bytes,
+        lines,
+        bytes,
         file_bytes: std::fs::metadata(out_path)?.len(),
         gzip,
         ..Counts::default()
@@ -590,176 +642,158 @@ fn gen(
     Ok(counts)
 }
 
-/// One iteration of the script: its chunks, in order (seq is filled in by the caller).
-fn iteration(rng: &mut Rng, zi: usize, z: &mut Zone, vu: u32, iter: u64, start: u64) -> Vec<Chunk> {
-    let req = Some((vu, iter));
-    let zone = z.name;
-    let mut chunks = Vec::with_capacity(16);
-    let mut text = String::with_capacity(4096);
+/// An iteration's chunks as they are written: the text of the one being built, and the time.
+struct Chunks {
+    text: String,
+    done: Vec<Chunk>,
+    t: u64,
+    /// The iteration's `kvbench_req` (VU, iteration).
+    req: Option<(u32, u64)>,
+}
 
-    // The HTTP request.
-    let new_conn = iter == 0 || rng.f() < P_NEW_CONN;
-    let rtt = z.base_us * 1000 / 2;
-    let (connecting, tls) = if new_conn {
-        (
-            (rtt as f64 * rng.spread(0.2)) as u64,
-            (rtt as f64 * 1.6 * rng.spread(0.2)) as u64,
-        )
-    } else {
-        (0, 0)
-    };
-    let blocked = connecting + tls + rng.range(1_500, 12_000);
-    let mut latency = (z.base_us as f64 * 1000.0 * rng.spread(0.35)) as u64;
-    if rng.f() < P_SLOW {
-        latency *= rng.range(3, 12);
+impl Chunks {
+    /// A point at the current time, in the chunk being built.
+    fn point(&mut self, metric: &str, value: f64, tags: &str) {
+        point(&mut self.text, metric, self.t, value, tags, self.req);
     }
-    let sending = rng.range(15_000, 120_000);
-    let receiving = rng.range(25_000, 450_000);
-    let waiting = latency.saturating_sub(sending + receiving).max(1_000);
-    let duration = sending + waiting + receiving;
-    let roll = rng.f();
-    let (status, outcome): (u16, &str) = if roll < P_NON_200 {
-        match rng.next() % 10 {
-            0..=6 => (503, "http_503"),
-            7 | 8 => (500, "http_500"),
-            _ => (429, "http_429"),
-        }
-    } else if roll < P_NON_200 + P_MALFORMED {
-        (200, "malformed")
-    } else {
-        (200, "ok")
-    };
-    let failed = status != 200;
-    let http_tags = format!(
-        r#"{}"expected_response":"{}","group":"","load_zone":"{zone}","method":"GET","name":"/test","proto":"HTTP/2.0","scenario":"{SCENARIO}","status":"{status}","url":"/test""#,
-        if failed {
-            format!(r#""error_code":"{}","#, 1000 + status)
-        } else {
-            String::new()
-        },
-        !failed,
-    );
-    let mut t = start + blocked + duration;
-    for (metric, value) in [
-        ("http_reqs", 1.0),
-        ("http_req_duration", ms(duration)),
-        ("http_req_blocked", ms(blocked)),
-        ("http_req_connecting", ms(connecting)),
-        ("http_req_tls_handshaking", ms(tls)),
-        ("http_req_sending", ms(sending)),
-        ("http_req_waiting", ms(waiting)),
-        ("http_req_receiving", ms(receiving)),
-        ("http_req_failed", if failed { 1.0 } else { 0.0 }),
-    ] {
-        point(&mut text, metric, t, value, &http_tags, req);
-    }
-    let flush = |text: &mut String, t: u64, chunks: &mut Vec<Chunk>| {
-        chunks.push(Chunk {
-            ns: t,
+
+    /// Closes the chunk being built, at the current time.
+    fn flush(&mut self) {
+        self.done.push(Chunk {
+            ns: self.t,
             seq: 0,
-            text: std::mem::take(text),
+            text: std::mem::take(&mut self.text),
             release: None,
         });
+    }
+
+    /// A point in a chunk of its own, then the script's gap before the next.
+    fn alone(&mut self, rng: &mut Rng, metric: &str, value: f64, tags: &str) {
+        self.point(metric, value, tags);
+        self.flush();
+        self.t += rng.range(4_000, 30_000);
+    }
+}
+
+/// One iteration's HTTP request, as drawn.
+struct Http {
+    new_conn: bool,
+    connecting: u64,
+    tls: u64,
+    blocked: u64,
+    sending: u64,
+    waiting: u64,
+    receiving: u64,
+    duration: u64,
+    status: u16,
+    /// `ok`, `malformed` or `http_<status>`.
+    outcome: &'static str,
+}
+
+impl Http {
+    /// The request of a zone whose round trip is `base_us`; `iter` 0 is a VU's first.
+    fn draw(rng: &mut Rng, base_us: u64, iter: u64) -> Http {
+        let new_conn = iter == 0 || rng.f() < P_NEW_CONN;
+        let rtt = base_us * 1000 / 2;
+        let (connecting, tls) = if new_conn {
+            (
+                (rtt as f64 * rng.spread(0.2)) as u64,
+                (rtt as f64 * 1.6 * rng.spread(0.2)) as u64,
+            )
+        } else {
+            (0, 0)
+        };
+        let blocked = connecting + tls + rng.range(1_500, 12_000);
+        let mut latency = (base_us as f64 * 1000.0 * rng.spread(0.35)) as u64;
+        if rng.f() < P_SLOW {
+            latency *= rng.range(3, 12);
+        }
+        let sending = rng.range(15_000, 120_000);
+        let receiving = rng.range(25_000, 450_000);
+        let waiting = latency.saturating_sub(sending + receiving).max(1_000);
+        let duration = sending + waiting + receiving;
+        let roll = rng.f();
+        let (status, outcome): (u16, &str) = if roll < P_NON_200 {
+            match rng.next() % 10 {
+                0..=6 => (503, "http_503"),
+                7 | 8 => (500, "http_500"),
+                _ => (429, "http_429"),
+            }
+        } else if roll < P_NON_200 + P_MALFORMED {
+            (200, "malformed")
+        } else {
+            (200, "ok")
+        };
+        Http {
+            new_conn,
+            connecting,
+            tls,
+            blocked,
+            sending,
+            waiting,
+            receiving,
+            duration,
+            status,
+            outcome,
+        }
+    }
+
+    fn failed(&self) -> bool {
+        self.status != 200
+    }
+
+    /// k6's HTTP sample container, in the chunk being built.
+    fn points(&self, w: &mut Chunks, zone: &str) {
+        let failed = self.failed();
+        let status = self.status;
+        let http_tags = format!(
+            r#"{}"expected_response":"{}","group":"","load_zone":"{zone}","method":"GET","name":"/test","proto":"HTTP/2.0","scenario":"{SCENARIO}","status":"{status}","url":"/test""#,
+            if failed {
+                format!(r#""error_code":"{}","#, 1000 + status)
+            } else {
+                String::new()
+            },
+            !failed,
+        );
+        for (metric, value) in [
+            ("http_reqs", 1.0),
+            ("http_req_duration", ms(self.duration)),
+            ("http_req_blocked", ms(self.blocked)),
+            ("http_req_connecting", ms(self.connecting)),
+            ("http_req_tls_handshaking", ms(self.tls)),
+            ("http_req_sending", ms(self.sending)),
+            ("http_req_waiting", ms(self.waiting)),
+            ("http_req_receiving", ms(self.receiving)),
+            ("http_req_failed", if failed { 1.0 } else { 0.0 }),
+        ] {
+            w.point(metric, value, &http_tags);
+        }
+    }
+}
+
+/// One iteration of the script: its chunks, in order (seq is filled in by the caller).
+fn iteration(rng: &mut Rng, zi: usize, z: &mut Zone, vu: u32, iter: u64, start: u64) -> Vec<Chunk> {
+    let zone = z.name;
+    let http = Http::draw(rng, z.base_us, iter);
+    let mut w = Chunks {
+        text: String::with_capacity(4096),
+        done: Vec::with_capacity(16),
+        t: start + http.blocked + http.duration,
+        req: Some((vu, iter)),
     };
-    flush(&mut text, t, &mut chunks);
+    http.points(&mut w, zone);
+    w.flush();
 
     // The script's points: JSON.parse, then per store, then kvbench_request_ms.
-    t += rng.range(60_000, 400_000);
+    w.t += rng.range(60_000, 400_000);
     let colo = z.colo;
     let c = &mut z.counts;
-    let request_tags = match outcome {
+    let request_tags = match http.outcome {
         "ok" => {
             c.answered += 1;
             for &(store, base_us, bytes) in &STORES {
                 let s = c.stores.entry(store.to_string()).or_default();
-                s.answers += 1;
-                let hit = rng.f() < P_HIT;
-                let error = (rng.f() < P_STORE_ERROR).then(|| {
-                    let kind = ["timeout", "network", "rate_limited"][(rng.next() % 3) as usize];
-                    let op = if !hit && rng.next().is_multiple_of(3) {
-                        "write"
-                    } else {
-                        "read"
-                    };
-                    (kind, op)
-                });
-                let tags = format!(r#""colo":"{colo}","group":"","load_zone":"{zone}""#);
-                let store_tag = format!(r#""scenario":"{SCENARIO}","store":"{store}""#);
-                point(
-                    &mut text,
-                    "kvbench_store_value_bytes",
-                    t,
-                    bytes as f64,
-                    &format!("{tags},{store_tag}"),
-                    req,
-                );
-                flush(&mut text, t, &mut chunks);
-                t += rng.range(4_000, 30_000);
-                // Workers time with whole or coarse milliseconds; keep 3 decimals.
-                let read_us = (base_us as f64 * rng.spread(0.5)) as u64;
-                let result = match error {
-                    Some((_, "read")) => "error",
-                    _ if hit => "hit",
-                    _ => "miss",
-                };
-                s.reads += 1;
-                point(
-                    &mut text,
-                    "kvbench_store_read_ms",
-                    t,
-                    read_us as f64 / 1000.0,
-                    &format!(r#"{tags},"result":"{result}",{store_tag}"#),
-                    req,
-                );
-                flush(&mut text, t, &mut chunks);
-                t += rng.range(4_000, 30_000);
-                if !hit {
-                    s.writes += 1;
-                    let write_us = (base_us as f64 * 1.8 * rng.spread(0.5)) as u64;
-                    let result = if matches!(error, Some((_, "write"))) {
-                        "error"
-                    } else {
-                        "ok"
-                    };
-                    point(
-                        &mut text,
-                        "kvbench_store_write_ms",
-                        t,
-                        write_us as f64 / 1000.0,
-                        &format!(r#"{tags},"result":"{result}",{store_tag}"#),
-                        req,
-                    );
-                    flush(&mut text, t, &mut chunks);
-                    t += rng.range(4_000, 30_000);
-                }
-                if rng.f() < P_CONNECT {
-                    let connect_us = (base_us as f64 * 2.5 * rng.spread(0.4)) as u64;
-                    point(
-                        &mut text,
-                        "kvbench_store_connect_ms",
-                        t,
-                        connect_us as f64 / 1000.0,
-                        &format!("{tags},{store_tag}"),
-                        req,
-                    );
-                    flush(&mut text, t, &mut chunks);
-                    t += rng.range(4_000, 30_000);
-                }
-                if let Some((kind, op)) = error {
-                    *s.errors.entry(format!("{kind}/{op}")).or_default() += 1;
-                    point(
-                        &mut text,
-                        "kvbench_store_errors",
-                        t,
-                        1.0,
-                        &format!(
-                            r#""colo":"{colo}","group":"","kind":"{kind}","load_zone":"{zone}","op":"{op}",{store_tag}"#
-                        ),
-                        req,
-                    );
-                    flush(&mut text, t, &mut chunks);
-                    t += rng.range(4_000, 30_000);
-                }
+                store_points(rng, &mut w, s, (store, base_us, bytes), colo, zone);
             }
             format!(
                 r#""colo":"{colo}","group":"","load_zone":"{zone}","outcome":"ok","scenario":"{SCENARIO}""#
@@ -767,57 +801,136 @@ fn iteration(rng: &mut Rng, zi: usize, z: &mut Zone, vu: u32, iter: u64, start: 
         }
         failure => {
             *c.failures.entry(failure.to_string()).or_default() += 1;
-            let detail = match failure {
-                "http_503" => r"worker overloaded \u0026 shedding load, retry later",
-                "http_500" => {
-                    r#"upstash: GET failed: {\"error\":\"ERR max requests limit exceeded\"}"#
-                }
-                "http_429" => "Too Many Requests",
-                // k6 escapes <, > and & as Go's encoding/json does.
-                _ => r"body is not JSON: invalid character '\u003c' looking for beginning of value",
-            };
-            format!(
-                r#""detail":"{detail}","group":"","load_zone":"{zone}","outcome":"{failure}","scenario":"{SCENARIO}""#
-            )
+            failure_tags(failure, zone)
         }
     };
-    point(
-        &mut text,
-        "kvbench_request_ms",
-        t,
-        ms(duration),
-        &request_tags,
-        req,
-    );
-    flush(&mut text, t, &mut chunks);
+    w.point("kvbench_request_ms", ms(http.duration), &request_tags);
+    w.flush();
+    end_points(rng, w, &http, zone, start, (zi, vu))
+}
 
-    // The iteration's end.
-    t += rng.range(3_000, 15_000);
+/// One store's points of an answered request, each in a chunk of its own: the value's size,
+/// the read, the write on a miss, sometimes a connect and an error; counted in `s`.
+fn store_points(
+    rng: &mut Rng,
+    w: &mut Chunks,
+    s: &mut StoreCounts,
+    (store, base_us, bytes): (&str, u64, u64),
+    colo: &str,
+    zone: &str,
+) {
+    s.answers += 1;
+    let hit = rng.f() < P_HIT;
+    let error = (rng.f() < P_STORE_ERROR).then(|| {
+        let kind = ["timeout", "network", "rate_limited"][(rng.next() % 3) as usize];
+        let op = if !hit && rng.next().is_multiple_of(3) {
+            "write"
+        } else {
+            "read"
+        };
+        (kind, op)
+    });
+    let tags = format!(r#""colo":"{colo}","group":"","load_zone":"{zone}""#);
+    let store_tag = format!(r#""scenario":"{SCENARIO}","store":"{store}""#);
+    w.alone(
+        rng,
+        "kvbench_store_value_bytes",
+        bytes as f64,
+        &format!("{tags},{store_tag}"),
+    );
+    // Workers time with whole or coarse milliseconds; keep 3 decimals.
+    let read_us = (base_us as f64 * rng.spread(0.5)) as u64;
+    let result = match error {
+        Some((_, "read")) => "error",
+        _ if hit => "hit",
+        _ => "miss",
+    };
+    s.reads += 1;
+    w.alone(
+        rng,
+        "kvbench_store_read_ms",
+        read_us as f64 / 1000.0,
+        &format!(r#"{tags},"result":"{result}",{store_tag}"#),
+    );
+    if !hit {
+        s.writes += 1;
+        let write_us = (base_us as f64 * 1.8 * rng.spread(0.5)) as u64;
+        let result = if matches!(error, Some((_, "write"))) {
+            "error"
+        } else {
+            "ok"
+        };
+        w.alone(
+            rng,
+            "kvbench_store_write_ms",
+            write_us as f64 / 1000.0,
+            &format!(r#"{tags},"result":"{result}",{store_tag}"#),
+        );
+    }
+    if rng.f() < P_CONNECT {
+        let connect_us = (base_us as f64 * 2.5 * rng.spread(0.4)) as u64;
+        w.alone(
+            rng,
+            "kvbench_store_connect_ms",
+            connect_us as f64 / 1000.0,
+            &format!("{tags},{store_tag}"),
+        );
+    }
+    if let Some((kind, op)) = error {
+        *s.errors.entry(format!("{kind}/{op}")).or_default() += 1;
+        w.alone(
+            rng,
+            "kvbench_store_errors",
+            1.0,
+            &format!(
+                r#""colo":"{colo}","group":"","kind":"{kind}","load_zone":"{zone}","op":"{op}",{store_tag}"#
+            ),
+        );
+    }
+}
+
+/// `kvbench_request_ms`'s tags for a request that failed with `failure`.
+fn failure_tags(failure: &str, zone: &str) -> String {
+    let detail = match failure {
+        "http_503" => r"worker overloaded \u0026 shedding load, retry later",
+        "http_500" => r#"upstash: GET failed: {\"error\":\"ERR max requests limit exceeded\"}"#,
+        "http_429" => "Too Many Requests",
+        // k6 escapes <, > and & as Go's encoding/json does.
+        _ => r"body is not JSON: invalid character '\u003c' looking for beginning of value",
+    };
+    format!(
+        r#""detail":"{detail}","group":"","load_zone":"{zone}","outcome":"{failure}","scenario":"{SCENARIO}""#
+    )
+}
+
+/// The iteration's end: k6's iteration container, the last chunk, which frees the VU.
+fn end_points(
+    rng: &mut Rng,
+    mut w: Chunks,
+    http: &Http,
+    zone: &str,
+    start: u64,
+    release: (usize, u32),
+) -> Vec<Chunk> {
+    w.t += rng.range(3_000, 15_000);
     let tags = format!(r#""group":"","load_zone":"{zone}","scenario":"{SCENARIO}""#);
-    let sent = rng.range(110, 140) + if new_conn { 520 } else { 0 };
-    let received = if failed {
+    let sent = rng.range(110, 140) + if http.new_conn { 520 } else { 0 };
+    let received = if http.failed() {
         rng.range(230, 320)
     } else {
         rng.range(760, 880)
-    } + if new_conn { 4_100 } else { 0 };
-    point(&mut text, "data_sent", t, sent as f64, &tags, req);
-    point(&mut text, "data_received", t, received as f64, &tags, req);
-    point(
-        &mut text,
-        "iteration_duration",
-        t,
-        ms(t - start),
-        &tags,
-        req,
-    );
-    point(&mut text, "iterations", t, 1.0, &tags, req);
-    chunks.push(Chunk {
-        ns: t,
+    } + if http.new_conn { 4_100 } else { 0 };
+    w.point("data_sent", sent as f64, &tags);
+    w.point("data_received", received as f64, &tags);
+    w.point("iteration_duration", ms(w.t - start), &tags);
+    w.point("iterations", 1.0, &tags);
+    w.done.push(Chunk {
+        ns: w.t,
         seq: 0,
-        text,
-        release: Some((zi, vu)),
+        text: w.text,
+        release: Some(release),
     });
-    chunks
+    w.done
 }
 
 /// `report.json`'s figures for one section (total or label).

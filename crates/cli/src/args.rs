@@ -49,8 +49,8 @@ pub struct PriceArgs {
 
 impl PriceArgs {
     /// What the cost must assume about the deployment.
-    pub fn deployment(&self) -> crate::cost::Deployment {
-        crate::cost::Deployment {
+    pub fn deployment(&self) -> kvbench_report::cost::Deployment {
+        kvbench_report::cost::Deployment {
             redis_db: self.redis_db,
         }
     }
@@ -322,7 +322,7 @@ impl Interval {
     /// The interval for a run of `duration`.
     pub fn for_run(self, duration: Duration) -> Duration {
         match self {
-            Interval::Auto => crate::collect::auto_interval(duration),
+            Interval::Auto => kvbench_report::collect::auto_interval(duration),
             Interval::Fixed(d) => d,
         }
     }
@@ -440,7 +440,7 @@ pub fn worst_case_timeout(url: &Uri) -> (Duration, String) {
             "the worker's default stores, if the deployment kept them",
         ),
     };
-    let drain_ms = timeout_ms.min(u64::from(kvbench_core::probe::DRAIN_MAX_MS));
+    let drain_ms = timeout_ms.min(u64::from(kvbench_core::measure::DRAIN_MAX_MS));
     let ms = (timeout_ms * CALLS_PER_STORE + drain_ms) * stores as u64 + 5_000;
     let why = format!(
         "{stores} store(s) ({stores_from}) x ({CALLS_PER_STORE} calls x {timeout_ms} ms ({ms_from}) + {drain_ms} ms waiting for a timed-out call) + 5 s"

@@ -27,7 +27,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioIo;
 use tower_service::Service as _;
 
-use crate::sample::FailureKind;
+use kvbench_report::sample::FailureKind;
 
 /// Larger bodies are not `/test` answers; reading them whole would only cost memory.
 pub const MAX_BODY_BYTES: usize = 4 << 20;
@@ -89,7 +89,7 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
         text.push_str(&s.to_string());
         source = s.source();
     }
-    crate::answer::shorten(&text)
+    kvbench_report::answer::shorten(&text)
 }
 
 impl Attacker {

@@ -27,12 +27,12 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context as _;
 use serde::Deserialize;
 
-use crate::answer::{Answer, StoreError, StoreResult};
-use crate::collect::{auto_interval, Collector};
-use crate::hist::ms_to_us;
-use crate::report::{ImportInfo, Report, RunInfo};
-use crate::sample::{FailureKind, Outcome, Sample};
 use kvbench_core::params::BYTES_MAX;
+use kvbench_report::answer::{Answer, StoreError, StoreResult};
+use kvbench_report::collect::{auto_interval, Collector};
+use kvbench_report::hist::ms_to_us;
+use kvbench_report::report::{ImportInfo, Report, RunInfo};
+use kvbench_report::sample::{FailureKind, Outcome, Sample};
 use kvbench_wire::answer::Op;
 
 /// k6's default request timeout, which scripts before the recorded `timeout` tag ran with:
@@ -84,7 +84,7 @@ pub struct ImportOptions {
     /// `load_zone` tag, when present, wins.
     pub label: Option<String>,
     /// Timeline resolution; `None`: chosen from the run's duration
-    /// ([`crate::collect::auto_interval`]).
+    /// ([`kvbench_report::collect::auto_interval`]).
     pub interval: Option<Duration>,
 }
 

@@ -28,10 +28,10 @@ use tokio::time::Instant;
 use tower_service::Service as _;
 
 use crate::attack::{connector, error_chain, host_header};
-use crate::report::Report;
 use kvbench_report::answer::shorten;
-use kvbench_report::kept::{timeline_interval, Aggregate, Kept, Source};
+use kvbench_report::kept::{timeline_interval, Aggregate, Kept, Provenance};
 use kvbench_report::print::text::tty;
+use kvbench_report::report::Report;
 use kvbench_wire::stream::{Ending, Item, Reader};
 
 /// Whose kept answers to pull.
@@ -137,12 +137,12 @@ impl TimedOut {
 }
 
 /// The import's deadline (`--max-time`), under every wait's own.
-struct Clock<'l> {
+struct Waits<'l> {
     limits: &'l Limits,
     deadline: Instant,
 }
 
-impl Clock<'_> {
+impl Waits<'_> {
     /// `fut`, unless `until` (for `wait`) or the deadline comes first.
     async fn by<T>(
         &self,
@@ -372,14 +372,14 @@ impl Drop for AbortOnDrop {
 /// Appends one fetch's new lines to `spool`.
 async fn fetch_once(
     w: &WorkerImport,
-    clock: &Clock<'_>,
+    waits: &Waits<'_>,
     seen: &mut BTreeMap<String, i64>,
     spool: &mut Spool,
 ) -> anyhow::Result<Fetched> {
     let limits = &w.limits;
     let shown = w.shown_url();
     let uri = w.answers_url()?;
-    let connected = clock
+    let connected = waits
         .by(Wait::Connect, Instant::now() + limits.connect, async {
             let io = connector().call(uri.clone()).await?;
             let (sender, driver) = http1::handshake(io).await?;
@@ -409,7 +409,7 @@ async fn fetch_once(
         value.set_sensitive(true);
         req = req.header(AUTHORIZATION, value);
     }
-    let response = clock
+    let response = waits
         .by(
             Wait::Headers,
             Instant::now() + limits.headers,
@@ -421,23 +421,23 @@ async fn fetch_once(
     let status = response.status();
     let mut body = response.into_body();
     if !status.is_success() {
-        let text = error_text(&mut body, clock, limits).await;
+        let text = error_text(&mut body, waits, limits).await;
         match status.as_u16() {
             401 => bail!("{shown} answered 401: pass the worker's BENCH_TOKEN (--token-env)"),
             404 => bail!("{shown}: no such run ({text})"),
             s => bail!("{shown} answered {s}: {text}"),
         }
     }
-    read_stream(&mut body, clock, limits, &shown, seen, spool).await
+    read_stream(&mut body, waits, limits, &shown, seen, spool).await
 }
 
 /// At most [`ERROR_BODY_MAX`] bytes of an error body, what arrives of it within one
 /// `--idle-timeout`, as stderr may show it.
-async fn error_text(body: &mut Incoming, clock: &Clock<'_>, limits: &Limits) -> String {
+async fn error_text(body: &mut Incoming, waits: &Waits<'_>, limits: &Limits) -> String {
     let until = Instant::now() + limits.idle;
     let mut text = Vec::new();
     while text.len() < ERROR_BODY_MAX {
-        let Ok(Some(Ok(frame))) = clock.by(Wait::Idle, until, body.frame()).await else {
+        let Ok(Some(Ok(frame))) = waits.by(Wait::Idle, until, body.frame()).await else {
             break;
         };
         if let Some(data) = frame.data_ref() {
@@ -451,7 +451,7 @@ async fn error_text(body: &mut Incoming, clock: &Clock<'_>, limits: &Limits) -> 
 /// Reads the answers stream into `spool`, each line within `--idle-timeout` of the last.
 async fn read_stream(
     body: &mut Incoming,
-    clock: &Clock<'_>,
+    waits: &Waits<'_>,
     limits: &Limits,
     shown: &str,
     seen: &mut BTreeMap<String, i64>,
@@ -467,7 +467,7 @@ async fn read_stream(
     let mut received = 0u64;
     let mut idle_until = Instant::now() + limits.idle;
     loop {
-        let frame = match clock.by(Wait::Idle, idle_until, body.frame()).await {
+        let frame = match waits.by(Wait::Idle, idle_until, body.frame()).await {
             Ok(Some(Ok(frame))) => frame,
             Ok(None) => break,
             Ok(Some(Err(e))) => return Ok(Fetched::Short(format!("broke ({})", error_chain(&e)))),
@@ -508,7 +508,7 @@ pub async fn import_worker(w: &WorkerImport) -> anyhow::Result<Report> {
 }
 
 async fn fetch_and_build(w: &WorkerImport) -> anyhow::Result<Report> {
-    let clock = Clock {
+    let waits = Waits {
         limits: &w.limits,
         deadline: Instant::now() + w.limits.total,
     };
@@ -519,7 +519,7 @@ async fn fetch_and_build(w: &WorkerImport) -> anyhow::Result<Report> {
     let mut keep_failed = None;
     loop {
         attempts += 1;
-        match fetch_once(w, &clock, &mut seen, &mut spool).await? {
+        match fetch_once(w, &waits, &mut seen, &mut spool).await? {
             Fetched::Complete { keep_failed: f } => {
                 keep_failed = f;
                 break;
@@ -603,7 +603,7 @@ fn build(
     if resumed > 0 {
         eprintln!("kvbench: the stream was resumed {resumed} time(s); every answer was read once");
     }
-    let source = Source {
+    let source = Provenance {
         url: w.shown_url(),
         engine: match w.archive {
             Archive::Probes => "probes",

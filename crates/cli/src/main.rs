@@ -7,13 +7,13 @@ use anyhow::Context as _;
 use clap::Parser as _;
 
 use kvbench::args::{report_path, Cli, Command, ImportSource, PriceArgs, RunArgs};
-use kvbench::cost::PriceTable;
 use kvbench::import::{import_k6, ImportOptions};
 use kvbench::import_worker::{import_worker, Archive, WorkerImport};
-use kvbench::print;
 use kvbench::progress::Progress;
-use kvbench::report::Report;
 use kvbench::run::{self, RunConfig};
+use kvbench_report::cost::PriceTable;
+use kvbench_report::print;
+use kvbench_report::report::Report;
 
 /// Exit code of a run stopped by Ctrl-C (128 + SIGINT), after its partial report is written.
 const EXIT_INTERRUPTED: u8 = 130;

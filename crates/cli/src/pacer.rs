@@ -9,11 +9,11 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::batch::{self, Ending};
-use crate::hist::Hist;
+use crate::batch::{self, RequestEnd};
 use crate::pool::{Job, Queue};
-use crate::sample::FailureKind;
 use crate::timer::Timer;
+use kvbench_report::hist::Hist;
+use kvbench_report::sample::FailureKind;
 
 /// Shortest wait between two releases: at 30,000 req/s a batch of about fifteen requests. A
 /// wake-up is not free (measured here: 200 µs ticks cost a third more CPU per request than 1 ms
@@ -178,7 +178,7 @@ pub async fn release(
                 out.push(
                     job.intended_us,
                     0,
-                    Ending::Failed(FailureKind::NotSent),
+                    RequestEnd::Failed(FailureKind::NotSent),
                     refused.as_bytes(),
                 );
             }

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 
 use crate::attack::{Attacker, Conn};
-use crate::batch::{self, Ending};
-use crate::sample::FailureKind;
+use crate::batch::{self, RequestEnd};
+use kvbench_report::sample::FailureKind;
 
 /// After the schedule ends and every request got its own timeout, allow this much more.
 const DRAIN_SLACK: Duration = Duration::from_secs(1);
@@ -230,7 +230,7 @@ impl Drop for Current<'_> {
             self.results.lock().push(
                 job.intended_us,
                 latency_us,
-                Ending::Failed(FailureKind::Cancelled),
+                RequestEnd::Failed(FailureKind::Cancelled),
                 b"run stopped before the answer",
             );
             self.queue.done();
@@ -299,13 +299,13 @@ async fn connection(id: usize, shared: Arc<Shared>, warm: Arc<tokio::sync::Semap
                 Ok(status) => out.push(
                     job.intended_us,
                     latency_us,
-                    Ending::Answered(*status),
+                    RequestEnd::Answered(*status),
                     &body,
                 ),
                 Err((kind, reason)) => out.push(
                     job.intended_us,
                     latency_us,
-                    Ending::Failed(*kind),
+                    RequestEnd::Failed(*kind),
                     reason.as_bytes(),
                 ),
             }
@@ -382,7 +382,7 @@ impl Pool {
                     out.push(
                         job.intended_us,
                         latency_us,
-                        Ending::Failed(FailureKind::Cancelled),
+                        RequestEnd::Failed(FailureKind::Cancelled),
                         b"run stopped before the answer",
                     );
                 }

@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::collect::Snapshot;
-use crate::hist::fmt_ms;
-use crate::print::text::tty;
+use kvbench_report::collect::Snapshot;
+use kvbench_report::hist::fmt_ms;
+use kvbench_report::print::text::tty;
 
 pub struct Progress {
     bar: Option<ProgressBar>,

@@ -17,15 +17,15 @@ use tokio::task::JoinHandle;
 
 use crate::attack::Attacker;
 use crate::batch::{self, Batch, Read};
-use crate::collect::Collector;
-use crate::hist::Hist;
 use crate::pacer::Pacer;
 use crate::pool::{InFlight, Queue, Shared};
 use crate::progress::Progress;
-use crate::report::{Report, RunInfo};
-use crate::sample;
 use crate::shard::{self, Shard};
 use crate::signal::Sigints;
+use kvbench_report::collect::Collector;
+use kvbench_report::hist::Hist;
+use kvbench_report::report::{Report, RunInfo};
+use kvbench_report::sample;
 
 /// How often the collector takes the results that arrived (and the cost of a result waiting).
 const COLLECT_EVERY: Duration = Duration::from_millis(10);
@@ -79,8 +79,7 @@ impl Folding {
         results.take(&mut self.batch);
         for hit in &self.batch.hits {
             let read = batch::read(hit.ending, self.batch.text(hit));
-            self.collector
-                .record_read(hit.intended_us, hit.latency_us, &read);
+            batch::record(&mut self.collector, hit.intended_us, hit.latency_us, &read);
             if hit.retried {
                 self.collector.record_retried();
             }
@@ -149,14 +148,15 @@ fn share(n: u64, parts: u64, index: u64) -> u64 {
     n / parts + u64::from(index < n % parts)
 }
 
-/// Runs the load and returns this run's report (partial when interrupted).
-pub async fn run(cfg: RunConfig, mut progress: Progress) -> anyhow::Result<Report> {
-    let schedule = Pacer::new(cfg.rate, cfg.duration).context("--rate/--duration")?;
-    // Every thread needs a connection of its own.
-    let threads = cfg.threads.clamp(1, cfg.connections.max(1));
-    let attacker = Arc::new(Attacker::new(&cfg.url, &cfg.headers)?);
-    let in_flight = Arc::new(InFlight::new(cfg.max_in_flight));
-    let shards: Vec<Arc<Shared>> = (0..threads)
+/// Each thread's shard state: the one attacker, its share of the connections' queue (all
+/// under one `in_flight` bound), its own results buffer.
+fn shared_per_thread(
+    cfg: &RunConfig,
+    threads: u64,
+    attacker: &Arc<Attacker>,
+    in_flight: &Arc<InFlight>,
+) -> Vec<Arc<Shared>> {
+    (0..threads)
         .map(|i| {
             Arc::new(Shared {
                 attacker: attacker.clone(),
@@ -168,7 +168,17 @@ pub async fn run(cfg: RunConfig, mut progress: Progress) -> anyhow::Result<Repor
                 timeout: cfg.timeout,
             })
         })
-        .collect();
+        .collect()
+}
+
+/// Runs the load and returns this run's report (partial when interrupted).
+pub async fn run(cfg: RunConfig, mut progress: Progress) -> anyhow::Result<Report> {
+    let schedule = Pacer::new(cfg.rate, cfg.duration).context("--rate/--duration")?;
+    // Every thread needs a connection of its own.
+    let threads = cfg.threads.clamp(1, cfg.connections.max(1));
+    let attacker = Arc::new(Attacker::new(&cfg.url, &cfg.headers)?);
+    let in_flight = Arc::new(InFlight::new(cfg.max_in_flight));
+    let shards = shared_per_thread(&cfg, threads, &attacker, &in_flight);
     let folding = Folding {
         collector: Collector::new(cfg.interval, cfg.timeout)
             .with_max_concurrent(cfg.max_concurrent),

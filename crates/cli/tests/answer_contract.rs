@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use kvbench::answer::{parse, parse_ref, StoreResult};
-use kvbench::batch::{self, Ending, Read};
+use kvbench::batch::{self, Read, RequestEnd};
+use kvbench_report::answer::{parse, parse_ref, StoreResult};
 use kvbench_wire::answer::Op;
 use serde_json::Value;
 
@@ -144,7 +144,7 @@ fn parser_reads_every_golden_answer_field_by_field() {
         }
         // The engine's path (borrowing, through the results batch) reads the same answer.
         assert_eq!(parse_ref(line.as_bytes()).unwrap().into_owned(), a);
-        match batch::read(Ending::Answered(200), line.as_bytes()) {
+        match batch::read(RequestEnd::Answered(200), line.as_bytes()) {
             Read::Answer(r) => assert_eq!(r.into_owned(), a, "line {n}"),
             Read::Failure(kind, detail) => panic!("line {n}: {kind:?} {}", detail.describe()),
         }

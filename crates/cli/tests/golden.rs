@@ -5,9 +5,9 @@ mod common;
 
 use std::path::Path;
 
-use kvbench::cost::{estimate, Deployment, PriceTable};
-use kvbench::print::text::render;
-use kvbench::report::{Report, Summary};
+use kvbench_report::cost::{estimate, Deployment, PriceTable};
+use kvbench_report::print::text::render;
+use kvbench_report::report::{Report, Summary};
 
 fn check(name: &str, actual: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -84,7 +84,7 @@ fn terminal_report_escapes_control_characters() {
     r.runs[0].url = format!("http://h/{HOSTILE}");
     r.runs[0].started_at = format!("when{HOSTILE}");
     r.runs[0].engine = format!("engine{HOSTILE}");
-    r.runs[0].import = Some(kvbench::report::ImportInfo {
+    r.runs[0].import = Some(kvbench_report::report::ImportInfo {
         files: vec![format!("file{HOSTILE}")],
         ..Default::default()
     });

@@ -7,7 +7,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use kvbench::import::{import_k6, ImportOptions};
-use kvbench::report::{ImportInfo, Report};
+use kvbench_report::report::{ImportInfo, Report};
 
 const T0: &str = "2026-11-30T10:00:00.000000000Z";
 

@@ -3,7 +3,7 @@
 mod common;
 
 use common::{answer, collect, kvbench, read_json, run_info, samples, scratch, serve, Reply};
-use kvbench::report::{MergeError, Report};
+use kvbench_report::report::{MergeError, Report};
 
 fn merge(reports: Vec<Report>) -> Result<Report, MergeError> {
     Report::merge(reports)

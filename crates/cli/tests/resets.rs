@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 
 use common::{answer, kvbench, read_json, scratch, serve_dropping, Close};
 use kvbench::attack::Attacker;
-use kvbench::sample::FailureKind;
+use kvbench_report::sample::FailureKind;
 
 const REQUESTS: u64 = 10;
 

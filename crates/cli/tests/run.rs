@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use common::{
     answer, kvbench, read_json, scratch, serve, serve_closing_idle, serve_counted, Reply,
 };
-use kvbench::hist::Hist;
+use kvbench_report::hist::Hist;
 
 fn hist(v: &serde_json::Value) -> Hist {
     Hist::decode(v.as_str().expect("histogram string")).unwrap()

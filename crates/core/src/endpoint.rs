@@ -1,4 +1,4 @@
-//! The whole `/test` endpoint as a pure function of its inputs: auth, parameters, probe, and the
+//! The whole `/test` endpoint as a pure function of its inputs: auth, parameters, the measurement, and the
 //! HTTP status and body to send. The worker only gathers the inputs, so every answer — including
 //! each 400 and 401 — is tested natively against mocks.
 
@@ -6,8 +6,8 @@ use serde_json::json;
 
 use crate::auth;
 use crate::budget::request_cost;
+use crate::measure::{measure, Isolate, StoreSet};
 use crate::params::{parse_query, Defaults, ParamError, Params};
-use crate::probe::{probe, Isolate, StoreSet};
 use crate::probes::{parse_run, RUN_HEADER};
 
 /// What the endpoint answers: an HTTP status and a JSON body.
@@ -95,7 +95,7 @@ pub async fn handle(call: Call<'_>, stores: &dyn StoreSet, isolate: &Isolate<'_>
         )
         .of_run(run);
     };
-    let mut answer = probe(&params, stores, isolate, &visit).await;
+    let mut answer = measure(&params, stores, isolate, &visit).await;
     answer.concurrent = Some(visit.others());
     Reply {
         status: 200,
@@ -104,7 +104,7 @@ pub async fn handle(call: Call<'_>, stores: &dyn StoreSet, isolate: &Isolate<'_>
     }
 }
 
-/// The run id of `?run=` or the header (they must agree), removed from the pairs the probe's
+/// The run id of `?run=` or the header (they must agree), removed from the pairs the measurement's
 /// parameters are parsed from.
 fn take_run(
     pairs: &mut Vec<(String, String)>,
@@ -147,7 +147,7 @@ mod tests {
         assert_eq!(
             p,
             pairs(&[("stores", "kv")]),
-            "run is not a probe parameter"
+            "run is not a measurement parameter"
         );
         let mut p = pairs(&[]);
         assert_eq!(

@@ -25,22 +25,22 @@ pub struct HttpRequest {
     pub body: Vec<u8>,
     /// The body as the transport took it ahead of the request ([`HttpTransport::prepare`]);
     /// `body` is then empty.
-    pub prepared: Option<Prepared>,
+    pub prepared: Option<PreparedBody>,
 }
 
 /// A request body the transport holds on its own side (the worker: a JS `Uint8Array`).
 #[derive(Clone)]
-pub struct Prepared(pub std::rc::Rc<dyn std::any::Any>);
+pub struct PreparedBody(pub std::rc::Rc<dyn std::any::Any>);
 
-impl PartialEq for Prepared {
-    fn eq(&self, other: &Prepared) -> bool {
+impl PartialEq for PreparedBody {
+    fn eq(&self, other: &PreparedBody) -> bool {
         std::rc::Rc::ptr_eq(&self.0, &other.0)
     }
 }
 
-impl std::fmt::Debug for Prepared {
+impl std::fmt::Debug for PreparedBody {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Prepared")
+        f.write_str("PreparedBody")
     }
 }
 
@@ -147,13 +147,13 @@ pub trait HttpTransport {
     /// Takes a request body ahead of its request, before any span: the worker copies it into a
     /// JS `Uint8Array` then, so the request copies nothing inside its span and wasm does not
     /// hold the body until its store's turn. `None`: the bytes travel with the request.
-    fn prepare(&self, _body: &[u8]) -> Option<Prepared> {
+    fn prepare(&self, _body: &[u8]) -> Option<PreparedBody> {
         None
     }
 
     /// [`HttpTransport::prepare`] for a body that is exactly `value`: the worker uses the JS copy
     /// kept with the value (`Value::outside`), so such a body costs no copy at all.
-    fn prepare_value(&self, value: &crate::value::Value) -> Option<Prepared> {
+    fn prepare_value(&self, value: &crate::value::Value) -> Option<PreparedBody> {
         self.prepare(value.bytes())
     }
 }

@@ -1,6 +1,6 @@
 //! Requests in flight in one isolate. On a deployed worker the clock moves only at I/O, so the CPU
 //! of any request lands in whatever spans the isolate's other requests have open: each answer says
-//! how many other requests overlapped it (`concurrent`), and the probe prepares values only when
+//! how many other requests overlapped it (`concurrent`), and the measurement prepares values only when
 //! no other request is in flight.
 
 use std::cell::Cell;

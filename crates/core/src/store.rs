@@ -101,7 +101,7 @@ pub enum Fetched {
 pub trait Store {
     /// Setup the store needs before its timed calls (Deno KV's per-isolate metadata exchange,
     /// Redis's per-request connection), done only when due. `Ok(true)` = it did network work in
-    /// this call, so the probe reports that time as `connect_ms` instead of counting it in the
+    /// this call, so the measurement reports that time as `connect_ms` instead of counting it in the
     /// read or write.
     async fn connect(&self) -> Result<bool, StoreError> {
         Ok(false)

@@ -11,7 +11,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use kvbench_report::cost::{Deployment, PriceTable};
 use kvbench_report::kept::timeline_interval;
-use kvbench_report::kept::{Aggregate, Source};
+use kvbench_report::kept::{Aggregate, Provenance};
 use kvbench_report::report::Report;
 use kvbench_wire::stream::{Ending, Item, ReadError, Reader};
 use serde_json::json;
@@ -84,7 +84,7 @@ fn bad(message: String) -> Result<Response> {
 }
 
 /// Reads the body's kept answers into a report; the stream must end with its `end` line.
-async fn aggregate(req: &mut Request, source: &Source) -> std::result::Result<Read, Refusal> {
+async fn aggregate(req: &mut Request, source: &Provenance) -> std::result::Result<Read, Refusal> {
     let origin_ms = query_f64(req, "origin_ms").ok_or("origin_ms is missing")? as i64;
     let span_ms = query_f64(req, "span_ms").unwrap_or(0.0).max(0.0);
     let interval = timeline_interval(Duration::from_millis(span_ms as u64));
@@ -132,14 +132,14 @@ struct Read {
     bytes: u64,
 }
 
-fn source(req: &Request) -> Source {
+fn source(req: &Request) -> Provenance {
     let url = req
         .headers()
         .get("kvbench-worker-url")
         .ok()
         .flatten()
         .unwrap_or_else(|| "(the worker)".into());
-    Source {
+    Provenance {
         read_from: format!("{url}/probes/answers"),
         url,
         engine: "probes".into(),
@@ -222,7 +222,7 @@ async fn bill(mut req: Request, _ctx: RouteContext<()>) -> Result<Response> {
         }
         Err(Refusal(status, e)) => return Response::error(e, status),
     };
-    let fleet = kvbench_report::bill::Probes {
+    let fleet = kvbench_report::bill::ProbeUsage {
         points: probes,
         every_s,
         stored_s,

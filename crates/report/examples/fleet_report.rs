@@ -9,7 +9,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use kvbench_report::kept::{Aggregate, Kept, Source};
+use kvbench_report::kept::{Aggregate, Kept, Provenance};
 
 struct Counting;
 static NOW: AtomicUsize = AtomicUsize::new(0);
@@ -65,53 +65,14 @@ fn main() {
     let every = arg("--every", 300);
     let window = arg("--window", 86_400);
     let origin_ms: i64 = 1_790_000_000_000;
-    let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
     let cpu0 = cpu();
     let wall0 = Instant::now();
     let mut agg = Aggregate::new(
         origin_ms,
         kvbench_report::kept::timeline_interval(Duration::from_secs(window)),
     );
-    let mut answers = 0u64;
-    let mut line = String::new();
-    for l in 0..labels {
-        let label = format!("region-{l:02}");
-        let colo = format!("C{:02}", l % 30);
-        for i in 0..window / every {
-            let t = origin_ms + (i * every * 1000 + l * 37) as i64;
-            line.clear();
-            line.push_str(&format!(
-                r#"{{"seq":{i},"t_ms":{t},"label":"{label}","vantage":"member","colo":"{colo}","placement":"remote-{colo}","cold":{},"concurrent":0,"duration_ms":{},"answer":{{"key":"{}","colo":"{colo}","isolate_requests":2,"stores":{{"#,
-                i % 2 == 0,
-                20 + next() % 200,
-                next() % 1000
-            ));
-            for (s, store) in STORES.iter().enumerate() {
-                let hit = next() % 10 != 0;
-                let read = (1 + next() % 4000) as f64 / 10.0 * (s + 1) as f64;
-                let write = if hit {
-                    "null".to_string()
-                } else {
-                    format!("{}", (next() % 9000) as f64 / 10.0)
-                };
-                line.push_str(&format!(
-                    r#"{}"{store}":{{"read_ms":{read},"hit":{hit},"value_bytes":{},"write_ms":{write},"error":null}}"#,
-                    if s == 0 { "" } else { "," },
-                    if hit { 4096 + next() % 61440 } else { 0 },
-                ));
-            }
-            line.push_str("}}}");
-            agg.push(&Kept::parse(line.as_bytes()).expect("a kept line"));
-            answers += 1;
-        }
-    }
-    let source = Source {
+    let answers = push_answers(&mut agg, labels, every, window, origin_ms);
+    let source = Provenance {
         url: "https://kvbench.example".into(),
         engine: "probes".into(),
         read_from: "synthetic".into(),
@@ -150,4 +111,50 @@ fn main() {
         wall0.elapsed().as_secs_f64(),
         html.len() as f64 / 1e6
     );
+}
+
+/// Pushes `labels` vantage points' synthetic kept answers, one every `every` s over `window` s,
+/// into `agg`; returns how many.
+fn push_answers(agg: &mut Aggregate, labels: u64, every: u64, window: u64, origin_ms: i64) -> u64 {
+    let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let mut answers = 0u64;
+    let mut line = String::new();
+    for l in 0..labels {
+        let label = format!("region-{l:02}");
+        let colo = format!("C{:02}", l % 30);
+        for i in 0..window / every {
+            let t = origin_ms + (i * every * 1000 + l * 37) as i64;
+            line.clear();
+            line.push_str(&format!(
+                r#"{{"seq":{i},"t_ms":{t},"label":"{label}","vantage":"member","colo":"{colo}","placement":"remote-{colo}","cold":{},"concurrent":0,"duration_ms":{},"answer":{{"key":"{}","colo":"{colo}","isolate_requests":2,"stores":{{"#,
+                i % 2 == 0,
+                20 + next() % 200,
+                next() % 1000
+            ));
+            for (s, store) in STORES.iter().enumerate() {
+                let hit = next() % 10 != 0;
+                let read = (1 + next() % 4000) as f64 / 10.0 * (s + 1) as f64;
+                let write = if hit {
+                    "null".to_string()
+                } else {
+                    format!("{}", (next() % 9000) as f64 / 10.0)
+                };
+                line.push_str(&format!(
+                    r#"{}"{store}":{{"read_ms":{read},"hit":{hit},"value_bytes":{},"write_ms":{write},"error":null}}"#,
+                    if s == 0 { "" } else { "," },
+                    if hit { 4096 + next() % 61440 } else { 0 },
+                ));
+            }
+            line.push_str("}}}");
+            agg.push(&Kept::parse(line.as_bytes()).expect("a kept line"));
+            answers += 1;
+        }
+    }
+    answers
 }

@@ -15,7 +15,7 @@ pub const CRON_EVERY_S: f64 = 300.0;
 
 /// What the probes are: how many, how often, how long they keep, and what one kept line weighs.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Probes {
+pub struct ProbeUsage {
     /// Vantage points probed (hint probes and fleet members).
     pub points: f64,
     /// Seconds between a probe's wakes.
@@ -106,7 +106,7 @@ pub fn answers_per_wake(report: &Report) -> f64 {
 }
 
 /// The bill of `probes`, from the answers in `report` (a kept report: one run per vantage point).
-pub fn bill(report: &Report, table: &PriceTable, probes: Probes) -> Bill {
+pub fn bill(report: &Report, table: &PriceTable, probes: ProbeUsage) -> Bill {
     let wakes_per_s = probes.points / probes.every_s;
     let per_wake = answers_per_wake(report);
     let rps = wakes_per_s * per_wake;
@@ -161,7 +161,7 @@ fn cheapest(lines: &[CostLine]) -> Vec<StoreMonth> {
 
 fn own_usage(
     table: &PriceTable,
-    probes: Probes,
+    probes: ProbeUsage,
     wakes: f64,
     answers: f64,
     mean_s: f64,
@@ -215,7 +215,7 @@ mod tests {
     use kvbench_wire::kept::Kept;
 
     use super::*;
-    use crate::kept::{Aggregate, Source};
+    use crate::kept::{Aggregate, Provenance};
 
     /// A kept line of `label` with a `kv` hit and a `redis` miss that wrote.
     fn line(seq: i64, t_ms: i64, label: &str, cold: bool) -> String {
@@ -229,7 +229,7 @@ mod tests {
         for l in lines {
             a.push(&Kept::parse(l.as_bytes()).unwrap());
         }
-        let source = Source {
+        let source = Provenance {
             url: "https://w".into(),
             engine: "probes".into(),
             read_from: "https://w/probes/answers".into(),
@@ -237,8 +237,8 @@ mod tests {
         a.finish(&source).unwrap().unwrap()
     }
 
-    fn probes(points: f64) -> Probes {
-        Probes {
+    fn probes(points: f64) -> ProbeUsage {
+        ProbeUsage {
             points,
             every_s: 300.0,
             stored_s: 7.0 * 86_400.0 + 3600.0,

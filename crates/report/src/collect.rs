@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::answer::{AnswerRef, StoreResult};
-use crate::batch::Read;
 use crate::hist::{Hist, Packed};
 use crate::report::{
     tool_name, ColoStats, Interval, Report, RunInfo, Section, StoreStats, Timeline,
@@ -516,17 +515,8 @@ impl Collector {
         self.retried += 1;
     }
 
-    /// Records one result as read from the connections' batch (see [`crate::batch::read`]).
-    pub fn record_read(&mut self, intended_us: u64, latency_us: u64, read: &Read<'_>) {
-        match read {
-            Read::Answer(a) => self.record_answer_ref(intended_us, latency_us, a),
-            Read::Failure(kind, detail) => {
-                self.record_failure(intended_us, latency_us, *kind, || detail.describe())
-            }
-        }
-    }
-
-    fn record_answer_ref(&mut self, intended_us: u64, latency_us: u64, a: &AnswerRef<'_>) {
+    /// Records one answer as the CLI's connections read it (borrowing from their buffer).
+    pub fn record_answer_ref(&mut self, intended_us: u64, latency_us: u64, a: &AnswerRef<'_>) {
         if self.excluded(a.concurrent) {
             return;
         }
@@ -538,8 +528,8 @@ impl Collector {
         );
     }
 
-    /// `detail` is only built while the kind still has room for examples.
-    fn record_failure(
+    /// Records one failure; `detail` is only built while the kind still has room for examples.
+    pub fn record_failure(
         &mut self,
         intended_us: u64,
         latency_us: u64,

@@ -58,7 +58,7 @@ struct LabelRun {
 }
 
 /// Where the answers came from, for the report's `runs[]`.
-pub struct Source {
+pub struct Provenance {
     /// The worker's URL (never a token).
     pub url: String,
     /// `probes` or `worker` (a load run's answers).
@@ -259,7 +259,7 @@ impl Aggregate {
     }
 
     /// The report: one run per label, merged. `None` when no answer was usable.
-    pub fn finish(mut self, source: &Source) -> anyhow::Result<Option<Report>> {
+    pub fn finish(mut self, source: &Provenance) -> anyhow::Result<Option<Report>> {
         let origin = SystemTime::UNIX_EPOCH + Duration::from_millis(self.origin_ms.max(0) as u64);
         let started_at = humantime::format_rfc3339_seconds(origin).to_string();
         let mut info = Some(ImportInfo {
@@ -353,7 +353,7 @@ mod tests {
             push(&mut a, l);
         }
         assert_eq!(a.lines(), 8);
-        let source = Source {
+        let source = Provenance {
             url: "https://w".into(),
             engine: "probes".into(),
             read_from: "https://w/probes/answers".into(),
@@ -397,7 +397,7 @@ mod tests {
         }
         lines.push(line(99, 1_000_000 + 5 * 61_000, "a", 250.0));
         let interval = Duration::from_secs(300);
-        let source = Source {
+        let source = Provenance {
             url: "https://w".into(),
             engine: "probes".into(),
             read_from: "x".into(),
@@ -437,7 +437,7 @@ mod tests {
         for l in text.lines() {
             push(&mut a, l);
         }
-        let source = Source {
+        let source = Provenance {
             url: "https://w".into(),
             engine: "probes".into(),
             read_from: "x".into(),
@@ -490,7 +490,7 @@ mod tests {
             line(4, 1_600_000, "weur", 4.0),
             cold(1, 1_000_000, "apac", 70.0),
         ];
-        let source = Source {
+        let source = Provenance {
             url: "https://w".into(),
             engine: "probes".into(),
             read_from: "x".into(),

@@ -542,42 +542,11 @@ pub struct Summary {
 impl Summary {
     pub fn of(report: &Report) -> Summary {
         let t = &report.total;
-        let mut latency = vec![LatencyRow {
-            name: "end-to-end".into(),
-            store: None,
-            errors: Some(t.failed()),
-            quantiles: Quantiles::of(&t.latency_us),
-        }];
-        for (name, s) in &t.stores {
-            let has_hit_miss = !(s.read_hit_us.is_empty() && s.read_miss_us.is_empty());
-            let rows = [
-                ("read all", &s.read_us, Some(s.errors_for(false)), true),
-                ("read hit", &s.read_hit_us, None, has_hit_miss),
-                ("read miss", &s.read_miss_us, None, has_hit_miss),
-                ("write", &s.write_us, Some(s.errors_for(true)), s.writes > 0),
-                ("connect", &s.connect_us, None, !s.connect_us.is_empty()),
-            ];
-            for (set, h, errors, shown) in rows {
-                if shown {
-                    latency.push(LatencyRow {
-                        name: format!("{name} {set}"),
-                        store: Some(name.clone()),
-                        errors,
-                        quantiles: Quantiles::of(h),
-                    });
-                }
-            }
-        }
-        let reads = |m: &BTreeMap<String, StoreStats>| {
-            m.iter()
-                .map(|(k, s)| (k.clone(), Quantiles::of(&s.read_us)))
-                .collect()
-        };
         Summary {
             client_failed: t.client_failed(),
             worker_failed: t.worker_failed(),
             retried: t.retried,
-            latency,
+            latency: latency_rows(t),
             warm_read: report
                 .vantages
                 .iter()
@@ -594,36 +563,77 @@ impl Summary {
             labels: report
                 .labels
                 .iter()
-                .map(|(label, s)| {
-                    let l = LabelSummary {
-                        sent: s.sent,
-                        answered: s.answered,
-                        failed: s.failed(),
-                        client_failed: s.client_failed(),
-                        worker_failed: s.worker_failed(),
-                        retried: s.retried,
-                        achieved_rate: s.achieved_rate,
-                        latency: Quantiles::of(&s.latency_us),
-                        read: reads(&s.stores),
-                    };
-                    (label.clone(), l)
-                })
+                .map(|(label, s)| (label.clone(), LabelSummary::of(s)))
                 .collect(),
             colos: report
                 .colos
                 .iter()
-                .map(|(colo, c)| {
-                    let s = ColoSummary {
-                        answered: c.answered,
-                        latency: Quantiles::of(&c.latency_us),
-                        read: c
-                            .read_us
-                            .iter()
-                            .map(|(k, h)| (k.clone(), Quantiles::of(h)))
-                            .collect(),
-                    };
-                    (colo.clone(), s)
-                })
+                .map(|(colo, c)| (colo.clone(), ColoSummary::of(c)))
+                .collect(),
+        }
+    }
+}
+
+/// The rows of [`Summary::latency`]: end-to-end, then each store's shown rows.
+fn latency_rows(t: &Section) -> Vec<LatencyRow> {
+    let mut latency = vec![LatencyRow {
+        name: "end-to-end".into(),
+        store: None,
+        errors: Some(t.failed()),
+        quantiles: Quantiles::of(&t.latency_us),
+    }];
+    for (name, s) in &t.stores {
+        let has_hit_miss = !(s.read_hit_us.is_empty() && s.read_miss_us.is_empty());
+        let rows = [
+            ("read all", &s.read_us, Some(s.errors_for(false)), true),
+            ("read hit", &s.read_hit_us, None, has_hit_miss),
+            ("read miss", &s.read_miss_us, None, has_hit_miss),
+            ("write", &s.write_us, Some(s.errors_for(true)), s.writes > 0),
+            ("connect", &s.connect_us, None, !s.connect_us.is_empty()),
+        ];
+        for (set, h, errors, shown) in rows {
+            if shown {
+                latency.push(LatencyRow {
+                    name: format!("{name} {set}"),
+                    store: Some(name.clone()),
+                    errors,
+                    quantiles: Quantiles::of(h),
+                });
+            }
+        }
+    }
+    latency
+}
+
+impl LabelSummary {
+    fn of(s: &Section) -> LabelSummary {
+        LabelSummary {
+            sent: s.sent,
+            answered: s.answered,
+            failed: s.failed(),
+            client_failed: s.client_failed(),
+            worker_failed: s.worker_failed(),
+            retried: s.retried,
+            achieved_rate: s.achieved_rate,
+            latency: Quantiles::of(&s.latency_us),
+            read: s
+                .stores
+                .iter()
+                .map(|(k, s)| (k.clone(), Quantiles::of(&s.read_us)))
+                .collect(),
+        }
+    }
+}
+
+impl ColoSummary {
+    fn of(c: &ColoStats) -> ColoSummary {
+        ColoSummary {
+            answered: c.answered,
+            latency: Quantiles::of(&c.latency_us),
+            read: c
+                .read_us
+                .iter()
+                .map(|(k, h)| (k.clone(), Quantiles::of(h)))
                 .collect(),
         }
     }

@@ -1,5 +1,5 @@
 //! One request's result as the report reads it — what `kvbench import` builds for the collector
-//! (a run's connections hand over raw [`crate::batch`] results instead) — and its optional raw
+//! (a run's connections hand over raw results instead, `kvbench::batch`) — and its optional raw
 //! rows in `samples.csv`.
 
 use std::io::{self, Write};

@@ -279,9 +279,9 @@ pub fn answer(colo: &str, stores: &str) -> String {
 
 /// Deterministic pseudo-random samples (no RNG dependency): a mix of hits, misses, writes, store
 /// errors, two colos and every failure kind, spread over `span_s` seconds.
-pub fn samples(seed: u64, n: u64, span_s: u64) -> Vec<kvbench::sample::Sample> {
-    use kvbench::answer::{Answer, StoreError, StoreResult};
-    use kvbench::sample::{FailureKind, Outcome, Sample};
+pub fn samples(seed: u64, n: u64, span_s: u64) -> Vec<kvbench_report::sample::Sample> {
+    use kvbench_report::answer::{Answer, StoreError, StoreResult};
+    use kvbench_report::sample::{FailureKind, Outcome, Sample};
     let mut x = seed
         .wrapping_mul(6364136223846793005)
         .wrapping_add(1442695040888963407);
@@ -297,19 +297,19 @@ pub fn samples(seed: u64, n: u64, span_s: u64) -> Vec<kvbench::sample::Sample> {
             let latency_us = 1_000 + next(50_000);
             let roll = next(100);
             let outcome = match roll {
-                0..=2 => Outcome::Failure(kvbench::sample::Failure {
+                0..=2 => Outcome::Failure(kvbench_report::sample::Failure {
                     kind: FailureKind::Timeout,
                     detail: "no answer".into(),
                 }),
-                3 => Outcome::Failure(kvbench::sample::Failure {
+                3 => Outcome::Failure(kvbench_report::sample::Failure {
                     kind: FailureKind::Status(401),
                     detail: "unauthorized".into(),
                 }),
-                4 => Outcome::Failure(kvbench::sample::Failure {
+                4 => Outcome::Failure(kvbench_report::sample::Failure {
                     kind: FailureKind::Malformed,
                     detail: "bad json".into(),
                 }),
-                5 => Outcome::Failure(kvbench::sample::Failure {
+                5 => Outcome::Failure(kvbench_report::sample::Failure {
                     kind: FailureKind::NotSent,
                     detail: String::new(),
                 }),
@@ -377,12 +377,12 @@ pub fn samples(seed: u64, n: u64, span_s: u64) -> Vec<kvbench::sample::Sample> {
 }
 
 /// A fixed RunInfo so golden files do not depend on the clock.
-pub fn run_info(label: &str, rate: f64, span_s: f64) -> kvbench::report::RunInfo {
-    let mut lag = kvbench::hist::Hist::default();
+pub fn run_info(label: &str, rate: f64, span_s: f64) -> kvbench_report::report::RunInfo {
+    let mut lag = kvbench_report::hist::Hist::default();
     for v in [40, 55, 60, 80, 1200] {
         lag.record(v);
     }
-    kvbench::report::RunInfo {
+    kvbench_report::report::RunInfo {
         label: label.into(),
         url: "http://127.0.0.1:8787/test".into(),
         started_at: "2026-01-01T00:00:00Z".into(),
@@ -401,12 +401,14 @@ pub fn run_info(label: &str, rate: f64, span_s: f64) -> kvbench::report::RunInfo
 }
 
 pub fn collect(
-    samples: &[kvbench::sample::Sample],
+    samples: &[kvbench_report::sample::Sample],
     interval_s: u64,
-    run: kvbench::report::RunInfo,
-) -> kvbench::report::Report {
-    let mut c =
-        kvbench::collect::Collector::new(Duration::from_secs(interval_s), Duration::from_secs(10));
+    run: kvbench_report::report::RunInfo,
+) -> kvbench_report::report::Report {
+    let mut c = kvbench_report::collect::Collector::new(
+        Duration::from_secs(interval_s),
+        Duration::from_secs(10),
+    );
     for s in samples {
         c.record(s);
     }

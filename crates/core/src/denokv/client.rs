@@ -323,7 +323,7 @@ fn decode_error(op: &str, e: &prost::DecodeError) -> StoreError {
 /// A request body for [`KvConnect`]'s data path: bytes, or taken by the transport beforehand.
 pub enum Payload {
     Bytes(Vec<u8>),
-    Prepared(crate::http::Prepared),
+    Prepared(crate::http::PreparedBody),
 }
 
 /// A `snapshot_read` answer as it came (its body may still be outside wasm), decoded by
@@ -421,6 +421,42 @@ fn bad_metadata(message: impl Into<String>) -> StoreError {
     StoreError::new(ErrorKind::Decode, message)
 }
 
+/// What is wrong with an answer that is not metadata (never quoting it: it may hold a token).
+fn not_metadata(why: &str) -> StoreError {
+    bad_metadata(format!("answer is not KV Connect metadata ({why})"))
+}
+
+/// The metadata's endpoints, resolved against the connect URL `base`: the strong ones, then the
+/// eventual ones (other consistency levels are skipped).
+fn endpoint_urls(
+    endpoints: &[Value],
+    base: &str,
+) -> Result<(Vec<String>, Vec<String>), StoreError> {
+    let base = url::Url::parse(base).map_err(|e| {
+        StoreError::new(
+            ErrorKind::NotConfigured,
+            format!("invalid connect URL: {e}"),
+        )
+    })?;
+    let (mut strong, mut eventual) = (Vec::new(), Vec::new());
+    for endpoint in endpoints {
+        let field = |name: &str| endpoint.get(name).and_then(Value::as_str);
+        let (Some(url), Some(consistency)) = (field("url"), field("consistency")) else {
+            return Err(not_metadata("an endpoint lacks `url` or `consistency`"));
+        };
+        let resolved = base
+            .join(url)
+            .map_err(|e| bad_metadata(format!("endpoint URL {:?}: {e}", quote(url))))?;
+        let resolved = resolved.as_str().trim_end_matches('/').to_string();
+        match consistency {
+            "strong" => strong.push(resolved),
+            "eventual" => eventual.push(resolved),
+            _ => {} // a consistency level from the future: not ours to use
+        }
+    }
+    Ok((strong, eventual))
+}
+
 /// Validates a metadata exchange answer (`kv-metadata-exchange-response.v<N>.json`).
 fn parse_metadata(
     body: &[u8],
@@ -431,8 +467,6 @@ fn parse_metadata(
     // Parsed through `Value`, whose parser the Upstash codec already links: a derived
     // `Deserialize` would add a second copy of serde_json's parser to the wasm bundle.
     // A JSON answer carries a data-path token: name what is wrong, never quote it.
-    let not_metadata =
-        |why: &str| bad_metadata(format!("answer is not KV Connect metadata ({why})"));
     let wire: Value = serde_json::from_slice(body).map_err(|_| {
         bad_metadata(format!(
             "answer is not KV Connect metadata (not JSON): {:?}",
@@ -460,28 +494,7 @@ fn parse_metadata(
             "server chose protocol version {version}, this client speaks {SUPPORTED_VERSIONS:?}"
         )));
     }
-    let base = url::Url::parse(base).map_err(|e| {
-        StoreError::new(
-            ErrorKind::NotConfigured,
-            format!("invalid connect URL: {e}"),
-        )
-    })?;
-    let (mut strong, mut eventual) = (Vec::new(), Vec::new());
-    for endpoint in endpoints {
-        let field = |name: &str| endpoint.get(name).and_then(Value::as_str);
-        let (Some(url), Some(consistency)) = (field("url"), field("consistency")) else {
-            return Err(not_metadata("an endpoint lacks `url` or `consistency`"));
-        };
-        let resolved = base
-            .join(url)
-            .map_err(|e| bad_metadata(format!("endpoint URL {:?}: {e}", quote(url))))?;
-        let resolved = resolved.as_str().trim_end_matches('/').to_string();
-        match consistency {
-            "strong" => strong.push(resolved),
-            "eventual" => eventual.push(resolved),
-            _ => {} // a consistency level from the future: not ours to use
-        }
-    }
+    let (strong, eventual) = endpoint_urls(endpoints, base)?;
     if strong.is_empty() {
         return Err(bad_metadata("no endpoint with strong consistency"));
     }

@@ -20,7 +20,7 @@ use crate::store::{Deferred, Fetched, Options, Store};
 pub struct DenoKvStore<'a, T> {
     client: KvConnect<'a, T>,
     /// The write's body as the transport took it before the first span.
-    prepared: std::cell::RefCell<Option<crate::http::Prepared>>,
+    prepared: std::cell::RefCell<Option<crate::http::PreparedBody>>,
 }
 
 /// An answer up to this size is decoded as soon as it arrives (a miss's answer is a few bytes);

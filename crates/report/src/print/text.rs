@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use crate::hist::fmt_ms;
-use crate::report::{Estimate, Quantiles, Report, Summary};
+use crate::report::{Estimate, Quantiles, Report, Section, Summary, UnitLine};
 use crate::sample::Side;
 
 /// A string from the data (store, colo, label, URL, error text) as the terminal may show it:
@@ -118,7 +118,29 @@ pub fn latency_origin(report: &Report) -> String {
 /// Renders the terminal report.
 pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
     let summary = Summary::of(report);
-    let t = &report.total;
+    render_runs(report, out)?;
+    render_totals(report, &summary, out)?;
+    writeln!(out)?;
+    latency_table(&summary, out)?;
+    render_errors(&report.total, out)?;
+    if summary.labels.len() > 1 {
+        label_table(&summary, out)?;
+    }
+    if !report.vantages.is_empty() {
+        vantage_table(report, &summary, out)?;
+    }
+    if !summary.colos.is_empty() {
+        colo_table(&report.total, &summary, out)?;
+    }
+    if let Some(cost) = &report.cost {
+        writeln!(out)?;
+        render_cost(cost, out)?;
+    }
+    Ok(())
+}
+
+/// The report's first lines: its runs, each with its pacer lag and what it imported.
+fn render_runs(report: &Report, out: &mut impl Write) -> io::Result<()> {
     let labels: Vec<Cow<str>> = report.labels.keys().map(|l| tty(l)).collect();
     writeln!(
         out,
@@ -169,6 +191,13 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
             )?;
         }
     }
+    Ok(())
+}
+
+/// The whole report's counts, its failures by side, what the latency includes, and the answers
+/// by requests in flight.
+fn render_totals(report: &Report, summary: &Summary, out: &mut impl Write) -> io::Result<()> {
+    let t = &report.total;
     writeln!(
         out,
         "achieved rate {:.2} req/s over {:.1} s; scheduled {}, sent {}, answered {}, failed {} (not sent {})",
@@ -206,7 +235,11 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
             }
         )?;
     }
-    writeln!(out)?;
+    Ok(())
+}
+
+/// The latency table: end to end, then each store's spans.
+fn latency_table(summary: &Summary, out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
         "{:<22} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7}",
@@ -222,6 +255,12 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
             row.errors.map(|e| e.to_string()).unwrap_or_default()
         )?;
     }
+    Ok(())
+}
+
+/// Errors by kind: the requests' (the client's side, then the worker's), then the stores' errors
+/// in answers and their timed-out calls.
+fn render_errors(t: &Section, out: &mut impl Write) -> io::Result<()> {
     if t.failures.is_empty() && t.stores.values().all(|s| s.errors.is_empty()) {
         writeln!(out, "\nno errors")?;
     } else {
@@ -258,69 +297,68 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
             }
         }
     }
-    if summary.labels.len() > 1 {
+    Ok(())
+}
+
+/// One row per label (when the report has more than one).
+fn label_table(summary: &Summary, out: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "\n{:<16} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10} {:>8} {:>8}",
+        "label",
+        "sent",
+        "answered",
+        "failed",
+        "client",
+        "worker",
+        "retried",
+        "rate/s",
+        "e2e p50",
+        "e2e p99"
+    )?;
+    for (label, s) in &summary.labels {
         writeln!(
             out,
-            "\n{:<16} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10} {:>8} {:>8}",
-            "label",
-            "sent",
-            "answered",
-            "failed",
-            "client",
-            "worker",
-            "retried",
-            "rate/s",
-            "e2e p50",
-            "e2e p99"
+            "{:<16} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10.2} {}",
+            tty(label),
+            s.sent,
+            s.answered,
+            s.failed,
+            s.client_failed,
+            s.worker_failed,
+            s.retried,
+            s.achieved_rate,
+            p50_p99(&s.latency)
         )?;
-        for (label, s) in &summary.labels {
-            writeln!(
-                out,
-                "{:<16} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10.2} {}",
-                tty(label),
-                s.sent,
-                s.answered,
-                s.failed,
-                s.client_failed,
-                s.worker_failed,
-                s.retried,
-                s.achieved_rate,
-                p50_p99(&s.latency)
-            )?;
-        }
     }
-    if !report.vantages.is_empty() {
-        vantage_table(report, &summary, out)?;
+    Ok(())
+}
+
+/// One row per colo: its answers, end-to-end and each store's read p50/p99.
+fn colo_table(t: &Section, summary: &Summary, out: &mut impl Write) -> io::Result<()> {
+    let stores: Vec<&String> = t.stores.keys().collect();
+    write!(
+        out,
+        "\n{:<8} {:>8} {:>17}",
+        "colo", "answered", "e2e p50/p99 ms"
+    )?;
+    for s in &stores {
+        write!(out, " {:>17}", format!("{} p50/p99", tty(s)))?;
     }
-    if !summary.colos.is_empty() {
-        let stores: Vec<&String> = t.stores.keys().collect();
+    writeln!(out)?;
+    for (colo, c) in &summary.colos {
         write!(
             out,
-            "\n{:<8} {:>8} {:>17}",
-            "colo", "answered", "e2e p50/p99 ms"
+            "{:<8} {:>8} {}",
+            tty(colo),
+            c.answered,
+            p50_p99(&c.latency)
         )?;
         for s in &stores {
-            write!(out, " {:>17}", format!("{} p50/p99", tty(s)))?;
+            let q = c.read.get(*s).cloned().unwrap_or_default();
+            write!(out, " {}", p50_p99(&q))?;
         }
         writeln!(out)?;
-        for (colo, c) in &summary.colos {
-            write!(
-                out,
-                "{:<8} {:>8} {}",
-                tty(colo),
-                c.answered,
-                p50_p99(&c.latency)
-            )?;
-            for s in &stores {
-                let q = c.read.get(*s).cloned().unwrap_or_default();
-                write!(out, " {}", p50_p99(&q))?;
-            }
-            writeln!(out)?;
-        }
-    }
-    if let Some(cost) = &report.cost {
-        writeln!(out)?;
-        render_cost(cost, out)?;
     }
     Ok(())
 }
@@ -408,26 +446,7 @@ pub fn render_cost(e: &Estimate, out: &mut impl Write) -> io::Result<()> {
             tty(&l.plan),
             tty(&l.as_of)
         )?;
-        for u in &l.units {
-            let included = if u.included_per_month > 0.0 {
-                format!(
-                    " beyond {} a month included ({:.0} of {:.0} billed)",
-                    u.included_per_month, u.billed_units, u.monthly_units
-                )
-            } else {
-                String::new()
-            };
-            writeln!(
-                out,
-                "         {:.3} {}/req {}{included}",
-                u.per_request,
-                tty(&u.unit),
-                u.per_million.map_or(
-                    "(not in the price table: priced at 0)".to_string(),
-                    |p| format!("x ${p} per million")
-                )
-            )?;
-        }
+        unit_lines(&l.units, out)?;
     }
     let failed: Vec<String> = e
         .lines
@@ -460,6 +479,31 @@ pub fn render_cost(e: &Estimate, out: &mut impl Write) -> io::Result<()> {
     }
     if e.lines.is_empty() {
         writeln!(out, "  (no priced store in this report)")?;
+    }
+    Ok(())
+}
+
+/// A cost line's units, one line each: how many per request and their price.
+fn unit_lines(units: &[UnitLine], out: &mut impl Write) -> io::Result<()> {
+    for u in units {
+        let included = if u.included_per_month > 0.0 {
+            format!(
+                " beyond {} a month included ({:.0} of {:.0} billed)",
+                u.included_per_month, u.billed_units, u.monthly_units
+            )
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "         {:.3} {}/req {}{included}",
+            u.per_request,
+            tty(&u.unit),
+            u.per_million.map_or(
+                "(not in the price table: priced at 0)".to_string(),
+                |p| format!("x ${p} per million")
+            )
+        )?;
     }
     Ok(())
 }

@@ -6,12 +6,13 @@
 use std::ops::Range;
 use std::sync::{Mutex, MutexGuard};
 
-use crate::answer::{AnswerError, AnswerRef};
-use crate::sample::FailureKind;
+use kvbench_report::answer::{AnswerError, AnswerRef};
+use kvbench_report::collect::Collector;
+use kvbench_report::sample::FailureKind;
 
 /// How one request ended, before the collector reads its body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
+pub enum RequestEnd {
     /// The server answered with this status; the text is the body.
     Answered(u16),
     /// No HTTP answer; the text is the reason.
@@ -25,9 +26,9 @@ pub struct Hit {
     pub intended_us: u64,
     /// From the intended start to the end of the body (or the failure), µs.
     pub latency_us: u64,
-    pub ending: Ending,
+    pub ending: RequestEnd,
     /// Sent a second time, on a new connection, after the connection it was first sent on
-    /// (one that had waited idle) failed before any byte of an answer (see `kvbench::attack`).
+    /// (one that had waited idle) failed before any byte of an answer (see [`crate::attack`]).
     pub retried: bool,
     /// Where the body or reason is in [`Batch::text`].
     pub text: Range<usize>,
@@ -41,7 +42,7 @@ pub struct Batch {
 }
 
 impl Batch {
-    pub fn push(&mut self, intended_us: u64, latency_us: u64, ending: Ending, text: &[u8]) {
+    pub fn push(&mut self, intended_us: u64, latency_us: u64, ending: RequestEnd, text: &[u8]) {
         let start = self.text.len();
         self.text.extend_from_slice(text);
         self.hits.push(Hit {
@@ -98,24 +99,34 @@ impl Detail<'_> {
     pub fn describe(&self) -> String {
         match self {
             Detail::Reason(text) => String::from_utf8_lossy(text).into_owned(),
-            Detail::ErrorBody(body) => crate::answer::describe_error_body(body),
-            Detail::Malformed(e) => crate::answer::shorten(&e.to_string()),
+            Detail::ErrorBody(body) => kvbench_report::answer::describe_error_body(body),
+            Detail::Malformed(e) => kvbench_report::answer::shorten(&e.to_string()),
         }
     }
 }
 
 /// Reads one raw result: a 200 must be a conforming `/test` answer (else `malformed`), any other
 /// status is a failure of that status.
-pub fn read(ending: Ending, text: &[u8]) -> Read<'_> {
+pub fn read(ending: RequestEnd, text: &[u8]) -> Read<'_> {
     match ending {
-        Ending::Answered(200) => match crate::answer::parse_ref(text) {
+        RequestEnd::Answered(200) => match kvbench_report::answer::parse_ref(text) {
             Ok(a) => Read::Answer(a),
             Err(e) => Read::Failure(FailureKind::Malformed, Detail::Malformed(e)),
         },
-        Ending::Answered(status) => {
+        RequestEnd::Answered(status) => {
             Read::Failure(FailureKind::Status(status), Detail::ErrorBody(text))
         }
-        Ending::Failed(kind) => Read::Failure(kind, Detail::Reason(text)),
+        RequestEnd::Failed(kind) => Read::Failure(kind, Detail::Reason(text)),
+    }
+}
+
+/// Records one result, as `read` reads it, in `collector`.
+pub fn record(collector: &mut Collector, intended_us: u64, latency_us: u64, read: &Read<'_>) {
+    match read {
+        Read::Answer(a) => collector.record_answer_ref(intended_us, latency_us, a),
+        Read::Failure(kind, detail) => {
+            collector.record_failure(intended_us, latency_us, *kind, || detail.describe())
+        }
     }
 }
 
@@ -143,22 +154,22 @@ mod tests {
     #[test]
     fn read_table() {
         let answer = br#"{"colo":"FRA","stores":{"kv":{"read_ms":1}}}"#;
-        let cases: &[(Ending, &[u8], Option<FailureKind>, &str)] = &[
-            (Ending::Answered(200), answer, None, ""),
+        let cases: &[(RequestEnd, &[u8], Option<FailureKind>, &str)] = &[
+            (RequestEnd::Answered(200), answer, None, ""),
             (
-                Ending::Answered(200),
+                RequestEnd::Answered(200),
                 b"<html>",
                 Some(FailureKind::Malformed),
                 "JSON",
             ),
             (
-                Ending::Answered(400),
+                RequestEnd::Answered(400),
                 br#"{"error":{"parameter":"size","message":"too big"}}"#,
                 Some(FailureKind::Status(400)),
                 "size: too big",
             ),
             (
-                Ending::Failed(FailureKind::Timeout),
+                RequestEnd::Failed(FailureKind::Timeout),
                 b"no answer within 2s",
                 Some(FailureKind::Timeout),
                 "no answer within 2s",
@@ -183,13 +194,13 @@ mod tests {
         let shared = Shared::default();
         shared
             .lock()
-            .push(1, 10, Ending::Answered(200), b"{\"a\":1}");
+            .push(1, 10, RequestEnd::Answered(200), b"{\"a\":1}");
         shared
             .lock()
-            .push(2, 0, Ending::Failed(FailureKind::NotSent), b"");
+            .push(2, 0, RequestEnd::Failed(FailureKind::NotSent), b"");
         {
             let mut b = shared.lock();
-            b.push(3, 30, Ending::Answered(503), b"busy");
+            b.push(3, 30, RequestEnd::Answered(503), b"busy");
             b.mark_retried();
         }
         let mut mine = Batch::default();
@@ -198,7 +209,10 @@ mod tests {
         assert_eq!(retried, [false, false, true]);
         let texts: Vec<&[u8]> = mine.hits.iter().map(|h| mine.text(h)).collect();
         assert_eq!(texts, [&b"{\"a\":1}"[..], b"", b"busy"]);
-        assert_eq!(mine.hits[1].ending, Ending::Failed(FailureKind::NotSent));
+        assert_eq!(
+            mine.hits[1].ending,
+            RequestEnd::Failed(FailureKind::NotSent)
+        );
         assert!(shared.lock().is_empty());
         mine.clear();
         shared.take(&mut mine);

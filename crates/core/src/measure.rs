@@ -3,8 +3,9 @@
 //! isolate's network; the shuffled order keeps any first-call advantage from favouring one store.
 //!
 //! A deployed worker's clock only moves at I/O (workerd syncs it when control re-enters the
-//! isolate; timers cannot refresh it, see docs/measuring.md), so CPU spent between two store calls is counted
-//! in the next call's time. The probe therefore keeps CPU out of the gaps: the value is generated
+//! isolate; timers cannot refresh it, see docs/measuring.md), so CPU spent between two store calls
+//! is counted in the next call's time. The measurement therefore keeps CPU out of the gaps: the
+//! value is generated
 //! after the previous request's last I/O (`ValueGen::prepare`), every write body is encoded before
 //! the first span, and decoding a hit is deferred until the last span is over.
 
@@ -44,7 +45,7 @@ impl StoreSet for StoreList<'_> {
     }
 }
 
-/// Per-isolate state the probe needs. The generator sits in a `RefCell` because one isolate may
+/// Per-isolate state a measurement needs. The generator sits in a `RefCell` because one isolate may
 /// interleave several requests: it is only borrowed between awaits, never across one.
 pub struct Isolate<'a> {
     pub gen: &'a RefCell<ValueGen>,
@@ -68,7 +69,7 @@ struct Measured {
 }
 
 /// Runs one measurement. Never fails: every store failure is data in the answer.
-pub async fn probe(
+pub async fn measure(
     params: &Params,
     stores: &dyn StoreSet,
     isolate: &Isolate<'_>,
@@ -107,7 +108,7 @@ pub async fn probe(
                 pending: None,
             },
             Ok(store) => {
-                let (result, pending) = measure(
+                let (result, pending) = measure_store(
                     params,
                     isolate,
                     &deadlines,
@@ -139,17 +140,28 @@ pub async fn probe(
         Answer::new(key, isolate.colo.clone(), isolate.requests),
         measured,
     );
+    refill(params, isolate, visit, value, wrote);
+    answer
+}
+
+/// After the last span: the value goes back to the isolate's pool unless a store wrote it, and
+/// values for the next requests are made, as many as this isolate has had in flight at once —
+/// only while no other request is in flight: otherwise this CPU would land in their open spans.
+fn refill(
+    params: &Params,
+    isolate: &Isolate<'_>,
+    visit: &crate::in_flight::Visit<'_>,
+    value: crate::Value,
+    wrote: bool,
+) {
     let mut gen = isolate.gen.borrow_mut();
     if !wrote {
         gen.keep(params.min_bytes, params.max_bytes, value);
     }
-    // Values for the next requests, as many as this isolate has had in flight at once — only
-    // while no other request is in flight: otherwise this CPU would land in their open spans.
     if visit.alone() {
         let want = isolate.in_flight.peak() as usize;
         gen.prepare(params.min_bytes, params.max_bytes, want);
     }
-    answer
 }
 
 /// The request's key, its store order and the value a miss writes (the same bytes for every store).
@@ -193,7 +205,7 @@ fn decoded(mut answer: Answer, measured: Vec<Measured>) -> Answer {
 /// One store: setup if due, the read, and on a miss the write of `body`. Returns the result and
 /// the decoding of a hit, still to run.
 #[allow(clippy::too_many_arguments)]
-async fn measure(
+async fn measure_store(
     params: &Params,
     isolate: &Isolate<'_>,
     deadlines: &Deadlines<'_>,
