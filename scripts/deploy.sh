@@ -9,7 +9,7 @@
 # Never open: every worker is deployed with BENCH_TOKEN in the same upload (`--secrets-file`), the
 # one from the environment, else the one kept in .fleet/bench-token, else a new one kept there
 # (mode 600). The stores' secrets (UPSTASH_REDIS_REST_URL, UPSTASH_REDIS_REST_TOKEN, DENO_KV_URL,
-# DENO_KV_ACCESS_TOKEN, REDIS_URL) go to the members from the environment (wrangler cannot read a
+# DENO_KV_ACCESS_TOKEN, REDIS_URL, POSTGRES_URL) go to the members from the environment (wrangler cannot read a
 # secret back); a store whose secrets are not given is "not configured" on the members.
 # KVBENCH_DEPLOY_CHECK=0 skips the check.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -48,12 +48,34 @@ secrets_file() {
   ' "$@" >"$secrets"
 }
 
+# Postgres, when POSTGRES_URL is given: the table (migrations/postgres, applied with psql from
+# here), a Hyperdrive configuration `kvbench` for the same database, made once and bound as
+# BENCH_HYPERDRIVE in wrangler.toml (kept there like wrangler's own id write-back), and both
+# stores added to STORES. Without it both stores are left out (GET / says why: not configured).
+store_vars=()
+if [ -n "${POSTGRES_URL:-}" ]; then
+  log "applying the Postgres migrations (migrations/postgres) to POSTGRES_URL"
+  bash scripts/postgres.sh migrate "$POSTGRES_URL" ||
+    die "the Postgres migration failed: is POSTGRES_URL reachable from this machine, and its user allowed to create a table?"
+  if ! grep -q '^\[\[hyperdrive\]\]' wrangler.toml; then
+    log "creating the Hyperdrive configuration kvbench"
+    # Its output is not shown on failure: it may quote the connection string (the password).
+    hd_out=$(wrangler hyperdrive create kvbench --connection-string="$POSTGRES_URL" 2>&1 </dev/null) ||
+      die "wrangler hyperdrive create kvbench failed (run it by hand to see why; a configuration of that name may exist: put its id in wrangler.toml as [[hyperdrive]] binding = \"BENCH_HYPERDRIVE\")"
+    hd_id=$(grep -oE '\b[0-9a-f]{32}\b' <<<"$hd_out" | head -n 1 || true)
+    [ -n "$hd_id" ] || die "no configuration id in the output of wrangler hyperdrive create"
+    printf '\n# Made by npm run deploy from POSTGRES_URL (the hyperdrive store).\n[[hyperdrive]]\nbinding = "BENCH_HYPERDRIVE"\nid = "%s"\n' "$hd_id" >>wrangler.toml
+    log "  Hyperdrive $hd_id, bound as BENCH_HYPERDRIVE in wrangler.toml"
+  fi
+  store_vars=(--var "STORES:kv,upstash,denokv,do,d1,r2,cache,redis,postgres,hyperdrive")
+fi
+
 log "deploying the report worker (crates/report-worker)"
 wrangler deploy -c crates/report-worker/wrangler.toml
 
 log "deploying the benchmark worker"
-secrets_file
-wrangler deploy --secrets-file "$secrets" 2>&1 | tee "$out"
+secrets_file POSTGRES_URL
+wrangler deploy --secrets-file "$secrets" ${store_vars[@]+"${store_vars[@]}"} 2>&1 | tee "$out"
 [ "${PIPESTATUS[0]}" = 0 ] || die "wrangler deploy failed"
 
 if grep -q '^\[\[d1_databases\]\]' wrangler.toml; then
@@ -71,10 +93,10 @@ if [ "$regions" != none ]; then
   node scripts/fleet.mjs --regions "$regions" --out "$FLEET_DIR/wrangler.jsonc" >"$FLEET_DIR/members.txt" ||
     die "scripts/fleet.mjs failed"
   log "deploying the fleet: $(wc -l <"$FLEET_DIR/members.txt") members (FLEET_REGIONS=$regions)"
-  secrets_file UPSTASH_REDIS_REST_URL UPSTASH_REDIS_REST_TOKEN DENO_KV_URL DENO_KV_ACCESS_TOKEN REDIS_URL
+  secrets_file UPSTASH_REDIS_REST_URL UPSTASH_REDIS_REST_TOKEN DENO_KV_URL DENO_KV_ACCESS_TOKEN REDIS_URL POSTGRES_URL
   while read -r env region name; do
     log "  $region -> $name"
-    wrangler deploy -c "$FLEET_DIR/wrangler.jsonc" --env "$env" --secrets-file "$secrets" >"$out" 2>&1 </dev/null ||
+    wrangler deploy -c "$FLEET_DIR/wrangler.jsonc" --env "$env" --secrets-file "$secrets" ${store_vars[@]+"${store_vars[@]}"} >"$out" 2>&1 </dev/null ||
       { tail -n 20 "$out" >&2; die "deploying fleet member $name ($region) failed"; }
     member_url="$(grep -oE "https://$name\.[A-Za-z0-9.-]+\.workers\.dev" "$out" | head -n 1 || true)"
     [ -n "$member_url" ] || die "no workers.dev URL in the deploy of $name (workers_dev is on in its config)"

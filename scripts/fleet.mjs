@@ -61,6 +61,8 @@ export function fleetConfig(main, regions, outDir) {
     return { binding: d.binding, database_name: d.database_name, database_id: d.database_id };
   });
   const r2 = (main.r2_buckets ?? []).map((b) => ({ binding: b.binding, bucket_name: b.bucket_name }));
+  // The hyperdrive store's configuration (npm run deploy makes it when POSTGRES_URL is given).
+  const hyperdrive = (main.hyperdrive ?? []).map((h) => ({ binding: h.binding, id: h.id }));
   // The `do` store's namespace and the run archive are the main worker's (their classes and
   // migrations live there): a run sent to a member is kept where the main worker reads it.
   const durable = (main.durable_objects?.bindings ?? [])
@@ -77,6 +79,7 @@ export function fleetConfig(main, regions, outDir) {
       kv_namespaces: kv,
       d1_databases: d1,
       r2_buckets: r2,
+      ...(hyperdrive.length ? { hyperdrive } : {}),
       durable_objects: { bindings: durable },
       triggers: { crons: [] },
     };

@@ -102,7 +102,10 @@ test("the fleet's config: a placed member per default region, deployable (dry ru
   const main = fs.readFileSync(path.join(ROOT, "wrangler.toml"), "utf8")
     .replace(/^binding = "BENCH_KV"$/m, 'binding = "BENCH_KV"\nid = "0123456789abcdef0123456789abcdef"')
     .replace(/^migrations_dir = "migrations"$/m, 'migrations_dir = "migrations"\ndatabase_id = "11111111-2222-3333-4444-555555555555"');
-  fs.writeFileSync(path.join(dir, "wrangler.toml"), main);
+  // And the Hyperdrive binding npm run deploy appends when POSTGRES_URL is given (its printf).
+  const hyperdrive = '\n# Made by npm run deploy from POSTGRES_URL (the hyperdrive store).\n[[hyperdrive]]\nbinding = "BENCH_HYPERDRIVE"\nid = "fedcba9876543210fedcba9876543210"\n';
+  assert.match(fs.readFileSync(path.join(ROOT, "scripts/deploy.sh"), "utf8"), /\[\[hyperdrive\]\]\\nbinding = "BENCH_HYPERDRIVE"\\nid = "%s"/);
+  fs.writeFileSync(path.join(dir, "wrangler.toml"), main + hyperdrive);
   const r = fleet(path.join(dir, "wrangler.toml"));
   assert.equal(r.status, 0, r.stderr);
   const members = r.stdout.trim().split("\n").map((l) => l.split(" "));
@@ -116,6 +119,7 @@ test("the fleet's config: a placed member per default region, deployable (dry ru
     assert.equal(e.name, name);
     assert.equal(e.vars.FLEET_REGION, region);
     assert.equal(e.kv_namespaces[0].id, "0123456789abcdef0123456789abcdef");
+    assert.deepEqual(e.hyperdrive, [{ binding: "BENCH_HYPERDRIVE", id: "fedcba9876543210fedcba9876543210" }], env);
     assert.deepEqual(e.durable_objects.bindings, [
       { name: "BENCH_DO", class_name: "BenchObject", script_name: "kvbench" },
       { name: "BENCH_RUNS", class_name: "RunArchive", script_name: "kvbench" },
@@ -140,6 +144,7 @@ test("the fleet's config: a placed member per default region, deployable (dry ru
     });
     assert.equal(dry.status, 0, `${env}: ${dry.stdout}${dry.stderr}`);
     assert.match(dry.stdout, /env\.BENCH_DO \(BenchObject, defined in kvbench\)/);
+    assert.match(dry.stdout, /env\.BENCH_HYPERDRIVE/, "the member's hyperdrive binding");
     assert.doesNotMatch(dry.stdout + dry.stderr, /WARNING/, env);
   }
   fs.rmSync(dir, { recursive: true, force: true });
