@@ -22,7 +22,7 @@ import os from "node:os";
 import path from "node:path";
 import { Miniflare } from "miniflare";
 import { freePort, portOpen } from "./net.mjs";
-import { ROOT, applyMigrations, tomlVars, workerOptions } from "./worker-options.mjs";
+import { LOCAL_HYPERDRIVE, ROOT, applyMigrations, tomlVars, workerOptions } from "./worker-options.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -141,6 +141,23 @@ async function startRedis() {
   fail(`${bin} did not listen on 127.0.0.1:${port}`);
 }
 
+/** A private PostgreSQL (scripts/postgres.sh: its own data dir, a password, the table migrated)
+ * for the postgres and hyperdrive stores' tests, stopped by PID when the runner exits. */
+async function startPostgres(dir) {
+  const port = await freePort();
+  const password = `wasm-${Math.random().toString(36).slice(2)}`;
+  const script = path.join(ROOT, "scripts/postgres.sh");
+  const started = spawnSync("bash", [script, "start", path.join(dir, "postgres"), String(port), password], { encoding: "utf8" });
+  if (started.status !== 0) fail(`scripts/postgres.sh start failed (bash scripts/setup.sh installs PostgreSQL): ${started.stderr}`);
+  let stopped = false;
+  const stop = () => {
+    if (stopped) return;
+    stopped = true;
+    spawnSync("bash", [script, "stop", path.join(dir, "postgres")], { stdio: "ignore" });
+  };
+  return { url: started.stdout.trim(), stop };
+}
+
 /** The Upstash-REST gateway in front of that redis-server (GATEWAY_BIN, default
  * target/debug/upstash-gateway, built here when it is missing — `cargo test -p kvbench-worker
  * --target wasm32-unknown-unknown` alone must work): the `upstash` store's `fetch` glue is
@@ -223,6 +240,9 @@ async function main() {
     // Also on a signal or an exception: redis-server is stopped by PID whatever happens.
     process.once("exit", () => redis.child.kill("SIGKILL"));
     cleanup.push(() => redis.child.kill("SIGKILL"));
+    const postgres = await startPostgres(dir);
+    process.once("exit", postgres.stop);
+    cleanup.push(postgres.stop);
     const gateway = await startGateway(redis.port);
     if (gateway) {
       process.once("exit", () => gateway.child.kill("SIGKILL"));
@@ -231,6 +251,8 @@ async function main() {
     const vars = {
       ...tomlVars(path.join(ROOT, "wrangler.toml")),
       REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+      POSTGRES_URL: postgres.url,
+      [LOCAL_HYPERDRIVE]: postgres.url,
       ...(gateway ? { UPSTASH_REDIS_REST_URL: gateway.url, UPSTASH_REDIS_REST_TOKEN: gateway.token } : {}),
     };
     for (const [k, v] of Object.entries(process.env)) {

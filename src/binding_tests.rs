@@ -224,6 +224,55 @@ async fn redis_over_tcp_miss_put_hit() {
 }
 
 #[wasm_bindgen_test]
+async fn postgres_over_tcp_miss_put_hit() {
+    let store =
+        crate::postgres::postgres_store(&env()).expect("POSTGRES_URL (the runner's server)");
+    assert!(
+        store.connect().await.expect("connect + SCRAM"),
+        "a new request connects"
+    );
+    miss_put_hit(&store, "postgres", &SIZES).await;
+    store.close().await;
+}
+
+#[wasm_bindgen_test]
+async fn hyperdrive_binding_miss_put_hit() {
+    // Miniflare's local Hyperdrive: the binding's address leads to the runner's server.
+    let store = crate::postgres::hyperdrive_store(&env()).expect("BENCH_HYPERDRIVE (the runner's)");
+    assert!(
+        store.connect().await.expect("connect"),
+        "a new request connects"
+    );
+    miss_put_hit(&store, "hyperdrive", &SIZES).await;
+    store.close().await;
+}
+
+#[wasm_bindgen_test]
+async fn postgres_refused_connection_and_wrong_password_are_errors_not_crashes() {
+    let store_for = |url: &str| {
+        let vars = js_sys::Object::new();
+        js_sys::Reflect::set(&vars, &"POSTGRES_URL".into(), &url.into()).unwrap();
+        crate::postgres::postgres_store(&wasm_bindgen::JsCast::unchecked_into(vars))
+    };
+    let refused = store_for("postgres://u:p@127.0.0.1:1/db?sslmode=disable").expect("configured");
+    let kind = kind(refused.connect().await);
+    assert!(
+        matches!(kind, ErrorKind::Connect | ErrorKind::Timeout),
+        "refused connect is {kind:?}"
+    );
+    let good = crate::bindings::env_text(&env(), "POSTGRES_URL").unwrap();
+    let wrong = good.replacen(":wasm-", ":wrong-wasm-", 1);
+    assert_ne!(good, wrong);
+    let e = store_for(&wrong)
+        .expect("configured")
+        .connect()
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Auth, "{e:?}");
+    assert!(!e.message.contains("wasm-"), "no password in {e:?}");
+}
+
+#[wasm_bindgen_test]
 async fn redis_refused_connection_is_an_error_not_a_crash() {
     // A closed port: the store reports the failure as data.
     let vars = js_sys::Object::new();
