@@ -90,7 +90,7 @@ cat >&2 <<MSG
   upstash-gateway http://127.0.0.1:$GATEWAY        (token in $DIR/worker.env)
   redis-server    127.0.0.1:$REDIS               (no persistence; also the worker's REDIS_URL)
   denokv          http://127.0.0.1:$DENOKV        (SQLite in $DIR; token in $DIR/worker.env)
-  postgres        127.0.0.1:$POSTGRES               (POSTGRES_URL in $DIR/worker.env; also BENCH_HYPERDRIVE, direct)
+  postgres        127.0.0.1:$POSTGRES               (POSTGRES_URL in $DIR/worker.env; BENCH_HYPERDRIVE, direct, in the fleet members — and in wrangler dev once wrangler.toml binds it)
   fleet           ${FLEET:-none}   (KVBENCH_FLEET=$FLEET_N local members)
   logs            $DIR/*.log
 $(if [ -n "${KVBENCH_INSPECTOR_PORT:-}" ]; then

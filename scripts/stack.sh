@@ -147,7 +147,10 @@ start_wrangler() {
   write_worker_env
   # Both workers: the benchmark worker (first: it serves the port) and the report worker behind
   # its REPORT binding (GET /report).
-  spawn worker wrangler dev -c wrangler.toml -c crates/report-worker/wrangler.toml \
+  # wrangler binds BENCH_HYPERDRIVE only when wrangler.toml has its [[hyperdrive]] (npm run
+  # deploy adds it); it then reads the local database from this variable.
+  CLOUDFLARE_HYPERDRIVE_LOCAL_CONNECTION_STRING_BENCH_HYPERDRIVE="${POSTGRES_URL:-}" \
+    spawn worker wrangler dev -c wrangler.toml -c crates/report-worker/wrangler.toml \
     --local --ip 127.0.0.1 --port "$WORKER_PORT" \
     --inspector-ip 127.0.0.1 --inspector-port "$INSPECTOR_PORT" \
     --show-interactive-dev-session=false --env-file "$WORKER_ENV_FILE" \
