@@ -15,16 +15,16 @@ import { execFileSync } from "node:child_process";
 import { parseArgs } from "node:util";
 import { Miniflare } from "miniflare";
 import { ROOT, workerOptions } from "../scripts/worker-options.mjs";
-import { childPids, startGateway, startRedis, stop } from "../tests/e2e/procs.mjs";
+import { childPids, freePort, startGateway, startRedis, stop } from "../tests/e2e/procs.mjs";
 import { applyMigrations } from "../scripts/worker-options.mjs";
-import { floorOptions as floorOptions_ } from "./floor.mjs";
+import { floorOptions as floorOptions_, floorPostgresOptions } from "./floor.mjs";
 
 const { values } = parseArgs({
   options: {
     seconds: { type: "string", default: "3" },
     concurrency: { type: "string", default: "8" },
     rounds: { type: "string", default: "8" },
-    sets: { type: "string", default: "kv,upstash;kv,upstash@100;kv;upstash;upstash@100;redis;do;d1;r2;cache" },
+    sets: { type: "string", default: "kv,upstash;kv,upstash@100;kv;upstash;upstash@100;redis;postgres;do;d1;r2;cache" },
   },
 });
 const SECONDS = Number(values.seconds);
@@ -107,12 +107,20 @@ async function start(options, path_) {
 }
 
 const redis = await startRedis();
+// A private PostgreSQL (scripts/postgres.sh), for the postgres set and its floor.
+const pgDir = fs.mkdtempSync(path.join(ROOT, ".stack-cpu-pg-"));
+const pgUrl = execFileSync("bash", [path.join(ROOT, "scripts/postgres.sh"), "start", pgDir, String(await freePort()), `cpu-${process.pid}`], { encoding: "utf8" }).trim();
+const stopPostgres = () => {
+  execFileSync("bash", [path.join(ROOT, "scripts/postgres.sh"), "stop", pgDir]);
+  fs.rmSync(pgDir, { recursive: true, force: true });
+};
 const TOKEN = `bench-cpu-${process.pid}`;
 const gateway = await startGateway(redis.port, TOKEN);
 const vars = {
   UPSTASH_REDIS_REST_URL: gateway.url,
   UPSTASH_REDIS_REST_TOKEN: TOKEN,
   REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+  POSTGRES_URL: pgUrl,
 };
 const floorOptions = floorOptions_(vars);
 
@@ -125,6 +133,7 @@ async function flushRedis() {
   });
   const body = await res.text();
   if (!res.ok) throw new Error(`FLUSHALL through the gateway: HTTP ${res.status} ${body}`);
+  execFileSync("psql", ["-X", "-q", pgUrl, "-c", "TRUNCATE kvbench_values"]);
 }
 // Each set's floor and ours run side by side, each in its own workerd, and take turns: round
 // by round, one slice of SECONDS each (the first of the two alternating), so the machine's drift
@@ -135,7 +144,7 @@ for (const set of values.sets.split(";").filter(Boolean)) {
   const size = bytes ? `&min_bytes=${bytes}&max_bytes=${bytes}` : "";
   const label = `${stores}${bytes ? ` (${bytes} B values)` : ""}`;
   pairs.push([
-    { name: `floor ${label}`, options: floorOptions, path: `/?stores=${stores}${size}`, floor: true },
+    { name: `floor ${label}`, options: stores === "postgres" ? floorPostgresOptions(vars) : floorOptions, path: `/?stores=${stores}${size}`, floor: true },
     { name: `kvbench ${label}`, options: workerOptions(vars), path: `/test?stores=${stores}${size}` },
   ]);
 }
@@ -164,6 +173,7 @@ try {
 } finally {
   await stop(gateway.proc);
   await stop(redis.proc);
+  stopPostgres();
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 console.log(`\n${CONCURRENCY} concurrent closed-loop requests, ${SECONDS} s x ${ROUNDS} rounds (medians), workerd CPU per request:\n`);

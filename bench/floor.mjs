@@ -15,3 +15,18 @@ export function floorOptions(vars) {
     bindings: vars,
   };
 }
+
+/** The Postgres floor (bench/floor-postgres.js: postgres.js over `connect()`), with `vars`. */
+export function floorPostgresOptions(vars) {
+  return {
+    modules: true,
+    scriptPath: path.join(ROOT, "bench/floor-postgres.js"),
+    modulesRoot: ROOT,
+    modulesRules: [{ type: "ESModule", include: ["**/*.js"] }],
+    compatibilityDate: "2026-04-01",
+    compatibilityFlags: ["nodejs_compat"],
+    // Unused: bench/cpu.mjs applies the D1 migrations to every worker it starts.
+    d1Databases: ["BENCH_D1"],
+    bindings: vars,
+  };
+}
