@@ -410,6 +410,20 @@ fn servers_that_are_not_postgres_or_break_it_are_clear_errors() {
     .unwrap_err();
     assert_eq!(e.kind, ErrorKind::Protocol, "{e:?}");
 
+    // A row of no columns (shorter than the one column asked for), then the end of the query.
+    let e = read_one(fake(|mut c| {
+        trusted(&mut c);
+        let mut out = message(b'1', b"");
+        out.extend(message(b'2', b""));
+        out.extend(message(b'D', &[0, 0]));
+        out.extend(message(b'C', b"SELECT 1\0"));
+        out.extend(message(b'Z', b"I"));
+        let _ = c.write_all(&out);
+        drain(&mut c);
+    }))
+    .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Protocol, "{e:?}");
+
     // sslmode=require against a server that says no to TLS.
     let mut url = fake(|mut c| {
         drain(&mut c);

@@ -212,7 +212,10 @@ impl<T: Connection> PgConn<T> {
         }
         // A data row's bytes are counted, never copied (a deployed clock would charge the CPU
         // of buffering a 1 MiB row to the read): its column count and first column's length,
-        // then the rest skipped.
+        // then the rest skipped. One column takes at least 10 bytes after the tag.
+        if len < 10 {
+            return Err(protocol("a data row shorter than one column"));
+        }
         while self.buf.len() < 11 {
             self.fill().await?;
         }
