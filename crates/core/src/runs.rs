@@ -94,6 +94,9 @@ pub trait ShardSink {
 
 enum Waiting {
     Done,
+    /// An append is under way and a later line of the run waits behind this one: that line's
+    /// keep waits for both (lines are taken in order), so this one may stop waiting.
+    HandedOn,
     Flushing,
     Free,
 }
@@ -191,8 +194,11 @@ impl Writer {
     /// joins the run's buffer; whoever finds no append under way appends what waits (at most
     /// [`MAX_BATCH_LINES`] at a time, while any waits), the others look again after `tick`
     /// (a timer: each caller waits on I/O of its own). Returns once the line is kept or
-    /// counted as failed; `Some` for the caller whose append that was. A full buffer keeps the
-    /// line on its own.
+    /// counted as failed, or once a later line waits behind it while an append is under way:
+    /// lines are taken in order, so the last line's keep outlives every line before it, and
+    /// only it ticks (a tick per waiting answer cost more CPU than the keep itself at 2,000
+    /// answers a second, README "Kept runs"). The outcomes are those of the appends this caller
+    /// made. A full buffer keeps the line on its own.
     pub async fn keep_batched<F: Future<Output = ()>>(
         &self,
         sink: &impl ShardSink,
@@ -207,7 +213,7 @@ impl Writer {
         let mut outcomes = Vec::new();
         loop {
             match self.state(run, ticket) {
-                Waiting::Done => return outcomes,
+                Waiting::Done | Waiting::HandedOn => return outcomes,
                 Waiting::Flushing => tick().await,
                 Waiting::Free => {
                     // A few appends, then the line's own wait again: a caller does not append
@@ -262,7 +268,9 @@ impl Writer {
     fn state(&self, run: &str, ticket: Ticket) -> Waiting {
         match self.buffers.borrow().get(run) {
             Some(b) if b.made == ticket.made && ticket.id >= b.done => {
-                if b.flushing {
+                if b.flushing && ticket.id + 1 < b.next {
+                    Waiting::HandedOn
+                } else if b.flushing {
                     Waiting::Flushing
                 } else {
                     Waiting::Free
@@ -612,6 +620,47 @@ mod writer_tests {
             w.buffers.borrow().is_empty(),
             "the buffer goes once all is done"
         );
+    }
+
+    /// A sink whose appends take `turns` turns of the executor each (a slow shard).
+    struct Slower(Script, usize);
+    impl ShardSink for Slower {
+        async fn append(&self, k: u32, body: &str, l: u64, failed: u64) -> Result<(), String> {
+            for _ in 0..self.1 {
+                YieldOnce(false).await;
+            }
+            self.0.append(k, body, l, failed).await
+        }
+        async fn record_failed(&self, k: u32, failed: u64) -> Result<(), String> {
+            self.0.record_failed(k, failed).await
+        }
+    }
+
+    #[test]
+    fn while_an_append_is_under_way_only_the_last_line_waits() {
+        let sink = Slower(Script::default(), 50);
+        let w = Writer::new(0);
+        let ticks = Cell::new(0u32);
+        let tick = || {
+            ticks.set(ticks.get() + 1);
+            YieldOnce(false)
+        };
+        let calls: Vec<_> = (0..300)
+            .map(|i| w.keep_batched(&sink, "r", 4, format!("{i}\n"), tick))
+            .collect();
+        run(futures::future::join_all(calls));
+        let lines: Vec<String> = sink
+            .0
+            .appended
+            .borrow()
+            .iter()
+            .flat_map(|(_, body, _)| body.lines().map(str::to_string).collect::<Vec<_>>())
+            .collect();
+        assert_eq!(lines, (0..300).map(|i| i.to_string()).collect::<Vec<_>>());
+        // Each waiting caller looks once more and hands its wait on; the last one ticks through
+        // the appends (about 50 turns each). A tick per caller per turn would be ~15,000.
+        assert!(ticks.get() < 300 + 4 * 50, "{} ticks", ticks.get());
+        assert!(w.buffers.borrow().is_empty());
     }
 
     #[test]
