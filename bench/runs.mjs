@@ -1,8 +1,9 @@
 // A kept run at rate: `kvbench run` with the run header against the stack under Miniflare, then
 // the run's stream read back: answers the worker sent, answers kept, failed keeps, and the CPU of
-// each workerd per answer (utime + stime from /proc) — the worker's and, with --split, the run
-// archive's own. --profile adds a V8 profile of the worker's isolate (and the archive's) over
-// the run: self time per function and per answer. Build first (npm run build); loopback only.
+// each workerd per answer (utime + stime from /proc): the stack's, where the run archive's objects
+// run too, or with --split the archive's own beside it (tests/e2e/procs.mjs `splitArchive`).
+// --profile adds a V8 profile of the worker's isolate over the run: self time per function and
+// per answer. Build first (npm run build); loopback only.
 // Usage: node bench/runs.mjs [--rate 2000] [--duration 20s] [--shards 8] [--split]
 //        [--no-run] (the same load without the run header: /test alone)
 //        [--profile] [--top 25] [--query "stores=kv&min_bytes=1024&max_bytes=1024&keys=1000"]
@@ -20,8 +21,8 @@ const { values } = parseArgs({
     rate: { type: "string", default: "2000" },
     duration: { type: "string", default: "20s" },
     shards: { type: "string", default: "8" },
-    split: { type: "boolean", default: false },
     "no-run": { type: "boolean", default: false },
+    split: { type: "boolean", default: false },
     profile: { type: "boolean", default: false },
     top: { type: "string", default: "25" },
     query: { type: "string", default: "stores=kv&min_bytes=1024&max_bytes=1024&keys=1000" },
@@ -59,11 +60,8 @@ const stack = await startStack(
   { splitArchive: values.split },
 );
 const url = (await stack.ready).toString().replace(/\/$/, "");
-const pids = { worker: childPids("workerd").filter((p) => !before.has(p)) };
-if (stack.archive) {
-  pids.archive = pids.worker.filter((p) => p === stack.archivePid);
-  pids.worker = pids.worker.filter((p) => p !== stack.archivePid);
-}
+const pids = { worker: childPids("workerd").filter((p) => !before.has(p) && p !== stack.archivePid) };
+if (stack.archivePid) pids.archive = [stack.archivePid];
 const out = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-bench-runs-"));
 try {
   const run = `bench-${RATE}-${Date.now()}`;
@@ -72,8 +70,7 @@ try {
   await kvbench(["run", "--url", `${url}/test?${q}`, "--rate", "200", "--duration", "2s", "--header", `Kvbench-Run: warm-${run}`, "--out", out]);
   let profilers = [];
   if (values.profile) {
-    const targets = [inspectorPort, ...(stack.archiveInspectorPort ? [stack.archiveInspectorPort] : [])];
-    profilers = await Promise.all(targets.map((port) => inspect(port)));
+    profilers = [await inspect(inspectorPort)];
     for (const p of profilers) {
       await p.send("Profiler.enable");
       await p.send("Profiler.setSamplingInterval", { interval: 200 });
@@ -105,8 +102,6 @@ try {
   const cpu = Object.fromEntries(Object.entries(pids).map(([k, ps]) => [k, ps.reduce((n, p) => n + cpuMs(p), 0) - cpu0[k]]));
   const reads = values["no-run"] ? 0 : 1;
   console.log(`rate ${RATE}/s for ${values.duration}${values.split ? ", archive in its own workerd" : ""}${values["no-run"] ? ", no run header" : `, ${values.shards} shards`}:`);
-  const lat = report.total.latency_ms ?? report.total.latency ?? {};
-  console.log(`  latency ${JSON.stringify(lat).slice(0, 200)}`);
   console.log(`  achieved ${report.total.achieved_rate.toFixed(0)} req/s, answered ${report.total.answered}, sent by the worker ${byWorker}, failures ${JSON.stringify(report.total.failures)}`);
   if (end) console.log(`  kept ${end.lines}, keep_failed ${end.keep_failed}: ${end.lines === byWorker && end.keep_failed === 0 ? "kept = sent, exactly" : "NOT EXACT"}`);
   for (const [k, ms] of Object.entries(cpu)) {
@@ -115,7 +110,7 @@ try {
   for (const [i, p] of profilers.entries()) {
     const { result } = await p.send("Profiler.stop");
     p.close();
-    printProfile(i === 0 ? "worker" : "archive", result.profile, byWorker);
+    printProfile(i === 0 ? "worker" : `isolate ${i}`, result.profile, byWorker);
   }
 } finally {
   fs.rmSync(out, { recursive: true, force: true });
