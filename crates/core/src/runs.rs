@@ -142,6 +142,9 @@ pub const MAX_BATCH_LINES: usize = 200;
 /// Bytes of one append at most, short of SQLite's 2 MB string once the lines are escaped as
 /// one JSON array (an answer alone may pass it).
 pub const MAX_BATCH_BYTES: usize = 512 << 10;
+/// Appends of one run under way at once in an isolate, at most (each to the next shard): one
+/// at a time held a local run's keeps to one shard's commit time (README "Kept runs").
+pub const MAX_PARALLEL_APPENDS: u32 = 8;
 /// Appends one caller makes in a row for the run's waiting lines, at most.
 const MAX_ROUNDS: usize = 4;
 /// Answers of a run waiting in an isolate at most; past it an answer is kept on its own.
@@ -159,8 +162,9 @@ struct Buffer {
     taken: u64,
     /// Lines before this id are done (kept, or counted as failed).
     done: u64,
-    /// An append of this run is under way (one at a time per isolate).
-    flushing: bool,
+    /// Appends of this run under way in this isolate (at most [`MAX_PARALLEL_APPENDS`], and at
+    /// most its shards: each goes to the next shard).
+    flushing: u32,
 }
 
 /// An isolate's writer of run answers: its shard choice, the answers waiting to be appended
@@ -191,7 +195,8 @@ impl Writer {
     }
 
     /// Keeps one answer `line` of `run` together with the others of this isolate that wait: it
-    /// joins the run's buffer; whoever finds no append under way appends what waits (at most
+    /// joins the run's buffer; whoever finds fewer appends of the run under way than its shards (at most
+    /// [`MAX_PARALLEL_APPENDS`]) appends what waits (at most
     /// [`MAX_BATCH_LINES`] at a time, while any waits), the others look again after `tick`
     /// (a timer: each caller waits on I/O of its own). Returns once the line is kept or
     /// counted as failed, or once a later line waits behind it while an append is under way:
@@ -210,9 +215,10 @@ impl Writer {
         let Some(ticket) = self.push(run, &line) else {
             return vec![self.keep(sink, run, shards, &line, 1).await];
         };
+        let parallel = shards.clamp(1, MAX_PARALLEL_APPENDS);
         let mut outcomes = Vec::new();
         loop {
-            match self.state(run, ticket) {
+            match self.state(run, ticket, parallel) {
                 Waiting::Done | Waiting::HandedOn => return outcomes,
                 Waiting::Flushing => tick().await,
                 Waiting::Free => {
@@ -250,7 +256,7 @@ impl Writer {
                     next: 0,
                     taken: 0,
                     done: 0,
-                    flushing: false,
+                    flushing: 0,
                 })
             }
         };
@@ -265,15 +271,19 @@ impl Writer {
         })
     }
 
-    fn state(&self, run: &str, ticket: Ticket) -> Waiting {
+    fn state(&self, run: &str, ticket: Ticket, parallel: u32) -> Waiting {
         match self.buffers.borrow().get(run) {
             Some(b) if b.made == ticket.made && ticket.id >= b.done => {
-                if b.flushing && ticket.id + 1 < b.next {
+                let waiting = !b.lines.is_empty();
+                if waiting && b.flushing < parallel {
+                    Waiting::Free
+                } else if b.flushing > 0 && ticket.id + 1 < b.next {
                     Waiting::HandedOn
-                } else if b.flushing {
+                } else if b.flushing > 0 {
                     Waiting::Flushing
                 } else {
-                    Waiting::Free
+                    // Nothing under way and nothing to take: nothing left to wait for.
+                    Waiting::Done
                 }
             }
             // Done, or the buffer went (it goes only when every line in it is done).
@@ -287,8 +297,7 @@ impl Writer {
         let mut buffers = self.buffers.borrow_mut();
         let buffer = buffers.get_mut(run)?;
         if buffer.lines.is_empty() {
-            buffer.flushing = false;
-            if buffer.done == buffer.next {
+            if buffer.done == buffer.next && buffer.flushing == 0 {
                 buffers.remove(run);
             }
             return None;
@@ -304,7 +313,7 @@ impl Writer {
         }
         let body: String = buffer.lines.drain(..n).collect();
         buffer.taken += n as u64;
-        buffer.flushing = true;
+        buffer.flushing += 1;
         Some((body, n as u64))
     }
 
@@ -313,8 +322,8 @@ impl Writer {
         let mut buffers = self.buffers.borrow_mut();
         if let Some(buffer) = buffers.get_mut(run) {
             buffer.done = (buffer.done + n).min(buffer.taken);
-            buffer.flushing = false;
-            if buffer.lines.is_empty() && buffer.done == buffer.next {
+            buffer.flushing = buffer.flushing.saturating_sub(1);
+            if buffer.lines.is_empty() && buffer.done == buffer.next && buffer.flushing == 0 {
                 buffers.remove(run);
             }
         }
@@ -661,6 +670,51 @@ mod writer_tests {
         // the appends (about 50 turns each). A tick per caller per turn would be ~15,000.
         assert!(ticks.get() < 300 + 4 * 50, "{} ticks", ticks.get());
         assert!(w.buffers.borrow().is_empty());
+    }
+
+    /// A slow sink counting the appends under way at once.
+    #[derive(Default)]
+    struct Counting {
+        script: Script,
+        now: Cell<u32>,
+        most: Cell<u32>,
+    }
+    impl ShardSink for Counting {
+        async fn append(&self, k: u32, body: &str, l: u64, failed: u64) -> Result<(), String> {
+            self.now.set(self.now.get() + 1);
+            self.most.set(self.most.get().max(self.now.get()));
+            for _ in 0..20 {
+                YieldOnce(false).await;
+            }
+            self.now.set(self.now.get() - 1);
+            self.script.append(k, body, l, failed).await
+        }
+        async fn record_failed(&self, k: u32, failed: u64) -> Result<(), String> {
+            self.script.record_failed(k, failed).await
+        }
+    }
+
+    #[test]
+    fn appends_of_a_run_go_to_its_shards_at_once_as_many_as_it_has() {
+        for (shards, want) in [(1, 1), (3, 3), (64, MAX_PARALLEL_APPENDS)] {
+            let sink = Counting::default();
+            let w = Writer::new(0);
+            let calls: Vec<_> = (0..400)
+                .map(|i| w.keep_batched(&sink, "r", shards, format!("{i}\n"), || YieldOnce(false)))
+                .collect();
+            run(futures::future::join_all(calls));
+            assert_eq!(sink.most.get(), want, "{shards} shards");
+            let mut lines: Vec<u32> = sink
+                .script
+                .appended
+                .borrow()
+                .iter()
+                .flat_map(|(_, b, _)| b.lines().map(|l| l.parse().unwrap()).collect::<Vec<_>>())
+                .collect();
+            lines.sort();
+            assert_eq!(lines, (0..400).collect::<Vec<_>>(), "each line once");
+            assert!(w.buffers.borrow().is_empty());
+        }
     }
 
     #[test]
