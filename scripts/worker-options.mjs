@@ -32,12 +32,40 @@ const SHARED = new Set([
   "inspectorPort", "inspectorHost", "verbose", "log", "handleRuntimeStdio", "handleStructuredLogs",
   "upstream", "cf", "liveReload", "unsafeProxySharedSecret", "unsafeModuleFallbackService",
   "unsafeStickyBlobs", "unsafeTriggerHandlers", "logRequests", "defaultPersistRoot",
+  "unsafeDevRegistryPath",
 ]);
+
+/** The run archive's worker when it runs in a workerd of its own (`archiveOptions`). */
+export const ARCHIVE_WORKER = "kvbench-archive";
+
+/** The same bundle as a worker of its own that serves only the run archive's objects
+ * (`RunArchive`), for a Miniflare (its own workerd process) beside the stack's: the stack binds
+ * BENCH_RUNS to it across processes through Miniflare's dev registry at `registry`
+ * (`splitArchive` of `stackOptions`). Deployed, the class is in the worker's own script, and its
+ * objects run in isolates of their own, never on the thread of the worker that calls them;
+ * locally one workerd runs every isolate on one thread, where each SQLite commit of a shard
+ * waits for the disk (fsync) and holds up every request. */
+export function archiveOptions(bindings, registry) {
+  const main = workerOptions(bindings);
+  return {
+    cf: false,
+    unsafeDevRegistryPath: registry,
+    workers: [{
+      ...main,
+      name: ARCHIVE_WORKER,
+      kvNamespaces: [],
+      d1Databases: [],
+      r2Buckets: [],
+      durableObjects: { [BINDINGS.runs]: { className: BINDINGS.runsClass, useSQLite: true } },
+    }],
+  };
+}
 
 /** Both workers in one Miniflare: the benchmark worker first (`dispatchFetch` and `getWorker()`
  * reach it), with `REPORT` bound to the report worker. `extra` may mix shared options (host,
- * port, cf, *Persist) and the benchmark worker's own. */
-export function stackOptions(bindings, extra = {}) {
+ * port, cf, *Persist) and the benchmark worker's own. `archiveRegistry`: BENCH_RUNS is the run
+ * archive of another Miniflare (`archiveOptions`) registered there. */
+export function stackOptions(bindings, extra = {}, { archiveRegistry } = {}) {
   const shared = {};
   const own = {};
   for (const [k, v] of Object.entries(extra)) {
@@ -45,6 +73,14 @@ export function stackOptions(bindings, extra = {}) {
     else own[k] = v;
   }
   const main = workerOptions(bindings, own);
+  if (archiveRegistry) {
+    // BENCH_RUNS reaches the archive's own workerd (`archiveOptions`).
+    shared.unsafeDevRegistryPath = archiveRegistry;
+    main.durableObjects = {
+      ...main.durableObjects,
+      [BINDINGS.runs]: { className: BINDINGS.runsClass, scriptName: ARCHIVE_WORKER, useSQLite: true },
+    };
+  }
   return {
     ...shared,
     workers: [

@@ -84,6 +84,15 @@ pub struct ProbeObject {
     deno_meta: MetadataCache,
 }
 
+/// How long a probe keeps its answers: its start's `keep`, the default before any start.
+fn keep_of(s: &ProbeState) -> u32 {
+    if s.keep_s == 0 {
+        probes::DEFAULT_KEEP_S
+    } else {
+        s.keep_s
+    }
+}
+
 pub(crate) fn now_ms() -> f64 {
     JsClock.now_ms()
 }
@@ -126,12 +135,25 @@ impl ProbeObject {
         Response::from_json(&serde_json::json!({ "armed": armed, "stopped": false }))
     }
 
+    /// Stops measuring. The alarm stays only to delete what the probe kept: it is set for when
+    /// the oldest answer is due ([`Self::arm_expiry`]), none when nothing is kept, so a stopped
+    /// probe's answers still go `keep` plus the grace after they were kept.
     async fn stop(&self) -> worker::Result<Response> {
         let mut s = self.load().await?;
         s.stopped = true;
         self.save(&s).await?;
-        self.state.storage().delete_alarm().await?;
+        self.arm_expiry(&s).await?;
         Response::from_json(&serde_json::json!({ "stopped": true }))
+    }
+
+    /// The alarm of an object with nothing to measure: for when its oldest answer is due, or
+    /// none when it keeps nothing.
+    async fn arm_expiry(&self, s: &ProbeState) -> worker::Result<()> {
+        let storage = self.state.storage();
+        match self.kept.next_expiry_ms(keep_of(s))? {
+            Some(due) => storage.set_alarm(at(due.max(now_ms() + 1000.0))).await,
+            None => storage.delete_alarm().await,
+        }
     }
 
     async fn status(&self) -> worker::Result<Response> {
@@ -178,19 +200,8 @@ impl ProbeObject {
     /// deployment before `RunArchive`): deletes what is due and re-arms for when the oldest
     /// answer left is due, so what it kept still expires.
     async fn expire_idle(&self, s: &ProbeState) -> worker::Result<()> {
-        let keep_s = if s.keep_s == 0 {
-            probes::DEFAULT_KEEP_S
-        } else {
-            s.keep_s
-        };
-        self.kept.expire(now_ms(), keep_s)?;
-        if let Some(due) = self.kept.next_expiry_ms(keep_s)? {
-            self.state
-                .storage()
-                .set_alarm(at(due.max(now_ms() + 1000.0)))
-                .await?;
-        }
-        Ok(())
+        self.kept.expire(now_ms(), keep_of(s))?;
+        self.arm_expiry(s).await
     }
 
     /// Arms the next wake of a live probe `every_s` from now.
@@ -229,7 +240,7 @@ impl ProbeObject {
                     kvbench_core::fleet::FLEET_VAR
                 ));
                 self.save(&s).await?;
-                return Ok(());
+                return self.arm_expiry(&s).await;
             }
         }
         if self.measuring.replace(true) {
@@ -257,7 +268,10 @@ impl ProbeObject {
             s.last_error = Some(e);
         }
         self.save(&s).await?;
-        if !s.stopped {
+        if s.stopped {
+            // Stopped while it measured: what it kept (now too) still expires.
+            self.arm_expiry(&s).await?;
+        } else {
             self.rearm(&s).await?;
         }
         Ok(())
@@ -616,6 +630,8 @@ impl DurableObject for ProbeObject {
             let _ = self.save(&s).await;
             if (s.hint.is_some() || s.member.is_some()) && !s.stopped {
                 let _ = self.rearm(&s).await;
+            } else {
+                let _ = self.arm_expiry(&s).await;
             }
         }
         Response::ok("")

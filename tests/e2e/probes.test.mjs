@@ -154,6 +154,12 @@ test("probes start, measure every store from every hint, and keep each answer", 
   assert.equal(stopped.status, 200);
   const { body: after } = await json("GET", "/probes");
   assert.ok(after.probes.every((p) => p.running === false && p.stopped === true));
+  // What a stopped probe kept still expires: its alarm stays, set for when its oldest answer is
+  // due (keep plus the hour's grace), and measures nothing (the count below stays).
+  for (const p of after.probes) {
+    assert.ok(p.kept > 0 && p.keep_s >= 60, JSON.stringify(p));
+    assert.equal(p.next_alarm_ms, p.first_t_ms + (p.keep_s + 3600) * 1000, JSON.stringify(p));
+  }
   const kept = after.probes.map((p) => p.kept);
   await sleep(2500);
   const { body: still } = await json("GET", "/probes");

@@ -165,13 +165,35 @@ export async function startWorker(bindings, extra = {}) {
   return mf;
 }
 
-/** The benchmark worker and the report worker (GET /report) in one Miniflare, as deployed. */
-export async function startStack(bindings, extra = {}) {
+/** The benchmark worker and the report worker (GET /report) in one Miniflare, as deployed.
+ * `splitArchive`: the run archive's objects in a second Miniflare (its own workerd, `archivePid`
+ * on the result), reached across processes (scripts/worker-options.mjs `archiveOptions`); the
+ * result's `dispose` stops both. */
+export async function startStack(bindings, extra = {}, { splitArchive = false } = {}) {
   const { Miniflare } = await import("miniflare");
-  const { applyMigrations, stackOptions } = await import("../../scripts/worker-options.mjs");
-  const mf = new Miniflare(stackOptions(bindings, { cf: false, ...extra }));
+  const { applyMigrations, archiveOptions, stackOptions } = await import("../../scripts/worker-options.mjs");
+  let archive = null;
+  let registry;
+  let archivePid;
+  if (splitArchive) {
+    registry = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-registry-"));
+    const before = new Set(childPids("workerd"));
+    archive = new Miniflare(archiveOptions(bindings, registry));
+    await archive.ready;
+    archivePid = childPids("workerd").find((p) => !before.has(p));
+  }
+  const mf = new Miniflare(stackOptions(bindings, { cf: false, ...extra }, { archiveRegistry: registry }));
   await mf.ready;
   await applyMigrations(mf);
+  if (archive) {
+    const dispose = mf.dispose.bind(mf);
+    mf.archivePid = archivePid;
+    mf.dispose = async () => {
+      await dispose();
+      await archive.dispose();
+      fs.rmSync(registry, { recursive: true, force: true });
+    };
+  }
   return mf;
 }
 

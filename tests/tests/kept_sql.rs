@@ -144,3 +144,45 @@ fn many_lines_in_one_statement_are_numbered_in_order_after_the_floor() {
         .is_err());
     assert_eq!(rows(&c).len(), 4);
 }
+
+/// A stopped probe's alarm (`ProbeObject::arm_expiry`): set for when the oldest answer is due,
+/// it deletes what is due and re-arms for the next, at least a second later. Played here at the
+/// worst moment (the alarm runs at exactly its time): every answer goes within a second after
+/// `keep` plus the grace, the chain ends once nothing is kept, and no answer goes early.
+#[test]
+fn a_stopped_probes_alarms_delete_every_answer_when_due_and_end() {
+    use kvbench_core::probes::expiry_after_ms;
+    let keep_s = 60;
+    let after = expiry_after_ms(keep_s) as i64;
+    let c = object();
+    let kept = [0, 1, 300_000, 600_000];
+    for t in kept {
+        keep(&c, t);
+    }
+    let first = |c: &Connection| -> Option<i64> { c.query_row(FIRST, [], |r| r.get(0)).ok() };
+    let mut alarm = first(&c).map(|t| t + after);
+    let mut gone_at = Vec::new();
+    let mut alarms = 0;
+    while let Some(now) = alarm {
+        alarms += 1;
+        assert!(alarms <= 2 * kept.len(), "the chain ends");
+        let before: Vec<i64> = rows(&c).into_iter().map(|(_, t)| t).collect();
+        expire(&c, now - after);
+        let left: Vec<i64> = rows(&c).into_iter().map(|(_, t)| t).collect();
+        gone_at.extend(
+            before
+                .iter()
+                .filter(|t| !left.contains(t))
+                .map(|t| (*t, now)),
+        );
+        alarm = first(&c).map(|t| (t + after).max(now + 1000));
+    }
+    assert_eq!(rows(&c), []);
+    assert_eq!(gone_at.len(), kept.len());
+    for (t, at) in gone_at {
+        assert!(
+            at >= t + after && at <= t + after + 1000,
+            "{t} deleted at {at}"
+        );
+    }
+}

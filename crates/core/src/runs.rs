@@ -94,6 +94,9 @@ pub trait ShardSink {
 
 enum Waiting {
     Done,
+    /// An append is under way and a later line of the run waits behind this one: that line's
+    /// keep waits for both (lines are taken in order), so this one may stop waiting.
+    HandedOn,
     Flushing,
     Free,
 }
@@ -139,6 +142,9 @@ pub const MAX_BATCH_LINES: usize = 200;
 /// Bytes of one append at most, short of SQLite's 2 MB string once the lines are escaped as
 /// one JSON array (an answer alone may pass it).
 pub const MAX_BATCH_BYTES: usize = 512 << 10;
+/// Appends of one run under way at once in an isolate, at most (each to the next shard): one
+/// at a time held a local run's keeps to one shard's commit time (docs/probes.md, "Kept runs").
+pub const MAX_PARALLEL_APPENDS: u32 = 8;
 /// Appends one caller makes in a row for the run's waiting lines, at most.
 const MAX_ROUNDS: usize = 4;
 /// Answers of a run waiting in an isolate at most; past it an answer is kept on its own.
@@ -156,8 +162,9 @@ struct Buffer {
     taken: u64,
     /// Lines before this id are done (kept, or counted as failed).
     done: u64,
-    /// An append of this run is under way (one at a time per isolate).
-    flushing: bool,
+    /// Appends of this run under way in this isolate (at most [`MAX_PARALLEL_APPENDS`], and at
+    /// most its shards: each goes to the next shard).
+    flushing: u32,
 }
 
 /// An isolate's writer of run answers: its shard choice, the answers waiting to be appended
@@ -188,11 +195,15 @@ impl Writer {
     }
 
     /// Keeps one answer `line` of `run` together with the others of this isolate that wait: it
-    /// joins the run's buffer; whoever finds no append under way appends what waits (at most
+    /// joins the run's buffer; whoever finds fewer appends of the run under way than its shards (at most
+    /// [`MAX_PARALLEL_APPENDS`]) appends what waits (at most
     /// [`MAX_BATCH_LINES`] at a time, while any waits), the others look again after `tick`
     /// (a timer: each caller waits on I/O of its own). Returns once the line is kept or
-    /// counted as failed; `Some` for the caller whose append that was. A full buffer keeps the
-    /// line on its own.
+    /// counted as failed, or once a later line waits behind it while an append is under way:
+    /// lines are taken in order, so the last line's keep outlives every line before it, and
+    /// only it ticks (a tick per waiting answer cost more CPU than the keep itself at 2,000
+    /// answers a second, docs/probes.md "Kept runs"). The outcomes are those of the appends this caller
+    /// made. A full buffer keeps the line on its own.
     pub async fn keep_batched<F: Future<Output = ()>>(
         &self,
         sink: &impl ShardSink,
@@ -204,10 +215,11 @@ impl Writer {
         let Some(ticket) = self.push(run, &line) else {
             return vec![self.keep(sink, run, shards, &line, 1).await];
         };
+        let parallel = shards.clamp(1, MAX_PARALLEL_APPENDS);
         let mut outcomes = Vec::new();
         loop {
-            match self.state(run, ticket) {
-                Waiting::Done => return outcomes,
+            match self.state(run, ticket, parallel) {
+                Waiting::Done | Waiting::HandedOn => return outcomes,
                 Waiting::Flushing => tick().await,
                 Waiting::Free => {
                     // A few appends, then the line's own wait again: a caller does not append
@@ -244,7 +256,7 @@ impl Writer {
                     next: 0,
                     taken: 0,
                     done: 0,
-                    flushing: false,
+                    flushing: 0,
                 })
             }
         };
@@ -259,13 +271,19 @@ impl Writer {
         })
     }
 
-    fn state(&self, run: &str, ticket: Ticket) -> Waiting {
+    fn state(&self, run: &str, ticket: Ticket, parallel: u32) -> Waiting {
         match self.buffers.borrow().get(run) {
             Some(b) if b.made == ticket.made && ticket.id >= b.done => {
-                if b.flushing {
+                let waiting = !b.lines.is_empty();
+                if waiting && b.flushing < parallel {
+                    Waiting::Free
+                } else if b.flushing > 0 && ticket.id + 1 < b.next {
+                    Waiting::HandedOn
+                } else if b.flushing > 0 {
                     Waiting::Flushing
                 } else {
-                    Waiting::Free
+                    // Nothing under way and nothing to take: nothing left to wait for.
+                    Waiting::Done
                 }
             }
             // Done, or the buffer went (it goes only when every line in it is done).
@@ -279,8 +297,7 @@ impl Writer {
         let mut buffers = self.buffers.borrow_mut();
         let buffer = buffers.get_mut(run)?;
         if buffer.lines.is_empty() {
-            buffer.flushing = false;
-            if buffer.done == buffer.next {
+            if buffer.done == buffer.next && buffer.flushing == 0 {
                 buffers.remove(run);
             }
             return None;
@@ -296,7 +313,7 @@ impl Writer {
         }
         let body: String = buffer.lines.drain(..n).collect();
         buffer.taken += n as u64;
-        buffer.flushing = true;
+        buffer.flushing += 1;
         Some((body, n as u64))
     }
 
@@ -305,8 +322,8 @@ impl Writer {
         let mut buffers = self.buffers.borrow_mut();
         if let Some(buffer) = buffers.get_mut(run) {
             buffer.done = (buffer.done + n).min(buffer.taken);
-            buffer.flushing = false;
-            if buffer.lines.is_empty() && buffer.done == buffer.next {
+            buffer.flushing = buffer.flushing.saturating_sub(1);
+            if buffer.lines.is_empty() && buffer.done == buffer.next && buffer.flushing == 0 {
                 buffers.remove(run);
             }
         }
@@ -612,6 +629,92 @@ mod writer_tests {
             w.buffers.borrow().is_empty(),
             "the buffer goes once all is done"
         );
+    }
+
+    /// A sink whose appends take `turns` turns of the executor each (a slow shard).
+    struct Slower(Script, usize);
+    impl ShardSink for Slower {
+        async fn append(&self, k: u32, body: &str, l: u64, failed: u64) -> Result<(), String> {
+            for _ in 0..self.1 {
+                YieldOnce(false).await;
+            }
+            self.0.append(k, body, l, failed).await
+        }
+        async fn record_failed(&self, k: u32, failed: u64) -> Result<(), String> {
+            self.0.record_failed(k, failed).await
+        }
+    }
+
+    #[test]
+    fn while_an_append_is_under_way_only_the_last_line_waits() {
+        let sink = Slower(Script::default(), 50);
+        let w = Writer::new(0);
+        let ticks = Cell::new(0u32);
+        let tick = || {
+            ticks.set(ticks.get() + 1);
+            YieldOnce(false)
+        };
+        let calls: Vec<_> = (0..300)
+            .map(|i| w.keep_batched(&sink, "r", 4, format!("{i}\n"), tick))
+            .collect();
+        run(futures::future::join_all(calls));
+        let lines: Vec<String> = sink
+            .0
+            .appended
+            .borrow()
+            .iter()
+            .flat_map(|(_, body, _)| body.lines().map(str::to_string).collect::<Vec<_>>())
+            .collect();
+        assert_eq!(lines, (0..300).map(|i| i.to_string()).collect::<Vec<_>>());
+        // Each waiting caller looks once more and hands its wait on; the last one ticks through
+        // the appends (about 50 turns each). A tick per caller per turn would be ~15,000.
+        assert!(ticks.get() < 300 + 4 * 50, "{} ticks", ticks.get());
+        assert!(w.buffers.borrow().is_empty());
+    }
+
+    /// A slow sink counting the appends under way at once.
+    #[derive(Default)]
+    struct Counting {
+        script: Script,
+        now: Cell<u32>,
+        most: Cell<u32>,
+    }
+    impl ShardSink for Counting {
+        async fn append(&self, k: u32, body: &str, l: u64, failed: u64) -> Result<(), String> {
+            self.now.set(self.now.get() + 1);
+            self.most.set(self.most.get().max(self.now.get()));
+            for _ in 0..20 {
+                YieldOnce(false).await;
+            }
+            self.now.set(self.now.get() - 1);
+            self.script.append(k, body, l, failed).await
+        }
+        async fn record_failed(&self, k: u32, failed: u64) -> Result<(), String> {
+            self.script.record_failed(k, failed).await
+        }
+    }
+
+    #[test]
+    fn appends_of_a_run_go_to_its_shards_at_once_as_many_as_it_has() {
+        for (shards, want) in [(1, 1), (3, 3), (64, MAX_PARALLEL_APPENDS)] {
+            let sink = Counting::default();
+            let w = Writer::new(0);
+            let calls: Vec<_> = (0..400)
+                .map(|i| w.keep_batched(&sink, "r", shards, format!("{i}\n"), || YieldOnce(false)))
+                .collect();
+            run(futures::future::join_all(calls));
+            assert_eq!(sink.most.get(), want, "{shards} shards");
+            let mut lines: Vec<u32> = sink
+                .script
+                .appended
+                .borrow()
+                .iter()
+                .flat_map(|(_, b, _)| b.lines().map(|l| l.parse().unwrap()).collect::<Vec<_>>())
+                .collect();
+            lines.sort();
+            assert_eq!(lines, (0..400).collect::<Vec<_>>(), "each line once");
+            assert!(w.buffers.borrow().is_empty());
+        }
     }
 
     #[test]
