@@ -190,6 +190,30 @@ pub struct Source {
     pub seq_base: i64,
 }
 
+/// One page of a source's kept answers: its text, the last seq it holds, whether more follow,
+/// and the failed keeps the source recorded.
+async fn page(source: &Source, url: &str) -> Result<(String, i64, bool, u64), String> {
+    let mut r = source
+        .stub
+        .fetch_with_str(url)
+        .await
+        .map_err(|e| e.to_string())?;
+    if r.status_code() != 200 {
+        return Err(format!("status {}", r.status_code()));
+    }
+    let header = |name: &str| r.headers().get(name).ok().flatten();
+    let last: i64 = header("kvbench-last-seq")
+        .and_then(|v| v.parse().ok())
+        .ok_or("no kvbench-last-seq")?;
+    let more = header("kvbench-more").as_deref() == Some("1");
+    // Objects of older deployments say nothing: none counted.
+    let failed: u64 = header("kvbench-keep-failed")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let text = r.text().await.map_err(|e| e.to_string())?;
+    Ok((text, last, more, failed))
+}
+
 /// The kept answers of `sources` within `window`, as a stream of NDJSON chunks (one page each)
 /// ending with its end line (the lines, and the failed keeps the sources recorded), or with an
 /// error line saying where it stopped (`Control`).
@@ -231,28 +255,7 @@ pub fn answers_stream(
             "{ORIGIN}/answers?after={}&since={}&until={}&limit={PAGE_LINES}&base={}",
             c.after, window.since_ms, window.until_ms, source.seq_base
         );
-        let page = async {
-            let mut r = source
-                .stub
-                .fetch_with_str(&url)
-                .await
-                .map_err(|e| e.to_string())?;
-            if r.status_code() != 200 {
-                return Err(format!("status {}", r.status_code()));
-            }
-            let header = |name: &str| r.headers().get(name).ok().flatten();
-            let last: i64 = header("kvbench-last-seq")
-                .and_then(|v| v.parse().ok())
-                .ok_or("no kvbench-last-seq")?;
-            let more = header("kvbench-more").as_deref() == Some("1");
-            // Objects of older deployments say nothing: none counted.
-            let failed: u64 = header("kvbench-keep-failed")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
-            let text = r.text().await.map_err(|e| e.to_string())?;
-            Ok::<_, String>((text, last, more, failed))
-        }
-        .await;
+        let page = page(&source, &url).await;
         match page {
             Ok((text, last, more, failed)) => {
                 c.lines += text.lines().count() as u64;

@@ -310,6 +310,16 @@ impl<T: Connection> PgConn<T> {
     }
 }
 
+/// The startup's next step.
+enum Startup {
+    /// Send this and read on.
+    Send(BytesMut),
+    /// Read on.
+    Wait,
+    /// `ReadyForQuery`: the session is open.
+    Ready,
+}
+
 /// What the server sent next: a data row, measured (its one column's length, `None` for
 /// NULL), or any other message.
 enum Incoming {
@@ -472,83 +482,92 @@ impl<C: Connector> PostgresStore<C> {
         conn.io.write_all(&out).await?;
         let mut scram: Option<ScramSha256> = None;
         loop {
-            let reply = match conn.startup_message().await? {
-                Message::AuthenticationOk
-                | Message::ParameterStatus(_)
-                | Message::BackendKeyData(_)
-                | Message::NoticeResponse(_) => None,
-                Message::ReadyForQuery(_) => return Ok(()),
-                Message::AuthenticationCleartextPassword => {
-                    let mut out = BytesMut::new();
-                    frontend::password_message(self.password()?.as_bytes(), &mut out)
-                        .map_err(encode_error)?;
-                    Some(out)
-                }
-                Message::AuthenticationMd5Password(body) => {
-                    let hash = postgres_protocol::authentication::md5_hash(
-                        self.url.user.as_bytes(),
-                        self.password()?.as_bytes(),
-                        body.salt(),
-                    );
-                    let mut out = BytesMut::new();
-                    frontend::password_message(hash.as_bytes(), &mut out).map_err(encode_error)?;
-                    Some(out)
-                }
-                Message::AuthenticationSasl(body) => {
-                    let mut mechanisms = body.mechanisms();
-                    let mut offered = Vec::new();
-                    while let Ok(Some(m)) = mechanisms.next() {
-                        offered.push(m.to_string());
-                    }
-                    if !offered.iter().any(|m| m == SCRAM_SHA_256) {
-                        return Err(StoreError::new(
-                            ErrorKind::Auth,
-                            format!(
-                                "{}: the server offers SASL {offered:?}, not SCRAM-SHA-256",
-                                self.label
-                            ),
-                        ));
-                    }
-                    let s = ScramSha256::new(
-                        self.password()?.as_bytes(),
-                        ChannelBinding::unsupported(),
-                    );
-                    let mut out = BytesMut::new();
-                    frontend::sasl_initial_response(SCRAM_SHA_256, s.message(), &mut out)
-                        .map_err(encode_error)?;
-                    scram = Some(s);
-                    Some(out)
-                }
-                Message::AuthenticationSaslContinue(body) => {
-                    let s = scram
-                        .as_mut()
-                        .ok_or_else(|| protocol("SASL continue before SASL"))?;
-                    s.update(body.data())
-                        .map_err(|e| self.auth(format!("SCRAM: {e}")))?;
-                    let mut out = BytesMut::new();
-                    frontend::sasl_response(s.message(), &mut out).map_err(encode_error)?;
-                    Some(out)
-                }
-                Message::AuthenticationSaslFinal(body) => {
-                    let s = scram
-                        .as_mut()
-                        .ok_or_else(|| protocol("SASL final before SASL"))?;
-                    s.finish(body.data())
-                        .map_err(|e| self.auth(format!("the server's SCRAM proof: {e}")))?;
-                    None
-                }
-                Message::ErrorResponse(body) => return Err(self.error(&server_error(&body))),
-                _ => {
-                    return Err(protocol(format!(
-                        "{}: an unexpected message during startup",
-                        self.label
-                    )))
-                }
-            };
-            if let Some(out) = reply {
-                conn.io.write_all(&out).await?;
+            match self.answer(conn.startup_message().await?, &mut scram)? {
+                Startup::Ready => return Ok(()),
+                Startup::Wait => {}
+                Startup::Send(out) => conn.io.write_all(&out).await?,
             }
         }
+    }
+
+    /// What the startup does after `message`: the password, SCRAM's next step, or nothing.
+    fn answer(
+        &self,
+        message: Message,
+        scram: &mut Option<ScramSha256>,
+    ) -> Result<Startup, StoreError> {
+        let reply = match message {
+            Message::AuthenticationOk
+            | Message::ParameterStatus(_)
+            | Message::BackendKeyData(_)
+            | Message::NoticeResponse(_) => None,
+            Message::ReadyForQuery(_) => return Ok(Startup::Ready),
+            Message::AuthenticationCleartextPassword => {
+                let mut out = BytesMut::new();
+                frontend::password_message(self.password()?.as_bytes(), &mut out)
+                    .map_err(encode_error)?;
+                Some(out)
+            }
+            Message::AuthenticationMd5Password(body) => {
+                let hash = postgres_protocol::authentication::md5_hash(
+                    self.url.user.as_bytes(),
+                    self.password()?.as_bytes(),
+                    body.salt(),
+                );
+                let mut out = BytesMut::new();
+                frontend::password_message(hash.as_bytes(), &mut out).map_err(encode_error)?;
+                Some(out)
+            }
+            Message::AuthenticationSasl(body) => {
+                let mut mechanisms = body.mechanisms();
+                let mut offered = Vec::new();
+                while let Ok(Some(m)) = mechanisms.next() {
+                    offered.push(m.to_string());
+                }
+                if !offered.iter().any(|m| m == SCRAM_SHA_256) {
+                    return Err(StoreError::new(
+                        ErrorKind::Auth,
+                        format!(
+                            "{}: the server offers SASL {offered:?}, not SCRAM-SHA-256",
+                            self.label
+                        ),
+                    ));
+                }
+                let s =
+                    ScramSha256::new(self.password()?.as_bytes(), ChannelBinding::unsupported());
+                let mut out = BytesMut::new();
+                frontend::sasl_initial_response(SCRAM_SHA_256, s.message(), &mut out)
+                    .map_err(encode_error)?;
+                *scram = Some(s);
+                Some(out)
+            }
+            Message::AuthenticationSaslContinue(body) => {
+                let s = scram
+                    .as_mut()
+                    .ok_or_else(|| protocol("SASL continue before SASL"))?;
+                s.update(body.data())
+                    .map_err(|e| self.auth(format!("SCRAM: {e}")))?;
+                let mut out = BytesMut::new();
+                frontend::sasl_response(s.message(), &mut out).map_err(encode_error)?;
+                Some(out)
+            }
+            Message::AuthenticationSaslFinal(body) => {
+                let s = scram
+                    .as_mut()
+                    .ok_or_else(|| protocol("SASL final before SASL"))?;
+                s.finish(body.data())
+                    .map_err(|e| self.auth(format!("the server's SCRAM proof: {e}")))?;
+                None
+            }
+            Message::ErrorResponse(body) => return Err(self.error(&server_error(&body))),
+            _ => {
+                return Err(protocol(format!(
+                    "{}: an unexpected message during startup",
+                    self.label
+                )))
+            }
+        };
+        Ok(reply.map_or(Startup::Wait, Startup::Send))
     }
 
     fn auth(&self, message: String) -> StoreError {
