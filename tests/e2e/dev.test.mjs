@@ -184,8 +184,9 @@ test("npm run dev: one build each, survives saturation, a busy machine and an ed
     // The stack answers again. One request after the rebuild under saturation has, now and then
     // (2 of ~6 fresh clones, 2026-12-02), had no answer within 60 s; a second one was not
     // tried then, and 17 runs since (a worktree and a clone at a path with spaces, two CPU hogs
-    // more, two stacks at once) lost none. Up to three are tried, so that a stack that stays down still fails here; a lost
-    // answer is printed with what the stack was doing while it waited (an open issue).
+    // more, two stacks at once) lost none. Up to three are tried, so that a stack that stays
+    // down still fails here; a lost answer is printed with what the stack was doing while it
+    // waited (an open issue).
     let after = { status: 0, body: "" };
     for (let attempt = 1; attempt <= 3 && after.status !== 200; attempt++) {
       const seen = [];
