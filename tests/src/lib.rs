@@ -1355,3 +1355,47 @@ impl Connection for MockPostgresConn<'_> {
         self.server.closed.set(self.server.closed.get() + 1);
     }
 }
+
+/// Blocking loopback TCP behind the socket seam, for tests against real servers driven by
+/// `block_on` (`redis_server.rs`, `postgres_server.rs`): plain TCP only, reads give up after 20 s.
+pub struct Tcp;
+
+/// One [`Tcp`] connection.
+pub struct TcpConn(std::net::TcpStream);
+
+#[async_trait(?Send)]
+impl Connector for Tcp {
+    type Conn = TcpConn;
+
+    async fn connect(&self, host: &str, port: u16, tls: bool) -> Result<TcpConn, StoreError> {
+        assert!(!tls, "this test speaks plain TCP");
+        let s = std::net::TcpStream::connect((host, port))
+            .map_err(|e| StoreError::new(ErrorKind::Runtime, format!("connect: {e}")))?;
+        s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+            .map_err(|e| StoreError::new(ErrorKind::Runtime, e.to_string()))?;
+        Ok(TcpConn(s))
+    }
+}
+
+#[async_trait(?Send)]
+impl Connection for TcpConn {
+    async fn write_all(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
+        std::io::Write::write_all(&mut self.0, bytes)
+            .map_err(|e| StoreError::new(ErrorKind::Runtime, e.to_string()))
+    }
+    async fn read(&mut self, buf: &mut [u8]) -> Result<usize, StoreError> {
+        std::io::Read::read(&mut self.0, buf)
+            .map_err(|e| StoreError::new(ErrorKind::Runtime, e.to_string()))
+    }
+    async fn close(&mut self) {
+        let _ = self.0.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+/// A loopback port nothing listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
+}

@@ -10,12 +10,10 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use futures::executor::block_on;
-use kvbench_core::redis::{Connection, Connector};
 use kvbench_core::store::Options;
-use kvbench_core::{ErrorKind, PgUrl, PostgresStore, Store, StoreError, Value};
-use kvbench_tests::{read, write};
+use kvbench_core::{ErrorKind, PgUrl, PostgresStore, Store, Value};
+use kvbench_tests::{free_port, read, write, Tcp};
 
 const PASSWORD: &str = "native-postgres-password-7f2e";
 
@@ -87,48 +85,6 @@ impl Drop for Server {
             .args(["stop", self.dir.to_str().unwrap()])
             .status();
         let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .port()
-}
-
-/// Blocking TCP: enough for a test driven by `block_on`.
-struct Tcp;
-
-struct TcpConn(TcpStream);
-
-#[async_trait(?Send)]
-impl Connector for Tcp {
-    type Conn = TcpConn;
-
-    async fn connect(&self, host: &str, port: u16, tls: bool) -> Result<TcpConn, StoreError> {
-        assert!(!tls, "this test speaks plain TCP");
-        let s = TcpStream::connect((host, port))
-            .map_err(|e| StoreError::new(ErrorKind::Runtime, format!("connect: {e}")))?;
-        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        Ok(TcpConn(s))
-    }
-}
-
-#[async_trait(?Send)]
-impl Connection for TcpConn {
-    async fn write_all(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
-        self.0
-            .write_all(bytes)
-            .map_err(|e| StoreError::new(ErrorKind::Runtime, e.to_string()))
-    }
-    async fn read(&mut self, buf: &mut [u8]) -> Result<usize, StoreError> {
-        self.0
-            .read(buf)
-            .map_err(|e| StoreError::new(ErrorKind::Runtime, e.to_string()))
-    }
-    async fn close(&mut self) {
-        let _ = self.0.shutdown(std::net::Shutdown::Both);
     }
 }
 

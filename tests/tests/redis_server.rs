@@ -3,16 +3,15 @@
 //! plain blocking TCP: AUTH, GET, SET with EX, a 1 MiB value, and the server's own errors.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use futures::executor::block_on;
-use kvbench_core::redis::{command, Connection, Connector};
+use kvbench_core::redis::command;
 use kvbench_core::store::Options;
-use kvbench_core::{ErrorKind, RedisStore, RedisUrl, Store, StoreError};
-use kvbench_tests::{read, write};
+use kvbench_core::{ErrorKind, RedisStore, RedisUrl, Store};
+use kvbench_tests::{free_port, read, write, Tcp};
 
 const PASSWORD: &str = "native-redis-password-3c9a";
 
@@ -83,47 +82,6 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .port()
-}
-
-/// Blocking TCP: enough for a test driven by `block_on`.
-struct Tcp;
-
-struct TcpConn(TcpStream);
-
-#[async_trait(?Send)]
-impl Connector for Tcp {
-    type Conn = TcpConn;
-
-    async fn connect(&self, host: &str, port: u16, tls: bool) -> Result<TcpConn, StoreError> {
-        assert!(!tls, "this test speaks plain TCP");
-        TcpStream::connect((host, port))
-            .map(TcpConn)
-            .map_err(|e| StoreError::new(ErrorKind::Runtime, format!("connect: {e}")))
-    }
-}
-
-#[async_trait(?Send)]
-impl Connection for TcpConn {
-    async fn write_all(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
-        self.0
-            .write_all(bytes)
-            .map_err(|e| StoreError::new(ErrorKind::Runtime, e.to_string()))
-    }
-    async fn read(&mut self, buf: &mut [u8]) -> Result<usize, StoreError> {
-        self.0
-            .read(buf)
-            .map_err(|e| StoreError::new(ErrorKind::Runtime, e.to_string()))
-    }
-    async fn close(&mut self) {
-        let _ = self.0.shutdown(std::net::Shutdown::Both);
     }
 }
 
