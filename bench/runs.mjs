@@ -1,10 +1,12 @@
 // A kept run at rate: `kvbench run` with the run header against the stack under Miniflare, then
 // the run's stream read back: answers the worker sent, answers kept, failed keeps, and the CPU of
 // each workerd per answer (utime + stime from /proc): the stack's, where the run archive's objects
-// run too, or with --split the archive's own beside it (tests/e2e/procs.mjs `splitArchive`).
+// run too, or with --split the archive's own beside it (tests/e2e/procs.mjs `splitArchive`);
+// --workers N runs the benchmark worker in N workerd processes (N stacks, one archive), and
+// kvbench sends each the same share of the schedule (its --url once per stack).
 // --profile adds a V8 profile of the worker's isolate over the run: self time per function and
 // per answer. Build first (npm run build); loopback only.
-// Usage: node bench/runs.mjs [--rate 2000] [--duration 20s] [--shards 8] [--split]
+// Usage: node bench/runs.mjs [--rate 2000] [--duration 20s] [--shards 8] [--split] [--workers 2]
 //        [--no-run] (the same load without the run header: /test alone)
 //        [--profile] [--top 25] [--query "stores=kv&min_bytes=1024&max_bytes=1024&keys=1000"]
 import fs from "node:fs";
@@ -23,6 +25,7 @@ const { values } = parseArgs({
     shards: { type: "string", default: "8" },
     "no-run": { type: "boolean", default: false },
     split: { type: "boolean", default: false },
+    workers: { type: "string", default: "1" },
     profile: { type: "boolean", default: false },
     top: { type: "string", default: "25" },
     query: { type: "string", default: "stores=kv&min_bytes=1024&max_bytes=1024&keys=1000" },
@@ -31,6 +34,15 @@ const { values } = parseArgs({
 const RATE = Number(values.rate);
 if (!Number.isInteger(RATE) || RATE < 1 || RATE > 20_000) {
   console.error("--rate: a whole number 1..20000");
+  process.exit(2);
+}
+const WORKERS = Number(values.workers);
+if (!Number.isInteger(WORKERS) || WORKERS < 1 || WORKERS > 8) {
+  console.error("--workers: a whole number 1..8");
+  process.exit(2);
+}
+if (values.profile && WORKERS > 1) {
+  console.error("--profile: with --workers 1 only (one inspector port)");
   process.exit(2);
 }
 const KVBENCH_BIN = process.env.KVBENCH_BIN ?? path.join(ROOT, "target/debug/kvbench");
@@ -57,9 +69,11 @@ const inspectorPort = values.profile ? await freePort() : undefined;
 const stack = await startStack(
   { STORES: "kv", RUN_SHARDS: values.shards, BENCH_OPEN: "true", PROBE_COLO_URL: "none" },
   { host: "127.0.0.1", port: 0, ...(inspectorPort ? { inspectorPort } : {}) },
-  { splitArchive: values.split },
+  { splitArchive: values.split, workers: WORKERS },
 );
-const url = (await stack.ready).toString().replace(/\/$/, "");
+const urls = await stack.urls();
+const url = urls[0];
+const targets = (q) => urls.flatMap((u) => ["--url", `${u}/test?${q}`]);
 const pids = { worker: childPids("workerd").filter((p) => !before.has(p) && p !== stack.archivePid) };
 if (stack.archivePid) pids.archive = [stack.archivePid];
 const out = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-bench-runs-"));
@@ -67,7 +81,7 @@ try {
   const run = `bench-${RATE}-${Date.now()}`;
   const q = values.query;
   // Warm-up: the isolates, the keys, the shards' tables.
-  await kvbench(["run", "--url", `${url}/test?${q}`, "--rate", "200", "--duration", "2s", "--header", `Kvbench-Run: warm-${run}`, "--out", out]);
+  await kvbench(["run", ...targets(q), "--rate", "200", "--duration", "2s", "--header", `Kvbench-Run: warm-${run}`, "--out", out]);
   let profilers = [];
   if (values.profile) {
     profilers = [await inspect(inspectorPort)];
@@ -79,7 +93,7 @@ try {
   }
   const cpu0 = Object.fromEntries(Object.entries(pids).map(([k, ps]) => [k, ps.reduce((n, p) => n + cpuMs(p), 0)]));
   const header = values["no-run"] ? [] : ["--header", `Kvbench-Run: ${run}`];
-  const sent = await kvbench(["run", "--url", `${url}/test?${q}`, "--rate", String(RATE), "--duration", values.duration, ...header, "--out", out]);
+  const sent = await kvbench(["run", ...targets(q), "--rate", String(RATE), "--duration", values.duration, ...header, "--out", out]);
   if (sent.code !== 0) throw new Error(sent.out);
   const report = JSON.parse(fs.readFileSync(path.join(out, "report.json"), "utf8"));
   const clientSide = ["not_sent", "timeout", "connect", "transport", "cancelled"];
@@ -101,7 +115,7 @@ try {
   }
   const cpu = Object.fromEntries(Object.entries(pids).map(([k, ps]) => [k, ps.reduce((n, p) => n + cpuMs(p), 0) - cpu0[k]]));
   const reads = values["no-run"] ? 0 : 1;
-  console.log(`rate ${RATE}/s for ${values.duration}${values.split ? ", archive in its own workerd" : ""}${values["no-run"] ? ", no run header" : `, ${values.shards} shards`}:`);
+  console.log(`rate ${RATE}/s for ${values.duration}${WORKERS > 1 ? `, the worker in ${WORKERS} workerd processes` : ""}${values.split || WORKERS > 1 ? ", archive in its own workerd" : ""}${values["no-run"] ? ", no run header" : `, ${values.shards} shards`}:`);
   console.log(`  achieved ${report.total.achieved_rate.toFixed(0)} req/s, answered ${report.total.answered}, sent by the worker ${byWorker}, failures ${JSON.stringify(report.total.failures)}`);
   if (end) console.log(`  kept ${end.lines}, keep_failed ${end.keep_failed}: ${end.lines === byWorker && end.keep_failed === 0 ? "kept = sent, exactly" : "NOT EXACT"}`);
   for (const [k, ms] of Object.entries(cpu)) {

@@ -167,29 +167,45 @@ export async function startWorker(bindings, extra = {}) {
 
 /** The benchmark worker and the report worker (GET /report) in one Miniflare, as deployed.
  * `splitArchive`: the run archive's objects in a second Miniflare (its own workerd, `archivePid`
- * on the result), reached across processes (scripts/worker-options.mjs `archiveOptions`); the
- * result's `dispose` stops both. */
-export async function startStack(bindings, extra = {}, { splitArchive = false } = {}) {
+ * on the result), reached across processes (scripts/worker-options.mjs `archiveOptions`).
+ * `workers` > 1 (implies `splitArchive`): that many stacks, each its own workerd on its own port
+ * (`urls` on the result: every stack's URL, the first one's first), all keeping runs in the one
+ * archive — the local stand-in for a deployment's many isolates, since one workerd runs every
+ * request on one thread. The result's `dispose` stops them all. */
+export async function startStack(bindings, extra = {}, { splitArchive = false, workers = 1 } = {}) {
   const { Miniflare } = await import("miniflare");
   const { applyMigrations, archiveOptions, stackOptions } = await import("../../scripts/worker-options.mjs");
   let archive = null;
   let registry;
   let archivePid;
-  if (splitArchive) {
+  if (splitArchive || workers > 1) {
     registry = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-registry-"));
     const before = new Set(childPids("workerd"));
     archive = new Miniflare(archiveOptions(bindings, registry));
     await archive.ready;
     archivePid = childPids("workerd").find((p) => !before.has(p));
   }
-  const mf = new Miniflare(stackOptions(bindings, { cf: false, ...extra }, { archiveRegistry: registry }));
-  await mf.ready;
-  await applyMigrations(mf);
+  const stacks = [];
+  try {
+    for (let i = 0; i < workers; i++) {
+      const one = new Miniflare(stackOptions(bindings, { cf: false, ...extra }, { archiveRegistry: registry }));
+      stacks.push(one);
+      await one.ready;
+      await applyMigrations(one);
+    }
+  } catch (e) {
+    for (const one of stacks) await one.dispose().catch(() => {});
+    await archive?.dispose();
+    throw e;
+  }
+  const [mf, ...more] = stacks;
+  mf.urls = async () => Promise.all(stacks.map(async (one) => (await one.ready).toString().replace(/\/$/, "")));
   if (archive) {
     const dispose = mf.dispose.bind(mf);
     mf.archivePid = archivePid;
     mf.dispose = async () => {
       await dispose();
+      for (const one of more) await one.dispose();
       await archive.dispose();
       fs.rmSync(registry, { recursive: true, force: true });
     };

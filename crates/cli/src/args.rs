@@ -58,9 +58,11 @@ impl PriceArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// The worker's /test URL (http or https).
-    #[arg(long, value_parser = parse_url)]
-    pub url: Uri,
+    /// The worker's /test URL (http or https). Repeat it to spread the load over several
+    /// workers (each connection is held to one URL, the connections dealt out in turn): several
+    /// local workerd processes, or fleet members, measured as one run.
+    #[arg(long = "url", required = true, value_name = "URL", value_parser = parse_url)]
+    pub urls: Vec<Uri>,
     /// Requests per second (open loop: the schedule does not wait for answers).
     #[arg(long, default_value = "10", value_name = "REQ_PER_S", value_parser = parse_rate)]
     pub rate: f64,
@@ -453,7 +455,12 @@ impl RunArgs {
     pub fn timeout(&self) -> (Duration, String) {
         match self.timeout {
             Some(t) => (t, "--timeout".into()),
-            None => worst_case_timeout(&self.url),
+            None => self
+                .urls
+                .iter()
+                .map(worst_case_timeout)
+                .max_by_key(|(t, _)| *t)
+                .unwrap_or_else(|| (Duration::from_millis(WORKER_TIMEOUT_MS), String::new())),
         }
     }
 

@@ -63,7 +63,7 @@ fn run_command(a: RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let cfg = RunConfig {
-        url: a.url.clone(),
+        urls: a.urls.clone(),
         rate: a.rate,
         duration: a.duration,
         headers,

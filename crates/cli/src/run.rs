@@ -35,7 +35,10 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 /// What `kvbench run` needs, already validated.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
-    pub url: Uri,
+    /// Where to send (`--url`, at least one): shard `i` sends to `urls[i % urls.len()]`, and
+    /// there are a whole multiple of `urls.len()` shards, so each URL gets the same share of the
+    /// schedule.
+    pub urls: Vec<Uri>,
     pub rate: f64,
     pub duration: Duration,
     pub headers: Vec<(HeaderName, HeaderValue)>,
@@ -87,15 +90,18 @@ impl Folding {
                 let written = match &read {
                     Read::Answer(a) => sample::write_answer_csv(
                         w,
-                        hit.intended_us,
-                        hit.latency_us,
+                        (hit.intended_us, hit.latency_us, hit.retried),
                         &a.colo,
                         a.key.as_deref(),
                         a.stores.iter().map(|(name, r)| (name.as_ref(), r)),
                     ),
-                    Read::Failure(kind, _) => {
-                        sample::write_failure_csv(w, hit.intended_us, hit.latency_us, *kind)
-                    }
+                    Read::Failure(kind, _) => sample::write_failure_csv(
+                        w,
+                        hit.intended_us,
+                        hit.latency_us,
+                        *kind,
+                        hit.retried,
+                    ),
                 };
                 self.csv_error = written.err();
             }
@@ -148,18 +154,18 @@ fn share(n: u64, parts: u64, index: u64) -> u64 {
     n / parts + u64::from(index < n % parts)
 }
 
-/// Each thread's shard state: the one attacker, its share of the connections' queue (all
-/// under one `in_flight` bound), its own results buffer.
+/// Each thread's shard state: its attacker (of URL `i % attackers.len()`), its share of the
+/// connections' queue (all under one `in_flight` bound), its own results buffer.
 fn shared_per_thread(
     cfg: &RunConfig,
     threads: u64,
-    attacker: &Arc<Attacker>,
+    attackers: &[Arc<Attacker>],
     in_flight: &Arc<InFlight>,
 ) -> Vec<Arc<Shared>> {
     (0..threads)
         .map(|i| {
             Arc::new(Shared {
-                attacker: attacker.clone(),
+                attacker: attackers[i as usize % attackers.len()].clone(),
                 queue: Queue::new(
                     share(cfg.connections, threads, i) as usize,
                     in_flight.clone(),
@@ -172,13 +178,19 @@ fn shared_per_thread(
 }
 
 /// Runs the load and returns this run's report (partial when interrupted).
-pub async fn run(cfg: RunConfig, mut progress: Progress) -> anyhow::Result<Report> {
+pub async fn run(mut cfg: RunConfig, mut progress: Progress) -> anyhow::Result<Report> {
     let schedule = Pacer::new(cfg.rate, cfg.duration).context("--rate/--duration")?;
-    // Every thread needs a connection of its own.
-    let threads = cfg.threads.clamp(1, cfg.connections.max(1));
-    let attacker = Arc::new(Attacker::new(&cfg.url, &cfg.headers)?);
+    // Every thread needs a connection of its own, and each URL the same number of threads.
+    let threads = shards_for(cfg.threads, cfg.connections, cfg.urls.len() as u64);
+    cfg.connections = cfg.connections.max(threads);
+    let attackers = cfg
+        .urls
+        .iter()
+        .map(|url| Ok(Arc::new(Attacker::new(url, &cfg.headers)?)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    anyhow::ensure!(!attackers.is_empty(), "--url: at least one");
     let in_flight = Arc::new(InFlight::new(cfg.max_in_flight));
-    let shards = shared_per_thread(&cfg, threads, &attacker, &in_flight);
+    let shards = shared_per_thread(&cfg, threads, &attackers, &in_flight);
     let folding = Folding {
         collector: Collector::new(cfg.interval, cfg.timeout)
             .with_max_concurrent(cfg.max_concurrent),
@@ -191,7 +203,7 @@ pub async fn run(cfg: RunConfig, mut progress: Progress) -> anyhow::Result<Repor
         "kvbench: {} req/s to {} for {} over up to {} connections on {} thread(s) (label {}); \
          Ctrl-C stops and writes a partial report",
         cfg.rate,
-        cfg.url,
+        urls_text(&cfg.urls),
         humantime::format_duration(cfg.duration),
         cfg.connections,
         threads,
@@ -244,6 +256,22 @@ pub async fn run(cfg: RunConfig, mut progress: Progress) -> anyhow::Result<Repor
         .finish(run_info(&cfg, &ended, started_at, start)))
 }
 
+/// How many shards (threads) to run: `--threads`, at most one per connection, then rounded up to
+/// a whole multiple of the URLs (each URL gets whole shards, so the same share of the schedule;
+/// the connections are raised to one per shard at least, in [`run`]).
+fn shards_for(threads: u64, connections: u64, urls: u64) -> u64 {
+    let urls = urls.max(1);
+    threads.clamp(1, connections.max(1)).div_ceil(urls) * urls
+}
+
+/// The run's URLs as the report names them: separated by spaces (a URL has none).
+fn urls_text(urls: &[Uri]) -> String {
+    urls.iter()
+        .map(Uri::to_string)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// How the run went, from its shards' ends.
 fn run_info(
     cfg: &RunConfig,
@@ -265,7 +293,7 @@ fn run_info(
         .unwrap_or_default();
     RunInfo {
         label: cfg.label.clone(),
-        url: cfg.url.to_string(),
+        url: urls_text(&cfg.urls),
         started_at,
         requested_rate: cfg.rate,
         planned_duration_s: cfg.duration.as_secs_f64(),
@@ -283,6 +311,22 @@ fn run_info(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn each_url_gets_whole_shards() {
+        // (threads, connections, urls) -> shards
+        for ((t, c, u), want) in [
+            ((1, 64, 1), 1),
+            ((1, 64, 2), 2),
+            ((3, 64, 2), 4),
+            ((4, 64, 2), 4),
+            ((8, 2, 3), 3),
+            ((1, 1, 2), 2),
+            ((0, 0, 0), 1),
+        ] {
+            assert_eq!(super::shards_for(t, c, u), want, "{t} {c} {u}");
+        }
+    }
+
     #[test]
     fn shares_add_up() {
         for (n, parts) in [(64, 2), (65, 2), (1, 1), (7, 3), (256, 4)] {

@@ -160,6 +160,7 @@ fn run_on_one_connection(
         "1s",
         "--connections",
         "1",
+        "--samples-csv",
         "--out",
         out.to_str().unwrap(),
     ]);
@@ -194,6 +195,14 @@ fn a_run_retries_on_a_new_connection_and_reports_the_retries() {
     );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains(r#"data-row="total" data-col="retried" data-value="19""#));
+    // samples.csv marks each of them: its last column.
+    let csv = std::fs::read_to_string(out.join("samples.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert!(lines.next().unwrap().ends_with(",retried"));
+    let marks: Vec<&str> = lines.map(|l| l.rsplit(',').next().unwrap()).collect();
+    assert_eq!(marks.len(), 20);
+    assert_eq!(marks.iter().filter(|m| **m == "true").count(), 19, "{csv}");
+    assert_eq!(marks.iter().filter(|m| **m == "false").count(), 1, "{csv}");
 }
 
 /// `kvbench run` against a server that never answers: every request fails as the client's

@@ -4,6 +4,8 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{
@@ -377,6 +379,60 @@ fn threads_split_the_schedule_exactly() {
     intended.sort_unstable();
     let want: Vec<u64> = (0..300u64).map(|i| i * 1_000_000 / 300).collect();
     assert_eq!(intended, want);
+}
+
+#[test]
+fn several_urls_get_the_same_share_of_the_schedule() {
+    let servers: Vec<_> = (0..3)
+        .map(|_| {
+            let seen = Arc::new(AtomicU64::new(0));
+            let counted = seen.clone();
+            let (addr, connections) = serve_counted(move |_| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                Reply::ok(answer("TST", r#""kv":{"read_ms":1}"#))
+            });
+            (format!("http://{addr}/test"), seen, connections)
+        })
+        .collect();
+    let out = scratch("several-urls");
+    let mut args = vec!["run"];
+    for (url, _, _) in &servers {
+        args.extend(["--url", url.as_str()]);
+    }
+    // Two threads asked for: three (one per URL).
+    args.extend([
+        "--rate",
+        "300",
+        "--duration",
+        "1s",
+        "--threads",
+        "2",
+        "--connections",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let o = kvbench(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report = read_json(&out.join("report.json"));
+    let t = &report["total"];
+    assert_eq!(
+        (t["scheduled"].as_u64(), t["answered"].as_u64()),
+        (Some(300), Some(300))
+    );
+    for (url, seen, connections) in &servers {
+        assert_eq!(
+            seen.load(Ordering::SeqCst),
+            100,
+            "{url}: a third of the schedule"
+        );
+        assert!(connections.load(Ordering::SeqCst) >= 1, "{url}");
+    }
+    let listed: Vec<&str> = servers.iter().map(|(u, _, _)| u.as_str()).collect();
+    assert_eq!(
+        report["runs"][0]["url"].as_str(),
+        Some(listed.join(" ").as_str())
+    );
 }
 
 #[test]

@@ -114,6 +114,8 @@ impl VantagePoint {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
     pub label: String,
+    /// The URL requests went to; several separated by spaces when `kvbench run` was given more
+    /// than one `--url`.
     pub url: String,
     /// RFC 3339, UTC.
     pub started_at: String,

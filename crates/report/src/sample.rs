@@ -150,9 +150,11 @@ impl Sample {
 }
 
 /// Header of `samples.csv`: one row per (request, store) — "long" format, so any number of stores
-/// fits; a failed request has one row with an empty store.
+/// fits; a failed request has one row with an empty store. `retried`: the request was sent a
+/// second time on a new connection (its first, kept-alive one was closed under it; the latency
+/// covers both).
 pub const CSV_HEADER: &str =
-    "intended_us,latency_us,outcome,colo,key,store,read_us,hit,value_bytes,write_us,connect_us,store_error\n";
+    "intended_us,latency_us,outcome,colo,key,store,read_us,hit,value_bytes,write_us,connect_us,store_error,retried\n";
 
 fn opt<T: ToString>(v: &Option<T>) -> String {
     v.as_ref().map(ToString::to_string).unwrap_or_default()
@@ -166,14 +168,13 @@ fn csv_field(text: &str) -> String {
     }
 }
 
-/// Writes the rows of one sample.
-pub fn write_csv(out: &mut impl Write, s: &Sample) -> io::Result<()> {
+/// Writes the rows of one sample (`retried`: see [`CSV_HEADER`]).
+pub fn write_csv(out: &mut impl Write, s: &Sample, retried: bool) -> io::Result<()> {
     match &s.outcome {
-        Outcome::Failure(f) => write_failure_csv(out, s.intended_us, s.latency_us, f.kind),
+        Outcome::Failure(f) => write_failure_csv(out, s.intended_us, s.latency_us, f.kind, retried),
         Outcome::Answer(a) => write_answer_csv(
             out,
-            s.intended_us,
-            s.latency_us,
+            (s.intended_us, s.latency_us, retried),
             &a.colo,
             a.key.as_deref(),
             a.stores.iter().map(|(name, r)| (name.as_str(), r)),
@@ -187,15 +188,20 @@ pub fn write_failure_csv(
     intended_us: u64,
     latency_us: u64,
     kind: FailureKind,
+    retried: bool,
 ) -> io::Result<()> {
-    writeln!(out, "{intended_us},{latency_us},{},,,,,,,,,", kind.name())
+    writeln!(
+        out,
+        "{intended_us},{latency_us},{},,,,,,,,,,{retried}",
+        kind.name()
+    )
 }
 
-/// One row per store of an answer.
+/// One row per store of an answer; `request`: its intended start, latency and whether it was
+/// retried.
 pub fn write_answer_csv<'s>(
     out: &mut impl Write,
-    intended_us: u64,
-    latency_us: u64,
+    (intended_us, latency_us, retried): (u64, u64, bool),
     colo: &str,
     key: Option<&str>,
     stores: impl Iterator<Item = (&'s str, &'s StoreResult)>,
@@ -203,7 +209,7 @@ pub fn write_answer_csv<'s>(
     for (store, r) in stores {
         writeln!(
             out,
-            "{},{},ok,{},{},{},{},{},{},{},{},{}",
+            "{},{},ok,{},{},{},{},{},{},{},{},{},{}",
             intended_us,
             latency_us,
             csv_field(colo),
@@ -215,6 +221,7 @@ pub fn write_answer_csv<'s>(
             opt(&r.write_us),
             opt(&r.connect_us),
             csv_field(&r.error.as_ref().map(|e| e.key()).unwrap_or_default()),
+            retried,
         )?;
     }
     Ok(())
@@ -266,12 +273,27 @@ mod tests {
                 latency_us: 7,
                 outcome: Outcome::Answer(a),
             },
+            true,
         )
         .unwrap();
-        write_csv(&mut out, &Sample::failure(9, 0, FailureKind::NotSent, "")).unwrap();
+        write_csv(
+            &mut out,
+            &Sample::failure(9, 0, FailureKind::NotSent, ""),
+            false,
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
         assert_eq!(
-            String::from_utf8(out).unwrap(),
-            "5,7,ok,FRA,\"k,1\",kv,1500,true,10,,,\n5,7,ok,FRA,\"k,1\",up,,,,,,timeout/read\n9,0,not_sent,,,,,,,,,\n"
+            text,
+            "5,7,ok,FRA,\"k,1\",kv,1500,true,10,,,,true\n5,7,ok,FRA,\"k,1\",up,,,,,,timeout/read,true\n9,0,not_sent,,,,,,,,,,false\n"
         );
+        let columns = CSV_HEADER.trim_end().split(',').count();
+        for row in text.lines() {
+            assert_eq!(
+                row.split(',').count(),
+                columns + usize::from(row.contains("\"k,1\"")),
+                "{row}"
+            );
+        }
     }
 }
