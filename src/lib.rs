@@ -24,6 +24,7 @@ mod kept_table;
 mod microtasks;
 mod postgres;
 mod prepared;
+mod probe_directory;
 mod probe_routes;
 mod probes;
 mod r2;

@@ -3,7 +3,6 @@
 //! keeps the probes alive. All behind `BENCH_TOKEN` when it is set, like `/test`.
 
 use kvbench_core::auth::{self, TOKEN_VAR};
-use kvbench_core::durable::LocationHint;
 use kvbench_core::params::{parse_query, ParamError};
 use kvbench_core::probes::{self, Window};
 use kvbench_core::Clock;
@@ -91,10 +90,17 @@ pub async fn list(req: Request, ctx: RouteContext<super::Data>) -> Result<Respon
     }
     for (point, status) in probes.outside().await {
         let mut entry = point.describe();
-        merge(
-            &mut entry,
-            json!({ "outside": format!("started beyond {} (POST /probes/stop stops it)", kvbench_core::probes::HINTS_VAR) }),
-        );
+        let outside = match point {
+            Point::Hint(_) => format!(
+                "started beyond {} (POST /probes/stop stops it)",
+                kvbench_core::probes::HINTS_VAR
+            ),
+            Point::Member(_) => format!(
+                "no longer in {} (it stops at its next wake, or POST /probes/stop; listed while it keeps answers)",
+                kvbench_core::fleet::FLEET_VAR
+            ),
+        };
+        merge(&mut entry, json!({ "outside": outside }));
         merge(&mut entry, status);
         list.push(entry);
     }
@@ -154,20 +160,14 @@ pub async fn control(req: Request, ctx: RouteContext<super::Data>, call: &str) -
         Err(e) => return error(400, &e),
     }
     if call == "stop" && pairs.iter().all(|(name, _)| name != "hints") {
-        // A stop without hints stops every hint probe that runs, in PROBE_HINTS or not.
-        let running: Vec<LocationHint> = probes
-            .outside()
-            .await
-            .into_iter()
-            .filter(|(_, status)| {
-                status.get("running").and_then(serde_json::Value::as_bool) == Some(true)
-            })
-            .filter_map(|(point, _)| match point {
-                Point::Hint(hint) => Some(hint),
-                Point::Member(_) => None,
-            })
-            .collect();
-        probes.config.hints.extend(running);
+        // A stop without hints stops every probe there is, in PROBE_HINTS and FLEET or not
+        // (again, for one already stopped: its answers' expiry alarm is set anew).
+        for (point, _) in probes.outside().await {
+            match point {
+                Point::Hint(hint) => probes.config.hints.push(hint),
+                Point::Member(member) => probes.config.members.push(member),
+            }
+        }
     }
     if call == "start" {
         let bill = bill(&ctx.env, &probes, &origin_of(&req)).await;
@@ -187,7 +187,7 @@ fn per_answer_usd(bill: &serde_json::Value) -> Option<f64> {
 }
 
 async fn respond_each(probes: &Probes, call: &str) -> Result<Response> {
-    let results = probes.each(call).await;
+    let (results, directory_error) = probes.each(call).await;
     let failed = results.iter().any(|(_, r)| r.is_err());
     let list: Vec<_> = results
         .into_iter()
@@ -200,7 +200,11 @@ async fn respond_each(probes: &Probes, call: &str) -> Result<Response> {
             entry
         })
         .collect();
-    let body = json!({ "call": call, "every_s": probes.config.every_s, "probes": list });
+    let mut body = json!({ "call": call, "every_s": probes.config.every_s, "probes": list });
+    if let Some(e) = &directory_error {
+        // The probes are armed; only a member's listing after it leaves FLEET is at stake.
+        merge(&mut body, json!({ "directory_error": e }));
+    }
     respond::json(if failed { 502 } else { 200 }, &body.to_string())
 }
 
@@ -208,10 +212,14 @@ async fn respond_each(probes: &Probes, call: &str) -> Result<Response> {
 pub async fn tick(env: &Env) {
     match Probes::from_env(env) {
         Ok(probes) => {
-            for (point, r) in probes.each("tick").await {
+            let (results, directory_error) = probes.each("tick").await;
+            for (point, r) in results {
                 if let Err(e) = r {
                     worker::console_error!("probe {}: tick failed: {e}", point.label());
                 }
+            }
+            if let Some(e) = directory_error {
+                worker::console_error!("probes: recording the members failed: {e}");
             }
         }
         Err(e) => worker::console_error!("probes: {e}"),
@@ -255,7 +263,7 @@ pub async fn probe_answers(req: Request, ctx: RouteContext<super::Data>) -> Resu
         Err(r) => return Ok(r),
     };
     let mut sources = Vec::new();
-    for point in probes.points() {
+    for point in probes.all_points().await {
         sources.push(Source {
             label: point.label(),
             stub: probes.stub(&point)?,
@@ -370,7 +378,7 @@ async fn report_call(
         .map_err(|_| format!("the report worker is not bound ({REPORT_BINDING}): deploy crates/report-worker (npm run deploy does)"))?;
     let mut sources = Vec::new();
     let mut first: Option<i64> = None;
-    for point in probes.points() {
+    for point in probes.all_points().await {
         if let Some(t) = probes
             .status(&point)
             .await

@@ -25,6 +25,7 @@ use worker::{durable_object, DurableObject, Env, Method, Request, RequestInit, R
 
 use crate::bindings::{env_text, seeded_gen, JsClock, JsTimer};
 use crate::kept_table::{KeptTable, ORIGIN};
+use crate::probe_directory;
 use crate::stores::Stores;
 
 /// What a probe object keeps besides its answers (Durable Object storage, key `probe`).
@@ -612,6 +613,7 @@ impl DurableObject for ProbeObject {
             (Method::Post, "/tick") => self.arm(req.json().await?, false).await,
             (Method::Post, "/stop") => self.stop().await,
             (Method::Get, "/status") => self.status().await,
+            (_, "/directory") => crate::probe_directory::serve(&self.state, req).await,
             (Method::Get, "/answers") => match self.load().await {
                 Ok(s) => self.kept.page(&url, s.keep_failed),
                 Err(e) => Err(e),
@@ -700,8 +702,20 @@ impl Probes {
     }
 
     /// `POST <call>` to each probe (`start`, `tick`, `stop`); each probe's JSON answer, or its
-    /// error as text, by vantage point.
-    pub async fn each(&self, call: &str) -> Vec<(Point, Result<serde_json::Value, String>)> {
+    /// error as text, by vantage point. A start or tick first records the members it arms in
+    /// the directory (`crate::probe_directory`); the second value says why that failed.
+    pub async fn each(
+        &self,
+        call: &str,
+    ) -> (
+        Vec<(Point, Result<serde_json::Value, String>)>,
+        Option<String>,
+    ) {
+        let directory = if call == "stop" {
+            None
+        } else {
+            self.record_members().await.err()
+        };
         let mut out = Vec::new();
         for point in self.points() {
             let result = async {
@@ -715,46 +729,87 @@ impl Probes {
             .await;
             out.push((point, result));
         }
-        out
+        (out, directory)
     }
 
     pub async fn status(&self, point: &Point) -> Result<serde_json::Value, String> {
         status_of(&self.stub(point).map_err(|e| e.to_string())?).await
     }
 
-    /// The hint probes outside this configuration that run or keep answers (started by a
-    /// `POST /probes/start?hints=` beyond `PROBE_HINTS`), with their status: listed and
-    /// stopped like the others, never left re-arming unseen.
+    /// The directory's object (`crate::probe_directory`).
+    fn directory(&self) -> worker::Result<Stub> {
+        self.namespace.get_by_name(probe_directory::OBJECT)
+    }
+
+    /// Records this configuration's members in the directory.
+    async fn record_members(&self) -> Result<(), String> {
+        let stub = self.directory().map_err(|e| e.to_string())?;
+        probe_directory::record(&stub, &self.config.members).await
+    }
+
+    /// Every vantage point with a probe: this configuration's, then [`Self::outside`]'s.
+    pub async fn all_points(&self) -> Vec<Point> {
+        let mut points = self.points();
+        points.extend(self.outside().await.into_iter().map(|(point, _)| point));
+        points
+    }
+
+    /// The probes outside this configuration that run or keep answers, with their status:
+    /// hint probes started by a `POST /probes/start?hints=` beyond `PROBE_HINTS`, and members
+    /// of the directory no longer in `FLEET` — listed, stopped and read like the others, never
+    /// left re-arming unseen or keeping answers no route shows. A directory member whose probe
+    /// neither runs nor keeps anything is forgotten.
     pub async fn outside(&self) -> Vec<(Point, serde_json::Value)> {
-        let mut out = Vec::new();
-        for hint in LocationHint::ALL {
-            if self.config.hints.contains(&hint) {
-                continue;
+        let mut candidates: Vec<Point> = LocationHint::ALL
+            .into_iter()
+            .filter(|hint| !self.config.hints.contains(hint))
+            .map(Point::Hint)
+            .collect();
+        let directory = self.directory().ok();
+        if let Some(stub) = &directory {
+            if let Ok(members) = probe_directory::members(stub).await {
+                candidates.extend(
+                    members
+                        .into_iter()
+                        .filter(|m| self.config.members.iter().all(|c| c.label != m.label))
+                        .map(Point::Member),
+                );
             }
-            let point = Point::Hint(hint);
-            if let Ok(status) = self.status(&point).await {
-                let flag = |name: &str| status.get(name).and_then(serde_json::Value::as_bool);
-                // Started and not stopped, even with no alarm set: while the alarm runs its
-                // measurement, none is (it re-arms after), and nothing may be kept yet.
-                let started = flag("stopped") == Some(false)
-                    && status
-                        .get("every_s")
-                        .and_then(serde_json::Value::as_u64)
-                        .unwrap_or(0)
-                        > 0;
-                let running = flag("running") == Some(true) || started;
-                let kept = status
-                    .get("kept")
-                    .and_then(serde_json::Value::as_u64)
-                    .unwrap_or(0)
-                    > 0;
-                if running || kept {
-                    out.push((point, status));
-                }
+        }
+        let mut out = Vec::new();
+        let mut forget = Vec::new();
+        for point in candidates {
+            let Ok(status) = self.status(&point).await else {
+                continue;
+            };
+            if lives(&status) {
+                out.push((point, status));
+            } else if let Point::Member(m) = point {
+                forget.push(m.label);
+            }
+        }
+        if let Some(stub) = &directory {
+            if let Err(e) = probe_directory::forget(stub, forget).await {
+                worker::console_error!("probe directory: forgetting members failed: {e}");
             }
         }
         out
     }
+}
+
+/// Whether a probe's status shows it running or keeping answers. Started and not stopped
+/// counts as running even with no alarm set: while the alarm runs its measurement, none is (it
+/// re-arms after), and nothing may be kept yet.
+fn lives(status: &serde_json::Value) -> bool {
+    let flag = |name: &str| status.get(name).and_then(serde_json::Value::as_bool);
+    let number = |name: &str| {
+        status
+            .get(name)
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0)
+    };
+    let started = flag("stopped") == Some(false) && number("every_s") > 0;
+    flag("running") == Some(true) || started || number("kept") > 0
 }
 
 /// A vantage point of the probes: a Durable Object location hint, or a placed fleet member.

@@ -172,8 +172,12 @@ test("a member taken out of FLEET stops itself at its next wake", { timeout: 180
   await main.dispose();
   const fleet = mainVars.FLEET.split(",").filter((m) => !m.startsWith("local-3=")).join(",");
   main = await startStack({ ...mainVars, FLEET: fleet }, { host: "127.0.0.1", port: 0, durableObjectsPersist: persist });
-  const listed = JSON.parse((await call("GET", "/probes")).text).probes.map((p) => p.label);
-  assert.ok(!listed.includes("local-3"), JSON.stringify(listed));
+  // Still listed (the directory of members the starts armed), as outside FLEET.
+  const listed = JSON.parse((await call("GET", "/probes")).text).probes;
+  const outside = listed.find((p) => p.label === "local-3");
+  assert.ok(outside, JSON.stringify(listed.map((p) => p.label)));
+  assert.equal(outside.vantage, "member");
+  assert.match(outside.outside, /no longer in FLEET/);
   // local-1 goes on (its alarm fires every second); local-3's probe, woken by its own alarm,
   // finds itself out of FLEET and stops without calling the member. A call that was on its way
   // when the old worker went is the most it may still make.
@@ -195,5 +199,13 @@ test("a member taken out of FLEET stops itself at its next wake", { timeout: 180
   const settled = local3.requests;
   await sleep(3000);
   assert.equal(local3.requests, settled, "local-3 is still being called");
-  assert.equal((await call("POST", "/probes/stop")).status, 200);
+  // Stopped, its answers still kept: listed, and read with the others.
+  const again = JSON.parse((await call("GET", "/probes")).text).probes.find((p) => p.label === "local-3");
+  assert.equal(again?.stopped, true, JSON.stringify(again));
+  assert.ok(again.kept > 0, JSON.stringify(again));
+  const kept = (await call("GET", "/probes/answers")).text.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  assert.equal(kept.filter((l) => l.label === "local-3").length, again.kept, "local-3's kept answers are streamed");
+  assert.equal(kept.at(-1).lines, kept.length - 1, "the end line counts them");
+  const stopped = JSON.parse((await call("POST", "/probes/stop")).text);
+  assert.equal(stopped.probes.find((p) => p.label === "local-3")?.result?.stopped, true, JSON.stringify(stopped));
 });
