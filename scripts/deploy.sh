@@ -60,6 +60,8 @@ if [ -n "${POSTGRES_URL:-}" ]; then
   if ! grep -q '^\[\[hyperdrive\]\]' wrangler.toml; then
     log "creating the Hyperdrive configuration kvbench"
     # Its output is not shown on failure: it may quote the connection string (the password).
+    # wrangler takes the string only as an argument (ps shows it for the second this runs, on
+    # this machine); psql, above, gets it through libpq's variables instead.
     hd_out=$(wrangler hyperdrive create kvbench --connection-string="$POSTGRES_URL" 2>&1 </dev/null) ||
       die "wrangler hyperdrive create kvbench failed (run it by hand to see why; a configuration of that name may exist: put its id in wrangler.toml as [[hyperdrive]] binding = \"BENCH_HYPERDRIVE\")"
     hd_id=$(grep -oE '\b[0-9a-f]{32}\b' <<<"$hd_out" | head -n 1 || true)

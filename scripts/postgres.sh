@@ -47,16 +47,38 @@ start() {
     die "the server did not start: $(tail -5 "$data/server.log" 2>/dev/null)"
   head -1 "$data/db/postmaster.pid" >"$dir/postgres.pid"
   local url="postgres://kvbench:$password@127.0.0.1:$port"
-  PGCONNECT_TIMEOUT=10 psql -q -v ON_ERROR_STOP=1 "$url/postgres" -c "CREATE DATABASE kvbench" >/dev/null
+  psql_url "$url/postgres" -c "CREATE DATABASE kvbench" >/dev/null
   migrate "$url/kvbench"
   echo "$url/kvbench?sslmode=disable"
+}
+
+# psql on a postgres:// URL without putting the URL on a command line (where ps shows its
+# password to every user): its parts go to libpq's variables (PGHOST, PGPASSWORD, PGSSLMODE, ...),
+# split by node's URL parser (percent-decoded), and psql gets only the other arguments.
+psql_url() {
+  local url="$1" k v
+  shift
+  local -a vars=()
+  while IFS='=' read -r -d '' k v; do vars+=("$k=$v"); done < <(PG_URL_IN="$url" node -e '
+    const u = new URL(process.env.PG_URL_IN);
+    if (!/^postgres(ql)?:$/.test(u.protocol)) { console.error("not a postgres:// URL"); process.exit(2); }
+    const out = { PGHOST: u.hostname.replace(/^\[|\]$/g, ""), PGPORT: u.port || "5432",
+      PGUSER: decodeURIComponent(u.username), PGPASSWORD: decodeURIComponent(u.password),
+      PGDATABASE: decodeURIComponent(u.pathname.slice(1)) || decodeURIComponent(u.username) };
+    const params = { sslmode: "PGSSLMODE", sslrootcert: "PGSSLROOTCERT", options: "PGOPTIONS",
+      application_name: "PGAPPNAME", connect_timeout: "PGCONNECT_TIMEOUT" };
+    for (const [k, v] of u.searchParams) if (params[k]) out[params[k]] = v;
+    for (const [k, v] of Object.entries(out)) if (v) process.stdout.write(`${k}=${v}\0`);
+  ')
+  [ "${#vars[@]}" -gt 0 ] || die "not a postgres:// URL (POSTGRES_URL)"
+  env PGCONNECT_TIMEOUT=10 "${vars[@]}" psql -q -v ON_ERROR_STOP=1 "$@"
 }
 
 # Applies every migration, in order; each is idempotent (CREATE ... IF NOT EXISTS).
 migrate() {
   local f
   for f in "$ROOT"/migrations/postgres/*.sql; do
-    PGCONNECT_TIMEOUT=10 psql -q -v ON_ERROR_STOP=1 "$1" -f "$f" >/dev/null
+    psql_url "$1" -f "$f" >/dev/null
   done
 }
 
