@@ -4,8 +4,8 @@
 // run too, or with --split the archive's own beside it (tests/e2e/procs.mjs `splitArchive`);
 // --workers N runs the benchmark worker in N workerd processes (N stacks, one archive), and
 // kvbench sends each the same share of the schedule (its --url once per stack).
-// --profile adds a V8 profile of the worker's isolate over the run: self time per function and
-// per answer. Build first (npm run build); loopback only.
+// --profile adds a V8 profile of the worker's isolate over the run (and with --split, of the
+// archive's): self time per function and per answer. Build first (npm run build); loopback only.
 // Usage: node bench/runs.mjs [--rate 2000] [--duration 20s] [--shards 8] [--split] [--workers 2]
 //        [--no-run] (the same load without the run header: /test alone)
 //        [--profile] [--top 25] [--query "stores=kv&min_bytes=1024&max_bytes=1024&keys=1000"]
@@ -66,10 +66,11 @@ function kvbench(args) {
 
 const before = new Set(childPids("workerd"));
 const inspectorPort = values.profile ? await freePort() : undefined;
+const archiveInspectorPort = values.profile && values.split ? await freePort() : undefined;
 const stack = await startStack(
   { STORES: "kv", RUN_SHARDS: values.shards, BENCH_OPEN: "true", PROBE_COLO_URL: "none" },
   { host: "127.0.0.1", port: 0, ...(inspectorPort ? { inspectorPort } : {}) },
-  { splitArchive: values.split, workers: WORKERS },
+  { splitArchive: values.split, workers: WORKERS, archiveInspectorPort },
 );
 const urls = await stack.urls();
 const url = urls[0];
@@ -85,6 +86,7 @@ try {
   let profilers = [];
   if (values.profile) {
     profilers = [await inspect(inspectorPort)];
+    if (archiveInspectorPort) profilers.push(await inspect(archiveInspectorPort));
     for (const p of profilers) {
       await p.send("Profiler.enable");
       await p.send("Profiler.setSamplingInterval", { interval: 200 });
@@ -124,7 +126,7 @@ try {
   for (const [i, p] of profilers.entries()) {
     const { result } = await p.send("Profiler.stop");
     p.close();
-    printProfile(i === 0 ? "worker" : `isolate ${i}`, result.profile, byWorker);
+    printProfile(i === 0 ? "worker" : "run archive", result.profile, byWorker);
   }
 } finally {
   fs.rmSync(out, { recursive: true, force: true });

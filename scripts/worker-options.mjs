@@ -45,10 +45,11 @@ export const ARCHIVE_WORKER = "kvbench-archive";
  * objects run in isolates of their own, never on the thread of the worker that calls them;
  * locally one workerd runs every isolate on one thread, where each SQLite commit of a shard
  * waits for the disk (fsync) and holds up every request. */
-export function archiveOptions(bindings, registry) {
+export function archiveOptions(bindings, registry, { inspectorPort } = {}) {
   const main = workerOptions(bindings);
   return {
     cf: false,
+    ...(inspectorPort ? { inspectorPort } : {}),
     unsafeDevRegistryPath: registry,
     workers: [{
       ...main,

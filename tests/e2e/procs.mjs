@@ -171,8 +171,9 @@ export async function startWorker(bindings, extra = {}) {
  * `workers` > 1 (implies `splitArchive`): that many stacks, each its own workerd on its own port
  * (`urls` on the result: every stack's URL, the first one's first), all keeping runs in the one
  * archive — the local stand-in for a deployment's many isolates, since one workerd runs every
- * request on one thread. The result's `dispose` stops them all. */
-export async function startStack(bindings, extra = {}, { splitArchive = false, workers = 1 } = {}) {
+ * request on one thread. `archiveInspectorPort`: the archive's workerd's inspector (profiles).
+ * The result's `dispose` stops them all. */
+export async function startStack(bindings, extra = {}, { splitArchive = false, workers = 1, archiveInspectorPort } = {}) {
   const { Miniflare } = await import("miniflare");
   const { applyMigrations, archiveOptions, stackOptions } = await import("../../scripts/worker-options.mjs");
   let archive = null;
@@ -181,7 +182,7 @@ export async function startStack(bindings, extra = {}, { splitArchive = false, w
   if (splitArchive || workers > 1) {
     registry = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-registry-"));
     const before = new Set(childPids("workerd"));
-    archive = new Miniflare(archiveOptions(bindings, registry));
+    archive = new Miniflare(archiveOptions(bindings, registry, { inspectorPort: archiveInspectorPort }));
     await archive.ready;
     archivePid = childPids("workerd").find((p) => !before.has(p));
   }

@@ -2,7 +2,8 @@
 // header, then `kvbench import worker --run`: the answers kept are exactly the answers the worker
 // sent (every request that got an answer, 200 or not), counted on the stream's end line, with no
 // failed keep; the run spread over RUN_SHARDS shard objects, `seq` unique and rising through the
-// stream. Bounded and on loopback: 1,000 req/s for 10 s by default (KVBENCH_RUNS_RATE,
+// stream, kept by two isolates (the worker in two workerd processes, as deployed many isolates
+// keep into the same shards). Bounded and on loopback: 1,000 req/s for 10 s by default (KVBENCH_RUNS_RATE,
 // KVBENCH_RUNS_DURATION and KVBENCH_RUNS_SHARDS measure other figures, docs/probes.md: "Kept runs"), the
 // run archive's objects in a workerd of their own (procs.mjs `splitArchive`): in the stack's
 // workerd each shard's SQLite commit waits for the disk on the thread every request needs.
@@ -22,13 +23,17 @@ const SHARDS = process.env.KVBENCH_RUNS_SHARDS ?? "8";
 
 let mf;
 let url;
+/** Both stacks' URLs: the benchmark worker in two workerd processes (two isolates keeping into
+ * the same shards, each from its own random start), kvbench sending each half the schedule. */
+let urls;
 before(async () => {
   mf = await startStack(
     { STORES: "kv", RUN_SHARDS: SHARDS, BENCH_OPEN: "true", PROBE_COLO_URL: "none" },
     { host: "127.0.0.1", port: 0 },
-    { splitArchive: true },
+    { splitArchive: true, workers: 2 },
   );
-  url = (await mf.ready).toString().replace(/\/$/, "");
+  urls = await mf.urls();
+  url = urls[0];
 });
 after(async () => {
   await mf?.dispose();
@@ -59,7 +64,7 @@ test(`a run at ${RATE} req/s keeps exactly the answers the worker sent`, { timeo
   try {
     const q = "stores=kv&min_bytes=1024&max_bytes=1024&keys=1000";
     const t0 = Date.now();
-    const sent = await kvbench(["run", "--url", `${url}/test?${q}`, "--rate", String(RATE), "--duration", DURATION, "--header", `Kvbench-Run: ${run}`, "--out", out]);
+    const sent = await kvbench(["run", ...urls.flatMap((u) => ["--url", `${u}/test?${q}`]), "--rate", String(RATE), "--duration", DURATION, "--header", `Kvbench-Run: ${run}`, "--out", out]);
     assert.equal(sent.code, 0, sent.out);
     const report = JSON.parse(fs.readFileSync(path.join(out, "report.json"), "utf8"));
     // What the worker sent: every request that got an HTTP answer (a 503 of a full isolate is
@@ -84,6 +89,8 @@ test(`a run at ${RATE} req/s keeps exactly the answers the worker sent`, { timeo
     const seqs = kept.lines.map((l) => l.seq);
     assert.equal(new Set(seqs).size, seqs.length, "seq unique");
     assert.deepEqual([...seqs].sort((a, b) => a - b), seqs, "seq rises through the stream");
+    // Each isolate's first answer is cold: two isolates kept into this run.
+    assert.equal(kept.lines.filter((l) => l.cold).length, 2, "a cold answer from each of the two isolates");
     const shards = new Set(seqs.map((s) => Math.floor(s / 2 ** 40)));
     assert.equal(shards.size, Math.min(Number(SHARDS), seqs.length), "every shard holds answers");
 

@@ -144,6 +144,9 @@ pub const MAX_BATCH_LINES: usize = 200;
 pub const MAX_BATCH_BYTES: usize = 512 << 10;
 /// Appends of one run under way at once in an isolate, at most (each to the next shard): one
 /// at a time held a local run's keeps to one shard's commit time (docs/probes.md, "Kept runs").
+/// An append beyond the first starts only once a full batch ([`MAX_BATCH_LINES`]) waits: at a
+/// rate one append at a time keeps up with, the answers wait for it and go together (appends
+/// started at once for a line or two each cost a request and a commit per answer).
 pub const MAX_PARALLEL_APPENDS: u32 = 8;
 /// Appends one caller makes in a row for the run's waiting lines, at most.
 const MAX_ROUNDS: usize = 4;
@@ -275,7 +278,9 @@ impl Writer {
         match self.buffers.borrow().get(run) {
             Some(b) if b.made == ticket.made && ticket.id >= b.done => {
                 let waiting = !b.lines.is_empty();
-                if waiting && b.flushing < parallel {
+                let more = b.flushing == 0
+                    || (b.flushing < parallel && b.lines.len() >= MAX_BATCH_LINES);
+                if waiting && more {
                     Waiting::Free
                 } else if b.flushing > 0 && ticket.id + 1 < b.next {
                     Waiting::HandedOn
@@ -696,10 +701,12 @@ mod writer_tests {
 
     #[test]
     fn appends_of_a_run_go_to_its_shards_at_once_as_many_as_it_has() {
-        for (shards, want) in [(1, 1), (3, 3), (64, MAX_PARALLEL_APPENDS)] {
+        // Lines at once: a full batch waits behind each append under way (and no more than
+        // the buffer holds, past which a line is kept on its own).
+        for (shards, n, want) in [(1, 400, 1), (3, 1000, 3), (64, 2000, MAX_PARALLEL_APPENDS)] {
             let sink = Counting::default();
             let w = Writer::new(0);
-            let calls: Vec<_> = (0..400)
+            let calls: Vec<_> = (0..n)
                 .map(|i| w.keep_batched(&sink, "r", shards, format!("{i}\n"), || YieldOnce(false)))
                 .collect();
             run(futures::future::join_all(calls));
@@ -712,9 +719,29 @@ mod writer_tests {
                 .flat_map(|(_, b, _)| b.lines().map(|l| l.parse().unwrap()).collect::<Vec<_>>())
                 .collect();
             lines.sort();
-            assert_eq!(lines, (0..400).collect::<Vec<_>>(), "each line once");
+            assert_eq!(lines, (0..n).collect::<Vec<_>>(), "each line once");
             assert!(w.buffers.borrow().is_empty());
         }
+    }
+
+    #[test]
+    fn lines_short_of_a_batch_wait_for_the_append_under_way() {
+        // 150 lines while one append is under way: one more append, not one per line.
+        let sink = Counting::default();
+        let w = Writer::new(0);
+        let calls: Vec<_> = (0..151)
+            .map(|i| w.keep_batched(&sink, "r", 8, format!("{i}\n"), || YieldOnce(false)))
+            .collect();
+        run(futures::future::join_all(calls));
+        assert_eq!(sink.most.get(), 1, "one append at a time");
+        let sizes: Vec<usize> = sink
+            .script
+            .appended
+            .borrow()
+            .iter()
+            .map(|(_, b, _)| b.lines().count())
+            .collect();
+        assert_eq!(sizes, [1, 150], "the first line's append, then the 150 that waited");
     }
 
     #[test]
