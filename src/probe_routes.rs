@@ -80,9 +80,11 @@ pub async fn list(req: Request, ctx: RouteContext<super::Data>) -> Result<Respon
         Err(r) => return r,
     };
     let mut list = Vec::new();
-    for point in probes.points() {
+    let points = probes.points();
+    let statuses = probes.statuses(&points).await;
+    for (point, status) in points.iter().zip(statuses) {
         let mut entry = point.describe();
-        match probes.status(&point).await {
+        match status {
             Ok(status) => merge(&mut entry, status),
             Err(e) => merge(&mut entry, json!({ "error": e })),
         }
@@ -378,10 +380,10 @@ async fn report_call(
         .map_err(|_| format!("the report worker is not bound ({REPORT_BINDING}): deploy crates/report-worker (npm run deploy does)"))?;
     let mut sources = Vec::new();
     let mut first: Option<i64> = None;
-    for point in probes.all_points().await {
-        if let Some(t) = probes
-            .status(&point)
-            .await
+    let points = probes.all_points().await;
+    let statuses = probes.statuses(&points).await;
+    for (point, status) in points.into_iter().zip(statuses) {
+        if let Some(t) = status
             .ok()
             .and_then(|s| s.get("first_t_ms").and_then(serde_json::Value::as_i64))
         {

@@ -278,8 +278,8 @@ impl Writer {
         match self.buffers.borrow().get(run) {
             Some(b) if b.made == ticket.made && ticket.id >= b.done => {
                 let waiting = !b.lines.is_empty();
-                let more = b.flushing == 0
-                    || (b.flushing < parallel && b.lines.len() >= MAX_BATCH_LINES);
+                let more =
+                    b.flushing == 0 || (b.flushing < parallel && b.lines.len() >= MAX_BATCH_LINES);
                 if waiting && more {
                     Waiting::Free
                 } else if b.flushing > 0 && ticket.id + 1 < b.next {
@@ -741,7 +741,11 @@ mod writer_tests {
             .iter()
             .map(|(_, b, _)| b.lines().count())
             .collect();
-        assert_eq!(sizes, [1, 150], "the first line's append, then the 150 that waited");
+        assert_eq!(
+            sizes,
+            [1, 150],
+            "the first line's append, then the 150 that waited"
+        );
     }
 
     #[test]
