@@ -9,6 +9,9 @@
 // Usage: node bench/runs.mjs [--rate 2000] [--duration 20s] [--shards 8] [--split] [--workers 2]
 //        [--no-run] (the same load without the run header: /test alone)
 //        [--profile] [--top 25] [--query "stores=kv&min_bytes=1024&max_bytes=1024&keys=1000"]
+//        [--keep-path] (the keep path alone: answers of a store the stack does not configure,
+//        `stores=postgres` without POSTGRES_URL, each `not_configured` and touching nothing, so
+//        the rate is the archive's, not what Miniflare's KV emulation lets the machine serve)
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -29,6 +32,7 @@ const { values } = parseArgs({
     profile: { type: "boolean", default: false },
     top: { type: "string", default: "25" },
     query: { type: "string", default: "stores=kv&min_bytes=1024&max_bytes=1024&keys=1000" },
+    "keep-path": { type: "boolean", default: false },
   },
 });
 const RATE = Number(values.rate);
@@ -80,7 +84,7 @@ if (stack.archivePid) pids.archive = [stack.archivePid];
 const out = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-bench-runs-"));
 try {
   const run = `bench-${RATE}-${Date.now()}`;
-  const q = values.query;
+  const q = values["keep-path"] ? "stores=postgres&keys=1000" : values.query;
   // Warm-up: the isolates, the keys, the shards' tables.
   await kvbench(["run", ...targets(q), "--rate", "200", "--duration", "2s", "--header", `Kvbench-Run: warm-${run}`, "--out", out]);
   let profilers = [];
@@ -117,7 +121,7 @@ try {
   }
   const cpu = Object.fromEntries(Object.entries(pids).map(([k, ps]) => [k, ps.reduce((n, p) => n + cpuMs(p), 0) - cpu0[k]]));
   const reads = values["no-run"] ? 0 : 1;
-  console.log(`rate ${RATE}/s for ${values.duration}${WORKERS > 1 ? `, the worker in ${WORKERS} workerd processes` : ""}${values.split || WORKERS > 1 ? ", archive in its own workerd" : ""}${values["no-run"] ? ", no run header" : `, ${values.shards} shards`}:`);
+  console.log(`rate ${RATE}/s for ${values.duration}${WORKERS > 1 ? `, the worker in ${WORKERS} workerd processes` : ""}${values.split || WORKERS > 1 ? ", archive in its own workerd" : ""}${values["no-run"] ? ", no run header" : `, ${values.shards} shards`}${values["keep-path"] ? ", the keep path alone (stores=postgres, not configured)" : ""}:`);
   console.log(`  achieved ${report.total.achieved_rate.toFixed(0)} req/s, answered ${report.total.answered}, sent by the worker ${byWorker}, failures ${JSON.stringify(report.total.failures)}`);
   if (end) console.log(`  kept ${end.lines}, keep_failed ${end.keep_failed}: ${end.lines === byWorker && end.keep_failed === 0 ? "kept = sent, exactly" : "NOT EXACT"}`);
   for (const [k, ms] of Object.entries(cpu)) {
