@@ -180,7 +180,8 @@ async fn test(
     let reply = handle(call, &stores, &isolate).await;
     stores.finish().await;
     if let Some(run) = &reply.run {
-        keep_run_answer(env, ctx, run, started_ms, &reply, &isolate.colo);
+        let cold = isolate.requests == 1;
+        keep_run_answer(env, ctx, run, (started_ms, cold), &reply, &isolate.colo);
     }
     let extra: &[(&str, &str)] = match reply.status {
         401 => &[("WWW-Authenticate", "Bearer realm=\"kvbench\"")],
@@ -199,7 +200,9 @@ fn keep_run_answer(
     env: &Env,
     ctx: &Context,
     run: &str,
-    started_ms: f64,
+    // When the request started, and whether it was the isolate's first (counted then: by the
+    // time it ends, requests that came in meanwhile have been counted too).
+    (started_ms, cold): (f64, bool),
     reply: &kvbench_core::endpoint::Reply,
     colo: &str,
 ) {
@@ -213,7 +216,6 @@ fn keep_run_answer(
         }
     };
     let duration_ms = kvbench_core::answer::round_ms(JsClock.now_ms() - started_ms);
-    let cold = REQUESTS.with(Cell::get) == 1;
     let line = Kept {
         seq: None,
         t_ms: started_ms as i64,
