@@ -380,9 +380,7 @@ async fn report_call(
         .map_err(|_| format!("the report worker is not bound ({REPORT_BINDING}): deploy crates/report-worker (npm run deploy does)"))?;
     let mut sources = Vec::new();
     let mut first: Option<i64> = None;
-    let points = probes.all_points().await;
-    let statuses = probes.statuses(&points).await;
-    for (point, status) in points.into_iter().zip(statuses) {
+    for (point, status) in probes.every_status().await {
         if let Some(t) = status
             .ok()
             .and_then(|s| s.get("first_t_ms").and_then(serde_json::Value::as_i64))

@@ -613,7 +613,9 @@ impl DurableObject for ProbeObject {
             (Method::Post, "/tick") => self.arm(req.json().await?, false).await,
             (Method::Post, "/stop") => self.stop().await,
             (Method::Get, "/status") => self.status().await,
-            (_, "/directory") => crate::probe_directory::serve(&self.state, req).await,
+            (Method::Get | Method::Post, "/directory") => {
+                probe_directory::serve(&self.state, req).await
+            }
             (Method::Get, "/answers") => match self.load().await {
                 Ok(s) => self.kept.page(&url, s.keep_failed),
                 Err(e) => Err(e),
@@ -702,8 +704,9 @@ impl Probes {
     }
 
     /// `POST <call>` to each probe (`start`, `tick`, `stop`), all at once; each probe's JSON
-    /// answer, or its error as text, by vantage point, in the points' order. A start or tick first records the members it arms in
-    /// the directory (`crate::probe_directory`); the second value says why that failed.
+    /// answer, or its error as text, by vantage point, in the points' order. A start or tick
+    /// first records the members it arms in the directory (`crate::probe_directory`); the
+    /// second value says why that failed.
     pub async fn each(
         &self,
         call: &str,
@@ -751,6 +754,16 @@ impl Probes {
     async fn record_members(&self) -> Result<(), String> {
         let stub = self.directory().map_err(|e| e.to_string())?;
         probe_directory::record(&stub, &self.config.members).await
+    }
+
+    /// Every probe with its status: this configuration's (asked now), then
+    /// [`Self::outside`]'s (the status that found them: each object is asked once).
+    pub async fn every_status(&self) -> Vec<(Point, Result<serde_json::Value, String>)> {
+        let points = self.points();
+        let statuses = self.statuses(&points).await;
+        let mut all: Vec<_> = points.into_iter().zip(statuses).collect();
+        all.extend(self.outside().await.into_iter().map(|(p, s)| (p, Ok(s))));
+        all
     }
 
     /// Every vantage point with a probe: this configuration's, then [`Self::outside`]'s.

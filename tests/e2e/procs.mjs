@@ -174,6 +174,7 @@ export async function startWorker(bindings, extra = {}) {
  * request on one thread. `archiveInspectorPort`: the archive's workerd's inspector (profiles).
  * The result's `dispose` stops them all. */
 export async function startStack(bindings, extra = {}, { splitArchive = false, workers = 1, archiveInspectorPort } = {}) {
+  if (workers > 1 && extra.port) throw new Error("startStack: several workers need port 0 (each its own)");
   const { Miniflare } = await import("miniflare");
   const { applyMigrations, archiveOptions, stackOptions } = await import("../../scripts/worker-options.mjs");
   let archive = null;
@@ -197,6 +198,7 @@ export async function startStack(bindings, extra = {}, { splitArchive = false, w
   } catch (e) {
     for (const one of stacks) await one.dispose().catch(() => {});
     await archive?.dispose();
+    if (registry) fs.rmSync(registry, { recursive: true, force: true });
     throw e;
   }
   const [mf, ...more] = stacks;

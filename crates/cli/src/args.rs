@@ -59,8 +59,9 @@ impl PriceArgs {
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// The worker's /test URL (http or https). Repeat it to spread the load over several
-    /// workers (each connection is held to one URL, the connections dealt out in turn): several
-    /// local workerd processes, or fleet members, measured as one run.
+    /// workers as one run (several local workerd processes, or fleet members): --threads is
+    /// rounded up to a multiple of the URLs and each thread sends to one of them, so each URL
+    /// gets the same share of the schedule.
     #[arg(long = "url", required = true, value_name = "URL", value_parser = parse_url)]
     pub urls: Vec<Uri>,
     /// Requests per second (open loop: the schedule does not wait for answers).

@@ -180,6 +180,7 @@ fn shared_per_thread(
 /// Runs the load and returns this run's report (partial when interrupted).
 pub async fn run(mut cfg: RunConfig, mut progress: Progress) -> anyhow::Result<Report> {
     let schedule = Pacer::new(cfg.rate, cfg.duration).context("--rate/--duration")?;
+    anyhow::ensure!(!cfg.urls.is_empty(), "--url: at least one");
     // Every thread needs a connection of its own, and each URL the same number of threads.
     let threads = shards_for(cfg.threads, cfg.connections, cfg.urls.len() as u64);
     cfg.connections = cfg.connections.max(threads);
@@ -188,7 +189,6 @@ pub async fn run(mut cfg: RunConfig, mut progress: Progress) -> anyhow::Result<R
         .iter()
         .map(|url| Ok(Arc::new(Attacker::new(url, &cfg.headers)?)))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    anyhow::ensure!(!attackers.is_empty(), "--url: at least one");
     let in_flight = Arc::new(InFlight::new(cfg.max_in_flight));
     let shards = shared_per_thread(&cfg, threads, &attackers, &in_flight);
     let folding = Folding {

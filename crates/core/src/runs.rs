@@ -198,9 +198,9 @@ impl Writer {
     }
 
     /// Keeps one answer `line` of `run` together with the others of this isolate that wait: it
-    /// joins the run's buffer; whoever finds fewer appends of the run under way than its shards (at most
-    /// [`MAX_PARALLEL_APPENDS`]) appends what waits (at most
-    /// [`MAX_BATCH_LINES`] at a time, while any waits), the others look again after `tick`
+    /// joins the run's buffer; whoever finds no append of the run under way — or fewer than its
+    /// shards (at most [`MAX_PARALLEL_APPENDS`]) and a full batch waiting — appends what waits
+    /// (at most [`MAX_BATCH_LINES`] at a time, while any waits), the others look again after `tick`
     /// (a timer: each caller waits on I/O of its own). Returns once the line is kept or
     /// counted as failed, or once a later line waits behind it while an append is under way:
     /// lines are taken in order, so the last line's keep outlives every line before it, and
