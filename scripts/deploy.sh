@@ -1,28 +1,41 @@
 #!/usr/bin/env bash
-# `npm run deploy` (after `npx wrangler login`): deploys the report worker, then the benchmark
-# worker — wrangler (>= 4.45) creates the KV namespace, D1 database and R2 bucket of wrangler.toml
-# on the first deploy and writes their ids back — applies the D1 migrations (the table), deploys
-# the fleet (the benchmark worker once per placement region of crates/core/fleet-regions.json;
-# FLEET_REGIONS=none|N|region,... chooses fewer), tells the main worker's probes where the members
-# are (the FLEET secret), and checks the result at its URL (scripts/check-deploy.mjs).
+# `npm run deploy` (after `npx wrangler login`, or with CLOUDFLARE_API_TOKEN and
+# CLOUDFLARE_ACCOUNT_ID set): works the same in a terminal, a pipe and CI — nothing relies on
+# wrangler's interactive id write-back, and wrangler.toml is never written to. In order:
+#  1. builds both workers;
+#  2. finds or creates the account's resources by name — the KV namespace, D1 database and R2
+#     bucket of wrangler.toml, and the Hyperdrive configuration when POSTGRES_URL is given — and
+#     writes the main worker's deploy config with their ids (scripts/resources.mjs →
+#     $KVBENCH_DEPLOY_DIR/kvbench.jsonc);
+#  3. deploys the report worker, then the benchmark worker from that config;
+#  4. applies the D1 migrations (the table);
+#  5. deploys the fleet (the benchmark worker once per placement region of
+#     crates/core/fleet-regions.json; FLEET_REGIONS=none|N|region,... chooses fewer), and tells
+#     the main worker's probes where the members are (the FLEET secret);
+#  6. checks the result at its URL (scripts/check-deploy.mjs; KVBENCH_DEPLOY_CHECK=0 skips it).
+# A failed step stops the deploy with a message naming it; running it again redoes every step
+# (each is idempotent) and creates nothing twice.
 #
-# Never open: every worker is deployed with BENCH_TOKEN in the same upload (`--secrets-file`), the
-# one from the environment, else the one kept in .fleet/bench-token, else a new one kept there
-# (mode 600). The stores' secrets (UPSTASH_REDIS_REST_URL, UPSTASH_REDIS_REST_TOKEN, DENO_KV_URL,
-# DENO_KV_ACCESS_TOKEN, REDIS_URL, POSTGRES_URL) go to the members from the environment (wrangler cannot read a
-# secret back); a store whose secrets are not given is "not configured" on the members.
-# KVBENCH_DEPLOY_CHECK=0 skips the check.
+# Never open: every worker with a URL is deployed with BENCH_TOKEN in the same upload
+# (`--secrets-file`): the one from the environment, else the one kept in
+# $KVBENCH_DEPLOY_DIR/bench-token, else a new one kept there (mode 600). The stores' secrets
+# (UPSTASH_REDIS_REST_URL, UPSTASH_REDIS_REST_TOKEN, DENO_KV_URL, DENO_KV_ACCESS_TOKEN, REDIS_URL,
+# POSTGRES_URL) go to the workers from the environment (wrangler cannot read a secret back); a
+# store whose secrets are not given is "not configured".
+# KVBENCH_DEPLOY_DIR: where the deploy's state lives (default .fleet, git-ignored).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
-bash scripts/setup.sh
+[ "${KVBENCH_SKIP_SETUP:-}" = 1 ] || bash scripts/setup.sh
 export KVBENCH_SKIP_SETUP=1
 export WRANGLER_SEND_METRICS=false
 
-wrangler whoami >/dev/null 2>&1 || die "not logged in to Cloudflare: run 'npx wrangler login' first"
+wrangler whoami >/dev/null 2>&1 </dev/null ||
+  die "not logged in to Cloudflare: run 'npx wrangler login' first (or set CLOUDFLARE_API_TOKEN and CLOUDFLARE_ACCOUNT_ID)"
 
-FLEET_DIR="$ROOT/.fleet"
+FLEET_DIR="${KVBENCH_DEPLOY_DIR:-$ROOT/.fleet}"
 mkdir -p "$FLEET_DIR"
 chmod 700 "$FLEET_DIR"
+FLEET_DIR="$(cd "$FLEET_DIR" && pwd)"
 TOKEN_FILE="$FLEET_DIR/bench-token"
 if [ -n "${BENCH_TOKEN:-}" ]; then
   token=$(printf '%s' "$BENCH_TOKEN" | tr -d '[:space:]')
@@ -47,59 +60,60 @@ secrets_file() {
     process.stdout.write(JSON.stringify(out));
   ' "$@" >"$secrets"
 }
+# run_wrangler WHAT ARGS...: wrangler without a terminal, its output kept in $out and shown only
+# when it fails (the last lines), so a failure names its step.
+run_wrangler() {
+  local what=$1
+  shift
+  wrangler "$@" >"$out" 2>&1 </dev/null || { tail -n 20 "$out" >&2; die "$what failed"; }
+}
+
+log "building both workers"
+bash scripts/build.sh
 
 # Postgres, when POSTGRES_URL is given: the table (migrations/postgres, applied with psql from
-# here), a Hyperdrive configuration `kvbench` for the same database, made once and bound as
-# BENCH_HYPERDRIVE in wrangler.toml (kept there like wrangler's own id write-back), and both
-# stores added to STORES. Without it both stores are left out (GET / says why: not configured).
+# here) and both Postgres stores added to STORES; the Hyperdrive configuration is one of the
+# resources below. Without it both stores are left out (GET / says why: not configured).
 store_vars=()
 if [ -n "${POSTGRES_URL:-}" ]; then
   log "applying the Postgres migrations (migrations/postgres) to POSTGRES_URL"
   bash scripts/postgres.sh migrate "$POSTGRES_URL" ||
     die "the Postgres migration failed: is POSTGRES_URL reachable from this machine, and its user allowed to create a table?"
-  if ! grep -q '^\[\[hyperdrive\]\]' wrangler.toml; then
-    log "creating the Hyperdrive configuration kvbench"
-    # Its output is not shown on failure: it may quote the connection string (the password).
-    # wrangler takes the string only as an argument (ps shows it for the second this runs, on
-    # this machine); psql, above, gets it through libpq's variables instead.
-    hd_out=$(wrangler hyperdrive create kvbench --connection-string="$POSTGRES_URL" 2>&1 </dev/null) ||
-      die "wrangler hyperdrive create kvbench failed (run it by hand to see why; a configuration of that name may exist: put its id in wrangler.toml as [[hyperdrive]] binding = \"BENCH_HYPERDRIVE\")"
-    hd_id=$(grep -oE '\b[0-9a-f]{32}\b' <<<"$hd_out" | head -n 1 || true)
-    [ -n "$hd_id" ] || die "no configuration id in the output of wrangler hyperdrive create"
-    printf '\n# Made by npm run deploy from POSTGRES_URL (the hyperdrive store).\n[[hyperdrive]]\nbinding = "BENCH_HYPERDRIVE"\nid = "%s"\n' "$hd_id" >>wrangler.toml
-    log "  Hyperdrive $hd_id, bound as BENCH_HYPERDRIVE in wrangler.toml"
-  fi
   store_vars=(--var "STORES:kv,upstash,denokv,do,d1,r2,cache,redis,postgres,hyperdrive")
 fi
 
+log "finding or creating the resources (scripts/resources.mjs)"
+MAIN_CONFIG="$FLEET_DIR/kvbench.jsonc"
+node scripts/resources.mjs --config wrangler.toml --out "$MAIN_CONFIG" >"$FLEET_DIR/resources.txt" ||
+  die "scripts/resources.mjs failed"
+while read -r kind binding name id how; do
+  log "  $kind $binding: $name ($id, $how)"
+done <"$FLEET_DIR/resources.txt"
+
 log "deploying the report worker (crates/report-worker)"
-wrangler deploy -c crates/report-worker/wrangler.toml
+run_wrangler "deploying the report worker" deploy -c crates/report-worker/wrangler.toml
 
 log "deploying the benchmark worker"
 secrets_file POSTGRES_URL
-wrangler deploy --secrets-file "$secrets" ${store_vars[@]+"${store_vars[@]}"} 2>&1 | tee "$out"
-[ "${PIPESTATUS[0]}" = 0 ] || die "wrangler deploy failed"
-
-if grep -q '^\[\[d1_databases\]\]' wrangler.toml; then
-  log "applying the D1 migrations (migrations/)"
-  CI=1 wrangler d1 migrations apply BENCH_D1 --remote </dev/null ||
-    die "wrangler d1 migrations apply BENCH_D1 --remote failed"
-fi
-
+run_wrangler "deploying the benchmark worker" deploy -c "$MAIN_CONFIG" --secrets-file "$secrets" ${store_vars[@]+"${store_vars[@]}"}
 url="$(grep -oE 'https://[A-Za-z0-9.-]+\.workers\.dev' "$out" | head -n 1 || true)"
+
+if grep -q '"d1_databases"' "$MAIN_CONFIG"; then
+  log "applying the D1 migrations (migrations/)"
+  run_wrangler "wrangler d1 migrations apply BENCH_D1 --remote" d1 migrations apply BENCH_D1 --remote -c "$MAIN_CONFIG"
+fi
 
 # The fleet: one member per placement region, each with the token and the stores' secrets.
 regions="${FLEET_REGIONS:-all}"
 fleet=""
 if [ "$regions" != none ]; then
-  node scripts/fleet.mjs --regions "$regions" --out "$FLEET_DIR/wrangler.jsonc" >"$FLEET_DIR/members.txt" ||
+  node scripts/fleet.mjs --from "$MAIN_CONFIG" --regions "$regions" --out "$FLEET_DIR/wrangler.jsonc" >"$FLEET_DIR/members.txt" ||
     die "scripts/fleet.mjs failed"
   log "deploying the fleet: $(wc -l <"$FLEET_DIR/members.txt") members (FLEET_REGIONS=$regions)"
   secrets_file UPSTASH_REDIS_REST_URL UPSTASH_REDIS_REST_TOKEN DENO_KV_URL DENO_KV_ACCESS_TOKEN REDIS_URL POSTGRES_URL
   while read -r env region name; do
     log "  $region -> $name"
-    wrangler deploy -c "$FLEET_DIR/wrangler.jsonc" --env "$env" --secrets-file "$secrets" ${store_vars[@]+"${store_vars[@]}"} >"$out" 2>&1 </dev/null ||
-      { tail -n 20 "$out" >&2; die "deploying fleet member $name ($region) failed"; }
+    run_wrangler "deploying fleet member $name ($region)" deploy -c "$FLEET_DIR/wrangler.jsonc" --env "$env" --secrets-file "$secrets" ${store_vars[@]+"${store_vars[@]}"}
     member_url="$(grep -oE "https://$name\.[A-Za-z0-9.-]+\.workers\.dev" "$out" | head -n 1 || true)"
     [ -n "$member_url" ] || die "no workers.dev URL in the deploy of $name (workers_dev is on in its config)"
     fleet="${fleet:+$fleet,}$region=$member_url"
@@ -107,9 +121,10 @@ if [ "$regions" != none ]; then
 fi
 # The main worker's probes call the members (no FLEET secret: none).
 if [ -n "$fleet" ]; then
-  printf '%s' "$fleet" | wrangler secret put FLEET >/dev/null || die "wrangler secret put FLEET failed"
+  printf '%s' "$fleet" | wrangler secret put FLEET -c "$MAIN_CONFIG" >"$out" 2>&1 ||
+    { tail -n 20 "$out" >&2; die "wrangler secret put FLEET failed"; }
 else
-  CI=1 wrangler secret delete FLEET >/dev/null 2>&1 </dev/null || true
+  CI=1 wrangler secret delete FLEET -c "$MAIN_CONFIG" >/dev/null 2>&1 </dev/null || true
 fi
 log "the probes call $(if [ -n "$fleet" ]; then tr ',' '\n' <<<"$fleet" | wc -l; else echo 0; fi) fleet members (GET /probes lists them)"
 

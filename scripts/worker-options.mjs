@@ -116,6 +116,8 @@ export function workerOptions(allBindings, extra = {}) {
     ],
     // Must be on or before the bundled workerd's date (see wrangler.toml).
     compatibilityDate: "2026-04-01",
+    // wrangler.toml's, so the local runtime is the deployed one (global_fetch_strictly_public).
+    compatibilityFlags: compatibilityFlags(),
     kvNamespaces: [BINDINGS.kv],
     // wrangler.toml's [[migrations]] new_sqlite_classes: the class keeps its rows in SQLite.
     durableObjects: {
@@ -153,6 +155,12 @@ export function migrationStatements() {
 export async function applyMigrations(mf) {
   const db = await mf.getD1Database(BINDINGS.d1);
   for (const statement of migrationStatements()) await db.prepare(statement).run();
+}
+
+/** `compatibility_flags` of the root wrangler.toml (one line: `compatibility_flags = ["a", "b"]`). */
+export function compatibilityFlags(file = path.join(ROOT, "wrangler.toml")) {
+  const line = fs.readFileSync(file, "utf8").match(/^compatibility_flags\s*=\s*\[([^\]]*)\]/m);
+  return line ? [...line[1].matchAll(/"([^"]+)"/g)].map((m) => m[1]) : [];
 }
 
 /** `[vars]` of a wrangler.toml: a flat `KEY = "value"` table is all we need to read. */

@@ -1,5 +1,6 @@
-// The deploy path, offline: wrangler.toml has no placeholder ids (wrangler provisions the KV
-// namespace, D1 database and R2 bucket on the first deploy), and the post-deploy check
+// The deploy path, offline: wrangler.toml has no placeholder ids (scripts/resources.mjs finds or
+// creates the KV namespace, D1 database and R2 bucket; tests/e2e/deploy-api.test.mjs runs the
+// whole deploy against the Cloudflare API stand-in), and the post-deploy check
 // (scripts/check-deploy.mjs, what `npm run deploy` runs last) against the local stack: stores
 // without their secrets are reported and nothing fails; a configured store that fails fails the
 // check by name; a worker with a BENCH_TOKEN is checked with the token from the environment, which
@@ -40,7 +41,7 @@ async function withStack(vars, fn) {
   }
 }
 
-test("wrangler.toml has no placeholder ids: the first deploy provisions the resources", () => {
+test("wrangler.toml has no placeholder ids: the deploy finds or creates the resources", () => {
   for (const file of ["wrangler.toml", "crates/report-worker/wrangler.toml"]) {
     const toml = fs.readFileSync(path.join(ROOT, file), "utf8");
     assert.doesNotMatch(toml, /0{8}/, `${file}: a placeholder id`);
@@ -97,14 +98,13 @@ test("the fleet's config: a placed member per default region, deployable (dry ru
   // Before the first deploy (no ids): refused, naming what is missing.
   const before = fleet(path.join(ROOT, "wrangler.toml"));
   assert.notEqual(before.status, 0);
-  assert.match(before.stderr, /BENCH_KV has no id in wrangler\.toml: deploy the main worker first/);
-  // After it (wrangler wrote the ids back): one environment per region.
+  assert.match(before.stderr, /BENCH_KV has no id in wrangler\.toml: find or create the resources first \(scripts\/resources\.mjs/);
+  // With the ids (as scripts/resources.mjs writes them): one environment per region.
   const main = fs.readFileSync(path.join(ROOT, "wrangler.toml"), "utf8")
     .replace(/^binding = "BENCH_KV"$/m, 'binding = "BENCH_KV"\nid = "0123456789abcdef0123456789abcdef"')
     .replace(/^migrations_dir = "migrations"$/m, 'migrations_dir = "migrations"\ndatabase_id = "11111111-2222-3333-4444-555555555555"');
-  // And the Hyperdrive binding npm run deploy appends when POSTGRES_URL is given (its printf).
-  const hyperdrive = '\n# Made by npm run deploy from POSTGRES_URL (the hyperdrive store).\n[[hyperdrive]]\nbinding = "BENCH_HYPERDRIVE"\nid = "fedcba9876543210fedcba9876543210"\n';
-  assert.match(fs.readFileSync(path.join(ROOT, "scripts/deploy.sh"), "utf8"), /\[\[hyperdrive\]\]\\nbinding = "BENCH_HYPERDRIVE"\\nid = "%s"/);
+  // And the Hyperdrive binding scripts/resources.mjs adds when POSTGRES_URL is given.
+  const hyperdrive = '\n[[hyperdrive]]\nbinding = "BENCH_HYPERDRIVE"\nid = "fedcba9876543210fedcba9876543210"\n';
   fs.writeFileSync(path.join(dir, "wrangler.toml"), main + hyperdrive);
   const r = fleet(path.join(dir, "wrangler.toml"));
   assert.equal(r.status, 0, r.stderr);
@@ -126,6 +126,7 @@ test("the fleet's config: a placed member per default region, deployable (dry ru
     ]);
     assert.deepEqual(e.triggers, { crons: [] }, "members run no cron of their own");
   }
+  assert.deepEqual(config.compatibility_flags, ["global_fetch_strictly_public"], "the members run with the main worker's flags");
   // Fewer, spread over the continents; an unknown region is refused.
   const five = fleet(path.join(dir, "wrangler.toml"), "5");
   assert.equal(five.status, 0, five.stderr);

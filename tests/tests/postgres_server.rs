@@ -366,6 +366,41 @@ fn servers_that_are_not_postgres_or_break_it_are_clear_errors() {
     .unwrap_err();
     assert_eq!(e.kind, ErrorKind::Protocol, "{e:?}");
 
+    // Rows without end (a hostile server): refused at the second row, not buffered without
+    // bound (it once grew the isolate to 2 GiB and panicked).
+    let e = read_one(fake(|mut c| {
+        trusted(&mut c);
+        let mut out = message(b'1', b"");
+        out.extend(message(b'2', b""));
+        let _ = c.write_all(&out);
+        let rows: Vec<u8> = (0..1024)
+            .flat_map(|_| message(b'D', &[0, 1, 0, 0, 0, 1, b'v']))
+            .collect();
+        for _ in 0..100_000 {
+            if c.write_all(&rows).is_err() {
+                return;
+            }
+        }
+    }))
+    .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Protocol, "{e:?}");
+    assert!(e.message.contains("more than 1 row"), "{}", e.message);
+
+    // An authentication method the client does not speak is named.
+    fn asks_for(mut c: TcpStream, method: u32) {
+        drain(&mut c);
+        let _ = c.write_all(&message(b'R', &method.to_be_bytes()));
+        drain(&mut c);
+    }
+    for (url, name) in [
+        (fake(|c| asks_for(c, 7)), "GSSAPI"),
+        (fake(|c| asks_for(c, 9)), "SSPI"),
+    ] {
+        let e = connect(url).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Auth, "{e:?}");
+        assert!(e.message.contains(name), "{}", e.message);
+    }
+
     // A row of no columns (shorter than the one column asked for), then the end of the query.
     let e = read_one(fake(|mut c| {
         trusted(&mut c);

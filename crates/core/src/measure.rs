@@ -12,7 +12,6 @@
 use std::cell::RefCell;
 use std::future::Future;
 
-use futures::future::{select, Either};
 use futures::FutureExt;
 
 use crate::answer::{failed, round_ms, Abandoned, Answer, Op, StoreResult};
@@ -395,18 +394,26 @@ async fn timed_from<T>(
     op: impl Future<Output = Result<T, StoreError>>,
 ) -> (Result<T, StoreError>, f64, Option<Abandoned>) {
     let mut op = std::pin::pin!(op);
-    let sleep = std::pin::pin!(deadlines.until(start + f64::from(timeout_ms)));
-    match select(op.as_mut(), sleep).await {
-        Either::Left((result, _)) => {
+    let deadline = start + f64::from(timeout_ms);
+    let idle = deadlines.until(deadline);
+    match by_deadline(isolate.clock, deadline, op.as_mut(), idle).await {
+        Some(result) => {
             let elapsed = round_ms((isolate.clock.now_ms() - start).max(0.0));
             (result, elapsed, None)
         }
-        Either::Right(_) => {
+        None => {
             let timed_out_at = isolate.clock.now_ms();
             let elapsed = round_ms((timed_out_at - start).max(0.0));
             let drain_ms = timeout_ms.min(DRAIN_MAX_MS);
-            let drain = std::pin::pin!(isolate.timer.sleep_ms(u64::from(drain_ms)));
-            let finished = matches!(select(op, drain).await, Either::Left(_));
+            let drain = isolate.timer.sleep_ms(u64::from(drain_ms));
+            let finished = by_deadline(
+                isolate.clock,
+                timed_out_at + f64::from(drain_ms),
+                op.as_mut(),
+                drain,
+            )
+            .await
+            .is_some();
             let abandoned = Abandoned {
                 finished,
                 waited_ms: round_ms((isolate.clock.now_ms() - timed_out_at).max(0.0)),
@@ -418,6 +425,35 @@ async fn timed_from<T>(
             (Err(error), elapsed, Some(abandoned))
         }
     }
+}
+
+/// `op`'s output, or `None` once the clock reads `deadline` (clock ms) or later.
+///
+/// Two ways to end, because either alone can miss: `idle`, a timer due at the deadline, ends a
+/// call whose I/O has gone quiet; and the clock is read at every poll of `op`, which ends a call
+/// whose I/O never pauses — a server streaming without end keeps every read ready, each read
+/// resumes the call as a microtask, and a timer (a macrotask) may then never get to run. A
+/// deployed clock moves at each I/O, so it is read fresh at every one of those polls.
+async fn by_deadline<T>(
+    clock: &dyn Clock,
+    deadline: f64,
+    mut op: std::pin::Pin<&mut impl Future<Output = T>>,
+    idle: impl Future<Output = ()>,
+) -> Option<T> {
+    let mut idle = std::pin::pin!(idle);
+    futures::future::poll_fn(|cx| {
+        if clock.now_ms() >= deadline {
+            return std::task::Poll::Ready(None);
+        }
+        if let std::task::Poll::Ready(out) = op.as_mut().poll(cx) {
+            return std::task::Poll::Ready(Some(out));
+        }
+        if idle.as_mut().poll(cx).is_ready() {
+            return std::task::Poll::Ready(None);
+        }
+        std::task::Poll::Pending
+    })
+    .await
 }
 
 #[cfg(test)]
@@ -508,5 +544,48 @@ mod tests {
             assert_eq!(ms, 100.0, "timed out at its own deadline");
             assert!(abandoned.is_some());
         });
+    }
+
+    /// A call whose I/O never pauses (a server streaming without end): every poll finds more
+    /// to read, moves the clock 1 ms and asks to be polled again, so the fake timer, which
+    /// fires only once nothing else moves the clock, never does (a starved JS timer).
+    async fn endless(clock: &Fake) -> Result<(), StoreError> {
+        loop {
+            clock.now.set(clock.now.get() + 1.0);
+            yield_now().await;
+        }
+    }
+
+    #[test]
+    fn a_call_whose_io_never_pauses_still_ends_at_its_deadline_and_its_drain_too() {
+        let fake = Fake::default();
+        let gen = RefCell::new(ValueGen::from_seed([0; 32]));
+        let budget = crate::budget::Budget::new(1 << 20);
+        let in_flight = crate::in_flight::InFlight::default();
+        let isolate = Isolate {
+            gen: &gen,
+            clock: &fake,
+            timer: &fake,
+            requests: 1,
+            colo: "test".into(),
+            budget: &budget,
+            in_flight: &in_flight,
+        };
+        let deadlines = Deadlines::new(&isolate);
+        futures::executor::block_on(async {
+            let (result, ms, abandoned) = timed(&isolate, &deadlines, 100, endless(&fake)).await;
+            assert_eq!(result.map_err(|e| e.kind), Err(ErrorKind::Timeout));
+            assert_eq!(
+                ms, 100.0,
+                "ended at the deadline, not when the stream ended"
+            );
+            let abandoned = abandoned.expect("the call was abandoned");
+            assert!(!abandoned.finished);
+            assert_eq!(
+                abandoned.waited_ms, 100.0,
+                "the drain ends at its own deadline too"
+            );
+        });
+        assert_eq!(fake.now.get(), 200.0, "nothing ran past the drain");
     }
 }

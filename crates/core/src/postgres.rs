@@ -57,6 +57,8 @@ pub const EXPIRED_PER_WRITE: u32 = 16;
 pub const MAX_MESSAGE: usize = 2 << 20;
 
 const READ_CHUNK: usize = 64 * 1024;
+/// The most data rows one statement may answer: a read by primary key has one or none.
+const MAX_ROWS: usize = 1;
 
 // Type oids of the statements' parameters.
 const TEXT: u32 = 25;
@@ -330,7 +332,7 @@ enum Incoming {
 /// A query's outcome, read to its `ReadyForQuery`.
 #[derive(Debug, Default)]
 struct Outcome {
-    /// The first column's length of each data row (`None`: SQL NULL).
+    /// The first column's length of each data row (`None`: SQL NULL); at most [`MAX_ROWS`].
     rows: Vec<Option<usize>>,
     /// The command tag (`INSERT 0 1`, `SELECT 1`).
     tag: Option<String>,
@@ -560,6 +562,14 @@ impl<C: Connector> PostgresStore<C> {
                 None
             }
             Message::ErrorResponse(body) => return Err(self.error(&server_error(&body))),
+            // Methods this client does not speak, named so the deployer knows what to change
+            // in the server's pg_hba.conf (scram-sha-256, md5 or password).
+            Message::AuthenticationGss => return Err(self.unsupported("GSSAPI (gss)")),
+            Message::AuthenticationSspi => return Err(self.unsupported("SSPI (sspi)")),
+            Message::AuthenticationKerberosV5 => return Err(self.unsupported("Kerberos V5")),
+            Message::AuthenticationScmCredential => {
+                return Err(self.unsupported("SCM credentials (peer)"))
+            }
             _ => {
                 return Err(protocol(format!(
                     "{}: an unexpected message during startup",
@@ -568,6 +578,13 @@ impl<C: Connector> PostgresStore<C> {
             }
         };
         Ok(reply.map_or(Startup::Wait, Startup::Send))
+    }
+
+    fn unsupported(&self, method: &str) -> StoreError {
+        self.auth(format!(
+            "the server asks for {method} authentication, which this client does not support \
+             (it supports scram-sha-256, md5 and password)"
+        ))
     }
 
     fn auth(&self, message: String) -> StoreError {
@@ -588,6 +605,15 @@ impl<C: Connector> PostgresStore<C> {
         let mut out = Outcome::default();
         loop {
             let message = match conn.next().await? {
+                // Each statement answers at most one row (the key is the primary key): a server
+                // that sends more is refused at once, before it can grow the list without end.
+                // The connection is dropped with the error, mid-answer, never reused.
+                Incoming::Row(_) if out.rows.len() >= MAX_ROWS => {
+                    return Err(protocol(format!(
+                        "{}: more than {MAX_ROWS} row for one key",
+                        self.label
+                    )));
+                }
                 Incoming::Row(value) => {
                     out.rows.push(value);
                     continue;

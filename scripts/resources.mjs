@@ -1,0 +1,204 @@
+#!/usr/bin/env node
+// The account's resources for `npm run deploy`, found or made explicitly, and the main worker's
+// deploy configuration with their ids — so the same commands work in a terminal, a pipe and CI.
+//
+// wrangler (>= 4.45) can create a KV namespace, D1 database or R2 bucket on deploy, but writes the
+// ids back into wrangler.toml only when stdin and stdout are terminals and CI is unset
+// (`provisionBindings` → `isNonInteractiveOrCI()`); piped, the next step
+// (`wrangler d1 migrations apply --remote`) has no database_id. So nothing here relies on it:
+// each resource is looked up by name through wrangler's own list commands (which use the
+// deployer's login or CLOUDFLARE_API_TOKEN) and created only when missing, and the ids go into a
+// generated configuration, `<dir>/kvbench.jsonc`, which every later step deploys from.
+// wrangler.toml is never written to.
+//
+// Names: a KV namespace's title is wrangler's own provisioning default (`<worker>-<binding in
+// kebab case>`, e.g. `kvbench-bench-kv`), so a namespace that an interactive deploy made is the
+// one found here; D1 databases and R2 buckets by the names in wrangler.toml; the Hyperdrive
+// configuration `kvbench` when POSTGRES_URL is set (its id only: the connection string, which
+// holds the password, is never printed).
+//
+// Usage: node scripts/resources.mjs [--config wrangler.toml] [--out .fleet/kvbench.jsonc]
+// Prints one line per resource: `<kind> <binding> <name> <id> found|created`.
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const WRANGLER = path.join(ROOT, "node_modules/.bin/wrangler");
+/** The Hyperdrive configuration's name (the hyperdrive store's database). */
+export const HYPERDRIVE_NAME = "kvbench";
+/** The Hyperdrive binding the worker reads (crates/core/src/spec.rs). */
+export const HYPERDRIVE_BINDING = "BENCH_HYPERDRIVE";
+/** Each wrangler call ends within this: a hung API is a failed deploy, not a hung one. */
+const WRANGLER_TIMEOUT_MS = 180_000;
+
+function fail(message) {
+  console.error(`[kvbench] error: ${message}`);
+  process.exit(1);
+}
+
+/** `text` with every secret of this deploy replaced (the password of POSTGRES_URL in each form
+ * a tool might print it). */
+export function redact(text, secrets = deploySecrets()) {
+  let out = String(text ?? "");
+  for (const s of secrets) if (s && s.length >= 4) out = out.split(s).join("[redacted]");
+  return out;
+}
+
+function deploySecrets() {
+  const out = [process.env.CLOUDFLARE_API_TOKEN, process.env.BENCH_TOKEN];
+  const pg = process.env.POSTGRES_URL;
+  if (pg) {
+    out.push(pg);
+    try {
+      const password = new URL(pg).password;
+      if (password) out.push(password, decodeURIComponent(password));
+    } catch {
+      /* not a URL: the whole string is redacted above */
+    }
+  }
+  return out.filter(Boolean);
+}
+
+/** Runs wrangler with `args`, no terminal; returns its stdout, or fails naming the command. */
+function wrangler(args, { quiet = false } = {}) {
+  const r = spawnSync(WRANGLER, args, {
+    cwd: ROOT,
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+    timeout: WRANGLER_TIMEOUT_MS,
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+  });
+  return { ok: r.status === 0, out: r.stdout ?? "", err: `${r.stderr ?? ""}${r.error ? r.error.message : ""}`, quiet };
+}
+
+function must(args, what, { showOutput = true } = {}) {
+  const r = wrangler(args);
+  if (!r.ok) {
+    const detail = showOutput ? `\n${redact(`${r.out}\n${r.err}`).trim().split("\n").slice(-15).join("\n")}` : " (its output is not shown: it may quote a secret; run it by hand to see why)";
+    fail(`${what} failed: wrangler ${args.filter((a) => !a.startsWith("--connection-string")).join(" ")}${detail}`);
+  }
+  return r.out;
+}
+
+/** The JSON wrangler printed (its banner, if any, comes first). */
+function jsonOf(out, what) {
+  const start = out.search(/^\s*[[{]/m);
+  try {
+    return JSON.parse(out.slice(start));
+  } catch {
+    fail(`${what}: wrangler did not print JSON:\n${redact(out).slice(0, 500)}`);
+  }
+}
+
+/** wrangler's default name for a provisioned resource of `binding` (runProvisioningFlow). */
+export const defaultName = (worker, binding) => `${worker}-${binding.toLowerCase().replaceAll("_", "-")}`;
+
+function kvNamespace(worker, binding) {
+  const title = defaultName(worker, binding);
+  const find = () => jsonOf(must(["kv", "namespace", "list"], "listing KV namespaces"), "kv namespace list").find((n) => n.title === title);
+  let found = find();
+  let how = "found";
+  if (!found) {
+    must(["kv", "namespace", "create", title], `creating the KV namespace ${title}`);
+    found = find();
+    how = "created";
+  }
+  if (!found?.id) fail(`the KV namespace ${title} was created but is not listed`);
+  return { id: found.id, name: title, how };
+}
+
+function d1Database(name) {
+  const find = () => jsonOf(must(["d1", "list", "--json"], "listing D1 databases"), "d1 list").find((d) => d.name === name);
+  let found = find();
+  let how = "found";
+  if (!found) {
+    must(["d1", "create", name], `creating the D1 database ${name}`);
+    found = find();
+    how = "created";
+  }
+  if (!found?.uuid) fail(`the D1 database ${name} was created but is not listed`);
+  return { id: found.uuid, name, how };
+}
+
+function r2Bucket(name) {
+  if (wrangler(["r2", "bucket", "info", name]).ok) return { id: name, name, how: "found" };
+  must(["r2", "bucket", "create", name], `creating the R2 bucket ${name}`);
+  return { id: name, name, how: "created" };
+}
+
+function hyperdriveConfig(name, connectionString) {
+  // `hyperdrive list` prints a table (no --json in wrangler 4.86): `│ <id> │ <name> │ …`.
+  const find = () => {
+    const out = must(["hyperdrive", "list"], "listing Hyperdrive configurations");
+    return out.match(new RegExp(`([0-9a-f]{32})\\s*│\\s*${name}\\s*│`))?.[1];
+  };
+  let id = find();
+  let how = "found";
+  if (!id) {
+    // The connection string is an argument (wrangler takes it no other way); its output is
+    // never shown, since it may quote the string.
+    must(["hyperdrive", "create", name, `--connection-string=${connectionString}`], `creating the Hyperdrive configuration ${name}`, { showOutput: false });
+    id = find();
+    how = "created";
+  }
+  if (!id) fail(`the Hyperdrive configuration ${name} was created but is not listed`);
+  return { id, name, how };
+}
+
+/**
+ * The main worker's deploy configuration: `raw` (the config in `configDir`, as wrangler reads it)
+ * with the resources' ids, paths relative to `outDir`, and no build step (npm run deploy builds
+ * first).
+ */
+export function deployConfig(raw, ids, configDir, outDir) {
+  const rel = (p) => path.relative(outDir, path.resolve(configDir, p)) || ".";
+  const { build, ...rest } = raw;
+  return {
+    ...rest,
+    main: rel(raw.main),
+    kv_namespaces: (raw.kv_namespaces ?? []).map((n) => ({ ...n, id: ids.kv[n.binding] })),
+    d1_databases: (raw.d1_databases ?? []).map((d) => ({ ...d, database_id: ids.d1[d.binding], ...(d.migrations_dir ? { migrations_dir: rel(d.migrations_dir) } : {}) })),
+    ...(ids.hyperdrive ? { hyperdrive: [{ binding: HYPERDRIVE_BINDING, id: ids.hyperdrive }] } : {}),
+  };
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  const { values } = parseArgs({
+    options: {
+      config: { type: "string", default: path.join(ROOT, "wrangler.toml") },
+      out: { type: "string", default: path.join(ROOT, ".fleet/kvbench.jsonc") },
+    },
+  });
+  const { experimental_readRawConfig } = await import("wrangler");
+  const { rawConfig } = experimental_readRawConfig({ config: values.config });
+  if (!rawConfig?.name) fail(`${values.config}: no worker name`);
+  const ids = { kv: {}, d1: {}, hyperdrive: null };
+  const lines = [];
+  for (const n of rawConfig.kv_namespaces ?? []) {
+    const r = n.id ? { id: n.id, name: n.binding, how: "given" } : kvNamespace(rawConfig.name, n.binding);
+    ids.kv[n.binding] = r.id;
+    lines.push(`kv ${n.binding} ${r.name} ${r.id} ${r.how}`);
+  }
+  for (const d of rawConfig.d1_databases ?? []) {
+    const r = d.database_id ? { id: d.database_id, how: "given" } : d1Database(d.database_name);
+    ids.d1[d.binding] = r.id;
+    lines.push(`d1 ${d.binding} ${d.database_name} ${r.id} ${r.how}`);
+  }
+  for (const b of rawConfig.r2_buckets ?? []) {
+    const r = r2Bucket(b.bucket_name);
+    lines.push(`r2 ${b.binding} ${b.bucket_name} ${r.id} ${r.how}`);
+  }
+  if (process.env.POSTGRES_URL) {
+    const r = hyperdriveConfig(HYPERDRIVE_NAME, process.env.POSTGRES_URL);
+    ids.hyperdrive = r.id;
+    lines.push(`hyperdrive ${HYPERDRIVE_BINDING} ${r.name} ${r.id} ${r.how}`);
+  }
+  const out = path.resolve(values.out);
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  const header = "// Generated by scripts/resources.mjs from wrangler.toml and the account's resources;\n// do not edit: npm run deploy writes it anew.\n";
+  fs.writeFileSync(out, `${header}${JSON.stringify(deployConfig(rawConfig, ids, path.dirname(path.resolve(values.config)), path.dirname(out)), null, 2)}\n`);
+  for (const l of lines) console.log(l);
+}
