@@ -183,14 +183,18 @@ test("a first deploy without a terminal, a few members and Postgres; the second 
     checkMain(api, dir, second.out, { postgres: true });
     checkMembers(api, regions, token, { postgres: true });
 
-    // An API error while deploying member k (its upload refused twice: wrangler retries none
-    // of these): the deploy stops, naming it; the rerun completes the rest.
+    // An API error while deploying member k — its upload refused until the fault is cleared,
+    // whichever of the two upload routes wrangler takes (wrangler retries a 5xx a few times, so
+    // one refusal alone is retried away): the deploy stops, naming it; the rerun completes.
     const k = regions[1];
-    api.failOn("POST", new RegExp(`/workers/scripts/kvbench-${envName(k)}/versions$`), { times: 1, status: 500, code: 10013 });
+    api.failOn("PUT", new RegExp(`/workers/scripts/kvbench-${envName(k)}$`), { times: 1000, status: 500, code: 10013 });
+    api.failOn("POST", new RegExp(`/workers/scripts/kvbench-${envName(k)}/versions$`), { times: 1000, status: 500, code: 10013 });
     const failed = await deploy(api, dir, { FLEET_REGIONS: regions.join(","), POSTGRES_URL: pg });
     assert.notEqual(failed.code, 0, failed.out);
     assert.match(failed.out, new RegExp(`deploying fleet member kvbench-${envName(k)} \\(${k}\\) failed`));
+    assert.match(failed.out, /An unknown error has occurred \(injected by the stand-in\)/, "wrangler's own error shown");
     assert.doesNotMatch(failed.out, new RegExp(`-> kvbench-${envName(regions[2])}`), "nothing deployed after the failure");
+    api.clearFaults();
     const rerun = await deploy(api, dir, { FLEET_REGIONS: regions.join(","), POSTGRES_URL: pg });
     assert.equal(rerun.code, 0, rerun.out);
     checkMembers(api, regions, token, { postgres: true });
