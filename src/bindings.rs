@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use kvbench_core::http::{Body, OutsideBody, PreparedBody};
+use kvbench_core::http::{body_too_large, Body, OutsideBody, PreparedBody, MAX_RESPONSE_BYTES};
 use kvbench_core::params::ParamError;
 use kvbench_core::spec::env::{
     BENCH_KV as KV_BINDING, DENO_KV_ACCESS_TOKEN, DENO_KV_URL,
@@ -335,6 +335,45 @@ extern "C" {
 
 pub struct FetchTransport;
 
+/// A body without a `Content-Length`, read chunk by chunk into one buffer, refused once it is
+/// over [`MAX_RESPONSE_BYTES`] (the reader is cancelled there, so the rest is never read).
+async fn read_bounded(web: &worker::web_sys::Response) -> Result<js_sys::Uint8Array, StoreError> {
+    let Some(body) = web.body() else {
+        return Ok(js_sys::Uint8Array::new_with_length(0));
+    };
+    let reader: worker::web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();
+    let chunks = js_sys::Array::new();
+    let mut total = 0usize;
+    loop {
+        let next = worker::wasm_bindgen_futures::JsFuture::from(reader.read())
+            .await
+            .map_err(|e| runtime(js_text(&e)))?;
+        let done = js_sys::Reflect::get(&next, &JsValue::from_str("done"))
+            .map(|d| d.is_truthy())
+            .unwrap_or(true);
+        if done {
+            break;
+        }
+        let chunk: js_sys::Uint8Array = js_sys::Reflect::get(&next, &JsValue::from_str("value"))
+            .map_err(|e| runtime(js_text(&e)))?
+            .unchecked_into();
+        total += chunk.length() as usize;
+        if total > MAX_RESPONSE_BYTES {
+            let _ = reader.cancel();
+            return Err(body_too_large(None));
+        }
+        chunks.push(&chunk);
+    }
+    let out = js_sys::Uint8Array::new_with_length(total as u32);
+    let mut at = 0u32;
+    for chunk in chunks.iter() {
+        let chunk: js_sys::Uint8Array = chunk.unchecked_into();
+        out.set(&chunk, at);
+        at += chunk.length();
+    }
+    Ok(out)
+}
+
 #[async_trait(?Send)]
 impl HttpTransport for FetchTransport {
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse, StoreError> {
@@ -363,14 +402,29 @@ impl HttpTransport for FetchTransport {
                 .map_err(|e| runtime(js_text(&e)))?;
         let web: worker::web_sys::Response = response.unchecked_into();
         let status = web.status();
-        // The body in one piece (`arrayBuffer()`): the SDK's `.bytes()` reads a stream body chunk
-        // by chunk across JS and wasm (a reader, a lock, a microtask per chunk), which profiled at
-        // ~0.4 ms of workerd CPU per Upstash request. It stays a JS `ArrayBuffer` until the store
-        // asks for its bytes (`http::Body`): a large hit's after every span of the request.
-        let buffer = web.array_buffer().map_err(|e| runtime(js_text(&e)))?;
-        let buffer = worker::wasm_bindgen_futures::JsFuture::from(buffer)
-            .await
-            .map_err(|e| runtime(js_text(&e)))?;
+        let announced = web
+            .headers()
+            .get("content-length")
+            .ok()
+            .flatten()
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        let buffer = match announced {
+            // Over the limit by its own account: refused unread (the guard aborts the fetch).
+            Some(n) if n > MAX_RESPONSE_BYTES as u64 => return Err(body_too_large(Some(n))),
+            // The body in one piece (`arrayBuffer()`): the SDK's `.bytes()` reads a stream body
+            // chunk by chunk across JS and wasm (a reader, a lock, a microtask per chunk), which
+            // profiled at ~0.4 ms of workerd CPU per Upstash request. HTTP's framing stops it at
+            // the announced length. It stays a JS `ArrayBuffer` until the store asks for its
+            // bytes (`http::Body`): a large hit's after every span of the request.
+            Some(_) => {
+                let buffer = web.array_buffer().map_err(|e| runtime(js_text(&e)))?;
+                worker::wasm_bindgen_futures::JsFuture::from(buffer)
+                    .await
+                    .map_err(|e| runtime(js_text(&e)))?
+            }
+            // No length (chunked, or read to the close): chunk by chunk, cut at the limit.
+            None => read_bounded(&web).await?.buffer().into(),
+        };
         let bytes = js_sys::Uint8Array::new(&buffer);
         guard.0 = None;
         let len = bytes.length() as usize;

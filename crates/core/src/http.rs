@@ -15,6 +15,25 @@ pub const PATH_SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'_')
     .remove(b'~');
 
+/// The largest response body a store's call reads: the largest value (`max_bytes` ≤ 1 MiB)
+/// base64-encoded inside a JSON answer (Upstash) or framed in protobuf (Deno KV), with room.
+/// A body announced longer is refused before any of it is read, and a body without a length
+/// is read only up to this, then cut: a server cannot make the isolate (128 MB) buffer more.
+pub const MAX_RESPONSE_BYTES: usize = 4 << 20;
+
+/// The failure of a response body over [`MAX_RESPONSE_BYTES`] (`announced`: the length its
+/// `Content-Length` gave, if any).
+pub fn body_too_large(announced: Option<u64>) -> StoreError {
+    let limit = MAX_RESPONSE_BYTES >> 20;
+    StoreError::new(
+        crate::error::ErrorKind::Protocol,
+        match announced {
+            Some(n) => format!("a response body of {n} bytes: over the {limit} MiB limit"),
+            None => format!("a response body over the {limit} MiB limit: cut there"),
+        },
+    )
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct HttpRequest {
     pub method: &'static str,
