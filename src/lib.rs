@@ -165,6 +165,7 @@ async fn test(
         open: kvbench_core::auth::open_from_raw(
             env_raw(env, kvbench_core::auth::OPEN_VAR).as_deref(),
         ),
+        keeping: &|| run_archive::Archive::from_env(env).map(|_| ()),
     };
     let started_ms = JsClock.now_ms();
     let stores = Stores::from_env(env, Ok(url), DENO_KV_META.with(|m| *m));
@@ -209,9 +210,9 @@ fn keep_run_answer(
     let archive = match run_archive::Archive::from_env(env) {
         Ok(a) => a,
         Err(e) => {
-            // Nowhere to keep it, nor to count it: the deployment's configuration is broken,
-            // and GET /runs/<id>/answers says so (the same error).
-            worker::console_error!("run {run}: not kept: {e}");
+            // Unreachable: `/test` refuses a run whose archive this fails for (`Call::keeping`)
+            // before measuring it, and the env does not change within a request.
+            worker::console_error!("run {run}: not kept: {}: {}", e.parameter, e.message);
             return;
         }
     };

@@ -295,7 +295,7 @@ pub async fn run_answers(req: Request, ctx: RouteContext<super::Data>) -> Result
     };
     let archive = match Archive::from_env(env) {
         Ok(a) => a,
-        Err(e) => return error(500, &ParamError::new("runs", e)),
+        Err(e) => return error(500, &e),
     };
     let (mut kept, failed) = match run_archive::totals(&archive, &run).await {
         Ok(t) => t,

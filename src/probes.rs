@@ -472,6 +472,7 @@ impl ProbeObject {
             run_header: None,
             // The probe's own query keeps nothing.
             open: false,
+            keeping: &|| Ok(()),
         };
         let reply = handle(call, &stores, &isolate).await;
         stores.finish().await;
@@ -511,7 +512,11 @@ async fn call_member(
             .map_err(|e| (FailureKind::Connect, e.to_string()))?;
     }
     let mut init = RequestInit::new();
-    init.with_method(Method::Get).with_headers(headers);
+    // A redirect is never followed: another site's answer would be kept as the member's, and
+    // a redirect loop costs a request per hop.
+    init.with_method(Method::Get)
+        .with_headers(headers)
+        .with_redirect(worker::RequestRedirect::Manual);
     let request =
         Request::new_with_init(url, &init).map_err(|e| (FailureKind::Connect, e.to_string()))?;
     let call = async {
@@ -520,20 +525,16 @@ async fn call_member(
             .await
             .map_err(|e| (FailureKind::Connect, e.to_string()))?;
         let status = response.status_code();
-        let placement = kvbench_core::fleet::placement(
-            response
-                .headers()
-                .get("cf-placement")
-                .ok()
-                .flatten()
-                .as_deref(),
-        );
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| (FailureKind::Transport, e.to_string()))?;
-        let body =
-            String::from_utf8_lossy(bytes.get(..MEMBER_BODY_MAX).unwrap_or(&bytes)).into_owned();
+        let header = |name: &str| response.headers().get(name).ok().flatten();
+        let placement = kvbench_core::fleet::placement(header("cf-placement").as_deref());
+        if (300..400).contains(&status) {
+            let to = header("location").unwrap_or_default();
+            let detail =
+                format!("a redirect to {to:?}: not followed (a member answers /test itself)");
+            return Ok((status, placement, detail));
+        }
+        let length = header("content-length");
+        let body = read_member_body(&mut response, length.as_deref()).await?;
         Ok((status, placement, body))
     };
     let sleep = worker::Delay::from(std::time::Duration::from_millis(MEMBER_TIMEOUT_MS));
@@ -544,6 +545,42 @@ async fn call_member(
             format!("no answer within {} s", MEMBER_TIMEOUT_MS / 1000),
         )),
     }
+}
+
+/// A member's body, read up to [`MEMBER_BODY_MAX`] and no further: a longer announced length is
+/// refused unread, and a body without one stops being read at the limit (an endless body would
+/// otherwise be buffered until the member timeout, past a Durable Object's 128 MB).
+async fn read_member_body(
+    response: &mut Response,
+    content_length: Option<&str>,
+) -> std::result::Result<String, (FailureKind, String)> {
+    use futures::StreamExt;
+    let over = |n: String| {
+        Err((
+            FailureKind::Malformed,
+            format!(
+                "a body of {n}: over the {} KiB a member's answer may take (the rest not read)",
+                MEMBER_BODY_MAX >> 10
+            ),
+        ))
+    };
+    if let Some(n) = content_length.and_then(|v| v.trim().parse::<u64>().ok()) {
+        if n > MEMBER_BODY_MAX as u64 {
+            return over(format!("{n} bytes"));
+        }
+    }
+    let mut stream = response
+        .stream()
+        .map_err(|e| (FailureKind::Transport, e.to_string()))?;
+    let mut bytes = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| (FailureKind::Transport, e.to_string()))?;
+        if bytes.len() + chunk.len() > MEMBER_BODY_MAX {
+            return over(format!("more than {MEMBER_BODY_MAX} bytes"));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// The failed stores of an answer, other than those not configured: `kv: timeout (...)`.

@@ -7,6 +7,7 @@
 //! carried by the run's next keep), so `GET /runs/<id>/answers` says how many keeps failed.
 //! Answers older than `PROBE_KEEP` are deleted by each shard's alarm.
 
+use kvbench_core::ParamError;
 use std::cell::Cell;
 
 use kvbench_core::probes::{self, KEEP_VAR};
@@ -145,20 +146,18 @@ pub struct Archive {
 }
 
 impl Archive {
-    /// The binding and the vars; a var that does not parse is an error naming it.
-    pub fn from_env(env: &Env) -> Result<Archive, String> {
+    /// The binding and the vars; a var that does not parse (or the missing binding) is an
+    /// error naming it.
+    pub fn from_env(env: &Env) -> Result<Archive, ParamError> {
         let namespace = env
             .durable_object(RUNS)
-            .map_err(|_| format!("the Durable Object binding {RUNS} is missing"))?;
+            .map_err(|_| ParamError::new(RUNS, "the Durable Object binding is missing"))?;
         let shards = match env_text(env, runs::SHARDS_VAR) {
-            Some(v) => {
-                runs::parse_shards(&v).map_err(|e| format!("{}: {}", e.parameter, e.message))?
-            }
+            Some(v) => runs::parse_shards(&v)?,
             None => runs::DEFAULT_SHARDS,
         };
         let keep_s = match env_text(env, KEEP_VAR) {
-            Some(v) => probes::parse_seconds(KEEP_VAR, &v, probes::MIN_KEEP_S, probes::MAX_KEEP_S)
-                .map_err(|e| format!("{KEEP_VAR}: {}", e.message))?,
+            Some(v) => probes::parse_seconds(KEEP_VAR, &v, probes::MIN_KEEP_S, probes::MAX_KEEP_S)?,
             None => probes::DEFAULT_KEEP_S,
         };
         Ok(Archive {

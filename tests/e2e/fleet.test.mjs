@@ -63,8 +63,36 @@ before(async () => {
   });
   await new Promise((ok) => busy.listen(0, "127.0.0.1", ok));
   proxies.push({ label: "busy", server: busy, counts: null, url: `http://127.0.0.1:${busy.address().port}` });
+  // A member that redirects to another site (which must never be asked), and one whose body
+  // never ends (read up to the 1 MiB a member's answer may take, then dropped).
+  const elsewhere = http.createServer((req, res) => {
+    elsewhere.count = (elsewhere.count ?? 0) + 1;
+    res.end(JSON.stringify({ colo: "EVIL", stores: {} }));
+  });
+  await new Promise((ok) => elsewhere.listen(0, "127.0.0.1", ok));
+  proxies.push({ label: "elsewhere", server: elsewhere, counts: null, url: null });
+  const moved = http.createServer((req, res) => {
+    moved.count = (moved.count ?? 0) + 1;
+    res.writeHead(302, { location: `http://127.0.0.1:${elsewhere.address().port}/test` });
+    res.end();
+  });
+  await new Promise((ok) => moved.listen(0, "127.0.0.1", ok));
+  proxies.push({ label: "moved", server: moved, counts: null, url: `http://127.0.0.1:${moved.address().port}` });
+  const endless = http.createServer((req, res) => {
+    endless.count = (endless.count ?? 0) + 1;
+    res.writeHead(200, { "content-type": "application/json" });
+    const chunk = Buffer.alloc(64 * 1024, 0x20);
+    const pump = () => {
+      while (!res.destroyed && res.write(chunk));
+    };
+    res.on("drain", pump);
+    req.socket.on("close", () => res.destroy());
+    pump();
+  });
+  await new Promise((ok) => endless.listen(0, "127.0.0.1", ok));
+  proxies.push({ label: "endless", server: endless, counts: null, url: `http://127.0.0.1:${endless.address().port}` });
   down = await freePort();
-  const fleet = [...proxies.map((p) => `${p.label}=${p.url}`), `gone=http://127.0.0.1:${down}`].join(",");
+  const fleet = [...proxies.filter((p) => p.url).map((p) => `${p.label}=${p.url}`), `gone=http://127.0.0.1:${down}`].join(",");
   mainVars = { ...stores, FLEET: fleet, PROBE_HINTS: "weur", PROBE_EVERY: "1", PROBE_COLO_URL: "none", PROBE_BUDGET_USD: "1000000" };
   main = await startStack(mainVars, { host: "127.0.0.1", port: 0, durableObjectsPersist: persist });
 });
@@ -88,7 +116,7 @@ test("the probes call every member and keep every outcome under its label", { ti
   const started = await call("POST", "/probes/start");
   assert.equal(started.status, 200, started.text);
   const list = JSON.parse(started.text).probes.map((p) => p.label);
-  assert.deepEqual(list, ["weur", "local-1", "local-2", "local-3", "busy", "gone"]);
+  assert.deepEqual(list, ["weur", "local-1", "local-2", "local-3", "busy", "moved", "endless", "gone"]);
 
   // Until every member has a few answers kept.
   const deadline = Date.now() + 180_000;
@@ -96,7 +124,7 @@ test("the probes call every member and keep every outcome under its label", { ti
   for (;;) {
     kept = lines((await call("GET", "/probes/answers")).text);
     const of = (label) => kept.filter((l) => l.label === label).length;
-    if (["local-1", "local-2", "local-3", "busy", "gone"].every((l) => of(l) >= 3)) break;
+    if (["local-1", "local-2", "local-3", "busy", "moved", "endless", "gone"].every((l) => of(l) >= 3)) break;
     assert.ok(Date.now() < deadline, `not every member answered in time: ${JSON.stringify(Object.fromEntries(["weur", "local-1", "local-2", "local-3", "busy", "gone"].map((l) => [l, of(l)])))}`);
     await sleep(1000);
   }
@@ -141,6 +169,18 @@ test("the probes call every member and keep every outcome under its label", { ti
     assert.deepEqual([l.failure.kind, l.failure.status], ["status", 503]);
     assert.ok(!l.failure.detail.includes("\u001b"), "a terminal escape reached a kept line");
     assert.equal(l.answer, undefined);
+  }
+  // A redirect is a failure naming where it led, never followed.
+  const moved = kept.filter((l) => l.label === "moved");
+  for (const l of moved) {
+    assert.deepEqual([l.failure.kind, l.failure.status], ["status", 302], JSON.stringify(l));
+    assert.match(l.failure.detail, /a redirect to .*: not followed/);
+  }
+  assert.equal(proxies.find((p) => p.label === "elsewhere").server.count ?? 0, 0, "a redirect was followed");
+  // A body without end: cut at the limit, a failure that names it.
+  for (const l of kept.filter((l) => l.label === "endless")) {
+    assert.equal(l.failure.kind, "malformed", JSON.stringify(l));
+    assert.match(l.failure.detail, /over the 1024 KiB a member's answer may take/);
   }
   for (const l of kept.filter((l) => l.label === "gone")) {
     assert.equal(l.failure.kind, "connect", JSON.stringify(l));

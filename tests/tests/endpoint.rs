@@ -78,6 +78,8 @@ struct World<'a> {
     requests: Cell<u64>,
     budget: Budget,
     in_flight: kvbench_core::InFlight,
+    /// What the deployment's run archive says when a request has a run (`Call::keeping`).
+    keeping: RefCell<Result<(), kvbench_core::ParamError>>,
 }
 
 impl<'a> World<'a> {
@@ -106,6 +108,7 @@ impl<'a> World<'a> {
             requests: Cell::new(0),
             budget: Budget::new(kvbench_core::budget::ISOLATE_BUDGET_BYTES),
             in_flight: Default::default(),
+            keeping: RefCell::new(Ok(())),
         }
     }
 
@@ -205,6 +208,7 @@ impl<'a> World<'a> {
             defaults,
             run_header: None,
             open: false,
+            keeping: &|| self.keeping.borrow().clone(),
         };
         let Reply { status, body, .. } = futures::executor::block_on(async {
             let reply = handle(call, &stores, &isolate).await;
@@ -596,6 +600,31 @@ fn invalid_vars_answer_500_naming_the_var() {
     assert_eq!(status, 500);
     assert_eq!(body["error"]["parameter"], "TTL");
     assert_eq!(w.touched(), 0);
+}
+
+#[test]
+fn a_run_the_deployment_cannot_keep_is_refused_before_it_is_measured() {
+    let clock = FakeClock::default();
+    let w = World::new(&clock);
+    let right = format!("Bearer {BENCH_TOKEN}");
+    let auth = (Some(right.as_str()), Some(BENCH_TOKEN));
+    let ok = || Ok(Defaults::default());
+    // Keepable: measured (the worker keeps it after answering).
+    let (status, _) = w.call_with("run=r1", auth.0, auth.1, ok(), true);
+    assert_eq!(status, 200);
+    // A bad RUN_SHARDS: refused, naming the var, nothing measured — never answered and then
+    // dropped on the way to the archive.
+    *w.keeping.borrow_mut() = Err(kvbench_core::runs::parse_shards("65").unwrap_err());
+    let before = w.touched();
+    let (status, body) = w.call_with("run=r1", auth.0, auth.1, ok(), true);
+    assert_eq!(
+        (status, body["error"]["parameter"].as_str()),
+        (500, Some("RUN_SHARDS"))
+    );
+    assert_eq!(w.touched(), before);
+    // A request without a run is not the archive's business.
+    let (status, _) = w.call_with("", auth.0, auth.1, ok(), true);
+    assert_eq!(status, 200);
 }
 
 #[test]

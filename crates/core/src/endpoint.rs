@@ -48,6 +48,9 @@ pub struct Call<'a> {
     pub run_header: Option<&'a str>,
     /// `BENCH_OPEN = "true"`: a run may be kept without a token (see [`auth::admit_keeping`]).
     pub open: bool,
+    /// Whether this deployment can keep a run's answers, asked only of a request with a run:
+    /// `Err` names the var or binding that prevents it (a bad `RUN_SHARDS`, say).
+    pub keeping: &'a dyn Fn() -> Result<(), ParamError>,
 }
 
 /// Answers one `/test` call. Stores are touched only after auth and every parameter passed.
@@ -72,6 +75,11 @@ pub async fn handle(call: Call<'_>, stores: &dyn StoreSet, isolate: &Isolate<'_>
     if run.is_some() {
         if let Err((status, e)) = auth::admit_keeping(call.authorization, call.token, call.open) {
             return Reply::error(status, &e);
+        }
+        // Refused before it is measured when its answer could not be kept: the client counts
+        // a 500, where a measured answer would have been sent and then lost.
+        if let Err(e) = (call.keeping)() {
+            return Reply::error(500, &e);
         }
     }
     // From here on an answer belongs to its run whatever its status: a run keeps its 400s and

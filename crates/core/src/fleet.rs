@@ -88,9 +88,11 @@ pub fn parse_member_url(parameter: &str, label: &str, text: &str) -> Result<Stri
     if host.is_empty() {
         return Err(bad("the URL has no host"));
     }
-    if host.contains('@') {
+    // Anywhere, not only before the first `/`: `http://tok:SECRET/x@host` is a credential
+    // too, to some parsers; a member's URL never needs an `@`.
+    if rest.contains('@') {
         return Err(bad(
-            "the URL must not carry credentials (the probes send BENCH_TOKEN as a header)",
+            "the URL must not carry credentials (no '@' anywhere; the probes send BENCH_TOKEN as a header)",
         ));
     }
     if text.contains(['?', '#']) || text.bytes().any(|b| b <= b' ' || b >= 0x7f) {
@@ -246,6 +248,8 @@ mod tests {
             "a=ftp://x",
             "a=https://",
             "a=https://user:secret@x.dev",
+            "a=http://tok:secret/x@host",
+            "a=https://x.dev/p@secret",
             "a=https://x.dev/?token=1",
             "a b=https://x.dev",
             "a/b=https://x.dev",

@@ -442,13 +442,11 @@ async fn by_deadline<T>(
 ) -> Option<T> {
     let mut idle = std::pin::pin!(idle);
     futures::future::poll_fn(|cx| {
-        if clock.now_ms() >= deadline {
-            return std::task::Poll::Ready(None);
-        }
+        // The call first: one that completes at its deadline has made it.
         if let std::task::Poll::Ready(out) = op.as_mut().poll(cx) {
             return std::task::Poll::Ready(Some(out));
         }
-        if idle.as_mut().poll(cx).is_ready() {
+        if clock.now_ms() >= deadline || idle.as_mut().poll(cx).is_ready() {
             return std::task::Poll::Ready(None);
         }
         std::task::Poll::Pending

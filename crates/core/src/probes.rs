@@ -136,6 +136,22 @@ impl ProbeConfig {
         }
         if let Some(v) = lookup(crate::fleet::FLEET_VAR) {
             cfg.members = crate::fleet::parse_members(crate::fleet::FLEET_VAR, &v)?;
+            // One label, one vantage point: a member named like a location hint would merge
+            // with that hint's answers in every report (whether or not PROBE_HINTS lists it now).
+            if let Some(m) = cfg
+                .members
+                .iter()
+                .find(|m| LocationHint::ALL.iter().any(|h| h.as_str() == m.label))
+            {
+                return Err(ParamError::new(
+                    crate::fleet::FLEET_VAR,
+                    format!(
+                        "member {} has the label of a location hint's probe: choose another \
+                         (the regions' own ids, e.g. aws:eu-west-1, never clash)",
+                        m.label
+                    ),
+                ));
+            }
         }
         if let Some(v) = lookup(EVERY_VAR) {
             cfg.every_s = parse_seconds(EVERY_VAR, &v, MIN_EVERY_S, MAX_EVERY_S)?;
@@ -448,6 +464,17 @@ mod tests {
         assert_eq!(fleet.vantage_points(), 13);
         let e = ProbeConfig::from_vars(|n| (n == "FLEET").then(|| "a".into())).unwrap_err();
         assert_eq!(e.parameter, "FLEET");
+        // A member may not take a hint's label, listed in PROBE_HINTS or not.
+        for label in ["weur", "apac-ne"] {
+            let e = ProbeConfig::from_vars(|n| match n {
+                "FLEET" => Some(format!("{label}=http://127.0.0.1:1")),
+                "PROBE_HINTS" => Some("enam".into()),
+                _ => None,
+            })
+            .unwrap_err();
+            assert_eq!(e.parameter, "FLEET");
+            assert!(e.message.contains(label), "{}", e.message);
+        }
         let e = ProbeConfig::from_vars(|n| (n == "PROBE_HINTS").then(|| "eu".into())).unwrap_err();
         assert_eq!(e.parameter, "PROBE_HINTS");
         let e = ProbeConfig::from_vars(|n| (n == "PROBE_EVERY").then(|| "0".into())).unwrap_err();
