@@ -93,9 +93,7 @@ impl<T: HttpTransport> UpstashStore<T> {
 
 /// Belt and braces: no message leaves this store with the token in it, whatever a server echoes.
 fn without_token(token: &str, mut error: StoreError) -> StoreError {
-    if !token.is_empty() && error.message.contains(token) {
-        error.message = error.message.replace(token, "[redacted]");
-    }
+    error.message = redact(&error.message, &[token]);
     error
 }
 
