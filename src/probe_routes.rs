@@ -4,7 +4,7 @@
 
 use kvbench_core::auth::{self, TOKEN_VAR};
 use kvbench_core::params::{parse_query, ParamError};
-use kvbench_core::probes::{self, Window};
+use kvbench_core::probes::{self, Arming, Projection, Window};
 use kvbench_core::Clock;
 use serde_json::json;
 use worker::{Env, Request, Response, Result, RouteContext};
@@ -129,6 +129,11 @@ pub async fn list(req: Request, ctx: RouteContext<super::Data>) -> Result<Respon
         // What runs now: each probe at its own interval (per probe, `every_s`).
         "running": { "probes": running.len(), "wakes_per_s": projection.wakes_per_s() },
         "budget": projection,
+        // What the cron's next tick does: re-arm what is not stopped, or nothing over budget.
+        "cron": match cron_budget(&ctx.env, &probes).await {
+            Ok(p) => json!({ "arms": true, "monthly_usd": p.monthly_usd }),
+            Err(e) => json!({ "arms": false, "why": e.message }),
+        },
         "colo_from": "PROBE_COLO_URL (Cloudflare's /cdn-cgi/trace), asked once per object wake; unknown where it cannot be told",
         "probes": list,
     });
@@ -172,13 +177,27 @@ pub async fn control(req: Request, ctx: RouteContext<super::Data>, call: &str) -
         }
     }
     if call == "start" {
+        // What would run after it: the probes it starts, and those already running beside them.
         let bill = bill(&ctx.env, &probes, &origin_of(&req)).await;
-        let projection = probes.config.projection(per_answer_usd(&bill));
-        if let Err(e) = probes.config.within_budget(&projection) {
+        let now = probes.budget_view().await;
+        if let Err(e) = probes
+            .config
+            .check_arming(&now, Arming::Start, per_answer_usd(&bill))
+        {
             return error(400, &e);
         }
     }
     respond_each(&probes, call).await
+}
+
+/// The cron's budget check: what would run after its tick ([`Arming::Tick`]).
+async fn cron_budget(env: &Env, probes: &Probes) -> std::result::Result<Projection, ParamError> {
+    // The bill's links are not used here: no request, no origin.
+    let bill = bill(env, probes, "").await;
+    let now = probes.budget_view().await;
+    probes
+        .config
+        .check_arming(&now, Arming::Tick, per_answer_usd(&bill))
 }
 
 /// What one answer costs, from a bill of the last day's answers (none before any was kept).
@@ -210,10 +229,16 @@ async fn respond_each(probes: &Probes, call: &str) -> Result<Response> {
     respond::json(if failed { 502 } else { 200 }, &body.to_string())
 }
 
-/// The Cron Trigger: re-arms every probe that is not stopped and has no alarm.
+/// The Cron Trigger: re-arms every probe that is not stopped and has no alarm — unless what
+/// would then run is over `PROBE_BUDGET_USD`, in which case it arms nothing (`GET /probes`
+/// says why, in `cron`).
 pub async fn tick(env: &Env) {
     match Probes::from_env(env) {
         Ok(probes) => {
+            if let Err(e) = cron_budget(env, &probes).await {
+                worker::console_error!("probes: the cron armed nothing: {}", e.message);
+                return;
+            }
             let (results, directory_error) = probes.each("tick").await;
             for (point, r) in results {
                 if let Err(e) = r {

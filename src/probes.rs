@@ -803,6 +803,32 @@ impl Probes {
         all
     }
 
+    /// Every probe as the budget counts it ([`probes::ProbeNow`]): this configuration's — the
+    /// ones a start or a tick arms — then those outside it, which keep running as they are.
+    pub async fn budget_view(&self) -> Vec<probes::ProbeNow> {
+        let configured = self.points().len();
+        self.every_status()
+            .await
+            .into_iter()
+            .enumerate()
+            .map(|(i, (_, status))| match status {
+                Ok(v) => probes::ProbeNow {
+                    armed_here: i < configured,
+                    running: v.get("running").and_then(serde_json::Value::as_bool) == Some(true),
+                    stopped: v.get("stopped").and_then(serde_json::Value::as_bool) == Some(true),
+                    every_s: v
+                        .get("every_s")
+                        .and_then(serde_json::Value::as_u64)
+                        .map_or(0, |e| u32::try_from(e).unwrap_or(u32::MAX)),
+                },
+                Err(_) => probes::ProbeNow {
+                    armed_here: i < configured,
+                    ..probes::ProbeNow::unknown()
+                },
+            })
+            .collect()
+    }
+
     /// Every vantage point with a probe: this configuration's, then [`Self::outside`]'s.
     pub async fn all_points(&self) -> Vec<Point> {
         let mut points = self.points();

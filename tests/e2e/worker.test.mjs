@@ -236,6 +236,36 @@ test("a start projected over PROBE_BUDGET_USD is refused with its figure; GET /p
   }
 });
 
+test("the budget counts what already runs: starts one at a time are refused once together they pass it, and the cron arms nothing over it", async () => {
+  const w = await worker({ STORES: "kv", PROBE_COLO_URL: "none", BENCH_OPEN: "true", PROBE_HINTS: "weur,enam", PROBE_BUDGET_USD: "5" });
+  const start = async (q) => {
+    const res = await w.dispatchFetch(`http://localhost/probes/start?${q}`, { method: "POST" });
+    return { status: res.status, json: await res.json() };
+  };
+  try {
+    // One hint every minute: 43,200 wakes x 2 answers x $0.00005 = $4.32, within $5.
+    const first = await start("hints=weur&every=60");
+    assert.equal(first.status, 200, JSON.stringify(first.json));
+    // A second one alone would fit too, but not beside the first: refused, saying so.
+    const second = await start("hints=enam&every=60");
+    assert.equal(second.status, 400, JSON.stringify(second.json));
+    assert.equal(second.json.error.parameter, "every");
+    assert.match(second.json.error.message, /2 would run after this start: 1 started at every=60 s and 1 already running, about \$8\.64 a month/);
+    let list = await (await w.dispatchFetch("http://localhost/probes")).json();
+    assert.deepEqual(list.probes.filter((p) => p.running).map((p) => p.label), ["weur"], "enam was not started");
+    // The cron's tick would arm enam at the vars' 300 s beside weur's 60 s: $5.18, over $5.
+    assert.equal(list.cron.arms, false, JSON.stringify(list.cron));
+    assert.match(list.cron.why, /2 would run after this tick/);
+    // Re-starting the running one at a longer interval replaces it, never counts it twice.
+    assert.equal((await start("hints=weur&every=3600")).status, 200);
+    list = await (await w.dispatchFetch("http://localhost/probes")).json();
+    assert.equal(list.cron.arms, true, JSON.stringify(list.cron));
+    assert.equal((await w.dispatchFetch("http://localhost/probes/stop", { method: "POST" })).status, 200);
+  } finally {
+    await w.dispose();
+  }
+});
+
 test("binary values come back byte for byte: the GET asks for base64 and value_bytes is the stored length", async () => {
   fixture.state.fault = null;
   // 1,000 bytes of 0xFF, written by another client: not UTF-8, so without base64 they would

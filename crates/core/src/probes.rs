@@ -98,6 +98,62 @@ pub fn project(
     }
 }
 
+/// What arms probes: `POST /probes/start` (re-arms its probes at its interval, stopped or not)
+/// or the cron's tick (re-arms each of the configuration's probes that is not stopped, at its
+/// own interval, or the vars' when it never ran).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arming {
+    Start,
+    Tick,
+}
+
+impl Arming {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Arming::Start => "start",
+            Arming::Tick => "tick",
+        }
+    }
+}
+
+/// A probe as the budget counts it, from its status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeNow {
+    /// One of the probes the arming is for (a start's points, or the configuration's for the
+    /// cron); else a probe outside them, which it leaves as it is.
+    pub armed_here: bool,
+    pub running: bool,
+    pub stopped: bool,
+    /// Its own interval; 0 when it never ran.
+    pub every_s: u32,
+}
+
+impl ProbeNow {
+    /// A probe of the arming whose status could not be read: counted as if it would run.
+    pub fn unknown() -> ProbeNow {
+        ProbeNow {
+            armed_here: true,
+            running: true,
+            stopped: false,
+            every_s: 0,
+        }
+    }
+}
+
+/// The interval of each probe that would run after `arming` at `every_s` (the start's, or the
+/// vars' for the cron).
+pub fn after_arming(probes: &[ProbeNow], arming: Arming, every_s: u32) -> Vec<u32> {
+    probes
+        .iter()
+        .filter_map(|p| match (p.armed_here, arming) {
+            (false, _) => p.running.then_some(p.every_s.max(1)),
+            (true, Arming::Start) => Some(every_s),
+            (true, Arming::Tick) if p.stopped => None,
+            (true, Arming::Tick) => Some(if p.every_s > 0 { p.every_s } else { every_s }),
+        })
+        .collect()
+}
+
 /// Longest run id.
 pub const MAX_RUN_LEN: usize = 64;
 /// Lines per page an object hands the worker while it streams.
@@ -185,19 +241,40 @@ impl ProbeConfig {
         )
     }
 
-    /// A start's check: refused, naming `every` and the var, when its projection is over budget.
-    pub fn within_budget(&self, p: &Projection) -> Result<(), ParamError> {
+    /// The budget rule for every path that arms probes (a start, the cron's tick): what would
+    /// run *after* it — the probes already running that it does not re-arm, at their own
+    /// intervals, and those it arms ([`after_arming`]) — projected, and refused, naming `every`
+    /// and the var, when that is over `PROBE_BUDGET_USD`. A start that alone fits but added to
+    /// what already runs does not is refused too.
+    pub fn check_arming(
+        &self,
+        probes: &[ProbeNow],
+        arming: Arming,
+        measured_per_answer_usd: Option<f64>,
+    ) -> Result<Projection, ParamError> {
+        let after = after_arming(probes, arming, self.every_s);
+        let p = project(
+            after.iter().copied(),
+            self.budget_usd,
+            measured_per_answer_usd,
+        );
         if p.monthly_usd <= self.budget_usd {
-            return Ok(());
+            return Ok(p);
         }
+        let already = probes.iter().filter(|q| !q.armed_here && q.running).count();
+        let armed = after.len() - already;
         Err(ParamError::new(
             "every",
             format!(
-                "these probes would cost about ${:.2} a month ({} vantage points x {:.0} answers a month each at every={} s, every wake taken as cold, x ${} an answer, {}), more than {BUDGET_VAR} = ${}: probe less often, from fewer hints, or raise {BUDGET_VAR}",
+                "{} would run after this {}: {armed} {} and {already} already running, about ${:.2} a month ({:.0} answers a month, every wake taken as cold, x ${} an answer, {}), more than {BUDGET_VAR} = ${}: stop some (POST /probes/stop?hints=..), probe less often, or raise {BUDGET_VAR}",
+                after.len(),
+                arming.as_str(),
+                match arming {
+                    Arming::Start => format!("started at every={} s", self.every_s),
+                    Arming::Tick => "armed by the cron".to_string(),
+                },
                 p.monthly_usd,
-                self.vantage_points(),
-                p.answers_per_month / self.vantage_points().max(1) as f64,
-                self.every_s,
+                p.answers_per_month,
                 p.per_answer_usd,
                 match p.per_answer_from {
                     "measured" => "as the last day's answers cost",
@@ -578,13 +655,26 @@ mod tests {
             .unwrap()
         };
         // The defaults: 11 hints at 300 s, 190,080 answers at most: $9.50 at the ceiling.
+        let fresh = |cfg: &ProbeConfig| {
+            vec![
+                ProbeNow {
+                    armed_here: true,
+                    running: false,
+                    stopped: false,
+                    every_s: 0
+                };
+                cfg.vantage_points()
+            ]
+        };
         let cfg = vars("300", None);
         let p = cfg.projection(None);
         assert_eq!((p.answers_per_month, p.monthly_usd), (190_080.0, 9.5));
-        assert!(cfg.within_budget(&p).is_ok());
+        assert_eq!(cfg.check_arming(&fresh(&cfg), Arming::Start, None), Ok(p));
         // Every second: 300 times as much.
         let fast = vars("1", None);
-        let e = fast.within_budget(&fast.projection(None)).unwrap_err();
+        let e = fast
+            .check_arming(&fresh(&fast), Arming::Start, None)
+            .unwrap_err();
         assert_eq!(e.parameter, "every");
         assert!(e.message.contains("$2851.20 a month"), "{}", e.message);
         assert!(
@@ -595,8 +685,12 @@ mod tests {
         // A measured cost per answer is used when there is one; a budget var raises the bound.
         let p = fast.projection(Some(0.000_001));
         assert_eq!((p.per_answer_from, p.monthly_usd), ("measured", 57.02));
-        assert!(vars("1", Some("100")).within_budget(&p).is_ok());
-        assert!(vars("1", Some("50")).within_budget(&p).is_err());
+        let check = |budget| {
+            let cfg = vars("1", Some(budget));
+            cfg.check_arming(&fresh(&cfg), Arming::Start, Some(0.000_001))
+        };
+        assert!(check("100").is_ok());
+        assert!(check("50").is_err());
         // What runs: two probes at 300 s and one at 60 s.
         let running = project([300, 300, 60], 50.0, None);
         assert_eq!(running.answers_per_month, 2.0 * 17_280.0 + 86_400.0);
@@ -635,5 +729,122 @@ mod tests {
         for (asked, keep, want) in cases {
             assert_eq!(report_window(asked, keep), want, "{asked} s kept {keep} s");
         }
+    }
+
+    #[test]
+    fn the_budget_counts_what_already_runs_on_every_path_that_arms() {
+        // $50 a month; at the ceiling one probe every 20 s costs 129,600 x 2 x $0.00005 =
+        // $12.96 (three $38.88, four $51.84), one every 60 s $4.32.
+        let cfg = |hints: &str, every: &str| {
+            ProbeConfig::from_vars(|n| match n {
+                "PROBE_HINTS" => Some(hints.to_string()),
+                "PROBE_EVERY" => Some(every.to_string()),
+                "PROBE_BUDGET_USD" => Some("50".to_string()),
+                _ => None,
+            })
+            .unwrap()
+        };
+        let running = |every_s| ProbeNow {
+            armed_here: false,
+            running: true,
+            stopped: false,
+            every_s,
+        };
+        let idle = ProbeNow {
+            armed_here: true,
+            running: false,
+            stopped: true,
+            every_s: 0,
+        };
+        // The case: hints started one at a time, each alone within budget, together not.
+        let one = cfg("weur", "20");
+        let mut now = vec![];
+        for k in 0..4 {
+            let r = one.check_arming(
+                &[now.clone(), vec![idle.clone()]].concat(),
+                Arming::Start,
+                None,
+            );
+            if k < 3 {
+                let p = r.unwrap_or_else(|e| panic!("start {k}: {}", e.message));
+                assert!(p.monthly_usd <= 50.0);
+                now.push(running(20));
+            } else {
+                let e = r.unwrap_err();
+                assert_eq!(e.parameter, "every");
+                assert!(e.message.contains("4 would run after this start: 1 started at every=20 s and 3 already running"), "{}", e.message);
+                assert!(
+                    e.message.contains("PROBE_BUDGET_USD = $50"),
+                    "{}",
+                    e.message
+                );
+            }
+        }
+        // Re-arming a running probe counts it once, at its new interval.
+        let again = ProbeNow {
+            armed_here: true,
+            ..running(5)
+        };
+        assert_eq!(after_arming(&[again.clone()], Arming::Start, 60), vec![60]);
+        assert!(cfg("weur", "60")
+            .check_arming(&[again], Arming::Start, None)
+            .is_ok());
+        // The cron: every configured probe not stopped, at its own interval or the vars'.
+        let fresh = ProbeNow {
+            armed_here: true,
+            running: false,
+            stopped: false,
+            every_s: 0,
+        };
+        let tick = cfg("weur,enam,apac", "1");
+        let e = tick
+            .check_arming(
+                &[fresh.clone(), fresh.clone(), fresh.clone()],
+                Arming::Tick,
+                None,
+            )
+            .unwrap_err();
+        assert!(
+            e.message
+                .contains("3 would run after this tick: 3 armed by the cron"),
+            "{}",
+            e.message
+        );
+        // Stopped ones stay stopped, so they cost nothing; one that ran keeps its own interval.
+        let own = ProbeNow {
+            every_s: 3600,
+            ..fresh.clone()
+        };
+        assert_eq!(
+            after_arming(&[idle.clone(), own, fresh.clone()], Arming::Tick, 1),
+            vec![3600, 1]
+        );
+        assert!(tick
+            .check_arming(
+                &[
+                    idle.clone(),
+                    idle.clone(),
+                    ProbeNow {
+                        every_s: 60,
+                        ..fresh
+                    }
+                ],
+                Arming::Tick,
+                None
+            )
+            .is_ok());
+        // An unreadable status counts as running, and what runs outside the arming counts too.
+        assert_eq!(
+            after_arming(&[ProbeNow::unknown(), running(10)], Arming::Tick, 300),
+            vec![300, 10]
+        );
+        let not_running = ProbeNow {
+            running: false,
+            ..running(1)
+        };
+        assert_eq!(
+            after_arming(&[not_running], Arming::Start, 5),
+            Vec::<u32>::new()
+        );
     }
 }
