@@ -785,7 +785,10 @@ mod tests {
             armed_here: true,
             ..running(5)
         };
-        assert_eq!(after_arming(&[again.clone()], Arming::Start, 60), vec![60]);
+        assert_eq!(
+            after_arming(std::slice::from_ref(&again), Arming::Start, 60),
+            vec![60]
+        );
         assert!(cfg("weur", "60")
             .check_arming(&[again], Arming::Start, None)
             .is_ok());
