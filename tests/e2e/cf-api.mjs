@@ -314,15 +314,8 @@ function routes(state) {
     }],
     ["GET", `${A}/workers/scripts`, () => [...state.scripts.values()].map((s) => ({ id: s.name, tag: s.tag, etag: s.etag, created_on: s.created_on, modified_on: s.modified_on, usage_model: "standard", handlers: ["fetch"], migration_tag: s.migrationTag }))],
     ["GET", `${A}/workers/scripts/([^/]+)/settings`, (c, _a, name) => settingsOf(script(name))],
-    ["PATCH", `${A}/workers/scripts/([^/]+)/settings`, async (c, _a, name) => {
-      const s = script(name);
-      const { metadata } = await c.multipart();
-      Object.assign(s, metadata.logpush !== undefined ? { logpush: metadata.logpush } : {});
-      return settingsOf(s);
-    }],
     ["PATCH", `${A}/workers/scripts/([^/]+)/script-settings`, (c, _a, name) => ({ ...settingsOf(script(name)), ...c.json() })],
     ["GET", `${A}/workers/scripts/([^/]+)/deployments`, (c, _a, name) => ({ deployments: script(name).deployments })],
-    ["GET", `${A}/workers/deployments/by-script/([^/]+)`, (c, _a, name) => ({ latest: script(name).deployments.at(-1) ?? null, items: script(name).deployments })],
     ["PUT", `${A}/workers/scripts/([^/]+)`, async (c, _a, name) => {
       const { metadata, parts } = await c.multipart();
       const s = state.scripts.get(name) ?? newScript(name);
@@ -338,7 +331,6 @@ function routes(state) {
       const version = applyUpload(state, s, metadata, parts);
       return { id: version.id, number: version.number, metadata: version.metadata, resources: { bindings: s.bindings, script: { etag: s.etag, handlers: ["fetch"] } }, startup_time_ms: 1 };
     }],
-    ["GET", `${A}/workers/scripts/([^/]+)/versions`, (c, _a, name) => ({ items: script(name).versions })],
     ["POST", `${A}/workers/scripts/([^/]+)/deployments`, (c, _a, name) => {
       const s = script(name);
       const body = c.json();
