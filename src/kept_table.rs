@@ -5,7 +5,7 @@
 
 use std::cell::Cell;
 
-use kvbench_core::probes::{self, Control, Window, PAGE_LINES};
+use kvbench_core::probes::{self, Control, Window, PAGE_BYTES, PAGE_LINES};
 use kvbench_core::sql::kept::{
     ADD_FAILED, COUNT, CREATE, CREATE_FAILED, CREATE_FLOOR, DELETE_OLD, FAILED, FIRST, INSERT,
     INSERT_MANY, PAGE, RAISE_FLOOR,
@@ -156,7 +156,14 @@ impl KeptTable {
         let mut body = String::new();
         let mut last = after as i64;
         let mut n = 0u32;
+        let mut full = false;
         for row in cursor.into_iter().flatten() {
+            // Bounded in bytes as well as lines: the rest is the next page's (the cursor reads
+            // rows as they are asked for, so they are never loaded).
+            if body.len() >= PAGE_BYTES {
+                full = true;
+                break;
+            }
             let row = row?;
             let seq = js_sys::Reflect::get(&row, &"seq".into())?
                 .as_f64()
@@ -175,7 +182,11 @@ impl KeptTable {
         headers.set("kvbench-last-seq", &last.to_string())?;
         headers.set(
             "kvbench-more",
-            if f64::from(n) >= limit { "1" } else { "0" },
+            if full || f64::from(n) >= limit {
+                "1"
+            } else {
+                "0"
+            },
         )?;
         headers.set("kvbench-keep-failed", &failed.to_string())?;
         Ok(response)

@@ -15,6 +15,7 @@ import path from "node:path";
 import { freePort, sleep, startRedis, startStack, stop } from "./procs.mjs";
 
 const TOKEN = "fleet-e2e-token-" + process.pid;
+const BIG_PAD = 900_000;
 let redis;
 let members = [];
 let proxies = [];
@@ -91,6 +92,16 @@ before(async () => {
   });
   await new Promise((ok) => endless.listen(0, "127.0.0.1", ok));
   proxies.push({ label: "endless", server: endless, counts: null, url: `http://127.0.0.1:${endless.address().port}` });
+  // A member whose answers are large (900 KB, under the 1 MiB cut): kept as sent, so a page of
+  // /probes/answers ends on its byte bound (4 MiB) long before its 500 lines.
+  const big = http.createServer((req, res) => {
+    big.count = (big.count ?? 0) + 1;
+    const n = big.count;
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ colo: "BIG", isolate_requests: n, stores: {}, n, pad: "p".repeat(BIG_PAD) }));
+  });
+  await new Promise((ok) => big.listen(0, "127.0.0.1", ok));
+  proxies.push({ label: "big", server: big, counts: null, url: `http://127.0.0.1:${big.address().port}` });
   down = await freePort();
   const fleet = [...proxies.filter((p) => p.url).map((p) => `${p.label}=${p.url}`), `gone=http://127.0.0.1:${down}`].join(",");
   mainVars = { ...stores, FLEET: fleet, PROBE_HINTS: "weur", PROBE_EVERY: "1", PROBE_COLO_URL: "none", PROBE_BUDGET_USD: "1000000" };
@@ -116,7 +127,7 @@ test("the probes call every member and keep every outcome under its label", { ti
   const started = await call("POST", "/probes/start");
   assert.equal(started.status, 200, started.text);
   const list = JSON.parse(started.text).probes.map((p) => p.label);
-  assert.deepEqual(list, ["weur", "local-1", "local-2", "local-3", "busy", "moved", "endless", "gone"]);
+  assert.deepEqual(list, ["weur", "local-1", "local-2", "local-3", "busy", "moved", "endless", "big", "gone"]);
 
   // Until every member has a few answers kept.
   const deadline = Date.now() + 180_000;
@@ -124,7 +135,7 @@ test("the probes call every member and keep every outcome under its label", { ti
   for (;;) {
     kept = lines((await call("GET", "/probes/answers")).text);
     const of = (label) => kept.filter((l) => l.label === label).length;
-    if (["local-1", "local-2", "local-3", "busy", "moved", "endless", "gone"].every((l) => of(l) >= 3)) break;
+    if (["local-1", "local-2", "local-3", "busy", "moved", "endless", "gone"].every((l) => of(l) >= 3) && of("big") >= 12) break;
     assert.ok(Date.now() < deadline, `not every member answered in time: ${JSON.stringify(Object.fromEntries(["weur", "local-1", "local-2", "local-3", "busy", "gone"].map((l) => [l, of(l)])))}`);
     await sleep(1000);
   }
@@ -170,6 +181,12 @@ test("the probes call every member and keep every outcome under its label", { ti
     assert.ok(!l.failure.detail.includes("\u001b"), "a terminal escape reached a kept line");
     assert.equal(l.answer, undefined);
   }
+  // Large answers: every one kept whole and streamed once, in order, across pages that end on
+  // their byte bound (12 x 900 KB spans at least three pages).
+  const big = kept.filter((l) => l.label === "big");
+  assert.equal(big.length, proxies.find((p) => p.label === "big").server.count, "a large answer was lost or doubled");
+  assert.deepEqual(big.map((l) => l.answer.n), big.map((_, i) => i + 1), "large answers out of order, lost or doubled at a page's end");
+  for (const l of big) assert.equal(l.answer.pad.length, BIG_PAD);
   // A redirect is a failure naming where it led, never followed.
   const moved = kept.filter((l) => l.label === "moved");
   for (const l of moved) {

@@ -158,6 +158,13 @@ pub fn after_arming(probes: &[ProbeNow], arming: Arming, every_s: u32) -> Vec<u3
 pub const MAX_RUN_LEN: usize = 64;
 /// Lines per page an object hands the worker while it streams.
 pub const PAGE_LINES: u32 = 500;
+/// Bytes per page, beyond which a page ends early (after at least one line, whatever its
+/// size): a line is at most a member's 1 MiB answer and a few hundred bytes, so a page is at
+/// most `PAGE_BYTES` + 1 MiB + a line's frame. The object building it and the worker streaming
+/// it hold one page at a time (the stream reads its sources one after another), and a page's
+/// text is held at most twice (the SQL rows, the response), far under an isolate's or a
+/// Durable Object's 128 MB. Without it, 500 lines of 1 MiB made a 500 MB page.
+pub const PAGE_BYTES: usize = 4 << 20;
 
 /// The probes of this deployment.
 #[derive(Debug, Clone, PartialEq)]
