@@ -71,6 +71,18 @@ function deploy(api, dir, env = {}) {
   });
 }
 
+/** `fn(api, dir)` with a fresh stand-in and a deploy state directory, both removed after. */
+async function withApi(prefix, fn) {
+  const api = await startCfApi({ token: API_TOKEN });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  try {
+    await fn(api, dir);
+  } finally {
+    await api.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 const creates = (api) => api.requests.filter((r) => r.method === "POST" && /\/(storage\/kv\/namespaces|d1\/database|r2\/buckets|hyperdrive\/configs)$/.test(r.path) && r.status === 200);
 const byRoute = (api) => {
   const counts = {};
@@ -163,9 +175,7 @@ function checkMembers(api, regions, token, { postgres: pg = false } = {}) {
 }
 
 test("a first deploy without a terminal, a few members and Postgres; the second creates nothing; an API error at member k names it and the rerun completes", { timeout: 30 * 60_000 }, async () => {
-  const api = await startCfApi({ token: API_TOKEN });
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench deploy "));
-  try {
+  await withApi("kvbench deploy ", async (api, dir) => {
     const pg = await postgres();
     const regions = REGIONS.slice(0, 3).map((r) => r.region);
     const first = await deploy(api, dir, { FLEET_REGIONS: regions.join(","), POSTGRES_URL: pg });
@@ -199,31 +209,21 @@ test("a first deploy without a terminal, a few members and Postgres; the second 
     assert.equal(rerun.code, 0, rerun.out);
     checkMembers(api, regions, token, { postgres: true });
     assert.equal(creates(api).length, before);
-  } finally {
-    await api.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test("FLEET_REGIONS=none: the main worker alone, no FLEET secret, no Postgres stores", { timeout: 10 * 60_000 }, async () => {
-  const api = await startCfApi({ token: API_TOKEN });
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-deploy-none-"));
-  try {
+  await withApi("kvbench-deploy-none-", async (api, dir) => {
     const r = await deploy(api, dir, { FLEET_REGIONS: "none" });
     assert.equal(r.code, 0, r.out);
     const { token } = checkMain(api, dir, r.out);
     checkMembers(api, [], token);
     assert.equal(creates(api).length, 3);
-  } finally {
-    await api.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test("the full default fleet: one placed member per region of the list", { timeout: 30 * 60_000 }, async () => {
-  const api = await startCfApi({ token: API_TOKEN });
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-deploy-all-"));
-  try {
+  await withApi("kvbench-deploy-all-", async (api, dir) => {
     const given = `given-${crypto.randomBytes(8).toString("hex")}`;
     const r = await deploy(api, dir, { BENCH_TOKEN: given });
     assert.equal(r.code, 0, r.out);
@@ -234,8 +234,5 @@ test("the full default fleet: one placed member per region of the list", { timeo
     const { token } = checkMain(api, dir, r.out);
     checkMembers(api, REGIONS.map((x) => x.region), token);
     console.log(`requests of one full deploy (${REGIONS.length} members), by route:`, JSON.stringify(byRoute(api), null, 1));
-  } finally {
-    await api.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });

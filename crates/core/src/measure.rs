@@ -503,6 +503,37 @@ mod tests {
         .await;
     }
 
+    /// What an [`Isolate`] borrows, besides its clock and timer.
+    struct Parts {
+        gen: RefCell<ValueGen>,
+        budget: crate::budget::Budget,
+        in_flight: crate::in_flight::InFlight,
+    }
+
+    impl Default for Parts {
+        fn default() -> Self {
+            Parts {
+                gen: RefCell::new(ValueGen::from_seed([0; 32])),
+                budget: crate::budget::Budget::new(1 << 20),
+                in_flight: crate::in_flight::InFlight::default(),
+            }
+        }
+    }
+
+    impl Parts {
+        fn isolate<'a>(&'a self, fake: &'a Fake) -> Isolate<'a> {
+            Isolate {
+                gen: &self.gen,
+                clock: fake,
+                timer: fake,
+                requests: 1,
+                colo: "test".into(),
+                budget: &self.budget,
+                in_flight: &self.in_flight,
+            }
+        }
+    }
+
     /// A store call that is pending once (as real I/O is), then done `ms` later.
     async fn call(clock: &Fake, ms: f64) -> Result<(), StoreError> {
         yield_now().await;
@@ -512,19 +543,8 @@ mod tests {
 
     #[test]
     fn a_request_sets_one_timer_and_every_call_keeps_its_own_timeout() {
-        let fake = Fake::default();
-        let gen = RefCell::new(ValueGen::from_seed([0; 32]));
-        let budget = crate::budget::Budget::new(1 << 20);
-        let in_flight = crate::in_flight::InFlight::default();
-        let isolate = Isolate {
-            gen: &gen,
-            clock: &fake,
-            timer: &fake,
-            requests: 1,
-            colo: "test".into(),
-            budget: &budget,
-            in_flight: &in_flight,
-        };
+        let (fake, parts) = (Fake::default(), Parts::default());
+        let isolate = parts.isolate(&fake);
         let deadlines = Deadlines::new(&isolate);
         futures::executor::block_on(async {
             for _ in 0..5 {
@@ -556,19 +576,8 @@ mod tests {
 
     #[test]
     fn a_call_whose_io_never_pauses_still_ends_at_its_deadline_and_its_drain_too() {
-        let fake = Fake::default();
-        let gen = RefCell::new(ValueGen::from_seed([0; 32]));
-        let budget = crate::budget::Budget::new(1 << 20);
-        let in_flight = crate::in_flight::InFlight::default();
-        let isolate = Isolate {
-            gen: &gen,
-            clock: &fake,
-            timer: &fake,
-            requests: 1,
-            colo: "test".into(),
-            budget: &budget,
-            in_flight: &in_flight,
-        };
+        let (fake, parts) = (Fake::default(), Parts::default());
+        let isolate = parts.isolate(&fake);
         let deadlines = Deadlines::new(&isolate);
         futures::executor::block_on(async {
             let (result, ms, abandoned) = timed(&isolate, &deadlines, 100, endless(&fake)).await;
