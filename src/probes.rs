@@ -260,10 +260,15 @@ impl ProbeObject {
                 s.last_error = Some(format!("keeping an answer failed: {e}"));
                 continue;
             }
-            self.kept.expire(m.t_ms, s.keep_s)?;
             s.last_colo = Some(m.colo);
             s.last_t_ms = Some(m.t_ms as i64);
             s.last_error = m.last_error;
+            // The answer is kept; an expiry that fails leaves old ones a while longer (the next
+            // keep or the expiry alarm deletes them) and must not drop this wake's other
+            // answers: said in last_error, and the loop goes on.
+            if let Err(e) = self.kept.expire(m.t_ms, s.keep_s) {
+                s.last_error = Some(format!("deleting expired answers failed: {e}"));
+            }
         }
         if let Some(e) = failed {
             s.last_error = Some(e);
