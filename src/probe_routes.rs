@@ -80,10 +80,13 @@ pub async fn list(req: Request, ctx: RouteContext<super::Data>) -> Result<Respon
         Err(r) => return r,
     };
     let mut list = Vec::new();
+    // Every probe as the budget counts it, from the statuses read here (the cron's verdict).
+    let mut now = Vec::new();
     let points = probes.points();
     let statuses = probes.statuses(&points).await;
     for (point, status) in points.iter().zip(statuses) {
         let mut entry = point.describe();
+        now.push(crate::probes::probe_now(status.as_ref().ok(), true));
         match status {
             Ok(status) => merge(&mut entry, status),
             Err(e) => merge(&mut entry, json!({ "error": e })),
@@ -103,6 +106,7 @@ pub async fn list(req: Request, ctx: RouteContext<super::Data>) -> Result<Respon
             ),
         };
         merge(&mut entry, json!({ "outside": outside }));
+        now.push(crate::probes::probe_now(Some(&status), false));
         merge(&mut entry, status);
         list.push(entry);
     }
@@ -130,8 +134,13 @@ pub async fn list(req: Request, ctx: RouteContext<super::Data>) -> Result<Respon
         "running": { "probes": running.len(), "wakes_per_s": projection.wakes_per_s() },
         "budget": projection,
         // What the cron's next tick does: re-arm what is not stopped, or nothing over budget.
-        "cron": match cron_budget(&ctx.env, &probes).await {
-            Ok(p) => json!({ "arms": true, "monthly_usd": p.monthly_usd }),
+        "cron": match cron_budget(&ctx.env, &probes, &now).await {
+            Ok(None) => json!({ "arms": true, "to_arm": 0 }),
+            Ok(Some(p)) => json!({
+                "arms": true,
+                "to_arm": now.iter().filter(|p| p.armed_here && !p.stopped && !p.running).count(),
+                "monthly_usd": p.monthly_usd,
+            }),
             Err(e) => json!({ "arms": false, "why": e.message }),
         },
         "colo_from": "PROBE_COLO_URL (Cloudflare's /cdn-cgi/trace), asked once per object wake; unknown where it cannot be told",
@@ -190,14 +199,24 @@ pub async fn control(req: Request, ctx: RouteContext<super::Data>, call: &str) -
     respond_each(&probes, call).await
 }
 
-/// The cron's budget check: what would run after its tick ([`Arming::Tick`]).
-async fn cron_budget(env: &Env, probes: &Probes) -> std::result::Result<Projection, ParamError> {
+/// The cron's budget check: what would run after its tick ([`Arming::Tick`]), given every
+/// probe's state `now`. `Ok(None)`: the tick arms nothing (every configured probe runs or is
+/// stopped), so there is nothing to check — and no bill to price, which in the steady state
+/// spares each 5-minute tick a render of the last day's answers.
+async fn cron_budget(
+    env: &Env,
+    probes: &Probes,
+    now: &[probes::ProbeNow],
+) -> std::result::Result<Option<Projection>, ParamError> {
+    if !now.iter().any(|p| p.armed_here && !p.stopped && !p.running) {
+        return Ok(None);
+    }
     // The bill's links are not used here: no request, no origin.
     let bill = bill(env, probes, "").await;
-    let now = probes.budget_view().await;
     probes
         .config
-        .check_arming(&now, Arming::Tick, per_answer_usd(&bill))
+        .check_arming(now, Arming::Tick, per_answer_usd(&bill))
+        .map(Some)
 }
 
 /// What one answer costs, from a bill of the last day's answers (none before any was kept).
@@ -235,7 +254,8 @@ async fn respond_each(probes: &Probes, call: &str) -> Result<Response> {
 pub async fn tick(env: &Env) {
     match Probes::from_env(env) {
         Ok(probes) => {
-            if let Err(e) = cron_budget(env, &probes).await {
+            let now = probes.budget_view().await;
+            if let Err(e) = cron_budget(env, &probes, &now).await {
                 worker::console_error!("probes: the cron armed nothing: {}", e.message);
                 return;
             }

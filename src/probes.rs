@@ -503,6 +503,27 @@ struct Measured {
 /// longer body is dropped, not stored).
 const MEMBER_BODY_MAX: usize = 1 << 20;
 
+/// A probe as the budget counts it, from its status (`None`: it could not be read, counted as
+/// if it would run); `armed_here`: one of the probes an arming is for.
+pub fn probe_now(status: Option<&serde_json::Value>, armed_here: bool) -> probes::ProbeNow {
+    let Some(v) = status else {
+        return probes::ProbeNow {
+            armed_here,
+            ..probes::ProbeNow::unknown()
+        };
+    };
+    let flag = |name: &str| v.get(name).and_then(serde_json::Value::as_bool) == Some(true);
+    probes::ProbeNow {
+        armed_here,
+        running: flag("running"),
+        stopped: flag("stopped"),
+        every_s: v
+            .get("every_s")
+            .and_then(serde_json::Value::as_u64)
+            .map_or(0, |e| u32::try_from(e).unwrap_or(u32::MAX)),
+    }
+}
+
 /// `GET url` with the token as a bearer header, within [`MEMBER_TIMEOUT_MS`]: the status, the
 /// checked `cf-placement` and the body. A failure is its kind (`timeout`, `connect`,
 /// `transport`) and what happened.
@@ -816,21 +837,7 @@ impl Probes {
             .await
             .into_iter()
             .enumerate()
-            .map(|(i, (_, status))| match status {
-                Ok(v) => probes::ProbeNow {
-                    armed_here: i < configured,
-                    running: v.get("running").and_then(serde_json::Value::as_bool) == Some(true),
-                    stopped: v.get("stopped").and_then(serde_json::Value::as_bool) == Some(true),
-                    every_s: v
-                        .get("every_s")
-                        .and_then(serde_json::Value::as_u64)
-                        .map_or(0, |e| u32::try_from(e).unwrap_or(u32::MAX)),
-                },
-                Err(_) => probes::ProbeNow {
-                    armed_here: i < configured,
-                    ..probes::ProbeNow::unknown()
-                },
-            })
+            .map(|(i, (_, status))| probe_now(status.as_ref().ok(), i < configured))
             .collect()
     }
 

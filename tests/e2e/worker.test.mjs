@@ -260,7 +260,11 @@ test("the budget counts what already runs: starts one at a time are refused once
     assert.equal((await start("hints=weur&every=3600")).status, 200);
     list = await (await w.dispatchFetch("http://localhost/probes")).json();
     assert.equal(list.cron.arms, true, JSON.stringify(list.cron));
+    assert.equal(list.cron.to_arm, 1, "enam, never started, is what the tick would arm");
     assert.equal((await w.dispatchFetch("http://localhost/probes/stop", { method: "POST" })).status, 200);
+    // Everything stopped: the tick arms nothing, and checks nothing.
+    list = await (await w.dispatchFetch("http://localhost/probes")).json();
+    assert.deepEqual(list.cron, { arms: true, to_arm: 0 });
   } finally {
     await w.dispose();
   }
