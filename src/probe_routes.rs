@@ -138,7 +138,7 @@ pub async fn list(req: Request, ctx: RouteContext<super::Data>) -> Result<Respon
             Ok(None) => json!({ "arms": true, "to_arm": 0 }),
             Ok(Some(p)) => json!({
                 "arms": true,
-                "to_arm": now.iter().filter(|p| p.armed_here && !p.stopped && !p.running).count(),
+                "to_arm": now.iter().filter(|p| p.tick_arms()).count(),
                 "monthly_usd": p.monthly_usd,
             }),
             Err(e) => json!({ "arms": false, "why": e.message }),
@@ -208,7 +208,7 @@ async fn cron_budget(
     probes: &Probes,
     now: &[probes::ProbeNow],
 ) -> std::result::Result<Option<Projection>, ParamError> {
-    if !now.iter().any(|p| p.armed_here && !p.stopped && !p.running) {
+    if !now.iter().any(probes::ProbeNow::tick_arms) {
         return Ok(None);
     }
     // The bill's links are not used here: no request, no origin.

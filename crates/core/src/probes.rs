@@ -129,6 +129,12 @@ pub struct ProbeNow {
 }
 
 impl ProbeNow {
+    /// The cron's tick would arm it: one of the configuration's, neither stopped nor running
+    /// (no alarm: its chain died, or it never started).
+    pub fn tick_arms(&self) -> bool {
+        self.armed_here && !self.stopped && !self.running
+    }
+
     /// A probe of the arming whose status could not be read: counted as if it would run.
     pub fn unknown() -> ProbeNow {
         ProbeNow {
@@ -820,6 +826,13 @@ mod tests {
             "{}",
             e.message
         );
+        // What the tick would arm: a configured probe neither stopped nor running.
+        assert!(fresh.tick_arms() && !idle.tick_arms() && !running(5).tick_arms());
+        assert!(!ProbeNow {
+            running: true,
+            ..fresh.clone()
+        }
+        .tick_arms());
         // Stopped ones stay stopped, so they cost nothing; one that ran keeps its own interval.
         let own = ProbeNow {
             every_s: 3600,
