@@ -63,7 +63,7 @@ function deploySecrets() {
 }
 
 /** Runs wrangler with `args`, no terminal; returns its stdout, or fails naming the command. */
-function wrangler(args, { quiet = false } = {}) {
+function wrangler(args) {
   const r = spawnSync(WRANGLER, args, {
     cwd: ROOT,
     encoding: "utf8",
@@ -71,7 +71,7 @@ function wrangler(args, { quiet = false } = {}) {
     timeout: WRANGLER_TIMEOUT_MS,
     env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
   });
-  return { ok: r.status === 0, out: r.stdout ?? "", err: `${r.stderr ?? ""}${r.error ? r.error.message : ""}`, quiet };
+  return { ok: r.status === 0, out: r.stdout ?? "", err: `${r.stderr ?? ""}${r.error ? r.error.message : ""}` };
 }
 
 function must(args, what, { showOutput = true } = {}) {
