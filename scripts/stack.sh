@@ -229,7 +229,8 @@ STACK_HEALTH_DEAD_S=${STACK_HEALTH_DEAD_S:-120}
 STACK_HEALTH_TIMEOUT_S=${STACK_HEALTH_TIMEOUT_S:-10}
 # Where scripts/build.sh lists the builds that run (one file per build, named by its PID).
 STACK_BUILDS=${KVBENCH_BUILDS:-$ROOT/.stack/builds}
-STACK_UNANSWERED_S=0
+# Milliseconds: whole seconds would count two looks 1.1 s apart as 2 s when they straddle a tick.
+STACK_UNANSWERED_MS=0
 STACK_LAST_LOOK=
 
 # True while a build of a worker runs (a listed build whose process lives). A listing left by a
@@ -271,11 +272,11 @@ stack_watch() {
   done
   [ -n "$health" ] || return 0
   if curl -fsS --max-time "$STACK_HEALTH_TIMEOUT_S" -o /dev/null "$health" 2>/dev/null; then
-    STACK_UNANSWERED_S=0
-    STACK_LAST_LOOK=$(date +%s)
+    STACK_UNANSWERED_MS=0
+    STACK_LAST_LOOK=$(date +%s%3N)
     return 0
   fi
-  now=$(date +%s)
+  now=$(date +%s%3N)
   # The time since the previous look counts against the worker only when no build ran at
   # either end of it.
   if stack_building; then
@@ -283,10 +284,10 @@ stack_watch() {
     return 0
   fi
   if [ -n "$STACK_LAST_LOOK" ]; then
-    STACK_UNANSWERED_S=$((STACK_UNANSWERED_S + now - STACK_LAST_LOOK))
+    STACK_UNANSWERED_MS=$((STACK_UNANSWERED_MS + now - STACK_LAST_LOOK))
   fi
   STACK_LAST_LOOK=$now
-  if [ "$STACK_UNANSWERED_S" -ge "$STACK_HEALTH_DEAD_S" ]; then
-    die "$health has not answered for ${STACK_UNANSWERED_S} s while no build ran (looks every few seconds, each waiting ${STACK_HEALTH_TIMEOUT_S} s; STACK_HEALTH_DEAD_S=$STACK_HEALTH_DEAD_S) although its processes live: the worker is hung, stopping the stack (logs: $STACK_DIR/*.log)"
+  if [ "$STACK_UNANSWERED_MS" -ge "$((STACK_HEALTH_DEAD_S * 1000))" ]; then
+    die "$health has not answered for $((STACK_UNANSWERED_MS / 1000)) s while no build ran (looks every few seconds, each waiting ${STACK_HEALTH_TIMEOUT_S} s; STACK_HEALTH_DEAD_S=$STACK_HEALTH_DEAD_S) although its processes live: the worker is hung, stopping the stack (logs: $STACK_DIR/*.log)"
   fi
 }
