@@ -180,16 +180,28 @@ async fn test(
     };
     let reply = handle(call, &stores, &isolate).await;
     stores.finish().await;
+    // The handler's time, the quantity every vantage keeps (a run's line here, a member's
+    // through its Server-Timing, a hint probe's in its object).
+    let handler_ms = kvbench_core::answer::round_ms(JsClock.now_ms() - started_ms);
     if let Some(run) = &reply.run {
         let cold = isolate.requests == 1;
-        keep_run_answer(env, ctx, run, (started_ms, cold), &reply, &isolate.colo);
+        keep_run_answer(
+            env,
+            ctx,
+            run,
+            (started_ms, handler_ms, cold),
+            &reply,
+            &isolate.colo,
+        );
     }
-    let extra: &[(&str, &str)] = match reply.status {
-        401 => &[("WWW-Authenticate", "Bearer realm=\"kvbench\"")],
-        503 => &[("Retry-After", "1")],
-        _ => &[],
-    };
-    respond::json_raw(reply.status, (!head).then_some(reply.body.as_str()), extra)
+    let timing = kvbench_core::fleet::server_timing(handler_ms);
+    let mut extra = vec![("Server-Timing", timing.as_str())];
+    match reply.status {
+        401 => extra.push(("WWW-Authenticate", "Bearer realm=\"kvbench\"")),
+        503 => extra.push(("Retry-After", "1")),
+        _ => {}
+    }
+    respond::json_raw(reply.status, (!head).then_some(reply.body.as_str()), &extra)
 }
 
 /// Keeps a `/test` answer under its run id after the response is sent (`waitUntil`): no span
@@ -201,9 +213,10 @@ fn keep_run_answer(
     env: &Env,
     ctx: &Context,
     run: &str,
-    // When the request started, and whether it was the isolate's first (counted then: by the
-    // time it ends, requests that came in meanwhile have been counted too).
-    (started_ms, cold): (f64, bool),
+    // When the request started, how long its handler took, and whether it was the isolate's
+    // first (counted then: by the time it ends, requests that came in meanwhile have been
+    // counted too).
+    (started_ms, duration_ms, cold): (f64, f64, bool),
     reply: &kvbench_core::endpoint::Reply,
     colo: &str,
 ) {
@@ -216,7 +229,6 @@ fn keep_run_answer(
             return;
         }
     };
-    let duration_ms = kvbench_core::answer::round_ms(JsClock.now_ms() - started_ms);
     let line = Kept {
         seq: None,
         t_ms: started_ms as i64,
@@ -225,10 +237,12 @@ fn keep_run_answer(
         hint: None,
         colo: colo.into(),
         placement: None,
+        placement_check: None,
         cold,
         colo_changed: false,
         concurrent: 0,
         duration_ms,
+        call_ms: None,
         answer: None,
         failure: None,
     };

@@ -14,7 +14,9 @@ use std::cell::{Cell, RefCell};
 use kvbench_core::budget::ISOLATE_BUDGET_BYTES;
 use kvbench_core::durable::LocationHint;
 use kvbench_core::fleet::Member;
-use kvbench_core::probes::{self, Embedded, Failure, FailureKind, Kept, ProbeConfig, Vantage};
+use kvbench_core::probes::{
+    self, Embedded, Failure, FailureKind, Kept, PlacementCheck, ProbeConfig, Vantage,
+};
 use kvbench_core::spec::env::PROBES;
 use kvbench_core::{handle, Budget, Call, Clock, ErrorKind, Isolate, MetadataCache};
 use kvbench_core::{StoreError, ValueGen};
@@ -44,6 +46,29 @@ struct ProbeState {
     last_error: Option<String>,
     /// Answers this probe measured and could not keep (its SQLite write failed).
     keep_failed: u64,
+    /// A member probe's answers by placement: only the placed ones count in its row.
+    placement: PlacementCounts,
+    /// The `cf-placement` of the member's latest answer.
+    last_placement: Option<String>,
+}
+
+/// A member's kept answers by [`PlacementCheck`], since its probe started.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(default)]
+struct PlacementCounts {
+    placed: u64,
+    unplaced: u64,
+    elsewhere: u64,
+}
+
+impl PlacementCounts {
+    fn count(&mut self, check: PlacementCheck) {
+        match check {
+            PlacementCheck::Placed => self.placed += 1,
+            PlacementCheck::Elsewhere => self.elsewhere += 1,
+            PlacementCheck::Unplaced | PlacementCheck::Other => self.unplaced += 1,
+        }
+    }
 }
 
 /// The body of `start` and `tick`: a hint probe's hint, or a member probe's member.
@@ -176,6 +201,12 @@ impl ProbeObject {
             "last_t_ms": count.last_t_ms.or(s.last_t_ms),
             "last_error": s.last_error,
             "keep_failed": s.keep_failed,
+            "placement": s.member.is_some().then(|| serde_json::json!({
+                "placed": s.placement.placed,
+                "unplaced": s.placement.unplaced,
+                "elsewhere": s.placement.elsewhere,
+                "last": s.last_placement,
+            })),
         }))
     }
 
@@ -263,6 +294,10 @@ impl ProbeObject {
             s.last_colo = Some(m.colo);
             s.last_t_ms = Some(m.t_ms as i64);
             s.last_error = m.last_error;
+            if let Some((check, header)) = m.placement {
+                s.placement.count(check);
+                s.last_placement = header;
+            }
             // The answer is kept; an expiry that fails leaves old ones a while longer (the next
             // keep or the expiry alarm deletes them) and must not drop this wake's other
             // answers: said in last_error, and the loop goes on.
@@ -353,10 +388,12 @@ impl ProbeObject {
             hint: Some(hint.into()),
             colo: colo.as_str().into(),
             placement: None,
+            placement_check: None,
             cold,
             colo_changed,
             concurrent,
             duration_ms,
+            call_ms: None,
             answer,
             failure,
         }
@@ -364,6 +401,7 @@ impl ProbeObject {
         Ok(Measured {
             t_ms,
             line,
+            placement: None,
             last_error: match reply.status {
                 200 => store_errors(&reply.body),
                 status => Some(format!(
@@ -377,8 +415,9 @@ impl ProbeObject {
     }
 
     /// A member probe's measurement: the member's `/test` over HTTP, with `BENCH_TOKEN`. Its
-    /// answer is kept as it came, with its `cf-placement`; anything else is kept as a failure
-    /// line (never a gap).
+    /// answer is kept as it came, with the member's own handler time (its `Server-Timing`),
+    /// the call's round trip apart, its `cf-placement` and whether that is where the label
+    /// says; anything else is kept as a failure line (never a gap).
     async fn measure_member(
         &self,
         member: &MemberArm,
@@ -391,12 +430,13 @@ impl ProbeObject {
         let token = env_text(&self.env, kvbench_core::auth::TOKEN_VAR);
         let t_ms = now_ms();
         let called = call_member(&target.test_url(), token.as_deref()).await;
-        let duration_ms = kvbench_core::answer::round_ms(now_ms() - t_ms);
-        let (reply, placement, body) = match &called {
-            Ok((status, placement, body)) => (
-                kvbench_core::fleet::member_reply(*status, body),
-                placement.as_deref(),
-                body.as_str(),
+        let call_ms = kvbench_core::answer::round_ms(now_ms() - t_ms);
+        let (mut reply, placement, handler_ms, body) = match &called {
+            Ok(c) => (
+                kvbench_core::fleet::member_reply(c.status, &c.body),
+                c.placement.as_deref(),
+                c.handler_ms,
+                c.body.as_str(),
             ),
             Err((kind, detail)) => (
                 kvbench_core::fleet::MemberReply {
@@ -405,10 +445,24 @@ impl ProbeObject {
                     failure: Some((*kind, None, probes::clean_detail(detail, 300))),
                 },
                 None,
+                None,
                 "",
             ),
         };
-        let (answer, failure, last_error) = match &reply.failure {
+        // An answer without its handler time cannot be kept beside the others' (a round trip
+        // is another quantity): a member of another build, kept as malformed.
+        if reply.failure.is_none() && handler_ms.is_none() {
+            reply.failure = Some((
+                FailureKind::Malformed,
+                None,
+                format!(
+                    "a /test answer without Server-Timing: {};dur= (the member's handler time): a member of another kvbench build? Redeploy the fleet",
+                    kvbench_core::fleet::SERVER_TIMING_METRIC
+                ),
+            ));
+            reply.cold = false;
+        }
+        let (answer, failure, mut last_error) = match &reply.failure {
             None => (Embedded::new(body), None, store_errors(body)),
             Some((kind, status, detail)) => (
                 None,
@@ -423,6 +477,20 @@ impl ProbeObject {
                 }),
             ),
         };
+        // Only an answer has a placement to check; a failure is the member's failure wherever
+        // it ran.
+        let check = answer.is_some().then(|| {
+            let expected = kvbench_core::fleet::region(&member.label).map(|r| r.colos.as_slice());
+            kvbench_core::fleet::classify(placement, expected)
+        });
+        if let Some(e) =
+            check.and_then(|c| kvbench_core::fleet::placement_error(&member.label, placement, c))
+        {
+            last_error = Some(match last_error {
+                Some(stores) => format!("{e}; {stores}"),
+                None => e,
+            });
+        }
         let line = Kept {
             seq: None,
             t_ms: t_ms as i64,
@@ -431,10 +499,13 @@ impl ProbeObject {
             hint: None,
             colo: reply.colo.as_str().into(),
             placement: placement.map(Into::into),
+            placement_check: check,
             cold: reply.cold,
             colo_changed: last_colo.is_some_and(|c| c != reply.colo),
             concurrent: 0,
-            duration_ms,
+            // The member's handler, like every other vantage's; a failure: the wait.
+            duration_ms: handler_ms.filter(|_| answer.is_some()).unwrap_or(call_ms),
+            call_ms: answer.is_some().then_some(call_ms),
             answer,
             failure,
         }
@@ -442,6 +513,7 @@ impl ProbeObject {
         Ok(Measured {
             t_ms,
             line,
+            placement: check.map(|c| (c, placement.map(str::to_string))),
             last_error,
             cold: reply.cold,
             colo: reply.colo,
@@ -491,6 +563,8 @@ struct Measured {
     t_ms: f64,
     /// The kept line.
     line: String,
+    /// A member answer's placement check and `cf-placement`.
+    placement: Option<(PlacementCheck, Option<String>)>,
     /// Its stores' failures, or why it produced no answer.
     last_error: Option<String>,
     /// Where it ran.
@@ -527,10 +601,19 @@ pub fn probe_now(status: Option<&serde_json::Value>, armed_here: bool) -> probes
 /// `GET url` with the token as a bearer header, within [`MEMBER_TIMEOUT_MS`]: the status, the
 /// checked `cf-placement` and the body. A failure is its kind (`timeout`, `connect`,
 /// `transport`) and what happened.
+/// What a member answered: its status, `cf-placement` (shape-checked), handler time from its
+/// `Server-Timing`, and body (or what a redirect said).
+struct MemberCall {
+    status: u16,
+    placement: Option<String>,
+    handler_ms: Option<f64>,
+    body: String,
+}
+
 async fn call_member(
     url: &str,
     token: Option<&str>,
-) -> std::result::Result<(u16, Option<String>, String), (FailureKind, String)> {
+) -> std::result::Result<MemberCall, (FailureKind, String)> {
     let headers = worker::Headers::new();
     if let Some(token) = token.map(str::trim).filter(|t| !t.is_empty()) {
         headers
@@ -553,15 +636,26 @@ async fn call_member(
         let status = response.status_code();
         let header = |name: &str| response.headers().get(name).ok().flatten();
         let placement = kvbench_core::fleet::placement(header("cf-placement").as_deref());
+        let handler_ms = kvbench_core::fleet::server_timing_ms(header("server-timing").as_deref());
         if (300..400).contains(&status) {
             let to = header("location").unwrap_or_default();
-            let detail =
+            let body =
                 format!("a redirect to {to:?}: not followed (a member answers /test itself)");
-            return Ok((status, placement, detail));
+            return Ok(MemberCall {
+                status,
+                placement,
+                handler_ms,
+                body,
+            });
         }
         let length = header("content-length");
         let body = read_member_body(&mut response, length.as_deref()).await?;
-        Ok((status, placement, body))
+        Ok(MemberCall {
+            status,
+            placement,
+            handler_ms,
+            body,
+        })
     };
     let sleep = worker::Delay::from(std::time::Duration::from_millis(MEMBER_TIMEOUT_MS));
     match futures::future::select(std::pin::pin!(call), std::pin::pin!(sleep)).await {
@@ -728,14 +822,20 @@ impl Probes {
         hints.chain(members).collect()
     }
 
-    /// A vantage point's probe object: a hint's is created with that location hint; a member's
-    /// anywhere (it only calls the placed member).
+    /// A vantage point's probe object: a hint's is created with that location hint; a
+    /// member's with its region's (`fleet-regions.json`), so its call to the member is short
+    /// and stable — a member whose label is no known region's, wherever it is first asked for.
     pub fn stub(&self, point: &Point) -> worker::Result<Stub> {
         match point {
             Point::Hint(hint) => self
                 .namespace
                 .get_by_name_with_location_hint(&ProbeConfig::object_name(*hint), hint.as_str()),
-            Point::Member(member) => self.namespace.get_by_name(&member.object_name()),
+            Point::Member(member) => match member.probe_hint() {
+                Some(hint) => self
+                    .namespace
+                    .get_by_name_with_location_hint(&member.object_name(), hint.as_str()),
+                None => self.namespace.get_by_name(&member.object_name()),
+            },
         }
     }
 
@@ -933,7 +1033,7 @@ impl Point {
                 "label": m.label,
                 "vantage": "member",
                 "hint": null,
-                "region": kvbench_core::fleet::region(&m.label).map(|r| serde_json::json!({ "metro": r.metro, "colo": r.colo, "continent": r.continent })),
+                "region": kvbench_core::fleet::region(&m.label).map(|r| serde_json::json!({ "metro": r.metro, "colo": r.colo(), "colos": r.colos, "continent": r.continent, "probe_hint": r.hint().map(|h| h.as_str()) })),
             }),
         }
     }

@@ -5,8 +5,9 @@
 //! `fleet-regions.json` (one place: `scripts/fleet.mjs` deploys from it, the report names each
 //! region's metro from it); the `FLEET` var lists the members of a deployment.
 
+use crate::durable::LocationHint;
 use crate::params::ParamError;
-use kvbench_wire::kept::FailureKind;
+use kvbench_wire::kept::{FailureKind, PlacementCheck};
 
 /// Var: the members the probes call, `label=url` pairs separated by commas or whitespace
 /// (`npm run deploy` sets it; `npm run dev` points it at its local members).
@@ -25,9 +26,25 @@ pub struct Region {
     pub region: String,
     /// Where the cloud region is.
     pub metro: String,
-    /// The Cloudflare data center it is expected to map to (`cf-placement` says where it ran).
-    pub colo: String,
+    /// The Cloudflare data centers of its metro, the expected one first: an answer whose
+    /// `cf-placement` names one of them ran where the label says ([`classify`]).
+    pub colos: Vec<String>,
+    /// Where the member's probe object is created (`Region::hint`): the location hint nearest
+    /// the region, so the probe's call to the member is short.
+    hint: String,
     pub continent: String,
+}
+
+impl Region {
+    /// The colo the region is expected to map to.
+    pub fn colo(&self) -> &str {
+        self.colos.first().map_or("", String::as_str)
+    }
+
+    /// The location hint of the member's probe object.
+    pub fn hint(&self) -> Option<LocationHint> {
+        LocationHint::parse(&self.hint)
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -63,6 +80,12 @@ impl Member {
     /// runs, whatever touched the key elsewhere — as a hint probe measures its hint's.
     pub fn test_url(&self) -> String {
         format!("{}/test?do_scope=colo", self.url.trim_end_matches('/'))
+    }
+
+    /// Where this member's probe object is created: its region's hint (`None` for a member
+    /// whose label is no known region: created wherever the first call comes from).
+    pub fn probe_hint(&self) -> Option<LocationHint> {
+        region(&self.label).and_then(Region::hint)
     }
 
     /// The name of the probe object that calls this member.
@@ -182,6 +205,73 @@ pub fn placement(header: Option<&str>) -> Option<String> {
     ok.then(|| value.to_string())
 }
 
+/// Whether a member's answer ran where its label says: `placement` is the answer's
+/// `cf-placement` as [`placement`] kept it, `expected` the colos of the member's region
+/// (`None` for a label that is no known region: any `remote-` colo is then placed, since no
+/// metro is claimed).
+pub fn classify(placement: Option<&str>, expected: Option<&[String]>) -> PlacementCheck {
+    match placement.and_then(|p| p.strip_prefix("remote-")) {
+        None => PlacementCheck::Unplaced,
+        Some(colo) => match expected {
+            Some(colos) if !colos.iter().any(|c| c.eq_ignore_ascii_case(colo)) => {
+                PlacementCheck::Elsewhere
+            }
+            _ => PlacementCheck::Placed,
+        },
+    }
+}
+
+/// Why an answer that is not [`PlacementCheck::Placed`] is left out of `label`'s row, for a
+/// probe's `last_error`.
+pub fn placement_error(
+    label: &str,
+    placement: Option<&str>,
+    check: PlacementCheck,
+) -> Option<String> {
+    let expected = region(label).map(|r| format!("{} ({})", r.colos.join(" or "), r.metro));
+    match check {
+        PlacementCheck::Placed => None,
+        PlacementCheck::Elsewhere => Some(format!(
+            "placed elsewhere: cf-placement {} where {label} expects {}; the answer is kept but not counted in its row",
+            placement.unwrap_or("-"),
+            expected.as_deref().unwrap_or("a colo of its metro"),
+        )),
+        PlacementCheck::Unplaced | PlacementCheck::Other => Some(match placement {
+            Some(p) => format!("unplaced: cf-placement {p} (the member ran where it was called, not in {label}); the answer is kept but not counted in its row"),
+            None => format!("unplaced: the answer has no cf-placement header (placement did not apply to this member, so it did not run in {label}); the answer is kept but not counted in its row"),
+        }),
+    }
+}
+
+/// The handler time a member says in `Server-Timing` (`kvbench;dur=12.5`, among any other
+/// metrics a proxy added), ms; `None` when it says none, or an impossible one.
+pub fn server_timing_ms(header: Option<&str>) -> Option<f64> {
+    header?.split(',').find_map(|metric| {
+        let mut parts = metric.split(';').map(str::trim);
+        if parts.next()? != SERVER_TIMING_METRIC {
+            return None;
+        }
+        parts.find_map(|p| {
+            let v = p
+                .strip_prefix("dur=")?
+                .trim_matches('"')
+                .parse::<f64>()
+                .ok()?;
+            (v.is_finite() && (0.0..=MAX_HANDLER_MS).contains(&v)).then_some(v)
+        })
+    })
+}
+
+/// The `Server-Timing` metric a `/test` answer carries its handler time in.
+pub const SERVER_TIMING_METRIC: &str = "kvbench";
+/// The longest handler time a member may report (a day): anything beyond is no measurement.
+const MAX_HANDLER_MS: f64 = 86_400_000.0;
+
+/// The `Server-Timing` header value of a `/test` answer whose handler took `ms`.
+pub fn server_timing(ms: f64) -> String {
+    format!("{SERVER_TIMING_METRIC};dur={ms}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,10 +284,15 @@ mod tests {
         metros.sort();
         metros.dedup();
         assert_eq!(metros.len(), regions.len(), "one region per metro");
-        let mut colos: Vec<_> = regions.iter().map(|r| r.colo.as_str()).collect();
+        let mut colos: Vec<_> = regions.iter().flat_map(|r| r.colos.iter()).collect();
+        let listed = colos.len();
         colos.sort();
         colos.dedup();
-        assert_eq!(colos.len(), regions.len(), "one region per expected colo");
+        assert_eq!(colos.len(), listed, "no colo in two metros");
+        assert!(
+            regions.iter().all(|r| r.hint().is_some()),
+            "every region has a valid hint"
+        );
         for continent in [
             "North America",
             "South America",
@@ -221,7 +316,11 @@ mod tests {
             );
             assert_eq!(parse_label("FLEET", &r.region).unwrap(), r.region);
         }
-        assert_eq!(region("aws:us-east-1").unwrap().colo, "IAD");
+        assert_eq!(region("aws:us-east-1").unwrap().colo(), "IAD");
+        assert_eq!(
+            region("aws:eu-central-1").unwrap().hint(),
+            Some(LocationHint::Weur)
+        );
     }
 
     #[test]
@@ -280,6 +379,63 @@ mod tests {
         assert_eq!(odd.colo, "unknown");
         assert!(!odd.cold, "a failure is never a cold answer");
         assert_eq!(odd.failure.unwrap().0, FailureKind::Malformed);
+    }
+
+    #[test]
+    fn answers_are_placed_unplaced_or_elsewhere() {
+        let iad = vec!["IAD".to_string()];
+        let cases = [
+            (Some("remote-IAD"), Some(&iad[..]), PlacementCheck::Placed),
+            (Some("remote-iad"), Some(&iad[..]), PlacementCheck::Placed),
+            (
+                Some("remote-FRA"),
+                Some(&iad[..]),
+                PlacementCheck::Elsewhere,
+            ),
+            (Some("local-IAD"), Some(&iad[..]), PlacementCheck::Unplaced),
+            (None, Some(&iad[..]), PlacementCheck::Unplaced),
+            (Some("remote-FRA"), None, PlacementCheck::Placed),
+            (Some("local-FRA"), None, PlacementCheck::Unplaced),
+        ];
+        for (header, expected, check) in cases {
+            assert_eq!(classify(header, expected), check, "{header:?} {expected:?}");
+        }
+        let label = "aws:us-east-1";
+        assert_eq!(
+            placement_error(label, Some("remote-IAD"), PlacementCheck::Placed),
+            None
+        );
+        let e = placement_error(label, Some("remote-FRA"), PlacementCheck::Elsewhere).unwrap();
+        assert!(
+            e.contains("remote-FRA") && e.contains("IAD (Ashburn, Virginia)"),
+            "{e}"
+        );
+        let e = placement_error(label, None, PlacementCheck::Unplaced).unwrap();
+        assert!(e.contains("no cf-placement"), "{e}");
+        let e = placement_error(label, Some("local-EWR"), PlacementCheck::Unplaced).unwrap();
+        assert!(e.starts_with("unplaced: cf-placement local-EWR"), "{e}");
+    }
+
+    #[test]
+    fn the_handler_time_from_server_timing() {
+        assert_eq!(server_timing_ms(Some(&server_timing(12.5))), Some(12.5));
+        assert_eq!(
+            server_timing_ms(Some("cfL4;desc=\"?proto=TCP\", kvbench;desc=x;dur=3.25")),
+            Some(3.25)
+        );
+        assert_eq!(server_timing_ms(Some("kvbench;dur=\"7\"")), Some(7.0));
+        for bad in [
+            None,
+            Some(""),
+            Some("cfL4;dur=5"),
+            Some("kvbench"),
+            Some("kvbench;dur=-1"),
+            Some("kvbench;dur=NaN"),
+            Some("kvbench;dur=1e300"),
+            Some("kvbenchx;dur=1"),
+        ] {
+            assert_eq!(server_timing_ms(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

@@ -509,7 +509,7 @@ pub fn parse_name(
 }
 
 pub use kvbench_wire::kept::{
-    clean_detail, with_seq, Embedded, Failure, FailureKind, Kept, Vantage,
+    clean_detail, with_seq, Embedded, Failure, FailureKind, Kept, PlacementCheck, Vantage,
 };
 pub use kvbench_wire::stream::Control;
 

@@ -95,8 +95,11 @@ const NOTE: &str = "each store at its cheapest current plan, from the operations
 pub fn answers_per_wake(report: &Report) -> f64 {
     let (mut lines, mut wakes) = (0u64, 0u64);
     for v in report.vantages.values() {
-        lines += v.cold + v.warm + v.failed;
-        wakes += v.warm + v.failed;
+        // A member's answers outside its region are kept (and billed) too, counted as a
+        // wake each (cold or warm is not told apart for them).
+        let outside = v.unplaced + v.elsewhere;
+        lines += v.cold + v.warm + v.failed + outside;
+        wakes += v.warm + v.failed + outside;
     }
     if wakes == 0 {
         // Only cold answers so far (each wake's warm one failed to keep?): count them as wakes.

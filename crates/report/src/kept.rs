@@ -139,6 +139,14 @@ impl Aggregate {
                 return;
             }
         };
+        // A member's answer that did not run where its label says is counted apart and kept
+        // out of the label's numbers (its latency is another place's).
+        if let Some(check) = line.placement_check {
+            if check != kvbench_wire::kept::PlacementCheck::Placed {
+                self.count_unplaced(line, check);
+                return;
+            }
+        }
         self.count_vantage(line, &outcome);
         let intended_us = (t.saturating_sub(self.origin_ms).max(0) as u64) * 1000;
         let latency_us = (line.duration_ms.max(0.0) * 1000.0) as u64;
@@ -181,23 +189,45 @@ impl Aggregate {
         run.last_end_us = run.last_end_us.max(intended_us + latency_us);
     }
 
+    fn count_unplaced(&mut self, line: &Kept<'_>, check: kvbench_wire::kept::PlacementCheck) {
+        let v = match self.vantages.get_mut(line.label.as_str()) {
+            Some(v) => v,
+            None => self
+                .vantages
+                .entry(line.label.to_string())
+                .or_insert_with(|| Self::new_vantage(line)),
+        };
+        if let Some(p) = &line.placement {
+            VantagePoint::count(&mut v.placements, p, 1);
+        }
+        match check {
+            kvbench_wire::kept::PlacementCheck::Elsewhere => v.elsewhere += 1,
+            _ => v.unplaced += 1,
+        }
+    }
+
+    /// A new vantage point for `line`'s label.
+    fn new_vantage(line: &Kept<'_>) -> VantagePoint {
+        VantagePoint {
+            // Lines kept before the fleet say no vantage: a hint's, or a run's.
+            vantage: match (line.vantage, &line.hint) {
+                (Some(v), _) => v.as_str(),
+                (None, Some(_)) => "hint",
+                (None, None) => "run",
+            }
+            .to_string(),
+            hint: line.hint.as_ref().map(ToString::to_string),
+            ..VantagePoint::default()
+        }
+    }
+
     fn count_vantage(&mut self, line: &Kept<'_>, outcome: &Outcome) {
         let v = match self.vantages.get_mut(line.label.as_str()) {
             Some(v) => v,
             None => self
                 .vantages
                 .entry(line.label.to_string())
-                .or_insert_with(|| VantagePoint {
-                    // Lines kept before the fleet say no vantage: a hint's, or a run's.
-                    vantage: match (line.vantage, &line.hint) {
-                        (Some(v), _) => v.as_str(),
-                        (None, Some(_)) => "hint",
-                        (None, None) => "run",
-                    }
-                    .to_string(),
-                    hint: line.hint.as_ref().map(ToString::to_string),
-                    ..VantagePoint::default()
-                }),
+                .or_insert_with(|| Self::new_vantage(line)),
         };
         VantagePoint::count(&mut v.colos, &line.colo, 1);
         if let Some(p) = &line.placement {
@@ -461,9 +491,12 @@ mod tests {
             ),
             ("member", 1, 0, 2)
         );
+        // The unplaced answer (local-EWR) is counted apart, never in the member's numbers:
+        // 3 answers in all, the member's one warm answer its placed one.
+        assert_eq!((member.unplaced, member.elsewhere), (1, 0));
         assert_eq!(
             member.placements,
-            BTreeMap::from([("remote-IAD".into(), 1)])
+            BTreeMap::from([("local-EWR".into(), 1), ("remote-IAD".into(), 1)])
         );
         assert_eq!(
             member.colos,

@@ -69,6 +69,13 @@ pub struct VantagePoint {
     pub warm: u64,
     /// Lines kept in place of an answer: the vantage point failed (by kind in `labels`).
     pub failed: u64,
+    /// A member's answers that ran outside its region: `local-…` or no `cf-placement`
+    /// (placement did not apply). Counted here only, never in the label's numbers.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub unplaced: u64,
+    /// A member's answers placed in a colo outside its region's metro: counted here only.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub elsewhere: u64,
     /// Successful reads of the warm answers, µs, per store: the steady state, without the
     /// connections and metadata exchanges a cold instance starts afresh. The vantage table's
     /// percentiles come from these when there are any.
@@ -104,6 +111,8 @@ impl VantagePoint {
         self.cold += from.cold;
         self.warm += from.warm;
         self.failed += from.failed;
+        self.unplaced += from.unplaced;
+        self.elsewhere += from.elsewhere;
         for (store, h) in &from.warm_read_us {
             self.warm_read_us.entry(store.clone()).or_default().add(h);
         }

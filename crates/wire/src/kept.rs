@@ -37,6 +37,35 @@ impl Vantage {
     }
 }
 
+/// Whether a member's answer ran where its label says, from its `cf-placement` header and the
+/// colos of its region's metro (`kvbench_core::fleet::classify`). Only a placed answer counts
+/// in the member's row; the others are counted apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PlacementCheck {
+    /// `remote-XXX` with XXX a colo of the region's metro (any colo for a member whose label is
+    /// not a known region).
+    Placed,
+    /// `local-…` or no header: placement did not apply, the member ran wherever it was called.
+    Unplaced,
+    /// `remote-XXX` with XXX outside the region's metro.
+    Elsewhere,
+    /// A name a newer writer may use (never written; a reader counts it as not placed).
+    #[serde(other)]
+    Other,
+}
+
+impl PlacementCheck {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlacementCheck::Placed => "placed",
+            PlacementCheck::Unplaced => "unplaced",
+            PlacementCheck::Elsewhere => "elsewhere",
+            PlacementCheck::Other => "other",
+        }
+    }
+}
+
 /// Why a vantage point produced no answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -105,6 +134,10 @@ pub struct Kept<'a> {
     /// A member's `cf-placement` header (`remote-IAD`): where its placed fetch handler ran.
     #[serde(default, borrow)]
     pub placement: Option<Name<'a>>,
+    /// A member answer's [`PlacementCheck`] (absent on hints' and runs' lines, and on a
+    /// member's failure lines: a failure has no placement to check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement_check: Option<PlacementCheck>,
     /// The first answer since the object (probes) or isolate (runs) started.
     #[serde(default)]
     pub cold: bool,
@@ -114,9 +147,16 @@ pub struct Kept<'a> {
     /// Other requests the measuring object served meanwhile (their CPU may share the clock).
     #[serde(default)]
     pub concurrent: u32,
-    /// Wall milliseconds of the whole measurement, as the runtime's clock saw it.
+    /// Wall milliseconds of the `/test` handler that answered, as its runtime's clock saw it —
+    /// the same quantity for every vantage: a hint probe's `/test` in its own isolate, a run's
+    /// request, a member's own handler (its `Server-Timing: kvbench;dur=`). A failure line: how
+    /// long the vantage point waited for nothing.
     #[serde(default)]
     pub duration_ms: f64,
+    /// A member's line: the probe's whole HTTP call to the member (connection, TLS, WAN both
+    /// ways, the member's handler), ms. Never mixed with `duration_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_ms: Option<f64>,
     /// The `/test` answer exactly as it was sent; `None` when there is a `failure` instead.
     #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
     pub answer: Option<Embedded<'a>>,
@@ -199,10 +239,12 @@ mod tests {
             hint: Some("weur".into()),
             colo: "LHR".into(),
             placement: None,
+            placement_check: None,
             cold: true,
             colo_changed: false,
             concurrent: 1,
             duration_ms: 12.5,
+            call_ms: None,
             answer: None,
             failure: None,
         }

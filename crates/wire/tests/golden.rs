@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use kvbench_wire::answer::Answer;
-use kvbench_wire::kept::{with_seq, Embedded, Failure, FailureKind, Kept, Vantage};
+use kvbench_wire::kept::{with_seq, Embedded, Failure, FailureKind, Kept, PlacementCheck, Vantage};
 use kvbench_wire::stream::{Control, Frame};
 use kvbench_wire::Name;
 
@@ -47,10 +47,12 @@ fn kept_lines() -> Vec<Kept<'static>> {
         hint: Some("weur".into()),
         colo: "LHR".into(),
         placement: None,
+        placement_check: None,
         cold: true,
         colo_changed: false,
         concurrent: 0,
         duration_ms: 41.25,
+        call_ms: None,
         answer: Embedded::new(ANSWER),
         failure: None,
     };
@@ -60,14 +62,24 @@ fn kept_lines() -> Vec<Kept<'static>> {
         hint: None,
         colo: "IAD".into(),
         placement: Some("remote-IAD".into()),
+        placement_check: Some(PlacementCheck::Placed),
         cold: false,
         concurrent: 2,
+        duration_ms: 38.5,
+        call_ms: Some(112.75),
         ..hint.clone()
+    };
+    let unplaced = Kept {
+        placement: Some("local-EWR".into()),
+        placement_check: Some(PlacementCheck::Unplaced),
+        ..member.clone()
     };
     let unreachable = Kept {
         colo: "unknown".into(),
         placement: None,
+        placement_check: None,
         duration_ms: 150_000.0,
+        call_ms: None,
         answer: None,
         failure: Some(Failure {
             kind: FailureKind::Timeout,
@@ -92,7 +104,7 @@ fn kept_lines() -> Vec<Kept<'static>> {
         colo_changed: false,
         ..hint.clone()
     };
-    vec![hint, member, unreachable, refused, run]
+    vec![hint, member, unplaced, unreachable, refused, run]
 }
 
 #[test]

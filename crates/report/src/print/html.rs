@@ -31,6 +31,7 @@ figcaption{color:#555;margin-bottom:6px}
 td.best{background:#eef8ee}
 td.where{text-align:left}
 small.sub{color:#666;display:block}
+small.out{color:#b45309}
 .warn{background:#fff4e5;border:1px solid #f0c36d;padding:8px 12px;margin:8px 0}
 .note{color:#666;font-size:13px}
 "#;
@@ -341,11 +342,18 @@ fn vantage_table(report: &Report, summary: &Summary, out: &mut String) {
     for row in super::vantage::rows(report, summary) {
         let p = row.point;
         let id = format!("vantage {}", row.label);
-        let placed = if row.placed.is_empty() {
+        let mut placed = if row.placed.is_empty() {
             String::new()
         } else {
             format!("<small class=\"sub\">placed {}</small>", esc(&row.placed))
         };
+        if !row.not_placed.is_empty() {
+            let _ = write!(
+                placed,
+                "<small class=\"sub out\" title=\"answers that ran outside this member's region: kept, not counted in this row\">not counted: {}</small>",
+                esc(&row.not_placed)
+            );
+        }
         let _ = write!(
             out,
             "<tr><td>{}<small class=\"sub\">{}{}</small></td><td class=\"where\">{}{placed}</td>{}{}{}",
@@ -387,7 +395,7 @@ fn vantage_table(report: &Report, summary: &Summary, out: &mut String) {
         }
         out.push_str("</tr>");
     }
-    out.push_str("</tbody></table><p class=\"note\">Each store's cell: its read p50 in ms, then p90 and p99. Successful reads as timed by the worker, over the warm answers of the vantage point: a cold answer is a new instance's, whose connections and metadata exchanges started afresh, and is counted in its own column. A row marked <i>all answers</i> had no warm answer, so its cells are over the cold ones. The shaded cell has the lowest p50 of its row; the bar is the p99 relative to the row's slowest store. Members are placed workers called over HTTP; hints are Durable Objects created with a location hint, measuring in their own isolate.</p>");
+    out.push_str("</tbody></table><p class=\"note\">Each store's cell: its read p50 in ms, then p90 and p99. Successful reads as timed by the worker, over the warm answers of the vantage point: a cold answer is a new instance's, whose connections and metadata exchanges started afresh, and is counted in its own column. A row marked <i>all answers</i> had no warm answer, so its cells are over the cold ones. The shaded cell has the lowest p50 of its row; the bar is the p99 relative to the row's slowest store. Members are placed workers called over HTTP; a member's row counts only the answers whose <code>cf-placement</code> names a colo of its region's metro (its handler time, as every row: the probe's round trip to it is kept apart), and says how many others it left out (<i>not counted</i>: unplaced, or placed elsewhere). Hints are Durable Objects created with a location hint, measuring in their own isolate.</p>");
 }
 
 fn cost(report: &Report, out: &mut String) {

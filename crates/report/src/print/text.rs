@@ -386,6 +386,9 @@ fn vantage_table(report: &Report, summary: &Summary, out: &mut impl Write) -> io
         if !row.placed.is_empty() {
             ran_in = format!("{ran_in} ({})", row.placed);
         }
+        if !row.not_placed.is_empty() {
+            ran_in = format!("{ran_in} [not counted: {}]", row.not_placed);
+        }
         write!(
             out,
             "{:<20} {:<7} {:<22} {:>6} {:>5} {:>6}",
@@ -415,7 +418,7 @@ fn vantage_table(report: &Report, summary: &Summary, out: &mut impl Write) -> io
     }
     writeln!(
         out,
-        "(successful reads of the warm answers, ms; ° a row with no warm answer, over its cold ones; * the row's lowest p50)"
+        "(successful reads of the warm answers, ms; ° a row with no warm answer, over its cold ones; * the row's lowest p50; not counted: a member's answers that ran outside its region)"
     )
 }
 

@@ -18,6 +18,9 @@ pub struct Row<'a> {
     pub ran_in: String,
     /// Its placements by count (`remote-IAD`); empty for hints and runs.
     pub placed: String,
+    /// A member's answers left out of its numbers because they ran outside its region
+    /// (`3 unplaced, 1 elsewhere`); empty when there are none.
+    pub not_placed: String,
     /// Successful reads per store: of the warm answers when there are any, else of all.
     pub reads: &'a BTreeMap<String, Quantiles>,
     /// Whether `reads` are the warm answers' alone.
@@ -38,6 +41,15 @@ fn by_count(map: &BTreeMap<String, u64>, shown: usize) -> String {
         text.push(format!("+{}", names.len() - shown));
     }
     text.join(", ")
+}
+
+fn not_placed(point: &VantagePoint) -> String {
+    [(point.unplaced, "unplaced"), (point.elsewhere, "elsewhere")]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn rank(vantage: &str) -> u8 {
@@ -72,6 +84,7 @@ pub fn rows<'a>(report: &'a Report, summary: &'a Summary) -> Vec<Row<'a>> {
                 point,
                 ran_in: by_count(&point.colos, 2),
                 placed: by_count(&point.placements, 1),
+                not_placed: not_placed(point),
                 reads,
                 warm,
                 fastest,
@@ -100,5 +113,15 @@ mod tests {
         ]);
         assert_eq!(by_count(&m, 2), "LHR 280, AMS 3, +2");
         assert_eq!(by_count(&BTreeMap::new(), 1), "");
+    }
+
+    #[test]
+    fn answers_outside_the_region_are_named() {
+        let mut p = VantagePoint::default();
+        assert_eq!(not_placed(&p), "");
+        p.unplaced = 3;
+        assert_eq!(not_placed(&p), "3 unplaced");
+        p.elsewhere = 1;
+        assert_eq!(not_placed(&p), "3 unplaced, 1 elsewhere");
     }
 }
