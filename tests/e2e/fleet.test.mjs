@@ -15,6 +15,13 @@ import path from "node:path";
 import { freePort, sleep, startRedis, startStack, stop } from "./procs.mjs";
 
 const TOKEN = "fleet-e2e-token-" + process.pid;
+// The three real members: label, the cf-placement their answers get, what that makes them.
+const PLACED = [
+  ["aws:us-east-1", "remote-IAD", "placed"],
+  ["aws:eu-central-1", "remote-IAD", "elsewhere"],
+  ["local-3", null, "unplaced"],
+];
+const [EAST, CENTRAL] = PLACED.map(([label]) => label);
 const BIG_PAD = 900_000;
 let redis;
 let members = [];
@@ -25,15 +32,15 @@ let mainVars;
 // The main worker's Durable Object storage, kept across its restart (a deploy with a new FLEET).
 const persist = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-e2e-fleet-"));
 
-/** A proxy in front of `target` counting what it forwarded and what it answered; it adds a
- * `cf-placement` header as a placed worker's answer carries one. */
-async function countingProxy(label, target) {
+/** A proxy in front of `target` counting what it forwarded and what it answered; it adds
+ * `placement` as the `cf-placement` header a placed worker's answer carries (none when null). */
+async function countingProxy(label, target, placement) {
   const counts = { requests: 0, answered: 0, tokens: new Set() };
   const server = http.createServer((req, res) => {
     counts.requests++;
     counts.tokens.add(req.headers.authorization ?? "");
     const up = http.request(target + req.url, { method: req.method, headers: req.headers }, (r) => {
-      const headers = { ...r.headers, "cf-placement": `remote-${label.replace(/[^A-Za-z]/g, "").toUpperCase().slice(0, 3)}` };
+      const headers = { ...r.headers, ...(placement ? { "cf-placement": placement } : {}) };
       res.writeHead(r.statusCode, headers);
       r.pipe(res);
       r.on("end", () => counts.answered++);
@@ -51,10 +58,11 @@ async function countingProxy(label, target) {
 before(async () => {
   redis = await startRedis();
   const stores = { REDIS_URL: `redis://127.0.0.1:${redis.port}`, STORES: "kv,do,d1,r2,redis", BENCH_TOKEN: TOKEN };
-  for (const label of ["local-1", "local-2", "local-3"]) {
+  // Placed in its region's metro; placed, but outside its region's metro; not placed at all.
+  for (const [label, placement, check] of PLACED) {
     const mf = await startStack(stores, { host: "127.0.0.1", port: 0 });
     members.push(mf);
-    proxies.push({ label, ...(await countingProxy(label, (await mf.ready).toString().replace(/\/$/, ""))) });
+    proxies.push({ label, check, placement, ...(await countingProxy(label, (await mf.ready).toString().replace(/\/$/, ""), placement)) });
   }
   // A member that is up but refuses (503 with a body that has a terminal escape), one that is not.
   const busy = http.createServer((req, res) => {
@@ -97,7 +105,7 @@ before(async () => {
   const big = http.createServer((req, res) => {
     big.count = (big.count ?? 0) + 1;
     const n = big.count;
-    res.writeHead(200, { "content-type": "application/json" });
+    res.writeHead(200, { "content-type": "application/json", "server-timing": "kvbench;dur=1.5" });
     res.end(JSON.stringify({ colo: "BIG", isolate_requests: n, stores: {}, n, pad: "p".repeat(BIG_PAD) }));
   });
   await new Promise((ok) => big.listen(0, "127.0.0.1", ok));
@@ -138,7 +146,7 @@ test("the probes call every member and keep every outcome under its label", { ti
   const started = await call("POST", "/probes/start");
   assert.equal(started.status, 200, started.text);
   const list = JSON.parse(started.text).probes.map((p) => p.label);
-  assert.deepEqual(list, ["weur", "local-1", "local-2", "local-3", "busy", "moved", "endless", "big", "hang", "gone"]);
+  assert.deepEqual(list, ["weur", EAST, CENTRAL, "local-3", "busy", "moved", "endless", "big", "hang", "gone"]);
 
   // Until every member has a few answers kept.
   const deadline = Date.now() + 180_000;
@@ -146,8 +154,8 @@ test("the probes call every member and keep every outcome under its label", { ti
   for (;;) {
     kept = lines((await call("GET", "/probes/answers")).text);
     const of = (label) => kept.filter((l) => l.label === label).length;
-    if (["local-1", "local-2", "local-3", "busy", "moved", "endless", "gone"].every((l) => of(l) >= 3) && of("big") >= 12) break;
-    assert.ok(Date.now() < deadline, `not every member answered in time: ${JSON.stringify(Object.fromEntries(["weur", "local-1", "local-2", "local-3", "busy", "gone"].map((l) => [l, of(l)])))}`);
+    if ([EAST, CENTRAL, "local-3", "busy", "moved", "endless", "gone"].every((l) => of(l) >= 3) && of("big") >= 12) break;
+    assert.ok(Date.now() < deadline, `not every member answered in time: ${JSON.stringify(Object.fromEntries(["weur", EAST, CENTRAL, "local-3", "busy", "gone"].map((l) => [l, of(l)])))}`);
     await sleep(1000);
   }
   const stopped = await call("POST", "/probes/stop");
@@ -170,8 +178,14 @@ test("the probes call every member and keep every outcome under its label", { ti
     for (const l of mine) {
       assert.equal(l.vantage, "member");
       assert.equal(l.hint, null);
-      assert.match(l.placement, /^remote-[A-Z]{1,3}$/);
+      // The header as sent, and what it makes the answer against the label's metro.
+      assert.equal(l.placement, p.placement, JSON.stringify(l));
+      assert.equal(l.placement_check, p.check, JSON.stringify(l));
       assert.equal(l.failure, undefined, JSON.stringify(l));
+      // The member's own handler time (its Server-Timing), the probe's round trip apart: the
+      // handler ran within the call.
+      assert.equal(typeof l.call_ms, "number", JSON.stringify(l));
+      assert.ok(l.duration_ms <= l.call_ms + 1, `handler ${l.duration_ms} ms in a call of ${l.call_ms} ms`);
       assert.equal(typeof l.answer.stores.kv.read_ms, "number", JSON.stringify(l.answer));
       assert.equal(l.colo, l.answer.colo);
       // `do` measures the member's colo's own object (created near where it runs), and says so.
@@ -225,6 +239,22 @@ test("the probes call every member and keep every outcome under its label", { ti
   assert.equal(gone.vantage, "member");
   assert.match(gone.last_error, /member connect/);
   assert.match(probes.find((p) => p.label === "busy").last_error, /member answered 503/);
+  // Each member's answers by placement, and why the ones outside its region are not counted.
+  const of = (label) => probes.find((p) => p.label === label);
+  const counted = (label) => kept.filter((l) => l.label === label).length;
+  assert.deepEqual(of(EAST).placement, { placed: counted(EAST), unplaced: 0, elsewhere: 0, last: "remote-IAD" });
+  assert.equal(of(EAST).last_error, null);
+  assert.deepEqual(of(EAST).region.colos, ["IAD"]);
+  assert.equal(of(EAST).region.probe_hint, "enam");
+  assert.deepEqual(of(CENTRAL).placement, { placed: 0, unplaced: 0, elsewhere: counted(CENTRAL), last: "remote-IAD" });
+  assert.match(of(CENTRAL).last_error, /^placed elsewhere: cf-placement remote-IAD where aws:eu-central-1 expects FRA \(Frankfurt, Germany\)/);
+  assert.deepEqual(of("local-3").placement, { placed: 0, unplaced: counted("local-3"), elsewhere: 0, last: null });
+  assert.match(of("local-3").last_error, /^unplaced: the answer has no cf-placement header/);
+  // The report counts only the placed member's answers in its row, and names the others.
+  const report = await call("GET", "/report?window=1h");
+  assert.equal(report.status, 200, report.text.slice(0, 300));
+  assert.match(report.text, new RegExp(`not counted: ${counted(CENTRAL)} elsewhere`));
+  assert.match(report.text, new RegExp(`not counted: ${counted("local-3")} unplaced`));
 });
 
 test("a member taken out of FLEET stops itself at its next wake", { timeout: 180_000 }, async () => {
@@ -252,9 +282,9 @@ test("a member taken out of FLEET stops itself at its next wake", { timeout: 180
   // local-1 goes on (its alarm fires every second); local-3's probe, woken by its own alarm,
   // finds itself out of FLEET and stops without calling the member. A call that was on its way
   // when the old worker went is the most it may still make.
-  const local1 = proxies.find((p) => p.label === "local-1").counts;
+  const local1 = proxies.find((p) => p.label === EAST).counts;
   const after = local3.requests;
-  await calls("local-1", local1.requests + 4, "local-1 was not called after the restart");
+  await calls(EAST, local1.requests + 4, `${EAST} was not called after the restart`);
   // Its object says why it stopped (read from the namespace: GET /probes lists FLEET's members).
   const ns = await main.getDurableObjectNamespace("BENCH_PROBES");
   const status = async () => (await ns.get(ns.idFromName("member:local-3")).fetch("https://kvbench.probe/status")).json();

@@ -197,6 +197,7 @@ impl Aggregate {
                 .entry(line.label.to_string())
                 .or_insert_with(|| Self::new_vantage(line)),
         };
+        VantagePoint::count(&mut v.colos, &line.colo, 1);
         if let Some(p) = &line.placement {
             VantagePoint::count(&mut v.placements, p, 1);
         }
@@ -500,7 +501,7 @@ mod tests {
         );
         assert_eq!(
             member.colos,
-            BTreeMap::from([("IAD".into(), 1), ("unknown".into(), 2)])
+            BTreeMap::from([("IAD".into(), 2), ("unknown".into(), 2)])
         );
         let hint = &r.vantages["weur"];
         assert_eq!(

@@ -29,6 +29,8 @@ pub struct Row<'a> {
     pub fastest: Option<&'a str>,
 }
 
+static NO_READS: BTreeMap<String, Quantiles> = BTreeMap::new();
+
 fn by_count(map: &BTreeMap<String, u64>, shown: usize) -> String {
     let mut names: Vec<(&String, &u64)> = map.iter().collect();
     names.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
@@ -69,7 +71,12 @@ pub fn rows<'a>(report: &'a Report, summary: &'a Summary) -> Vec<Row<'a>> {
         .filter_map(|(label, point)| {
             let (reads, warm) = match summary.warm_read.get(label) {
                 Some(warm) => (warm, true),
-                None => (&summary.labels.get(label)?.read, false),
+                None => match summary.labels.get(label) {
+                    Some(l) => (&l.read, false),
+                    // A member none of whose answers ran in its region: a row of counts alone.
+                    None if point.unplaced + point.elsewhere > 0 => (&NO_READS, false),
+                    None => return None,
+                },
             };
             let answered: Vec<(&String, f64)> = reads
                 .iter()
