@@ -2,8 +2,12 @@
 // The first look at a deployed (or local) worker, run by `npm run deploy` after deploying: `/`
 // says which stores are configured and, for each that is not, why (a missing secret, workers.dev
 // for the Cache API); one `/test` shows what each configured store answered; `/probes` shows the
-// probes. It fails (exit 1) only when the worker is broken: `/` or `/test` not answering, or a
-// configured store failing. A store without its secrets is reported, never a failure.
+// probes; and each fleet member is called by the worker itself (`POST /probes/check`, the way
+// its probe calls it), waiting (bounded: KVBENCH_MEMBER_WAIT_S, 180 s by default) for every
+// member to answer from its region. It fails (exit 1) when the worker is broken — `/` or `/test`
+// not answering, a configured store failing — or when a member is unreachable (its status and
+// body; Cloudflare's error 1042 named), not placed, or placed outside its region's metro, each
+// named. A store without its secrets is reported, never a failure.
 // Usage: node scripts/check-deploy.mjs URL   (BENCH_TOKEN from the environment when the worker
 // has one; it is sent as a header and never printed).
 const base = (process.argv[2] ?? "").replace(/\/+$/, "");
@@ -15,9 +19,17 @@ const token = (process.env.BENCH_TOKEN ?? "").trim();
 const headers = token ? { Authorization: `Bearer ${token}` } : {};
 const problems = [];
 
-async function get(path, { auth = false } = {}) {
+const memberWaitS = Number(process.env.KVBENCH_MEMBER_WAIT_S ?? 180);
+if (!Number.isFinite(memberWaitS) || memberWaitS < 0 || memberWaitS > 3600) {
+  console.error(`KVBENCH_MEMBER_WAIT_S: expected 0 to 3600 seconds, got ${JSON.stringify(process.env.KVBENCH_MEMBER_WAIT_S)}`);
+  process.exit(2);
+}
+// Seconds between two looks at the members that are not ready yet.
+const memberLookS = Math.max(1, Number(process.env.KVBENCH_MEMBER_LOOK_S ?? 15) || 15);
+
+async function get(path, { auth = false, method = "GET" } = {}) {
   try {
-    const res = await fetch(`${base}${path}`, { headers: auth ? headers : {}, signal: AbortSignal.timeout(120_000) });
+    const res = await fetch(`${base}${path}`, { method, headers: auth ? headers : {}, signal: AbortSignal.timeout(120_000) });
     const text = await res.text();
     let json = null;
     try {
@@ -88,6 +100,41 @@ if (probes.status === 200 && probes.json?.probes) {
   console.log("  skipped: behind BENCH_TOKEN");
 } else {
   console.log(`  GET /probes answered ${probes.status}: ${short(probes.text)}`);
+}
+
+// Each member called by the worker, as its probe calls it: until every one answers from its
+// region, or the wait is over. A member placed a moment after its deploy answers unplaced first.
+const memberCount = probes.json?.probes?.filter((x) => x.vantage === "member" && !x.outside).length ?? 0;
+if (memberCount > 0) {
+  console.log(`\nfleet members (POST /probes/check, waiting up to ${memberWaitS} s for each to answer from its region):`);
+  const deadline = Date.now() + memberWaitS * 1000;
+  const last = new Map();
+  let pending = null;
+  for (let look = 1; ; look++) {
+    const q = pending ? `?members=${encodeURIComponent(pending.join(","))}` : "";
+    const r = await get(`/probes/check${q}`, { auth: true, method: "POST" });
+    if (r.status !== 200 || !Array.isArray(r.json?.members)) {
+      if ((r.status === 401 || r.status === 403) && !token) {
+        console.log("  skipped: behind BENCH_TOKEN (export BENCH_TOKEN=... and rerun to check the members)");
+      } else {
+        problems.push(`POST /probes/check answered ${r.status}: ${short(r.text, 300)}`);
+      }
+      break;
+    }
+    for (const m of r.json.members) last.set(m.label, m);
+    pending = [...last.values()].filter((m) => m.problem).map((m) => m.label);
+    if (pending.length === 0 || Date.now() + memberLookS * 1000 > deadline) break;
+    console.log(`  look ${look}: ${last.size - pending.length} of ${last.size} ready; again in ${memberLookS} s for ${pending.length}: ${short(pending.join(", "), 200)}`);
+    await new Promise((ok) => setTimeout(ok, memberLookS * 1000));
+  }
+  for (const m of last.values()) {
+    if (m.problem) {
+      problems.push(`member ${m.label}: ${short(m.problem, 400)}`);
+      console.log(`  ✗ ${m.label}: ${short(m.problem, 300)}`);
+    } else {
+      console.log(`  ✓ ${m.label}: ${m.placement ?? "placed"} (${m.colo}), handler ${m.handler_ms} ms, call ${m.call_ms} ms`);
+    }
+  }
 }
 
 if (problems.length) {

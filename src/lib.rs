@@ -103,6 +103,7 @@ async fn fetch(
         .post_async("/probes/stop", |req, ctx| {
             probe_routes::control(req, ctx, "stop")
         })
+        .post_async("/probes/check", probe_routes::check)
         .head_async("/probes", probe_routes::list)
         .get_async("/probes/answers", probe_routes::probe_answers)
         .head_async("/probes/answers", probe_routes::probe_answers)

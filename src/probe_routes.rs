@@ -64,6 +64,68 @@ fn query(req: &Request) -> std::result::Result<Vec<(String, String)>, ParamError
     parse_query(url.query().unwrap_or(""))
 }
 
+/// `POST /probes/check[?members=label,...]`: each member of `FLEET` (or the ones named) called
+/// once, at once, from this worker — as its probe calls it, so what Cloudflare does to one
+/// worker fetching another (error 1042) shows here — and read as a deploy check reads it:
+/// status, placement against its region's metro, handler time, and its problem if any.
+/// Nothing is kept. 200 with `ok: false` when some member has a problem. Closed like a start
+/// (each call is a `/test` the deployment pays for).
+pub async fn check(req: Request, ctx: RouteContext<super::Data>) -> Result<Response> {
+    if let Some(r) = refused_control(&req, &ctx.env)? {
+        return Ok(r);
+    }
+    let probes = match probes_of(&ctx.env) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    let members = match query(&req).and_then(|q| chosen_members(&q, &probes.config.members)) {
+        Ok(m) => m,
+        Err(e) => return error(400, &e),
+    };
+    let token = env_raw(&ctx.env, TOKEN_VAR);
+    let checks = futures::future::join_all(
+        members
+            .iter()
+            .map(|m| crate::probes::check_member(m, token.as_deref())),
+    )
+    .await;
+    let ok = checks.iter().all(|c| c.problem.is_none());
+    respond::json(200, &json!({ "ok": ok, "members": checks }).to_string())
+}
+
+/// The members a check names (`members=a,b`), or all of `FLEET`.
+fn chosen_members(
+    query: &[(String, String)],
+    fleet: &[kvbench_core::fleet::Member],
+) -> std::result::Result<Vec<kvbench_core::fleet::Member>, ParamError> {
+    let mut chosen = None;
+    for (name, value) in query {
+        if name != "members" || chosen.is_some() {
+            return Err(ParamError::new(
+                name,
+                "POST /probes/check takes one parameter, members (labels of FLEET, comma-separated)",
+            ));
+        }
+        let mut list = Vec::new();
+        for label in value.split(',').map(str::trim).filter(|l| !l.is_empty()) {
+            match fleet.iter().find(|m| m.label == label) {
+                Some(m) => list.push(m.clone()),
+                None => {
+                    return Err(ParamError::new(
+                        "members",
+                        format!(
+                            "{label:?} is not a member of {}",
+                            kvbench_core::fleet::FLEET_VAR
+                        ),
+                    ))
+                }
+            }
+        }
+        chosen = Some(list);
+    }
+    Ok(chosen.unwrap_or_else(|| fleet.to_vec()))
+}
+
 /// `GET /probes`: each probe's hint, colo, interval, kept answers, last answer and last error.
 pub async fn list(req: Request, ctx: RouteContext<super::Data>) -> Result<Response> {
     if let Some(r) = refused(&req, &ctx.env)? {

@@ -13,7 +13,7 @@ use std::cell::{Cell, RefCell};
 
 use kvbench_core::budget::ISOLATE_BUDGET_BYTES;
 use kvbench_core::durable::LocationHint;
-use kvbench_core::fleet::Member;
+use kvbench_core::fleet::{Called, Member};
 use kvbench_core::probes::{
     self, Embedded, Failure, FailureKind, Kept, PlacementCheck, ProbeConfig, Vantage,
 };
@@ -429,7 +429,7 @@ impl ProbeObject {
         };
         let token = env_text(&self.env, kvbench_core::auth::TOKEN_VAR);
         let t_ms = now_ms();
-        let called = call_member(&target.test_url(), token.as_deref()).await;
+        let called = call_member(&target.test_url(), token.as_deref(), MEMBER_TIMEOUT_MS).await;
         let call_ms = kvbench_core::answer::round_ms(now_ms() - t_ms);
         let (mut reply, placement, handler_ms, body) = match &called {
             Ok(c) => (
@@ -601,19 +601,32 @@ pub fn probe_now(status: Option<&serde_json::Value>, armed_here: bool) -> probes
 /// `GET url` with the token as a bearer header, within [`MEMBER_TIMEOUT_MS`]: the status, the
 /// checked `cf-placement` and the body. A failure is its kind (`timeout`, `connect`,
 /// `transport`) and what happened.
-/// What a member answered: its status, `cf-placement` (shape-checked), handler time from its
-/// `Server-Timing`, and body (or what a redirect said).
-struct MemberCall {
-    status: u16,
-    placement: Option<String>,
-    handler_ms: Option<f64>,
-    body: String,
+/// One member checked as a deploy check sees it (`POST /probes/check`): one call of its
+/// `/test`, read by [`kvbench_core::fleet::check`]; nothing is kept.
+pub async fn check_member(
+    member: &Member,
+    token: Option<&str>,
+) -> kvbench_core::fleet::MemberCheck {
+    let t_ms = now_ms();
+    let called = call_member(&member.test_url(), token, CHECK_TIMEOUT_MS).await;
+    let call_ms = kvbench_core::answer::round_ms(now_ms() - t_ms);
+    let called = match &called {
+        Ok(c) => Ok(c),
+        Err((kind, detail)) => Err((*kind, detail.as_str())),
+    };
+    kvbench_core::fleet::check(&member.label, called, call_ms)
 }
 
+/// How long a deploy check waits for one member (all are asked at once).
+const CHECK_TIMEOUT_MS: u64 = 60_000;
+
+/// One call of a member's `/test`: its status, `cf-placement` (shape-checked), handler time from
+/// its `Server-Timing`, and body (or what a redirect said) — or why there is none.
 async fn call_member(
     url: &str,
     token: Option<&str>,
-) -> std::result::Result<MemberCall, (FailureKind, String)> {
+    timeout_ms: u64,
+) -> std::result::Result<Called, (FailureKind, String)> {
     let headers = worker::Headers::new();
     if let Some(token) = token.map(str::trim).filter(|t| !t.is_empty()) {
         headers
@@ -641,7 +654,7 @@ async fn call_member(
             let to = header("location").unwrap_or_default();
             let body =
                 format!("a redirect to {to:?}: not followed (a member answers /test itself)");
-            return Ok(MemberCall {
+            return Ok(Called {
                 status,
                 placement,
                 handler_ms,
@@ -650,19 +663,19 @@ async fn call_member(
         }
         let length = header("content-length");
         let body = read_member_body(&mut response, length.as_deref()).await?;
-        Ok(MemberCall {
+        Ok(Called {
             status,
             placement,
             handler_ms,
             body,
         })
     };
-    let sleep = worker::Delay::from(std::time::Duration::from_millis(MEMBER_TIMEOUT_MS));
+    let sleep = worker::Delay::from(std::time::Duration::from_millis(timeout_ms));
     match futures::future::select(std::pin::pin!(call), std::pin::pin!(sleep)).await {
         futures::future::Either::Left((reply, _)) => reply,
         futures::future::Either::Right(_) => Err((
             FailureKind::Timeout,
-            format!("no answer within {} s", MEMBER_TIMEOUT_MS / 1000),
+            format!("no answer within {} s", timeout_ms / 1000),
         )),
     }
 }

@@ -150,3 +150,71 @@ test("the fleet's config: a placed member per default region, deployable (dry ru
   }
   fs.rmSync(dir, { recursive: true, force: true });
 });
+
+/** A stand-in member on loopback: `answer(n)` gives the nth call's { status, headers, body }. */
+async function fakeMember(answer) {
+  const http = await import("node:http");
+  let n = 0;
+  const server = http.createServer((req, res) => {
+    const a = answer(++n, req);
+    res.writeHead(a.status, { "content-type": "application/json", ...a.headers });
+    res.end(a.body);
+  });
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  return { server, url: `http://127.0.0.1:${server.address().port}`, calls: () => n };
+}
+
+const ANSWER = JSON.stringify({ key: "1", colo: "IAD", isolate_requests: 2, stores: { kv: {} } });
+const answered = (placement) => ({
+  status: 200,
+  headers: { "server-timing": "kvbench;dur=2.5", ...(placement ? { "cf-placement": placement } : {}) },
+  body: ANSWER,
+});
+
+test("the check calls each member through the worker and names every one that is unreachable, unplaced or placed elsewhere", { timeout: 120_000 }, async () => {
+  const members = {
+    "aws:us-east-1": await fakeMember(() => answered("remote-IAD")),
+    // What Cloudflare answers a worker's fetch to a sibling on the same zone without the flag.
+    "aws:eu-central-1": await fakeMember(() => ({ status: 404, headers: { "content-type": "text/plain" }, body: "error code: 1042" })),
+    "aws:ap-northeast-1": await fakeMember(() => answered(null)),
+    "aws:sa-east-1": await fakeMember(() => answered("remote-IAD")),
+    "aws:eu-west-2": await fakeMember(() => answered("local-LHR")),
+    // Placement applies a moment after the deploy: unplaced twice, then in its metro.
+    "gcp:europe-west9": await fakeMember((n) => answered(n <= 2 ? "local-CDG" : "remote-CDG")),
+    // A member of another build: an answer without its handler time.
+    "aws:us-west-2": await fakeMember(() => ({ ...answered("remote-PDX"), headers: { "cf-placement": "remote-PDX" } })),
+  };
+  const FLEET = [...Object.entries(members).map(([l, m]) => `${l}=${m.url}`), "gone=http://127.0.0.1:1"].join(",");
+  try {
+    await withStack({ STORES: "kv", FLEET, BENCH_OPEN: "true", PROBE_COLO_URL: "none" }, async (url) => {
+      const { code, out } = await check(url, { KVBENCH_MEMBER_WAIT_S: "8", KVBENCH_MEMBER_LOOK_S: "1" });
+      assert.equal(code, 1, out);
+      assert.match(out, /✓ aws:us-east-1: remote-IAD \(IAD\), handler 2\.5 ms, call [\d.]+ ms/);
+      assert.match(out, /✓ gcp:europe-west9: remote-CDG/, "a member placed a moment late passes once it is");
+      assert.match(out, /look 1: 1 of 8 ready/);
+      assert.match(out, /member aws:eu-central-1: answered 404 with Cloudflare's error 1042 .*global_fetch_strictly_public/);
+      assert.match(out, /member aws:ap-northeast-1: unplaced: the answer has no cf-placement header/);
+      assert.match(out, /member aws:sa-east-1: placed elsewhere: cf-placement remote-IAD where aws:sa-east-1 expects GRU \(São Paulo, Brazil\)/);
+      assert.match(out, /member aws:eu-west-2: unplaced: cf-placement local-LHR/);
+      assert.match(out, /member aws:us-west-2: its \/test answer has no Server-Timing/);
+      assert.match(out, /member gone: unreachable \(connect\)/);
+      assert.match(out, /6 problem\(s\)/);
+      // Bounded: only the members not ready were asked again, about once a second for 8 s.
+      assert.ok(members["aws:us-east-1"].calls() === 1, `a ready member was asked again: ${members["aws:us-east-1"].calls()}`);
+      assert.ok(members["aws:sa-east-1"].calls() <= 10, `asked ${members["aws:sa-east-1"].calls()} times`);
+      // A member that is not in FLEET is a 400 naming the parameter.
+      const res = await fetch(`${url}/probes/check?members=nope`, { method: "POST" });
+      assert.equal(res.status, 400);
+      assert.equal((await res.json()).error.parameter, "members");
+    });
+    // Only members that answer from their region: the check passes.
+    const good = `aws:us-east-1=${members["aws:us-east-1"].url}`;
+    await withStack({ STORES: "kv", FLEET: good, BENCH_OPEN: "true", PROBE_COLO_URL: "none" }, async (url) => {
+      const { code, out } = await check(url, { KVBENCH_MEMBER_WAIT_S: "5", KVBENCH_MEMBER_LOOK_S: "1" });
+      assert.equal(code, 0, out);
+      assert.match(out, /✓ aws:us-east-1: remote-IAD/);
+    });
+  } finally {
+    for (const m of Object.values(members)) m.server.close();
+  }
+});

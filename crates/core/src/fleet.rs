@@ -262,6 +262,89 @@ pub fn server_timing_ms(header: Option<&str>) -> Option<f64> {
     })
 }
 
+/// What a member answered one call, as the probes read it (`src/probes.rs` fetches it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Called {
+    pub status: u16,
+    /// Its `cf-placement`, shape-checked ([`placement`]).
+    pub placement: Option<String>,
+    /// Its handler time ([`server_timing_ms`]).
+    pub handler_ms: Option<f64>,
+    pub body: String,
+}
+
+/// One member as a deploy check sees it (`POST /probes/check`): what it answered and, when it
+/// cannot serve as its label's vantage point, why.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct MemberCheck {
+    pub label: String,
+    /// The answer's status (`None`: no answer).
+    pub status: Option<u16>,
+    pub placement: Option<String>,
+    /// `None` when there was no `/test` answer to check.
+    pub placement_check: Option<PlacementCheck>,
+    /// The colo the member measured in, or "unknown".
+    pub colo: String,
+    pub handler_ms: Option<f64>,
+    /// The whole call, from the calling worker.
+    pub call_ms: f64,
+    /// Why this member cannot serve as its label's vantage point: unreachable, refused, not a
+    /// `/test` answer, or run outside its region. `None`: all is well.
+    pub problem: Option<String>,
+}
+
+/// Reads one call to `label`: `called` is what it answered, or why nothing (the failure kind
+/// and what happened); `call_ms` how long the call took.
+pub fn check(
+    label: &str,
+    called: Result<&Called, (FailureKind, &str)>,
+    call_ms: f64,
+) -> MemberCheck {
+    let mut out = MemberCheck {
+        label: label.to_string(),
+        status: None,
+        placement: None,
+        placement_check: None,
+        colo: "unknown".into(),
+        handler_ms: None,
+        call_ms,
+        problem: None,
+    };
+    let c = match called {
+        Ok(c) => c,
+        Err((kind, detail)) => {
+            out.problem = Some(format!(
+                "unreachable ({}): {}",
+                kind.as_str(),
+                crate::probes::clean_detail(detail, 300)
+            ));
+            return out;
+        }
+    };
+    out.status = Some(c.status);
+    out.placement.clone_from(&c.placement);
+    out.handler_ms = c.handler_ms;
+    let reply = member_reply(c.status, &c.body);
+    out.colo = reply.colo;
+    out.problem = match reply.failure {
+        Some((_, Some(status), detail)) if detail.contains("1042") => Some(format!(
+            "answered {status} with Cloudflare's error 1042 (a Worker fetching another Worker of the same zone): the calling worker needs the global_fetch_strictly_public compatibility flag (wrangler.toml's compatibility_flags) — {detail}"
+        )),
+        Some((_, Some(status), detail)) => Some(format!("answered {status}: {detail}")),
+        Some((kind, None, detail)) => Some(format!("{}: {detail}", kind.as_str())),
+        None if c.handler_ms.is_none() => Some(format!(
+            "its /test answer has no Server-Timing: {SERVER_TIMING_METRIC};dur= (the member's handler time): a member of another kvbench build; redeploy the fleet"
+        )),
+        None => {
+            let expected = region(label).map(|r| r.colos.as_slice());
+            let verdict = classify(c.placement.as_deref(), expected);
+            out.placement_check = Some(verdict);
+            placement_error(label, c.placement.as_deref(), verdict)
+        }
+    };
+    out
+}
+
 /// The `Server-Timing` metric a `/test` answer carries its handler time in.
 pub const SERVER_TIMING_METRIC: &str = "kvbench";
 /// The longest handler time a member may report (a day): anything beyond is no measurement.
@@ -414,6 +497,64 @@ mod tests {
         assert!(e.contains("no cf-placement"), "{e}");
         let e = placement_error(label, Some("local-EWR"), PlacementCheck::Unplaced).unwrap();
         assert!(e.starts_with("unplaced: cf-placement local-EWR"), "{e}");
+    }
+
+    #[test]
+    fn a_deploy_check_names_what_is_wrong_with_each_member() {
+        let answer = r#"{"colo":"IAD","isolate_requests":1,"stores":{"kv":{}}}"#;
+        let called =
+            |status: u16, placement: Option<&str>, handler_ms: Option<f64>, body: &str| Called {
+                status,
+                placement: placement.map(str::to_string),
+                handler_ms,
+                body: body.to_string(),
+            };
+        let ok = check(
+            "aws:us-east-1",
+            Ok(&called(200, Some("remote-IAD"), Some(3.5), answer)),
+            40.0,
+        );
+        assert_eq!(ok.problem, None);
+        assert_eq!(ok.placement_check, Some(PlacementCheck::Placed));
+        assert_eq!(
+            (ok.colo.as_str(), ok.handler_ms, ok.call_ms),
+            ("IAD", Some(3.5), 40.0)
+        );
+        let cases = [
+            (called(404, None, None, "error code: 1042"), "error 1042"),
+            (called(403, None, None, "nope"), "answered 403: nope"),
+            (
+                called(200, Some("remote-IAD"), Some(1.0), "<html>"),
+                "malformed: <html>",
+            ),
+            (
+                called(200, Some("remote-IAD"), None, answer),
+                "no Server-Timing",
+            ),
+            (
+                called(200, Some("local-EWR"), Some(1.0), answer),
+                "unplaced: cf-placement local-EWR",
+            ),
+            (
+                called(200, None, Some(1.0), answer),
+                "unplaced: the answer has no cf-placement",
+            ),
+            (
+                called(200, Some("remote-FRA"), Some(1.0), answer),
+                "placed elsewhere: cf-placement remote-FRA",
+            ),
+        ];
+        for (c, expected) in cases {
+            let got = check("aws:us-east-1", Ok(&c), 1.0);
+            let problem = got.problem.unwrap_or_default();
+            assert!(problem.contains(expected), "{c:?}: {problem}");
+        }
+        let gone = check("x", Err((FailureKind::Connect, "refused\u{1b}[0m")), 2.0);
+        assert_eq!(
+            gone.problem.as_deref(),
+            Some("unreachable (connect): refused [0m")
+        );
+        assert_eq!(gone.status, None);
     }
 
     #[test]
