@@ -4,10 +4,15 @@
 // Usage: node bench/profile.mjs [--seconds 8] [--query stores=kv,upstash] [--top 30]
 //        [--callers TEXT]  (also: the call paths of the functions whose name contains TEXT)
 //        [--floor]  (the floor worker, bench/floor-worker.js, with the same query, instead)
+//        [--postgres]  (a private PostgreSQL, scripts/postgres.sh, as POSTGRES_URL; with
+//        --floor, the postgres.js floor, bench/floor-postgres.js)
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
 import { parseArgs } from "node:util";
 import { Miniflare } from "miniflare";
-import { applyMigrations, workerOptions } from "../scripts/worker-options.mjs";
-import { floorOptions } from "./floor.mjs";
+import { ROOT, applyMigrations, workerOptions } from "../scripts/worker-options.mjs";
+import { floorOptions, floorPostgresOptions } from "./floor.mjs";
 import { inspect } from "./inspector.mjs";
 import { freePort } from "../scripts/net.mjs";
 import { startGateway, startRedis, stop } from "../tests/e2e/procs.mjs";
@@ -19,6 +24,7 @@ const { values } = parseArgs({
     top: { type: "string", default: "30" },
     callers: { type: "string" },
     floor: { type: "boolean", default: false },
+    postgres: { type: "boolean", default: false },
   },
 });
 const redis = await startRedis();
@@ -30,8 +36,14 @@ const vars = {
   UPSTASH_REDIS_REST_TOKEN: TOKEN,
   REDIS_URL: `redis://127.0.0.1:${redis.port}`,
 };
+// A private PostgreSQL, stopped (by its data directory's PID file) in the finally below.
+const pgDir = values.postgres ? fs.mkdtempSync(path.join(ROOT, ".stack-cpu-pg-")) : null;
+if (pgDir) {
+  vars.POSTGRES_URL = execFileSync("bash", [path.join(ROOT, "scripts/postgres.sh"), "start", pgDir, String(await freePort()), `profile-${process.pid}`], { encoding: "utf8" }).trim();
+}
+const floor = values.postgres ? floorPostgresOptions : floorOptions;
 const mf = new Miniflare({
-  ...(values.floor ? floorOptions(vars) : workerOptions(vars)),
+  ...(values.floor ? floor(vars) : workerOptions(vars)),
   host: "127.0.0.1",
   port: 0,
   inspectorPort,
@@ -106,4 +118,8 @@ try {
   await mf.dispose();
   await stop(gateway.proc);
   await stop(redis.proc);
+  if (pgDir) {
+    execFileSync("bash", [path.join(ROOT, "scripts/postgres.sh"), "stop", pgDir]);
+    fs.rmSync(pgDir, { recursive: true, force: true });
+  }
 }

@@ -33,6 +33,7 @@ pub mod postgres;
 pub mod probes;
 pub mod redis;
 pub mod runs;
+pub mod scram;
 pub mod spec;
 pub mod sql;
 pub mod store;

@@ -17,11 +17,11 @@
 use std::cell::RefCell;
 use std::io;
 
+use crate::scram::{self, Scram};
 use async_trait::async_trait;
 use bytes::{Buf, BytesMut};
 use fallible_iterator::FallibleIterator;
 use percent_encoding::percent_decode_str;
-use postgres_protocol::authentication::sasl::{ChannelBinding, ScramSha256, SCRAM_SHA_256};
 use postgres_protocol::message::backend::{ErrorResponseBody, Message};
 use postgres_protocol::message::frontend;
 use postgres_protocol::IsNull;
@@ -482,7 +482,7 @@ impl<C: Connector> PostgresStore<C> {
         )
         .map_err(encode_error)?;
         conn.io.write_all(&out).await?;
-        let mut scram: Option<ScramSha256> = None;
+        let mut scram: Option<Scram> = None;
         loop {
             match self.answer(conn.startup_message().await?, &mut scram)? {
                 Startup::Ready => return Ok(()),
@@ -493,11 +493,7 @@ impl<C: Connector> PostgresStore<C> {
     }
 
     /// What the startup does after `message`: the password, SCRAM's next step, or nothing.
-    fn answer(
-        &self,
-        message: Message,
-        scram: &mut Option<ScramSha256>,
-    ) -> Result<Startup, StoreError> {
+    fn answer(&self, message: Message, scram: &mut Option<Scram>) -> Result<Startup, StoreError> {
         let reply = match message {
             Message::AuthenticationOk
             | Message::ParameterStatus(_)
@@ -526,7 +522,7 @@ impl<C: Connector> PostgresStore<C> {
                 while let Ok(Some(m)) = mechanisms.next() {
                     offered.push(m.to_string());
                 }
-                if !offered.iter().any(|m| m == SCRAM_SHA_256) {
+                if !offered.iter().any(|m| m == scram::MECHANISM) {
                     return Err(StoreError::new(
                         ErrorKind::Auth,
                         format!(
@@ -535,11 +531,15 @@ impl<C: Connector> PostgresStore<C> {
                         ),
                     ));
                 }
-                let s =
-                    ScramSha256::new(self.password()?.as_bytes(), ChannelBinding::unsupported());
+                self.password()?;
+                let s = Scram::new().map_err(|e| self.auth(format!("SCRAM: {e}")))?;
                 let mut out = BytesMut::new();
-                frontend::sasl_initial_response(SCRAM_SHA_256, s.message(), &mut out)
-                    .map_err(encode_error)?;
+                frontend::sasl_initial_response(
+                    scram::MECHANISM,
+                    s.client_first().as_bytes(),
+                    &mut out,
+                )
+                .map_err(encode_error)?;
                 *scram = Some(s);
                 Some(out)
             }
@@ -547,17 +547,20 @@ impl<C: Connector> PostgresStore<C> {
                 let s = scram
                     .as_mut()
                     .ok_or_else(|| protocol("SASL continue before SASL"))?;
-                s.update(body.data())
+                // The keys of (password, salt, iterations) are derived once per isolate
+                // (`scram::KEYS`); the proof and the server's signature are this exchange's.
+                let message = s
+                    .client_final(self.password()?.as_bytes(), body.data(), &scram::KEYS)
                     .map_err(|e| self.auth(format!("SCRAM: {e}")))?;
                 let mut out = BytesMut::new();
-                frontend::sasl_response(s.message(), &mut out).map_err(encode_error)?;
+                frontend::sasl_response(message.as_bytes(), &mut out).map_err(encode_error)?;
                 Some(out)
             }
             Message::AuthenticationSaslFinal(body) => {
                 let s = scram
                     .as_mut()
                     .ok_or_else(|| protocol("SASL final before SASL"))?;
-                s.finish(body.data())
+                s.verify(body.data())
                     .map_err(|e| self.auth(format!("the server's SCRAM proof: {e}")))?;
                 None
             }
