@@ -466,7 +466,7 @@ mod tests {
 
     #[test]
     fn answers_are_placed_unplaced_or_elsewhere() {
-        let iad = vec!["IAD".to_string()];
+        let iad = ["IAD".to_string()];
         let cases = [
             (Some("remote-IAD"), Some(&iad[..]), PlacementCheck::Placed),
             (Some("remote-iad"), Some(&iad[..]), PlacementCheck::Placed),
