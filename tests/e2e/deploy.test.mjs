@@ -65,7 +65,7 @@ test("a configured store that fails fails the check, by name", async () => {
   await withStack({ REDIS_URL: "redis://127.0.0.1:1", STORES: "kv,redis" }, async (url) => {
     const { code, out } = await check(url);
     assert.equal(code, 1, out);
-    assert.match(out, /✗ redis\s+runtime/);
+    assert.match(out, /✗ redis\s+connect/);
     assert.match(out, /1 problem\(s\)/);
   });
 });

@@ -108,7 +108,7 @@ async function inject(t0) {
     await up();
     windows.push({ what, stores, from_s: from / 1000, to_s: since() / 1000 });
   };
-  await outage("redis-server killed", { upstash: "http", redis: "runtime" }, 5000, () => kill(redis.proc), 8000, async () => {
+  await outage("redis-server killed", { upstash: "http", redis: "connect" }, 5000, () => kill(redis.proc), 8000, async () => {
     redis = await startRedis([], { port: redis.port });
   });
   await outage("gateway killed", { upstash: "runtime" }, 12000, () => kill(gateway.proc), 15000, async () => {

@@ -328,7 +328,7 @@ test("Redis over TCP: a wrong password is auth, a stopped server is runtime, a s
   const refused = await startWorker({ REDIS_URL: `redis://127.0.0.1:${gone.port}` });
   try {
     const { json } = await get(refused, "/test?key=e2e-redis-gone&stores=redis,kv");
-    assert.equal(json.stores.redis.error.kind, "runtime", JSON.stringify(json.stores.redis));
+    assert.equal(json.stores.redis.error.kind, "connect", JSON.stringify(json.stores.redis));
     assert.ok(json.stores.redis.connect_ms >= 0);
     assert.equal(json.stores.kv.error, null);
   } finally {

@@ -155,8 +155,18 @@ struct Conn<T> {
     end: usize,
 }
 
+/// A connection that could not be opened, or was lost mid-exchange: `connect`, as Postgres
+/// names it (the runtime's socket errors come as `runtime`).
+fn lost(mut e: StoreError) -> StoreError {
+    if e.kind == ErrorKind::Runtime {
+        e.kind = ErrorKind::Connect;
+    }
+    e
+}
+
+/// A server that broke RESP (as Postgres's client names a broken protocol).
 fn protocol(message: impl Into<String>) -> StoreError {
-    StoreError::new(ErrorKind::Decode, message)
+    StoreError::new(ErrorKind::Protocol, message)
 }
 
 impl<T: Connection> Conn<T> {
@@ -184,10 +194,10 @@ impl<T: Connection> Conn<T> {
             .buf
             .get_mut(self.end..)
             .ok_or_else(|| protocol("reader state out of bounds"))?;
-        let n = self.io.read(free).await?;
+        let n = self.io.read(free).await.map_err(lost)?;
         if n == 0 {
             return Err(StoreError::new(
-                ErrorKind::Runtime,
+                ErrorKind::Connect,
                 "the server closed the connection",
             ));
         }
@@ -270,7 +280,7 @@ impl<T: Connection> Conn<T> {
     }
 
     async fn call(&mut self, request: &[u8]) -> Result<Reply, StoreError> {
-        self.io.write_all(request).await?;
+        self.io.write_all(request).await.map_err(lost)?;
         self.reply().await
     }
 }
@@ -342,10 +352,12 @@ impl<C: Connector> Store for RedisStore<C> {
         if self.conn.borrow().is_some() {
             return Ok(false);
         }
+        // A connection that cannot be opened (or upgraded to TLS) is `connect`, as Postgres's.
         let io = self
             .connector
             .connect(&self.url.host, self.url.port, self.url.tls)
-            .await?;
+            .await
+            .map_err(lost)?;
         let mut conn = Conn::new(io);
         if let Some(password) = &self.url.password {
             let auth = match &self.url.username {
@@ -488,10 +500,14 @@ mod tests {
         assert_eq!(r[3], Ok(Reply::Bulk(None)));
         assert_eq!(r[4], Ok(Reply::Bulk(Some(0))));
         assert_eq!(r[5], Ok(Reply::Bulk(Some(100_000))));
-        assert_eq!(r[6].as_ref().unwrap_err().kind, ErrorKind::Runtime, "EOF");
+        assert_eq!(r[6].as_ref().unwrap_err().kind, ErrorKind::Connect, "EOF");
         for bad in ["*1\r\n", "$abc\r\n", "$2\r\nabc\r\n", ":x\r\n"] {
             let r = replies(bad.as_bytes());
-            assert_eq!(r[0].as_ref().unwrap_err().kind, ErrorKind::Decode, "{bad}");
+            assert_eq!(
+                r[0].as_ref().unwrap_err().kind,
+                ErrorKind::Protocol,
+                "{bad}"
+            );
         }
     }
 }
@@ -528,7 +544,7 @@ mod hostile_replies {
             let r = replies(bad);
             assert_eq!(r.len(), 1);
             let e = r[0].as_ref().unwrap_err();
-            assert_eq!(e.kind, ErrorKind::Decode, "{bad:?}: {e:?}");
+            assert_eq!(e.kind, ErrorKind::Protocol, "{bad:?}: {e:?}");
         }
         // Non-UTF-8 after a valid type byte is the server's text, shown lossily.
         assert_eq!(
@@ -537,7 +553,7 @@ mod hostile_replies {
         );
         assert_eq!(
             replies(b":\xff1\r\n")[0].as_ref().unwrap_err().kind,
-            ErrorKind::Decode
+            ErrorKind::Protocol
         );
     }
 
@@ -548,13 +564,16 @@ mod hostile_replies {
         for reply in [&b"\xff\r\n"[..], "érror\r\n".as_bytes()] {
             let answers = || Answers(reply.to_vec());
             let auth = RedisStore::new(RedisUrl::parse("redis://:pw@h").unwrap(), answers());
-            assert_eq!(block(auth.connect()).unwrap_err().kind, ErrorKind::Decode);
+            assert_eq!(block(auth.connect()).unwrap_err().kind, ErrorKind::Protocol);
             let select = RedisStore::new(RedisUrl::parse("redis://h/2").unwrap(), answers());
-            assert_eq!(block(select.connect()).unwrap_err().kind, ErrorKind::Decode);
+            assert_eq!(
+                block(select.connect()).unwrap_err().kind,
+                ErrorKind::Protocol
+            );
             let get = RedisStore::new(RedisUrl::parse("redis://h").unwrap(), answers());
             assert_eq!(block(get.connect()), Ok(true));
             let e = block(get.get("k", &Options::default())).unwrap_err();
-            assert_eq!(e.kind, ErrorKind::Decode);
+            assert_eq!(e.kind, ErrorKind::Protocol);
         }
     }
 
@@ -597,7 +616,7 @@ mod hostile_replies {
     fn only_store_errors(r: &[Result<Reply, StoreError>]) -> Result<(), TestCaseError> {
         for e in r.iter().filter_map(|r| r.as_ref().err()) {
             prop_assert!(
-                matches!(e.kind, ErrorKind::Decode | ErrorKind::Runtime),
+                matches!(e.kind, ErrorKind::Protocol | ErrorKind::Connect),
                 "{e:?}"
             );
         }
@@ -632,7 +651,7 @@ mod hostile_replies {
             line.extend_from_slice(b"\r\n");
             let r = replies(&line);
             prop_assert_eq!(r.len(), 1);
-            prop_assert_eq!(r[0].as_ref().unwrap_err().kind, ErrorKind::Decode);
+            prop_assert_eq!(r[0].as_ref().unwrap_err().kind, ErrorKind::Protocol);
         }
 
         /// Well-formed replies read back as themselves, then the closed connection.
@@ -644,7 +663,7 @@ mod hostile_replies {
             for ((want, _), got) in rs.iter().zip(&got) {
                 prop_assert_eq!(got.as_ref().unwrap(), want);
             }
-            prop_assert_eq!(got[rs.len()].as_ref().unwrap_err().kind, ErrorKind::Runtime);
+            prop_assert_eq!(got[rs.len()].as_ref().unwrap_err().kind, ErrorKind::Connect);
         }
     }
 }
