@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# `npm run dev`: the whole local stack in the foreground — redis-server, upstash-gateway, denokv
-# and `wrangler dev` on 127.0.0.1:8787 with its local KV, Durable Objects, D1, R2 and Cache API —
-# until Ctrl-C or SIGTERM, which stop every process it started (by PID) and nothing else.
+# `npm run dev`: the whole local stack in the foreground — redis-server, upstash-gateway, denokv,
+# a private PostgreSQL and `wrangler dev` on 127.0.0.1:8787 with its local KV, Durable Objects, D1,
+# R2, Cache API and Hyperdrive (a direct connection to that PostgreSQL, as `npm run bench` binds
+# it) — until Ctrl-C or SIGTERM, which stop every process it started (by PID) and nothing else.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$ROOT/scripts/stack.sh"
 cd "$ROOT"
@@ -33,7 +34,8 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-bash scripts/setup.sh
+# Without PostgreSQL the stack still runs, without the two Postgres stores (postgres_installed below).
+KVBENCH_POSTGRES=optional bash scripts/setup.sh
 export KVBENCH_SKIP_SETUP=1
 # KVBENCH_GATEWAY_BIN: a gateway already built (the e2e test gives npm test's debug build); else
 # the optimised one, built here.
@@ -47,7 +49,15 @@ stack_init "$DIR"
 start_redis "$REDIS"
 start_gateway "$GATEWAY"
 start_denokv "$DENOKV"
-start_postgres "$POSTGRES"
+# The postgres store's POSTGRES_URL and the hyperdrive store's BENCH_HYPERDRIVE, in the worker and
+# the fleet members; a machine without PostgreSQL runs the rest.
+if pg_missing=$(postgres_installed 2>&1); then
+  start_postgres "$POSTGRES"
+  PG_LINE="127.0.0.1:$POSTGRES               (the worker's POSTGRES_URL and BENCH_HYPERDRIVE, a direct connection; password in $DIR/worker.env)"
+else
+  log "PostgreSQL skipped: ${pg_missing#scripts/postgres.sh: } — the postgres and hyperdrive stores answer not_configured"
+  PG_LINE="not started: PostgreSQL is not installed (postgres and hyperdrive answer not_configured)"
+fi
 apply_d1_migrations
 # A local fleet: KVBENCH_FLEET members (default 3, 0 for none), each the built benchmark worker
 # in a workerd of its own on a free loopback port, which the probes call like placed members.
@@ -90,7 +100,7 @@ cat >&2 <<MSG
   upstash-gateway http://127.0.0.1:$GATEWAY        (token in $DIR/worker.env)
   redis-server    127.0.0.1:$REDIS               (no persistence; also the worker's REDIS_URL)
   denokv          http://127.0.0.1:$DENOKV        (SQLite in $DIR; token in $DIR/worker.env)
-  postgres        127.0.0.1:$POSTGRES               (POSTGRES_URL in $DIR/worker.env; BENCH_HYPERDRIVE, direct, in the fleet members — and in wrangler dev once wrangler.toml binds it)
+  postgres        $PG_LINE
   fleet           ${FLEET:-none}   (KVBENCH_FLEET=$FLEET_N local members)
   logs            $DIR/*.log
 $(if [ -n "${KVBENCH_INSPECTOR_PORT:-}" ]; then

@@ -6,6 +6,8 @@
 #   scripts/postgres.sh start DIR PORT PASSWORD   starts it, prints the postgres:// URL;
 #                                                 DIR/postgres.pid holds the server's PID
 #   scripts/postgres.sh stop DIR                  stops it (by that PID) and removes its data
+#   scripts/postgres.sh check                     fails, saying what is missing, without a server
+#                                                 (initdb, pg_ctl) or psql
 #
 # PostgreSQL refuses to run as root: as root, the server runs as the `postgres` user that
 # Debian's package creates, in a data directory under /tmp that it can reach.
@@ -20,6 +22,11 @@ bindir() {
     if [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ]; then echo "$d"; return; fi
   done
   die "no PostgreSQL server (initdb, pg_ctl): bash scripts/setup.sh installs Debian's postgresql, or set PG_BIN_DIR"
+}
+
+check() {
+  bindir >/dev/null
+  command -v psql >/dev/null || die "psql is missing: bash scripts/setup.sh installs postgresql-client"
 }
 
 as_owner() {
@@ -99,5 +106,6 @@ case "${1:-}" in
   start) [ $# = 4 ] || die "usage: start DIR PORT PASSWORD"; start "$2" "$3" "$4" ;;
   stop) [ $# = 2 ] || die "usage: stop DIR"; stop "$2" ;;
   migrate) [ $# = 2 ] || die "usage: migrate URL"; migrate "$2" ;;
-  *) die "usage: start DIR PORT PASSWORD | stop DIR | migrate URL" ;;
+  check) [ $# = 1 ] || die "usage: check"; check ;;
+  *) die "usage: start DIR PORT PASSWORD | stop DIR | migrate URL | check" ;;
 esac

@@ -6,6 +6,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { Miniflare } from "miniflare";
+// A reset Hyperdrive connection must not end this server (scripts/hyperdrive-guard.cjs).
+import "./hyperdrive-guard.cjs";
 import { ROOT, applyMigrations, stackOptions, tomlVars } from "./worker-options.mjs";
 const { values } = parseArgs({
   options: { port: { type: "string", default: "8787" }, "env-file": { type: "string" } },

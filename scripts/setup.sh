@@ -63,12 +63,15 @@ if ! command -v sqlite3 >/dev/null; then
 fi
 # Debian's PostgreSQL server and psql: the postgres and hyperdrive stores' local database
 # (scripts/postgres.sh runs it in a private data dir; the server itself is not started here).
+# KVBENCH_POSTGRES=optional (npm run dev): when it cannot be installed, go on without it.
 if ! compgen -G "${PG_BIN_DIR:-/usr/lib/postgresql/*/bin}/initdb" >/dev/null || ! command -v psql >/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     log "apt-get install postgresql"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
     # The package may start its own cluster on 5432: the stack never uses it.
     (systemctl stop postgresql 2>/dev/null || service postgresql stop 2>/dev/null) || true
+  elif [ "${KVBENCH_POSTGRES:-}" = optional ]; then
+    log "PostgreSQL is missing: going on without it (install it with 'sudo apt-get install postgresql' or set PG_BIN_DIR)"
   else
     die "PostgreSQL is missing: install it (e.g. 'sudo apt-get install postgresql') or set PG_BIN_DIR, and retry"
   fi

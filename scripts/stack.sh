@@ -85,7 +85,8 @@ start_denokv() {
 # A private PostgreSQL (scripts/postgres.sh: its own data dir, 127.0.0.1 only, a per-run
 # password, the kvbench database migrated) for the `postgres` store, and Miniflare's or
 # wrangler's local Hyperdrive binding pointed at it (a direct connection: no pool, no cache).
-# Stopped by stack_stop, by the PID it records in the state dir.
+# Watched by stack_watch and stopped by stack_stop, by the PID it records in the state dir
+# (pg_ctl's server, which is not a child of ours: `spawn` does not fit it).
 start_postgres() {
   POSTGRES_PORT=$1
   require_free_port "$POSTGRES_PORT" postgres KVBENCH_POSTGRES_PORT
@@ -94,6 +95,11 @@ start_postgres() {
   POSTGRES_URL=$(bash "$ROOT/scripts/postgres.sh" start "$STACK_DIR" "$POSTGRES_PORT" "$password") ||
     die "PostgreSQL did not start (bash scripts/setup.sh installs it)"
   STACK_POSTGRES=1
+}
+
+# True when this machine has a PostgreSQL server and psql; else says what is missing (stderr).
+postgres_installed() {
+  bash "$ROOT/scripts/postgres.sh" check
 }
 
 # The worker's environment: the local services, as a dotenv file (wrangler hides its values).
@@ -132,8 +138,8 @@ apply_d1_migrations() {
     { tail -n 20 "$STACK_DIR/d1-migrations.log" >&2; die "wrangler d1 migrations apply failed"; }
 }
 
-# wrangler dev with its local bindings (KV, Durable Objects, D1, R2) persisted under the state dir
-# (what `npm run dev` runs).
+# wrangler dev with its local bindings (KV, Durable Objects, D1, R2) persisted under the state dir,
+# and BENCH_HYPERDRIVE on the stack's PostgreSQL when it runs one (what `npm run dev` runs).
 # Its devtools inspector runs code in the worker and has no auth. wrangler 4.86's CLI cannot turn
 # it off (only its programmatic API can), and by default it takes the well-known 127.0.0.1:9229.
 # So: KVBENCH_INSPECTOR_PORT when set (to attach devtools), else a random free loopback port that
@@ -145,12 +151,20 @@ start_wrangler() {
   INSPECTOR_PORT=${KVBENCH_INSPECTOR_PORT:-$(free_port)}
   require_free_port "$INSPECTOR_PORT" "wrangler dev's inspector" KVBENCH_INSPECTOR_PORT
   write_worker_env
+  # The benchmark worker's config: wrangler.toml plus, with the stack's PostgreSQL, the
+  # BENCH_HYPERDRIVE binding wrangler.toml leaves to npm run deploy (scripts/dev-config.mjs), in
+  # the state dir. wrangler reads the binding's local database from the variable below, never
+  # from that file.
+  local config="$STACK_DIR/kvbench.jsonc"
+  node "$ROOT/scripts/dev-config.mjs" --config "$ROOT/wrangler.toml" --out "$config" \
+    ${POSTGRES_URL:+--hyperdrive} || die "scripts/dev-config.mjs failed"
   # Both workers: the benchmark worker (first: it serves the port) and the report worker behind
-  # its REPORT binding (GET /report).
-  # wrangler binds BENCH_HYPERDRIVE only when wrangler.toml has its [[hyperdrive]] (npm run
-  # deploy adds it); it then reads the local database from this variable.
+  # its REPORT binding (GET /report). wrangler's node loads scripts/hyperdrive-guard.cjs first
+  # (its child inherits the flag): without it, a Hyperdrive query in flight when an edit reloads
+  # the worker kills wrangler dev, and the stack with it.
   CLOUDFLARE_HYPERDRIVE_LOCAL_CONNECTION_STRING_BENCH_HYPERDRIVE="${POSTGRES_URL:-}" \
-    spawn worker wrangler dev -c wrangler.toml -c crates/report-worker/wrangler.toml \
+    spawn worker node --require "$ROOT/scripts/hyperdrive-guard.cjs" "$ROOT/node_modules/wrangler/bin/wrangler.js" \
+    dev -c "$config" -c crates/report-worker/wrangler.toml \
     --local --ip 127.0.0.1 --port "$WORKER_PORT" \
     --inspector-ip 127.0.0.1 --inspector-port "$INSPECTOR_PORT" \
     --show-interactive-dev-session=false --env-file "$WORKER_ENV_FILE" \
@@ -270,6 +284,13 @@ stack_watch() {
       rm -f "$log.cut"
     fi
   done
+  if [ -n "${STACK_POSTGRES:-}" ]; then
+    pid=$(cat "$STACK_DIR/postgres.pid" 2>/dev/null || true)
+    if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
+      tail -n 20 "$(cat "$STACK_DIR/postgres.data" 2>/dev/null)/server.log" >&2 2>/dev/null || true
+      die "postgres exited (pid ${pid:-unknown}): stopping the stack"
+    fi
+  fi
   [ -n "$health" ] || return 0
   if curl -fsS --max-time "$STACK_HEALTH_TIMEOUT_S" -o /dev/null "$health" 2>/dev/null; then
     STACK_UNANSWERED_MS=0

@@ -1,9 +1,11 @@
 // `npm run dev` (scripts/dev.sh) as a user runs it, on private ports and its own state dir: it
-// builds each worker once (wrangler's own builds at start reuse that build), runs a local fleet of
+// builds each worker once (wrangler's own builds at start reuse that build), measures both
+// Postgres stores (POSTGRES_URL, and BENCH_HYPERDRIVE bound by wrangler dev) on its private
+// PostgreSQL, whose password it prints nowhere, runs a local fleet of
 // three members whose answers the probes keep, survives a benchmark
 // at saturation on a machine another CPU-bound job keeps busy, and an edit under src/ in the
 // middle of it (one rebuild, then /test answers again), and Ctrl-C (SIGTERM) leaves no process
-// behind. Bounded: every wait has a deadline, the load and the CPU hogs stop by themselves.
+// behind, PostgreSQL included. Bounded: every wait has a deadline, the load and the CPU hogs stop by themselves.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
@@ -77,7 +79,7 @@ test("npm run dev: one build each, survives saturation, a busy machine and an ed
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench dev "));
   const stackDir = path.join(scratch, "stack");
   const builds = path.join(scratch, "builds");
-  const [port, gateway, redis, denokv] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const [port, gateway, redis, denokv, postgres] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
   // Make each worker's build stale, so the stack's start has exactly one real build of each to do.
   for (const dir of [".", "crates/report-worker"]) fs.rmSync(path.join(ROOT, dir, "build/.kvbench-build-key"), { force: true });
 
@@ -91,6 +93,7 @@ test("npm run dev: one build each, survives saturation, a busy machine and an ed
       KVBENCH_GATEWAY_PORT: String(gateway),
       KVBENCH_REDIS_PORT: String(redis),
       KVBENCH_DENOKV_PORT: String(denokv),
+      KVBENCH_POSTGRES_PORT: String(postgres),
       KVBENCH_STACK_DIR: stackDir,
       KVBENCH_BUILDS: builds,
       KVBENCH_GATEWAY_BIN: GATEWAY_BIN,
@@ -110,6 +113,7 @@ test("npm run dev: one build each, survives saturation, a busy machine and an ed
   const stillUp = () => assert.equal(exited, null, `the stack stopped itself:\n${devOut().slice(-3000)}`);
   const base = `http://127.0.0.1:${port}`;
   const pids = [];
+  let pg = null;
   try {
     await until("the stack answering /healthz", 900_000, async () => {
       stillUp();
@@ -119,6 +123,29 @@ test("npm run dev: one build each, survives saturation, a busy machine and an ed
       pids.push(Number(fs.readFileSync(path.join(stackDir, f), "utf8")));
     }
     assert.ok(pids.length >= 4, `pids: ${pids}`);
+
+    // Both Postgres stores on the stack's own PostgreSQL: the direct one (POSTGRES_URL) and
+    // Hyperdrive (the binding wrangler.toml leaves out, in the config dev writes to its state
+    // dir). A miss writes the row, the second read finds it: each reads the database.
+    const url = fs.readFileSync(path.join(stackDir, "worker.env"), "utf8").match(/^POSTGRES_URL=(.*)$/m);
+    assert.ok(url, "POSTGRES_URL in the worker's env file");
+    pg = {
+      pid: Number(fs.readFileSync(path.join(stackDir, "postgres.pid"), "utf8")),
+      data: fs.readFileSync(path.join(stackDir, "postgres.data"), "utf8").trim(),
+      password: decodeURIComponent(new URL(url[1]).password),
+    };
+    assert.equal(alive(pg.pid), true, `postgres pid ${pg.pid}`);
+    assert.ok(pg.password.length >= 8, "a per-run password");
+    for (const hit of [false, true]) {
+      const r = await get(`${base}/test?stores=hyperdrive,postgres&key=dev-postgres`, 60_000);
+      assert.equal(r.status, 200, r.body);
+      const stores = JSON.parse(r.body).stores;
+      for (const name of ["hyperdrive", "postgres"]) {
+        assert.equal(stores[name].error, null, `${name}: ${r.body}`);
+        assert.equal(typeof stores[name].read_ms, "number", `${name}: ${r.body}`);
+        assert.equal(stores[name].hit, hit, `${name}: ${r.body}`);
+      }
+    }
 
     // wrangler builds each worker twice more at start (once for its bundle, once more when its
     // file watcher is ready): both must reuse the one build dev.sh made.
@@ -211,5 +238,15 @@ test("npm run dev: one build each, survives saturation, a busy machine and an ed
   // Ctrl-C's path: every process the stack started is gone, its ports are free.
   for (const pid of pids) assert.equal(alive(pid), false, `pid ${pid} outlived the stack`);
   assert.match(devOut(), /stopping the stack/);
+  // PostgreSQL (pg_ctl's server, not a child of the stack) is stopped by its PID too, its data
+  // removed; its password is in no log, nor in the banner or the generated wrangler config.
+  assert.ok(pg, "the Postgres checks ran");
+  assert.equal(alive(pg.pid), false, `postgres pid ${pg.pid} outlived the stack`);
+  assert.equal(fs.existsSync(pg.data), false, `${pg.data} left behind`);
+  const printed = fs.readdirSync(stackDir).filter((f) => f.endsWith(".log") || f.endsWith(".jsonc"));
+  assert.ok(printed.includes("worker.log") && printed.includes("kvbench.jsonc"), `${printed}`);
+  for (const [name, text] of [["dev's output", devOut()], ...printed.map((f) => [f, fs.readFileSync(path.join(stackDir, f), "utf8")])]) {
+    assert.equal(text.includes(pg.password), false, `the Postgres password is printed in ${name}`);
+  }
   fs.rmSync(scratch, { recursive: true, force: true });
 });

@@ -58,6 +58,21 @@ test("stack_watch names a part that died", () => {
   assert.match(r.out, /gone exited/);
 });
 
+test("stack_watch names PostgreSQL when its server exited (pg_ctl's, by the PID it recorded)", () => {
+  const r = stack(`
+    # A stand-in for the server: scripts/postgres.sh records the postmaster's PID the same way.
+    sleep 30 & echo $! >"$STACK_DIR/postgres.pid"; STACK_POSTGRES=1
+    trap stack_stop EXIT
+    stack_watch && echo "first look passed"
+    kill "$(cat "$STACK_DIR/postgres.pid")"; wait || true
+    stack_watch
+  `);
+  assert.notEqual(r.code, 0);
+  assert.match(r.out, /first look passed/);
+  assert.match(r.out, /postgres exited \(pid \d+\): stopping the stack/);
+  assert.equal(fs.existsSync(path.join(r.dir, "postgres.pid")), false, "stack_stop forgets the server");
+});
+
 test("stack_watch stops a live worker that has not answered for STACK_HEALTH_DEAD_S, not sooner", () => {
   const r = stack(
     `
