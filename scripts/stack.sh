@@ -154,7 +154,7 @@ start_wrangler() {
   # The benchmark worker's config: wrangler.toml plus, with the stack's PostgreSQL, the
   # BENCH_HYPERDRIVE binding wrangler.toml leaves to npm run deploy (scripts/dev-config.mjs), in
   # the state dir. wrangler reads the binding's local database from the variable below, never
-  # from that file.
+  # from that file. KVBENCH_WRANGLER_JS: another wrangler entry point (tests use a stand-in).
   local config="$STACK_DIR/kvbench.jsonc"
   node "$ROOT/scripts/dev-config.mjs" --config "$ROOT/wrangler.toml" --out "$config" \
     ${POSTGRES_URL:+--hyperdrive} || die "scripts/dev-config.mjs failed"
@@ -163,7 +163,7 @@ start_wrangler() {
   # (its child inherits the flag): without it, a Hyperdrive query in flight when an edit reloads
   # the worker kills wrangler dev, and the stack with it.
   CLOUDFLARE_HYPERDRIVE_LOCAL_CONNECTION_STRING_BENCH_HYPERDRIVE="${POSTGRES_URL:-}" \
-    spawn worker node --require "$ROOT/scripts/hyperdrive-guard.cjs" "$ROOT/node_modules/wrangler/bin/wrangler.js" \
+    spawn worker node --require "$ROOT/scripts/hyperdrive-guard.cjs" "${KVBENCH_WRANGLER_JS:-$ROOT/node_modules/wrangler/bin/wrangler.js}" \
     dev -c "$config" -c crates/report-worker/wrangler.toml \
     --local --ip 127.0.0.1 --port "$WORKER_PORT" \
     --inspector-ip 127.0.0.1 --inspector-port "$INSPECTOR_PORT" \

@@ -248,7 +248,7 @@ setTimeout(() => process.exit(0), 30000);
   chmodSync(fake, 0o755);
   try {
     for (const chosen of [undefined, String(await freePort())]) {
-      const env = chosen ? { KVBENCH_INSPECTOR_PORT: chosen } : {};
+      const env = { KVBENCH_WRANGLER_JS: fake, ...(chosen ? { KVBENCH_INSPECTOR_PORT: chosen } : {}) };
       await stackScript(`
         export PATH="${dir}:$PATH"
         trap stack_stop EXIT
