@@ -29,6 +29,8 @@ const vars = {
   UPSTASH_REDIS_REST_URL: gateway.url,
   UPSTASH_REDIS_REST_TOKEN: TOKEN,
   REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+  // Loopback only, no token: /test answers anyone (closed without BENCH_TOKEN otherwise).
+  BENCH_OPEN: "true",
 };
 const mf = new Miniflare({
   ...(values.floor ? floorOptions(vars) : workerOptions(vars)),
