@@ -36,6 +36,7 @@ pub mod runs;
 pub mod spec;
 pub mod sql;
 pub mod store;
+pub mod sweep;
 pub mod upstash;
 pub mod value;
 
