@@ -121,6 +121,8 @@ const vars = {
   UPSTASH_REDIS_REST_TOKEN: TOKEN,
   REDIS_URL: `redis://127.0.0.1:${redis.port}`,
   POSTGRES_URL: pgUrl,
+  // Loopback only, no token: /test answers anyone (closed without BENCH_TOKEN otherwise).
+  BENCH_OPEN: "true",
 };
 const floorOptions = floorOptions_(vars);
 

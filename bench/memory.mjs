@@ -104,6 +104,8 @@ const vars = {
   DENO_KV_URL: denokv.url,
   DENO_KV_ACCESS_TOKEN: TOKEN,
   REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+  // Loopback only, no token: /test answers anyone (closed without BENCH_TOKEN otherwise).
+  BENCH_OPEN: "true",
 };
 const inspectorPort = await freePort();
 const mf = new Miniflare(

@@ -35,6 +35,8 @@ const vars = {
   UPSTASH_REDIS_REST_URL: gateway.url,
   UPSTASH_REDIS_REST_TOKEN: TOKEN,
   REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+  // Loopback only, no token: /test answers anyone (closed without BENCH_TOKEN otherwise).
+  BENCH_OPEN: "true",
 };
 // A private PostgreSQL, stopped (by its data directory's PID file) in the finally below.
 const pgDir = values.postgres ? fs.mkdtempSync(path.join(ROOT, ".stack-cpu-pg-")) : null;

@@ -4,11 +4,12 @@
 # wrangler's interactive id write-back, and wrangler.toml is never written to. In order:
 #  1. builds both workers;
 #  2. finds or creates the account's resources by name — the KV namespace, D1 database and R2
-#     bucket of wrangler.toml, and the Hyperdrive configuration when POSTGRES_URL is given — and
-#     writes the main worker's deploy config with their ids (scripts/resources.mjs →
-#     $KVBENCH_DEPLOY_DIR/kvbench.jsonc);
+#     bucket of wrangler.toml (and the bucket's lifecycle rule, the backstop that deletes the
+#     benchmark's objects a day after their last write), and the Hyperdrive configuration when
+#     POSTGRES_URL is given — and writes the main worker's deploy config with their ids
+#     (scripts/resources.mjs → $KVBENCH_DEPLOY_DIR/kvbench.jsonc);
 #  3. deploys the report worker, then the benchmark worker from that config;
-#  4. applies the D1 migrations (the table);
+#  4. applies the D1 migrations (the table and its expiry index);
 #  5. deploys the fleet (the benchmark worker once per placement region of
 #     crates/core/fleet-regions.json; FLEET_REGIONS=none|N|region,... chooses fewer), and tells
 #     the main worker's probes where the members are (the FLEET secret);

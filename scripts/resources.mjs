@@ -15,7 +15,8 @@
 // kebab case>`, e.g. `kvbench-bench-kv`), so a namespace that an interactive deploy made is the
 // one found here; D1 databases and R2 buckets by the names in wrangler.toml; the Hyperdrive
 // configuration `kvbench` when POSTGRES_URL is set (its id only: the connection string, which
-// holds the password, is never printed).
+// holds the password, is never printed). The R2 bucket also gets the lifecycle rule
+// `kvbench-r2-expired` (R2_LIFECYCLE), once.
 //
 // Usage: node scripts/resources.mjs [--config wrangler.toml] [--out .fleet/kvbench.jsonc]
 // Prints one line per resource: `<kind> <binding> <name> <id> found|created`.
@@ -129,6 +130,24 @@ function r2Bucket(name) {
   return { id: name, name, how: "created" };
 }
 
+/** The benchmark's lifecycle rule on its bucket: the backstop of the worker's sweep of expired
+ * objects (src/r2/sweep.rs), whatever the write rate — R2 deletes every object under the `r2`
+ * store's namespace a day after its last write (the longest TTL is a day, so no live value
+ * goes). Added once: `lifecycle add` appends a rule, so an existing one is looked up first. */
+export const R2_LIFECYCLE = { rule: "kvbench-r2-expired", prefix: "kvbench:r2:", days: 1 };
+
+function r2Lifecycle(bucket) {
+  const { rule, prefix, days } = R2_LIFECYCLE;
+  // `lifecycle list` prints each rule as labelled lines (`name:  <id>`); no --json in 4.86.
+  const listed = must(["r2", "bucket", "lifecycle", "list", bucket], `listing the lifecycle rules of the R2 bucket ${bucket}`).replace(/\x1b\[[0-9;]*m/g, "");
+  if (new RegExp(`^name:\\s+${rule}\\s*$`, "m").test(listed)) return { id: rule, how: "found" };
+  must(
+    ["r2", "bucket", "lifecycle", "add", bucket, "--name", rule, "--prefix", prefix, "--expire-days", String(days)],
+    `adding the lifecycle rule ${rule} to the R2 bucket ${bucket}`,
+  );
+  return { id: rule, how: "created" };
+}
+
 function hyperdriveConfig(name, connectionString) {
   // `hyperdrive list` prints a table (no --json in wrangler 4.86): `│ <id> │ <name> │ …`.
   const find = () => {
@@ -190,6 +209,8 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
   for (const b of rawConfig.r2_buckets ?? []) {
     const r = r2Bucket(b.bucket_name);
     lines.push(`r2 ${b.binding} ${b.bucket_name} ${r.id} ${r.how}`);
+    const rule = r2Lifecycle(b.bucket_name);
+    lines.push(`r2-lifecycle ${b.binding} ${b.bucket_name} ${rule.id} ${rule.how}`);
   }
   if (process.env.POSTGRES_URL) {
     const r = hyperdriveConfig(HYPERDRIVE_NAME, process.env.POSTGRES_URL);

@@ -1,6 +1,9 @@
 // Serves the built worker (build/index.js) over HTTP with Miniflare: local KV, Durable Objects,
 // D1 (migrated) and R2 in memory, the Cache API, the variables of wrangler.toml's [vars], plus a
-// dotenv file (--env-file) for the local services.
+// dotenv file (--env-file) for the local services. It serves what those say, as a deployment
+// would: without BENCH_TOKEN or BENCH_OPEN=true in them, /test is closed (403); the local stack's
+// env file has BENCH_OPEN (scripts/dev.sh, scripts/bench.sh, and each fleet member's
+// start_member in scripts/stack.sh).
 // Usage: node scripts/serve-worker.mjs --port 8787 [--env-file FILE]
 import fs from "node:fs";
 import path from "node:path";

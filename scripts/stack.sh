@@ -192,6 +192,11 @@ start_miniflare() {
 start_member() {
   local label=$1 port=$2
   require_free_port "$port" "fleet member $label" KVBENCH_FLEET
+  # The probes call a member's /test with the main worker's BENCH_TOKEN, and the local stack has
+  # none: a member is open like the stack (BENCH_OPEN, default true as npm run dev's; the
+  # caller's STACK_EXTRA_ENV, written after it, wins), else every call would be a 403.
+  local STACK_EXTRA_ENV="BENCH_OPEN=${BENCH_OPEN:-true}${STACK_EXTRA_ENV:+
+$STACK_EXTRA_ENV}"
   write_worker_env
   spawn "member-$label" node "$ROOT/scripts/serve-worker.mjs" --port "$port" --env-file "$WORKER_ENV_FILE"
 }

@@ -1,7 +1,9 @@
 //! The `d1` store: the table of `migrations/` through the D1 binding, one prepared statement per
-//! read or write, optionally inside one Sessions API session per request (`d1_session`). The
-//! value is bound as a JS string, built before the first span: D1 carries a BLOB parameter as a
-//! JSON array of numbers, several times the bytes and CPU inside the timed call.
+//! read, one batch per write (the upsert and the deletion of up to 16 expired rows of other keys,
+//! in one round trip: D1 has no TTL), optionally inside one Sessions API session per request
+//! (`d1_session`). The value is bound as a JS string, built before the first span: D1 carries a
+//! BLOB parameter as a JSON array of numbers, several times the bytes and CPU inside the timed
+//! call.
 
 use std::cell::RefCell;
 
@@ -37,8 +39,19 @@ impl D1Binding {
     }
 
     fn statement(&self, sql: &str, options: &Options) -> Result<D1PreparedStatement, StoreError> {
+        Ok(match self.session(options)? {
+            Some(session) => session.prepare(sql),
+            None => self.db.prepare(sql),
+        })
+    }
+
+    /// This request's session (`d1_session`), started by its first query; `None` without one.
+    fn session(
+        &self,
+        options: &Options,
+    ) -> Result<Option<std::rc::Rc<D1DatabaseSession>>, StoreError> {
         let Some(constraint) = options.d1_session else {
-            return Ok(self.db.prepare(sql));
+            return Ok(None);
         };
         let existing = self.session.borrow().clone();
         let session = match existing {
@@ -53,7 +66,21 @@ impl D1Binding {
                 session
             }
         };
-        Ok(session.prepare(sql))
+        Ok(Some(session))
+    }
+
+    /// Runs `statements` as one batch (one round trip, one transaction), in the session when
+    /// there is one.
+    async fn batch(
+        &self,
+        statements: Vec<D1PreparedStatement>,
+        options: &Options,
+    ) -> Result<Vec<worker::D1Result>, StoreError> {
+        match self.session(options)? {
+            Some(session) => session.batch(statements).await,
+            None => self.db.batch(statements).await,
+        }
+        .map_err(d1_error)
     }
 }
 
@@ -122,17 +149,23 @@ impl Store for D1Binding {
         let value = self
             .value
             .take_or(|| Ok::<_, StoreError>(JsValue::from_str(&String::from_utf8_lossy(value))))?;
-        let expires_at = sql::expires_at_ms(kvbench_core::Clock::now_ms(&JsClock), ttl_s);
-        let result = self
+        let now_ms = kvbench_core::Clock::now_ms(&JsClock);
+        let expires_at = sql::expires_at_ms(now_ms, ttl_s);
+        let upsert = self
             .statement(sql::UPSERT, options)?
             .bind(&[key.into(), value, (expires_at as f64).into()])
-            .map_err(runtime)?
-            .run()
-            .await
-            .map_err(d1_error)?;
-        match result.error() {
-            Some(e) if !result.success() => Err(StoreError::new(ErrorKind::Http, e)),
-            _ => Ok(()),
+            .map_err(runtime)?;
+        // D1 has no TTL: each write deletes a few expired rows of other keys, so the table holds
+        // no more than what the last TTL wrote (sql::DELETE_EXPIRED_OTHERS).
+        let sweep = self
+            .statement(sql::DELETE_EXPIRED_OTHERS, options)?
+            .bind(&[now_ms.floor().into(), key.into()])
+            .map_err(runtime)?;
+        for result in self.batch(vec![upsert, sweep], options).await? {
+            if let Some(e) = result.error().filter(|_| !result.success()) {
+                return Err(StoreError::new(ErrorKind::Http, e));
+            }
         }
+        Ok(())
     }
 }

@@ -138,10 +138,12 @@ fn query_of(url: &str) -> &str {
     url.split_once('?').map_or("", |(_, q)| q)
 }
 
-/// The Cron Trigger: keeps the probes alive (re-arms any whose alarm chain died).
+/// The Cron Trigger: keeps the probes alive (re-arms any whose alarm chain died) and deletes
+/// expired R2 objects (`r2::sweep`), side by side: neither waits for the other, and each logs
+/// its own failure, so one failing never stops the other.
 #[event(scheduled)]
 async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
-    probe_routes::tick(&env).await;
+    futures::join!(probe_routes::tick(&env), r2::sweep::run(&env));
 }
 
 /// `GET /test`: one measurement (`kvbench_core::handle`); `head` answers it without the body.

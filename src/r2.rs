@@ -2,7 +2,8 @@
 //! TTL). A read gets the object; an expired one is a miss whose body is never read; a live one
 //! is read to its last byte, which stays a JS `ArrayBuffer` (only its length crosses into wasm).
 //! It calls the binding through `worker_sys`, the thin layer under `worker::Bucket`: the whole
-//! store is two calls, and the builder API would double its share of the bundle.
+//! store is two calls, and the builder API would double its share of the bundle. Expired objects
+//! are deleted by the Cron Trigger's sweep ([`sweep`]).
 
 use async_trait::async_trait;
 use kvbench_core::spec::env::BENCH_R2;
@@ -18,8 +19,9 @@ use worker::Env;
 use crate::bindings::{js_text, missing_binding, JsClock};
 use crate::prepared::PreparedWrite;
 
-/// The custom metadata field holding an object's expiry, epoch milliseconds.
-pub const EXPIRES_AT: &str = "expires-at-ms";
+pub(crate) mod sweep;
+
+pub use kvbench_core::sweep::EXPIRES_AT;
 
 pub struct R2Binding {
     bucket: R2Bucket,
@@ -29,23 +31,37 @@ pub struct R2Binding {
 
 impl R2Binding {
     pub fn from_env(env: &Env) -> Result<Self, StoreError> {
-        let binding = Reflect::get(env, &BENCH_R2.into())
-            .ok()
-            .filter(|b| b.is_object())
-            .map(Object::from)
-            .filter(|b| b.constructor().name() == "R2Bucket")
-            .ok_or_else(|| missing_binding("R2 bucket", BENCH_R2))?;
         Ok(R2Binding {
-            bucket: binding.unchecked_into(),
+            bucket: bucket(env)?,
             value: PreparedWrite::default(),
         })
     }
 }
 
+/// The `BENCH_R2` bucket, or why it is not there.
+pub(crate) fn bucket(env: &Env) -> Result<R2Bucket, StoreError> {
+    Reflect::get(env, &BENCH_R2.into())
+        .ok()
+        .filter(|b| b.is_object())
+        .map(Object::from)
+        .filter(|b| b.constructor().name() == "R2Bucket")
+        .map(JsCast::unchecked_into)
+        .ok_or_else(|| missing_binding("R2 bucket", BENCH_R2))
+}
+
 /// An R2 failure, classified from the binding's text like KV's.
-fn r2_error(e: JsValue) -> StoreError {
+pub(crate) fn r2_error(e: JsValue) -> StoreError {
     let text = js_text(&e);
     StoreError::new(kvbench_core::error::classify_binding_error(&text), text)
+}
+
+/// An object's [`EXPIRES_AT`] field, as stored.
+pub(crate) fn expires_at_field(object: &worker::worker_sys::R2Object) -> Option<String> {
+    object
+        .custom_metadata()
+        .ok()
+        .and_then(|m| Reflect::get(&m, &EXPIRES_AT.into()).ok())
+        .and_then(|v| v.as_string())
 }
 
 #[async_trait(?Send)]
@@ -60,14 +76,8 @@ impl Store for R2Binding {
             return Ok(Fetched::Miss);
         }
         let object: R2ObjectBody = object.unchecked_into();
-        let expires_at = object
-            .custom_metadata()
-            .ok()
-            .and_then(|m| Reflect::get(&m, &EXPIRES_AT.into()).ok())
-            .and_then(|v| v.as_string())
-            .and_then(|v| v.parse::<i64>().ok());
         // An object without the field was not written by this benchmark: it never expires.
-        if expires_at.is_some_and(|at| at as f64 <= JsClock.now_ms()) {
+        if kvbench_core::sweep::is_expired(expires_at_field(&object).as_deref(), JsClock.now_ms()) {
             // Its body is not wanted: release the stream instead of leaving it to the runtime.
             if let Ok(body) = object.body() {
                 let _ = body.cancel();

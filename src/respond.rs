@@ -77,7 +77,11 @@ pub fn index(
     isolate: serde_json::Value,
 ) -> String {
     let auth = match token {
-        TokenConfig::Open => json!({ "bearer_token_required": false }),
+        // Whether BENCH_OPEN is set is not known here: what it decides is said instead.
+        TokenConfig::Open => json!({
+            "bearer_token_required": false,
+            "without_token": "BENCH_TOKEN is not set: /test, POST /probes/start and POST /probes/stop answer 403 naming BENCH_TOKEN unless the var BENCH_OPEN = \"true\" opens them to anyone",
+        }),
         TokenConfig::Required(_) => json!({ "bearer_token_required": true }),
         TokenConfig::Blank => json!({
             "bearer_token_required": true,

@@ -114,6 +114,22 @@ fn index_describes_config_without_secrets() {
         "a blank token never reads as open"
     );
     assert!(v["auth"]["error"].as_str().unwrap().contains("BENCH_TOKEN"));
+    let open = respond::index(
+        Ok(Defaults::default()),
+        &all_but(&[]),
+        kvbench_core::auth::TokenConfig::Open,
+        serde_json::Value::Null,
+    );
+    let v: serde_json::Value = serde_json::from_str(&open).unwrap();
+    assert_eq!(v["auth"]["bearer_token_required"], false);
+    assert!(
+        v["auth"]["without_token"]
+            .as_str()
+            .unwrap()
+            .contains("/test, POST /probes/start and POST /probes/stop answer 403"),
+        "no token never reads as open to anyone: {}",
+        v["auth"]
+    );
 }
 
 #[wasm_bindgen_test]

@@ -83,6 +83,7 @@ function newState(accountId, subdomain, dir) {
     kv: new Map(), // id -> { id, title }
     d1: new Map(), // uuid -> { uuid, name, created_at, file }
     r2: new Map(), // name -> { name, creation_date, location }
+    r2Lifecycle: new Map(), // bucket name -> its lifecycle rules
     hyperdrive: new Map(), // id -> { id, name, origin }
     scripts: new Map(), // name -> Script
   };
@@ -233,6 +234,7 @@ function routes(state) {
     if (!s) throw notFound(10007, `This Worker does not exist on your account. [code: 10007] (${name})`);
     return s;
   };
+  const bucketOf = (name) => state.r2.get(name) ?? (() => { throw notFound(10006, "The specified bucket does not exist."); })();
   return [
     // wrangler's whoami and requireAuth (src/user/whoami.ts): the token, the user, the accounts.
     ["GET", "/user/tokens/verify", () => ({ id: "standin-token", status: "active" })],
@@ -290,6 +292,17 @@ function routes(state) {
       return bucket;
     }],
     ["GET", `${A}/r2/buckets/([a-z0-9-]+)`, (c, _a, name) => state.r2.get(name) ?? (() => { throw notFound(10006, "The specified bucket does not exist."); })()],
+    // Object lifecycle rules (wrangler src/r2/helpers/bucket.ts: getLifecycleRules → result.rules,
+    // putLifecycleRules → PUT {rules}, the whole set; api-schemas r2-put-bucket-lifecycle-configuration).
+    ["GET", `${A}/r2/buckets/([a-z0-9-]+)/lifecycle`, (c, _a, name) => {
+      bucketOf(name);
+      return { rules: state.r2Lifecycle.get(name) ?? [] };
+    }],
+    ["PUT", `${A}/r2/buckets/([a-z0-9-]+)/lifecycle`, (c, _a, name) => {
+      bucketOf(name);
+      state.r2Lifecycle.set(name, checkLifecycleRules(c.json().rules ?? []));
+      return {};
+    }],
     // Hyperdrive (wrangler src/hyperdrive/client.ts: createConfig, listConfigs).
     ["GET", `${A}/hyperdrive/configs`, (c) => paged([...state.hyperdrive.values()].map(redactOrigin), c.query)],
     ["POST", `${A}/hyperdrive/configs`, (c) => {
@@ -367,6 +380,26 @@ function routes(state) {
       return null;
     }],
   ];
+}
+
+/** A lifecycle configuration as Cloudflare takes it: each rule an `id` (unique), `enabled`,
+ * `conditions.prefix`, and conditions of `type` "Age" (`maxAge`, seconds) or "Date" (`date`). */
+function checkLifecycleRules(rules) {
+  if (!Array.isArray(rules)) throw bad(10040, "rules must be an array");
+  const ids = new Set();
+  for (const rule of rules) {
+    if (typeof rule?.id !== "string" || !rule.id) throw bad(10040, "a lifecycle rule needs an id");
+    if (ids.has(rule.id)) throw bad(10040, `lifecycle rule id ${rule.id} is not unique`);
+    ids.add(rule.id);
+    if (typeof rule.enabled !== "boolean") throw bad(10040, `lifecycle rule ${rule.id}: enabled must be a boolean`);
+    if (typeof rule.conditions !== "object" || rule.conditions === null) throw bad(10040, `lifecycle rule ${rule.id}: conditions are required`);
+    const transitions = [rule.deleteObjectsTransition, rule.abortMultipartUploadsTransition, ...(rule.storageClassTransitions ?? [])].filter(Boolean);
+    for (const { condition } of transitions) {
+      const ok = condition?.type === "Age" ? Number.isInteger(condition.maxAge) && condition.maxAge > 0 : condition?.type === "Date" && !Number.isNaN(Date.parse(condition.date));
+      if (!ok) throw bad(10040, `lifecycle rule ${rule.id}: a condition is {type: "Age", maxAge} or {type: "Date", date}`);
+    }
+  }
+  return rules;
 }
 
 function redactOrigin(h) {

@@ -4,9 +4,10 @@
 // made checked: each resource created once and found on the next deploy; the D1 table created;
 // every worker uploaded with the bindings it needs (members placed in their own region, the
 // same-zone fetch flag, BENCH_TOKEN wherever there is a URL, cron and Durable Object migrations
-// on the main worker only); the Hyperdrive configuration created once when POSTGRES_URL is given;
-// no secret in anything printed; wrangler.toml never written to; an API error at member k stops
-// the deploy naming it and the rerun completes. Run `npm run build` first (scripts/test.sh does).
+// on the main worker only); the R2 bucket's lifecycle rule set once; the Hyperdrive configuration
+// created once when POSTGRES_URL is given; no secret in anything printed; wrangler.toml never
+// written to; an API error at member k stops the deploy naming it and the rerun completes. Run
+// `npm run build` first (scripts/test.sh does).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
@@ -84,6 +85,7 @@ async function withApi(prefix, fn) {
 }
 
 const creates = (api) => api.requests.filter((r) => r.method === "POST" && /\/(storage\/kv\/namespaces|d1\/database|r2\/buckets|hyperdrive\/configs)$/.test(r.path) && r.status === 200);
+const lifecycleSets = (api) => api.requests.filter((r) => r.method === "PUT" && /\/r2\/buckets\/[^/]+\/lifecycle$/.test(r.path) && r.status === 200);
 const byRoute = (api) => {
   const counts = {};
   for (const r of api.requests) {
@@ -103,6 +105,11 @@ function checkMain(api, dir, out, { postgres: pg = false } = {}) {
   assert.deepEqual([...state.kv.values()].map((n) => n.title), ["kvbench-bench-kv"]);
   assert.deepEqual([...state.d1.values()].map((d) => d.name), ["kvbench"]);
   assert.deepEqual([...state.r2.keys()], ["kvbench"]);
+  // The bucket's lifecycle rule, the sweep's backstop: the r2 store's namespace, a day after
+  // the last write (the longest TTL), exactly one rule.
+  assert.deepEqual(state.r2Lifecycle.get("kvbench"), [
+    { id: "kvbench-r2-expired", enabled: true, conditions: { prefix: "kvbench:r2:" }, deleteObjectsTransition: { condition: { maxAge: 86400, type: "Age" } } },
+  ]);
   assert.equal(state.hyperdrive.size, pg ? 1 : 0);
   // The D1 table, made by the remote migration in a real SQLite.
   const db = [...state.d1.values()][0];
@@ -183,6 +190,7 @@ test("a first deploy without a terminal, a few members and Postgres; the second 
     const { token } = checkMain(api, dir, first.out, { postgres: true });
     checkMembers(api, regions, token, { postgres: true });
     assert.equal(creates(api).length, 4, "KV, D1, R2, Hyperdrive: each created once");
+    assert.equal(lifecycleSets(api).length, 1, "the R2 lifecycle rule: set once");
     console.log("requests of one deploy (3 members, Postgres), by route:", JSON.stringify(byRoute(api), null, 1));
 
     // Again: every resource found, nothing created, the same ids.
@@ -190,6 +198,7 @@ test("a first deploy without a terminal, a few members and Postgres; the second 
     const second = await deploy(api, dir, { FLEET_REGIONS: regions.join(","), POSTGRES_URL: pg });
     assert.equal(second.code, 0, second.out);
     assert.equal(creates(api).length, before, "the second deploy created a resource");
+    assert.equal(lifecycleSets(api).length, 1, "the second deploy found the lifecycle rule");
     checkMain(api, dir, second.out, { postgres: true });
     checkMembers(api, regions, token, { postgres: true });
 

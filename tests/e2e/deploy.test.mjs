@@ -4,7 +4,8 @@
 // (scripts/check-deploy.mjs, what `npm run deploy` runs last) against the local stack: stores
 // without their secrets are reported and nothing fails; a configured store that fails fails the
 // check by name; a worker with a BENCH_TOKEN is checked with the token from the environment, which
-// never appears in the output. `wrangler deploy --dry-run` of both configs runs in scripts/test.sh.
+// never appears in the output; one with neither a token nor BENCH_OPEN fails it (its /test is
+// closed). `wrangler deploy --dry-run` of both configs runs in scripts/test.sh.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -80,6 +81,16 @@ test("a worker with BENCH_TOKEN: /test is skipped without it, checked with it, t
     assert.equal(withToken.code, 0, withToken.out);
     assert.match(withToken.out, /✓ kv\s+read/);
     assert.ok(!withToken.out.includes(TOKEN));
+  });
+});
+
+test("a worker without BENCH_TOKEN or BENCH_OPEN fails the check: /test is closed, and the check says why", async () => {
+  // What a plain `wrangler deploy` without a token leaves (the other stacks here are open, as
+  // npm run dev runs them).
+  await withStack({ STORES: "kv", BENCH_OPEN: undefined }, async (url) => {
+    const { code, out } = await check(url);
+    assert.equal(code, 1, out);
+    assert.match(out, /\/test answered 403: .*so \/test is closed: every \/test writes to this deployment's stores.*wrangler secret put BENCH_TOKEN/);
   });
 });
 

@@ -153,19 +153,30 @@ export async function redisCommand(url, token, command) {
   return body.result;
 }
 
+/** The vars a test worker runs with: `bindings`, plus `BENCH_OPEN: "true"` when they give
+ * neither `BENCH_TOKEN` nor `BENCH_OPEN` — a worker on loopback, open like `npm run dev`'s, where
+ * a deployment without a token is closed. A key present with the value `undefined` is left unset,
+ * so `{ BENCH_OPEN: undefined }` runs a closed worker. */
+export function testVars(bindings) {
+  const vars = "BENCH_TOKEN" in bindings || "BENCH_OPEN" in bindings ? { ...bindings } : { ...bindings, BENCH_OPEN: "true" };
+  for (const [k, v] of Object.entries(vars)) if (v === undefined) delete vars[k];
+  return vars;
+}
+
 /** The built worker (build/index.js + wasm) under Miniflare with its local bindings (KV, the
- * Durable Object class, D1 with migrations/ applied, R2, the Cache API). */
+ * Durable Object class, D1 with migrations/ applied, R2, the Cache API), and `testVars(bindings)`. */
 export async function startWorker(bindings, extra = {}) {
   const { Miniflare } = await import("miniflare");
   const { applyMigrations, workerOptions } = await import("../../scripts/worker-options.mjs");
-  const mf = new Miniflare(workerOptions(bindings, { cf: false, ...extra }));
+  const mf = new Miniflare(workerOptions(testVars(bindings), { cf: false, ...extra }));
   await mf.ready;
   // `extra` may leave D1 out (a deployment without the binding).
   if (!extra.d1Databases || extra.d1Databases.length) await applyMigrations(mf);
   return mf;
 }
 
-/** The benchmark worker and the report worker (GET /report) in one Miniflare, as deployed.
+/** The benchmark worker and the report worker (GET /report) in one Miniflare, as deployed, with
+ * `testVars(bindings)`.
  * `splitArchive`: the run archive's objects in a second Miniflare (its own workerd, `archivePid`
  * on the result), reached across processes (scripts/worker-options.mjs `archiveOptions`).
  * `workers` > 1 (implies `splitArchive`): that many stacks, each its own workerd on its own port
@@ -175,6 +186,7 @@ export async function startWorker(bindings, extra = {}) {
  * The result's `dispose` stops them all. */
 export async function startStack(bindings, extra = {}, { splitArchive = false, workers = 1, archiveInspectorPort } = {}) {
   if (workers > 1 && extra.port) throw new Error("startStack: several workers need port 0 (each its own)");
+  bindings = testVars(bindings);
   const { Miniflare } = await import("miniflare");
   const { applyMigrations, archiveOptions, stackOptions } = await import("../../scripts/worker-options.mjs");
   let archive = null;

@@ -179,27 +179,67 @@ test("BENCH_TOKEN guards /test", async () => {
   } finally {
     await guarded.dispose();
   }
+  // With a token, BENCH_OPEN opens nothing: the token is the rule.
+  const both = await worker({ STORES: "kv", BENCH_TOKEN, BENCH_OPEN: "true" });
+  try {
+    const none = await get(both, "/test?key=e2e-both");
+    assert.equal(none.res.status, 401);
+    assert.equal(none.res.headers.get("www-authenticate"), 'Bearer realm="kvbench"');
+    assert.equal(await (await both.getKVNamespace("BENCH_KV")).get("e2e-both"), null);
+    const ok = await get(both, "/test?key=e2e-both", { headers: { Authorization: `Bearer ${BENCH_TOKEN}` } });
+    assert.equal(ok.res.status, 200);
+  } finally {
+    await both.dispose();
+  }
 });
 
-test("closed by default: without BENCH_TOKEN nothing is started, stopped or kept unless BENCH_OPEN is true", async () => {
-  const closed = await worker({ STORES: "kv", PROBE_COLO_URL: "none" });
-  const open = await worker({ STORES: "kv", PROBE_COLO_URL: "none", BENCH_OPEN: "true" });
+test("closed by default: without BENCH_TOKEN, /test and the probes' control answer 403 naming BENCH_TOKEN and touch no store, unless BENCH_OPEN is true", async () => {
+  // `BENCH_OPEN: undefined`: a worker deployed by hand without a token (procs.mjs opens a test
+  // worker otherwise).
+  const closed = await worker({ STORES: "kv,do,d1,r2", PROBE_COLO_URL: "none", BENCH_OPEN: undefined });
+  const open = await worker({ STORES: "kv,do,d1,r2", PROBE_COLO_URL: "none", BENCH_OPEN: "true" });
   try {
-    for (const [method, p] of [["POST", "/probes/start"], ["POST", "/probes/stop"], ["GET", "/test?key=e2e-closed&run=someone-elses"]]) {
+    const refused = [
+      ["GET", "/test"],
+      ["GET", "/test?key=e2e-closed"],
+      ["HEAD", "/test?key=e2e-closed"],
+      ["GET", "/test?key=e2e-closed&run=someone-elses"],
+      ["GET", "/test?key=e2e-closed&max_bytes=1048576&min_bytes=1048576"],
+      ["POST", "/probes/start"],
+      ["POST", "/probes/stop"],
+    ];
+    for (const [method, p] of refused) {
       const res = await closed.dispatchFetch(`http://localhost${p}`, { method });
-      const json = await res.json();
-      assert.equal(res.status, 403, `${method} ${p}: ${JSON.stringify(json)}`);
+      const text = await res.text();
+      assert.equal(res.status, 403, `${method} ${p}: ${text}`);
+      if (method === "HEAD") continue;
+      const json = JSON.parse(text);
       assert.equal(json.error.parameter, "BENCH_TOKEN");
       assert.match(json.error.message, /BENCH_OPEN/);
+      if (p.startsWith("/test")) {
+        assert.match(json.error.message, /writes to this deployment's stores/, "it says why");
+        assert.match(json.error.message, /wrangler secret put BENCH_TOKEN/, "and how to set one");
+      }
     }
     const header = await closed.dispatchFetch("http://localhost/test?key=e2e-closed", { headers: { "Kvbench-Run": "r1" } });
     assert.equal(header.status, 403, "the header form of a run is closed too");
-    const kv = await closed.getKVNamespace("BENCH_KV");
-    assert.equal(await kv.get("e2e-closed"), null, "a refused run writes nothing");
-    // Measuring alone keeps nothing: it stays open without a token, as before.
-    assert.equal((await closed.dispatchFetch("http://localhost/test?key=e2e-closed")).status, 200);
+    const bearer = await closed.dispatchFetch("http://localhost/test?key=e2e-closed", { headers: { Authorization: "Bearer guess" } });
+    assert.equal(bearer.status, 403, "no bearer opens a worker that has no token");
+    // No store was touched: KV, D1 and R2 are empty, and no Durable Object answered.
+    assert.deepEqual((await (await closed.getKVNamespace("BENCH_KV")).list()).keys, []);
+    const d1 = await closed.getD1Database("BENCH_D1");
+    assert.equal((await d1.prepare("SELECT COUNT(*) AS n FROM kvbench").first()).n, 0);
+    assert.deepEqual((await (await closed.getR2Bucket("BENCH_R2")).list()).objects, []);
+    // GET / says what a missing token means.
+    const index = await (await closed.dispatchFetch("http://localhost/")).json();
+    assert.equal(index.auth.bearer_token_required, false);
+    assert.match(index.auth.without_token, /\/test, POST \/probes\/start and POST \/probes\/stop answer 403 naming BENCH_TOKEN unless the var BENCH_OPEN = "true"/);
+    // The read routes stay readable without a token (they keep nothing new).
+    assert.equal((await closed.dispatchFetch("http://localhost/probes")).status, 200);
     // BENCH_OPEN = "true" (what npm run dev sets) allows all of it.
-    assert.equal((await open.dispatchFetch("http://localhost/test?key=e2e-open&run=r1")).status, 200);
+    const measured = await open.dispatchFetch("http://localhost/test?key=e2e-open&run=r1");
+    assert.equal(measured.status, 200, await measured.text());
+    assert.notEqual(await (await open.getKVNamespace("BENCH_KV")).get("e2e-open"), null, "an open /test writes");
     const stopped = await open.dispatchFetch("http://localhost/probes/stop", { method: "POST" });
     assert.equal(stopped.status, 200, await stopped.text());
   } finally {

@@ -80,6 +80,8 @@ struct World<'a> {
     in_flight: kvbench_core::InFlight,
     /// What the deployment's run archive says when a request has a run (`Call::keeping`).
     keeping: RefCell<Result<(), kvbench_core::ParamError>>,
+    /// `BENCH_OPEN = "true"`: true, as the local stack runs, unless a test closes it.
+    open: Cell<bool>,
 }
 
 impl<'a> World<'a> {
@@ -109,6 +111,7 @@ impl<'a> World<'a> {
             budget: Budget::new(kvbench_core::budget::ISOLATE_BUDGET_BYTES),
             in_flight: Default::default(),
             keeping: RefCell::new(Ok(())),
+            open: Cell::new(true),
         }
     }
 
@@ -207,7 +210,7 @@ impl<'a> World<'a> {
             token,
             defaults,
             run_header: None,
-            open: false,
+            open: self.open.get(),
             keeping: &|| self.keeping.borrow().clone(),
         };
         let Reply { status, body, .. } = futures::executor::block_on(async {
@@ -588,6 +591,46 @@ fn bench_token_guards_the_endpoint_and_is_never_echoed() {
     let (status, _) = w.call_with("", Some(&right), Some(&saved), ok.clone(), true);
     assert_eq!(status, 200);
     let (status, _) = w.call_with("", Some(&right), Some(BENCH_TOKEN), ok, true);
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn without_a_token_test_is_closed_unless_bench_open() {
+    let clock = FakeClock::default();
+    let w = World::new(&clock);
+    w.open.set(false);
+    let ok = || Ok(Defaults::default());
+    for query in ["", "key=k1", "run=r1", "stores=nope"] {
+        let (status, body) = w.call_with(query, None, None, ok(), true);
+        assert_eq!(
+            (status, body["error"]["parameter"].as_str()),
+            (403, Some("BENCH_TOKEN")),
+            "{query}: {body}"
+        );
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("writes to this deployment's stores"),
+            "{message}"
+        );
+        assert!(message.contains("BENCH_OPEN"), "{message}");
+    }
+    assert_eq!(w.touched(), 0, "a closed /test touches no store");
+    // A bearer is no way in when no token is set.
+    let (status, _) = w.call_with("", Some("Bearer anything"), None, ok(), true);
+    assert_eq!(status, 403);
+    assert_eq!(w.touched(), 0);
+    // With a token the token is the rule, whether BENCH_OPEN is set or not.
+    let right = format!("Bearer {BENCH_TOKEN}");
+    for open in [false, true] {
+        w.open.set(open);
+        let (status, _) = w.call_with("", None, Some(BENCH_TOKEN), ok(), true);
+        assert_eq!(status, 401, "open={open}");
+        let (status, _) = w.call_with("", Some(&right), Some(BENCH_TOKEN), ok(), true);
+        assert_eq!(status, 200, "open={open}");
+    }
+    // BENCH_OPEN = "true" without a token: anyone.
+    w.open.set(true);
+    let (status, _) = w.call_with("run=r1", None, None, ok(), true);
     assert_eq!(status, 200);
 }
 

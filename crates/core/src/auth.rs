@@ -1,5 +1,7 @@
-//! Access control for `/test`: a deployed worker writes to KV on every miss, so when the secret
-//! `BENCH_TOKEN` is set only callers presenting it may run the benchmark.
+//! Access control: `/test` writes to the deployment's stores on every miss and the probes' routes
+//! start, stop and keep things that bill it, so only callers presenting the secret `BENCH_TOKEN`
+//! may use them; without a token they are closed unless the var `BENCH_OPEN = "true"` opens them
+//! to anyone (what the local stack sets).
 
 /// Why a request was refused. The messages never contain the token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -13,11 +15,13 @@ pub enum AuthError {
 /// The variable that holds the token `/test` requires.
 pub const TOKEN_VAR: &str = "BENCH_TOKEN";
 
-/// What the deployment configured: no token (open access), a token (trimmed like a presented
+/// What the deployment configured: no token (the read routes open, the writing ones only with
+/// `BENCH_OPEN`), a token (trimmed like a presented
 /// one, so a secret saved with a trailing newline still matches), or a token that is set but
 /// blank — which must not silently open `/test` to everyone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TokenConfig {
+    /// No token set.
     Open,
     Required(String),
     Blank,
@@ -52,10 +56,12 @@ pub fn check(authorization: Option<&str>, token: Option<&str>) -> Result<(), Aut
     }
 }
 
-/// The whole rule of a protected route (`/test`, the probes, kept runs): open without a token,
-/// else the presented bearer must match; a token set but blank fails closed (500), so a token
-/// that was meant to be set never opens the route to everyone. The error is the status to
-/// answer and what to say, naming `BENCH_TOKEN` or `Authorization`, never the token.
+/// The rule of a route that only reads what is kept (`GET /probes`, the answers, the report):
+/// open without a token, else the presented bearer must match; a token set but blank fails
+/// closed (500), so a token that was meant to be set never opens the route to everyone. The
+/// error is the status to answer and what to say, naming `BENCH_TOKEN` or `Authorization`,
+/// never the token. The routes that write ([`admit_test`], [`admit_keeping`]) add that they are
+/// closed without a token.
 pub fn admit(
     authorization: Option<&str>,
     raw_token: Option<&str>,
@@ -78,33 +84,53 @@ pub fn admit(
         .map_err(|e| (401, ParamError::new("Authorization", e.to_string())))
 }
 
-/// The var that lets anyone start, stop or keep without a token: `"true"` (what `npm run dev`
-/// sets, so local curl works); anything else, or unset, keeps those routes closed.
+/// The var that opens the writing routes to anyone when no token is set: `"true"` (what
+/// `npm run dev` and `npm run bench` set, so local curl and k6 work); anything else, or unset,
+/// keeps them closed.
 pub const OPEN_VAR: &str = "BENCH_OPEN";
 
-/// Whether `BENCH_OPEN` (as stored) opens the keeping routes.
+/// Whether `BENCH_OPEN` (as stored) opens the writing routes.
 pub fn open_from_raw(raw: Option<&str>) -> bool {
     raw.is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
 }
 
-/// The rule of a route that starts, stops or keeps something — the probes' control, `/test`
-/// with a run id — each of which spends the deployment's money for as long as it runs: the rule
-/// of [`admit`], and without a token only when `open` (`BENCH_OPEN = "true"`). The refusal is a
-/// 403 naming `BENCH_TOKEN`.
+/// Why `/test` is closed without a token (after `BENCH_TOKEN`: the 403's parameter).
+const TEST_CLOSED: &str = "is not set, so /test is closed: every /test writes to this deployment's stores (KV, Durable Objects, D1, R2, ...) on each miss, which bills the deployer and which anyone could grow; set one (npx wrangler secret put BENCH_TOKEN; npm run deploy always does) and send it as Authorization: Bearer, or set the var BENCH_OPEN = \"true\" to allow /test to anyone";
+
+/// Why starting, stopping or keeping is closed without a token.
+const KEEPING_CLOSED: &str = "is not set, so nothing may be started, stopped or kept here (each costs the deployment money): set one (npx wrangler secret put BENCH_TOKEN; npm run deploy always does) and send it as Authorization: Bearer, or set BENCH_OPEN = \"true\" to allow this to anyone";
+
+/// The rule of `/test` (with or without a run id): the rule of [`admit`], and without a token
+/// only when `open` (`BENCH_OPEN = "true"`). The refusal is a 403 naming `BENCH_TOKEN` that says
+/// why and how to open it.
+pub fn admit_test(
+    authorization: Option<&str>,
+    raw_token: Option<&str>,
+    open: bool,
+) -> Result<(), (u16, crate::params::ParamError)> {
+    admit_closed(authorization, raw_token, open, TEST_CLOSED)
+}
+
+/// The rule of a route that starts, stops or keeps something — the probes' control — each of
+/// which spends the deployment's money for as long as it runs: [`admit_test`]'s, with its own
+/// reason.
 pub fn admit_keeping(
     authorization: Option<&str>,
     raw_token: Option<&str>,
     open: bool,
 ) -> Result<(), (u16, crate::params::ParamError)> {
+    admit_closed(authorization, raw_token, open, KEEPING_CLOSED)
+}
+
+fn admit_closed(
+    authorization: Option<&str>,
+    raw_token: Option<&str>,
+    open: bool,
+    why_closed: &str,
+) -> Result<(), (u16, crate::params::ParamError)> {
     admit(authorization, raw_token)?;
     if TokenConfig::from_raw(raw_token) == TokenConfig::Open && !open {
-        return Err((
-            403,
-            crate::params::ParamError::new(
-                TOKEN_VAR,
-                "is not set, so nothing may be started, stopped or kept here (each costs the deployment money): set one (npx wrangler secret put BENCH_TOKEN; npm run deploy always does) and send it as Authorization: Bearer, or set BENCH_OPEN = \"true\" to allow this to anyone",
-            ),
-        ));
+        return Err((403, crate::params::ParamError::new(TOKEN_VAR, why_closed)));
     }
     Ok(())
 }
@@ -133,6 +159,34 @@ mod tests {
         let (status, e) = admit(Some("Bearer t0k"), Some("  ")).unwrap_err();
         assert_eq!((status, e.parameter.as_str()), (500, TOKEN_VAR));
         assert!(!e.message.contains("t0k"));
+    }
+
+    #[test]
+    fn test_is_closed_without_a_token_unless_open() {
+        let (status, e) = admit_test(None, None, false).unwrap_err();
+        assert_eq!((status, e.parameter.as_str()), (403, TOKEN_VAR));
+        for why in [
+            "/test",
+            "writes",
+            "stores",
+            "wrangler secret put BENCH_TOKEN",
+            "BENCH_OPEN",
+        ] {
+            assert!(e.message.contains(why), "{why}: {}", e.message);
+        }
+        assert_eq!(admit_test(None, None, true), Ok(()));
+        assert_eq!(admit_test(Some("Bearer t0k"), Some("t0k"), false), Ok(()));
+        // With a token, BENCH_OPEN opens nothing: the token is required.
+        let (status, e) = admit_test(None, Some("t0k"), true).unwrap_err();
+        assert_eq!((status, e.parameter.as_str()), (401, "Authorization"));
+        assert_eq!(
+            admit_test(Some("Bearer nope"), Some("t0k"), true)
+                .unwrap_err()
+                .0,
+            401
+        );
+        let (status, e) = admit_test(None, Some(" "), true).unwrap_err();
+        assert_eq!((status, e.parameter.as_str()), (500, TOKEN_VAR));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The whole `/test` endpoint as a pure function of its inputs: auth, parameters, the measurement, and the
 //! HTTP status and body to send. The worker only gathers the inputs, so every answer — including
-//! each 400 and 401 — is tested natively against mocks.
+//! each 400, 401 and 403 — is tested natively against mocks.
 
 use serde_json::json;
 
@@ -46,7 +46,7 @@ pub struct Call<'a> {
     pub defaults: Result<Defaults, ParamError>,
     /// The `Kvbench-Run` header, when the request has one.
     pub run_header: Option<&'a str>,
-    /// `BENCH_OPEN = "true"`: a run may be kept without a token (see [`auth::admit_keeping`]).
+    /// `BENCH_OPEN = "true"`: without a token, anyone may call `/test` (see [`auth::admit_test`]).
     pub open: bool,
     /// Whether this deployment can keep a run's answers, asked only of a request with a run:
     /// `Err` names the var or binding that prevents it (a bad `RUN_SHARDS`, say).
@@ -56,7 +56,9 @@ pub struct Call<'a> {
 /// Answers one `/test` call. Stores are touched only after auth and every parameter passed.
 pub async fn handle(call: Call<'_>, stores: &dyn StoreSet, isolate: &Isolate<'_>) -> Reply {
     let visit = isolate.in_flight.enter();
-    if let Err((status, e)) = auth::admit(call.authorization, call.token) {
+    // Every `/test` writes to the deployment's stores on a miss (and a run's answers are kept):
+    // closed without a token unless BENCH_OPEN.
+    if let Err((status, e)) = auth::admit_test(call.authorization, call.token, call.open) {
         return Reply::error(status, &e);
     }
     let defaults = match call.defaults {
@@ -71,13 +73,9 @@ pub async fn handle(call: Call<'_>, stores: &dyn StoreSet, isolate: &Isolate<'_>
         Ok(run) => run,
         Err(e) => return Reply::error(400, &e),
     };
-    // Keeping a run's answers creates an object per run id: closed without a token.
+    // Refused before it is measured when its answer could not be kept: the client counts a
+    // 500, where a measured answer would have been sent and then lost.
     if run.is_some() {
-        if let Err((status, e)) = auth::admit_keeping(call.authorization, call.token, call.open) {
-            return Reply::error(status, &e);
-        }
-        // Refused before it is measured when its answer could not be kept: the client counts
-        // a 500, where a measured answer would have been sent and then lost.
         if let Err(e) = (call.keeping)() {
             return Reply::error(500, &e);
         }

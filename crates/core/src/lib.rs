@@ -37,6 +37,7 @@ pub mod scram;
 pub mod spec;
 pub mod sql;
 pub mod store;
+pub mod sweep;
 pub mod upstash;
 pub mod value;
 

@@ -1,7 +1,8 @@
 //! The SQL of the two SQLite stores, `do` (a Durable Object's own database) and `d1`: one table
-//! `(key, value BLOB, expires_at)` where an expired row is a miss and is overwritten. D1's
-//! migration in `migrations/` creates the same table (a test keeps them equal). [`kept`]: the
-//! probe and run objects' table of kept answers.
+//! `(key, value BLOB, expires_at)` where an expired row is a miss and is overwritten, and deleted
+//! — by the object's alarm, or in D1 (which has no alarm) by later writes, through an index on
+//! `expires_at`. D1's migrations in `migrations/` create the same table and that index (a test
+//! keeps them equal). [`kept`]: the probe and run objects' table of kept answers.
 
 /// The table. `WITHOUT ROWID` makes the primary key the table itself: a write is 1 row
 /// written, where a rowid table with its primary-key index bills 2 (measured with workerd's
@@ -17,6 +18,21 @@ pub const UPSERT: &str =
 
 /// Cleanup (the Durable Object's alarm): `?1` now in epoch ms.
 pub const DELETE_EXPIRED: &str = "DELETE FROM kvbench WHERE expires_at <= ?1";
+
+/// D1's index on the expiry (its second migration), so a write finds the oldest expired rows
+/// without a scan. Each write then bills 2 rows written (the row and its index entry).
+pub const EXPIRY_INDEX: &str =
+    "CREATE INDEX IF NOT EXISTS kvbench_expires_at ON kvbench (expires_at)";
+
+/// Expired rows a D1 write deletes at most (the `LIMIT` of [`DELETE_EXPIRED_OTHERS`]): a write
+/// adds at most one row, so deleting up to 16 keeps the expired rows from ever piling up, and
+/// bounds what one write can cost.
+pub const EXPIRED_PER_WRITE: u32 = 16;
+
+/// What D1 runs with each [`UPSERT`], in the same batch (one round trip): deletes up to
+/// [`EXPIRED_PER_WRITE`] expired rows of *other* keys, the oldest first, found through
+/// [`EXPIRY_INDEX`] (the subquery reads only the index). `?1` now in epoch ms, `?2` the key written.
+pub const DELETE_EXPIRED_OTHERS: &str = "DELETE FROM kvbench WHERE key IN (SELECT key FROM kvbench WHERE expires_at <= ?1 AND key <> ?2 ORDER BY expires_at LIMIT 16)";
 
 /// When the next row expires (`NULL` when the table is empty), and how many rows there are.
 pub const NEXT_EXPIRY: &str = "SELECT MIN(expires_at) AS next, COUNT(*) AS rows FROM kvbench";
@@ -102,9 +118,10 @@ pub mod kept {
 mod tests {
     use super::*;
 
-    /// D1's migration creates exactly the table the Durable Object creates.
+    /// D1's migrations create exactly the table the Durable Object creates, then the expiry
+    /// index its writes delete through.
     #[test]
-    fn the_d1_migration_creates_the_same_table() {
+    fn the_d1_migrations_create_the_same_table_and_the_expiry_index() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations");
         let mut files: Vec<_> = std::fs::read_dir(&dir)
             .expect("migrations/")
@@ -112,17 +129,29 @@ mod tests {
             .filter(|p| p.extension().is_some_and(|e| e == "sql"))
             .collect();
         files.sort();
-        let text = std::fs::read_to_string(&files[0]).unwrap();
-        let statements: Vec<String> = text
-            .lines()
-            .filter(|l| !l.trim_start().starts_with("--"))
-            .collect::<Vec<_>>()
-            .join(" ")
-            .split(';')
-            .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
-            .filter(|s| !s.is_empty())
-            .collect();
-        assert_eq!(statements, [CREATE]);
+        let statements = |file: &std::path::Path| -> Vec<String> {
+            std::fs::read_to_string(file)
+                .unwrap()
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("--"))
+                .collect::<Vec<_>>()
+                .join(" ")
+                .split(';')
+                .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+                .filter(|s| !s.is_empty())
+                .collect()
+        };
+        let all: Vec<Vec<String>> = files.iter().map(|f| statements(f)).collect();
+        assert_eq!(all, [vec![CREATE], vec![EXPIRY_INDEX]], "{files:?}");
+    }
+
+    #[test]
+    fn the_write_deletes_as_many_expired_rows_as_it_says() {
+        assert!(DELETE_EXPIRED_OTHERS.ends_with(&format!("LIMIT {EXPIRED_PER_WRITE})")));
+        assert!(
+            DELETE_EXPIRED_OTHERS.contains("key <> ?2"),
+            "never the key being written"
+        );
     }
 
     #[test]
