@@ -1303,7 +1303,7 @@ fn redis_failures_are_classified() {
             "auth",
             "read",
         ),
-        ("refused", |r| r.refuse.set(true), "runtime", "read"),
+        ("refused", |r| r.refuse.set(true), "connect", "read"),
         (
             "rate limited",
             |r| {
@@ -1327,20 +1327,20 @@ fn redis_failures_are_classified() {
         (
             "not RESP",
             |r| *r.reply.borrow_mut() = Some(b"*1\r\n".to_vec()),
-            "decode",
+            "protocol",
             "read",
         ),
         (
             // Once a panic that ended the isolate (a lossy-UTF-8 split inside a character).
             "a first byte above ASCII",
             |r| *r.reply.borrow_mut() = Some(b"\xff\r\n".to_vec()),
-            "decode",
+            "protocol",
             "read",
         ),
         (
             "closed",
             |r| *r.reply.borrow_mut() = Some(Vec::new()),
-            "runtime",
+            "connect",
             "read",
         ),
         ("hung", |r| r.hang.set(true), "timeout", "read"),
