@@ -159,7 +159,7 @@ fn a_wrong_password_or_no_server_fails_the_setup() {
 
     let nobody = RedisUrl::parse(&format!("redis://127.0.0.1:{}", free_port())).unwrap();
     let e = block_on(RedisStore::new(nobody, Tcp).connect()).unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Runtime, "{e:?}");
+    assert_eq!(e.kind, ErrorKind::Connect, "{e:?}");
 
     // Without AUTH, a password-protected server refuses commands.
     let anonymous = RedisUrl::parse(&format!("redis://127.0.0.1:{}", server.port)).unwrap();
