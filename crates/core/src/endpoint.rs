@@ -47,6 +47,8 @@ pub struct Call<'a> {
     /// The `Kvbench-Run` header, when the request has one.
     pub run_header: Option<&'a str>,
     /// `BENCH_OPEN = "true"`: without a token, anyone may call `/test` (see [`auth::admit_test`]).
+    /// A caller inside the deployment that carries no token (a hint probe's measurement) passes
+    /// `true`: with `token: None` and `false`, this is a stranger's call to a closed deployment.
     pub open: bool,
     /// Whether this deployment can keep a run's answers, asked only of a request with a run:
     /// `Err` names the var or binding that prevents it (a bad `RUN_SHARDS`, say).
