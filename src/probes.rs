@@ -547,8 +547,9 @@ impl ProbeObject {
             token: None,
             defaults: crate::bindings::defaults(env),
             run_header: None,
-            // The probe's own query keeps nothing.
-            open: false,
+            // The deployment's own call, not a stranger's: admitted without a token (its
+            // query keeps nothing, so no run is opened by it).
+            open: true,
             keeping: &|| Ok(()),
         };
         let reply = handle(call, &stores, &isolate).await;
