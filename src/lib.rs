@@ -292,6 +292,7 @@ async fn handle_index(req: Request, ctx: RouteContext<Data>) -> Result<Response>
         kvbench_core::auth::TokenConfig::from_raw(
             env_raw(env, kvbench_core::auth::TOKEN_VAR).as_deref(),
         ),
+        kvbench_core::auth::open_from_raw(env_raw(env, kvbench_core::auth::OPEN_VAR).as_deref()),
         isolate_state(),
     );
     respond::json(200, &body)

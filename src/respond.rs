@@ -74,13 +74,19 @@ pub fn index(
     defaults: std::result::Result<Defaults, ParamError>,
     configured: &[(StoreId, std::result::Result<(), StoreError>)],
     token: TokenConfig,
+    open: bool,
     isolate: serde_json::Value,
 ) -> String {
     let auth = match token {
-        // Whether BENCH_OPEN is set is not known here: what it decides is said instead.
+        TokenConfig::Open if open => json!({
+            "bearer_token_required": false,
+            "open": true,
+            "without_token": "BENCH_TOKEN is not set and BENCH_OPEN = \"true\": anyone may call /test and start or stop the probes",
+        }),
         TokenConfig::Open => json!({
             "bearer_token_required": false,
-            "without_token": "BENCH_TOKEN is not set: /test, POST /probes/start and POST /probes/stop answer 403 naming BENCH_TOKEN unless the var BENCH_OPEN = \"true\" opens them to anyone",
+            "open": false,
+            "without_token": "BENCH_TOKEN is not set: /test, POST /probes/start, /probes/stop and /probes/check answer 403 naming BENCH_TOKEN (closed) unless the var BENCH_OPEN = \"true\" opens them to anyone",
         }),
         TokenConfig::Required(_) => json!({ "bearer_token_required": true }),
         TokenConfig::Blank => json!({

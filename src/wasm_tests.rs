@@ -80,6 +80,7 @@ fn index_describes_config_without_secrets() {
         Ok(Defaults::default()),
         &all_but(&[StoreId::Upstash, StoreId::DenoKv]),
         kvbench_core::auth::TokenConfig::Required("t".into()),
+        false,
         serde_json::json!({ "requests": 1 }),
     );
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
@@ -106,6 +107,7 @@ fn index_describes_config_without_secrets() {
         Ok(Defaults::default()),
         &all_but(&[]),
         kvbench_core::auth::TokenConfig::Blank,
+        false,
         serde_json::Value::Null,
     );
     let v: serde_json::Value = serde_json::from_str(&blank).unwrap();
@@ -114,22 +116,37 @@ fn index_describes_config_without_secrets() {
         "a blank token never reads as open"
     );
     assert!(v["auth"]["error"].as_str().unwrap().contains("BENCH_TOKEN"));
-    let open = respond::index(
+    let closed = respond::index(
         Ok(Defaults::default()),
         &all_but(&[]),
         kvbench_core::auth::TokenConfig::Open,
+        false,
         serde_json::Value::Null,
     );
-    let v: serde_json::Value = serde_json::from_str(&open).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&closed).unwrap();
     assert_eq!(v["auth"]["bearer_token_required"], false);
+    assert_eq!(v["auth"]["open"], false);
     assert!(
         v["auth"]["without_token"]
             .as_str()
             .unwrap()
-            .contains("/test, POST /probes/start and POST /probes/stop answer 403"),
+            .contains("answer 403 naming BENCH_TOKEN (closed)"),
         "no token never reads as open to anyone: {}",
         v["auth"]
     );
+    let open = respond::index(
+        Ok(Defaults::default()),
+        &all_but(&[]),
+        kvbench_core::auth::TokenConfig::Open,
+        true,
+        serde_json::Value::Null,
+    );
+    let v: serde_json::Value = serde_json::from_str(&open).unwrap();
+    assert_eq!(v["auth"]["open"], true);
+    assert!(v["auth"]["without_token"]
+        .as_str()
+        .unwrap()
+        .contains("anyone may call /test"));
 }
 
 #[wasm_bindgen_test]

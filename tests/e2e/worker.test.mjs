@@ -233,7 +233,9 @@ test("closed by default: without BENCH_TOKEN, /test and the probes' control answ
     // GET / says what a missing token means.
     const index = await (await closed.dispatchFetch("http://localhost/")).json();
     assert.equal(index.auth.bearer_token_required, false);
-    assert.match(index.auth.without_token, /\/test, POST \/probes\/start and POST \/probes\/stop answer 403 naming BENCH_TOKEN unless the var BENCH_OPEN = "true"/);
+    assert.equal(index.auth.open, false);
+    assert.match(index.auth.without_token, /\/test, POST \/probes\/start, \/probes\/stop and \/probes\/check answer 403 naming BENCH_TOKEN \(closed\) unless the var BENCH_OPEN = "true"/);
+    assert.equal((await (await open.dispatchFetch("http://localhost/")).json()).auth.open, true, "GET / says BENCH_OPEN opened it");
     // The read routes stay readable without a token (they keep nothing new).
     assert.equal((await closed.dispatchFetch("http://localhost/probes")).status, 200);
     // BENCH_OPEN = "true" (what npm run dev sets) allows all of it.
