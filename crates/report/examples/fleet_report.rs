@@ -131,8 +131,17 @@ fn push_answers(agg: &mut Aggregate, labels: u64, every: u64, window: u64, origi
         for i in 0..window / every {
             let t = origin_ms + (i * every * 1000 + l * 37) as i64;
             line.clear();
+            // A few members whose placement did not apply (one answer in 5 of every 7th label) or
+            // landed in another metro (one in 3 of every 11th): counted apart in the report.
+            let (placement, check) = if l % 7 == 3 && i % 5 == 0 {
+                (format!("local-{colo}"), "unplaced")
+            } else if l % 11 == 5 && i % 3 == 0 {
+                ("remote-XYZ".to_string(), "elsewhere")
+            } else {
+                (format!("remote-{colo}"), "placed")
+            };
             line.push_str(&format!(
-                r#"{{"seq":{i},"t_ms":{t},"label":"{label}","vantage":"member","colo":"{colo}","placement":"remote-{colo}","cold":{},"concurrent":0,"duration_ms":{},"answer":{{"key":"{}","colo":"{colo}","isolate_requests":2,"stores":{{"#,
+                r#"{{"seq":{i},"t_ms":{t},"label":"{label}","vantage":"member","colo":"{colo}","placement":"{placement}","placement_check":"{check}","cold":{},"concurrent":0,"duration_ms":{},"answer":{{"key":"{}","colo":"{colo}","isolate_requests":2,"stores":{{"#,
                 i % 2 == 0,
                 20 + next() % 200,
                 next() % 1000

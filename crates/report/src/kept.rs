@@ -50,6 +50,17 @@ fn failure_kind(f: &kvbench_wire::kept::Failure<'_>) -> FailureKind {
     }
 }
 
+/// The vantage point of `line`'s label, made on its first line.
+fn vantage_of<'m>(
+    vantages: &'m mut BTreeMap<String, VantagePoint>,
+    line: &Kept<'_>,
+) -> &'m mut VantagePoint {
+    // The label's copy is one small allocation a line, beside parsing its answer.
+    vantages
+        .entry(line.label.to_string())
+        .or_insert_with(|| Aggregate::new_vantage(line))
+}
+
 struct LabelRun {
     collector: Collector,
     n: u64,
@@ -190,13 +201,7 @@ impl Aggregate {
     }
 
     fn count_unplaced(&mut self, line: &Kept<'_>, check: kvbench_wire::kept::PlacementCheck) {
-        let v = match self.vantages.get_mut(line.label.as_str()) {
-            Some(v) => v,
-            None => self
-                .vantages
-                .entry(line.label.to_string())
-                .or_insert_with(|| Self::new_vantage(line)),
-        };
+        let v = vantage_of(&mut self.vantages, line);
         VantagePoint::count(&mut v.colos, &line.colo, 1);
         if let Some(p) = &line.placement {
             VantagePoint::count(&mut v.placements, p, 1);
@@ -223,13 +228,7 @@ impl Aggregate {
     }
 
     fn count_vantage(&mut self, line: &Kept<'_>, outcome: &Outcome) {
-        let v = match self.vantages.get_mut(line.label.as_str()) {
-            Some(v) => v,
-            None => self
-                .vantages
-                .entry(line.label.to_string())
-                .or_insert_with(|| Self::new_vantage(line)),
-        };
+        let v = vantage_of(&mut self.vantages, line);
         VantagePoint::count(&mut v.colos, &line.colo, 1);
         if let Some(p) = &line.placement {
             VantagePoint::count(&mut v.placements, p, 1);
