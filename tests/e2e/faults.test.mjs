@@ -1,4 +1,5 @@
-// Faults with nothing lost: a `kvbench run` at 200 requests/s against the built worker under
+// Faults with nothing lost: a `kvbench run` at up to 200 requests/s (less on a machine where the
+// worker cannot serve 2.5 times that: see `rateFor`) against the built worker under
 // Miniflare, measuring kv, upstash (our gateway over a real redis-server), denokv (a real
 // `denokv`) and redis (redis-server over TCP), while the test kills and restarts redis-server,
 // the gateway and denokv in turn — each on the same port, so the worker reaches it again — and
@@ -20,7 +21,16 @@ const KVBENCH_BIN = process.env.KVBENCH_BIN ?? path.join(ROOT, "target/debug/kvb
 const UPSTASH_TOKEN = "faults-e2e-upstash-" + process.pid;
 const DENO_TOKEN = "faults-e2e-denokv-token-" + process.pid;
 const STORES = ["kv", "upstash", "denokv", "redis"];
-const RATE = 200;
+// The run's rate: 200 requests/s, or less where the worker's capacity, measured in the same run
+// (closed loop, every store up), is under 2.5 times that — a fault test, not a load test: at
+// saturation every store times out together and no outage can be told from the queue. Seen on
+// this 2-core machine kind: ~1,300 requests/s for `kv,upstash` on one day, ~140 for this set on
+// another (memory four times slower, a C loop's speed unchanged).
+const RATE_MAX = 200;
+const RATE_MIN = 20;
+const HEADROOM = 2.5;
+const CALIBRATE_S = 3;
+const CALIBRATE_LOOPS = 8;
 const DURATION_S = 45;
 // A cold isolate is slow (wasm tiering up, every key a miss that writes four stores): warm it at
 // a rate it keeps up with, not counted.
@@ -158,6 +168,30 @@ function runKvbench(out, rate, durationS, extra = []) {
   return { started, ended, kill: () => child.kill("SIGKILL") };
 }
 
+/** The worker's closed-loop capacity with every store up: CALIBRATE_LOOPS loops of /test for
+ * CALIBRATE_S seconds; { per_s, answered }. Each answer must be a 200 with no store failing. */
+async function capacity() {
+  let answered = 0;
+  const end = Date.now() + CALIBRATE_S * 1000;
+  const t0 = Date.now();
+  await Promise.all(
+    Array.from({ length: CALIBRATE_LOOPS }, async (_, i) => {
+      for (let n = 0; Date.now() < end; n++) {
+        const res = await fetch(`${url}/test?${QUERY}&key=calibrate-${i}-${n % 50}`);
+        const body = await res.json();
+        answered++;
+        assert.equal(res.status, 200, JSON.stringify(body));
+      }
+    }),
+  );
+  return { per_s: answered / ((Date.now() - t0) / 1000), answered };
+}
+
+/** The run's rate for a closed-loop capacity: capacity / HEADROOM, in tens, within [RATE_MIN, RATE_MAX]. */
+function rateFor(perS) {
+  return Math.max(RATE_MIN, Math.min(RATE_MAX, Math.floor(perS / HEADROOM / 10) * 10));
+}
+
 /** samples.csv: one answer per intended start, { t_s, stores: { name: { error, read_us } } },
  * and the failed requests. */
 function readSamples(file) {
@@ -184,6 +218,9 @@ test("kill, restart and SIGSTOP the stores mid-run: every request answered, the 
   const warm = await runKvbench(path.join(dir, "warm"), WARM_RATE, WARM_S).ended;
   assert.equal(warm.code, 0, `warm-up: ${warm.stdout}\n${warm.stderr}`);
   const warmed = JSON.parse(fs.readFileSync(path.join(dir, "warm/report.json"), "utf8")).total;
+  const calibrated = await capacity();
+  const RATE = rateFor(calibrated.per_s);
+  console.log(`capacity ${calibrated.per_s.toFixed(0)} requests/s closed loop: the run at ${RATE} requests/s`);
   const out = path.join(dir, "out");
   // Room for the stopped gateway's requests (a timeout and a wait each: ~1 s in flight) and a
   // stall of the shared machine, so that no request is refused for want of a connection.
@@ -206,7 +243,7 @@ test("kill, restart and SIGSTOP the stores mid-run: every request answered, the 
   const last = await res.json();
   assert.equal(res.status, 200, JSON.stringify(last));
   for (const s of STORES) assert.equal(last.stores[s].error, null, `${s}: ${JSON.stringify(last.stores[s].error)}`);
-  const reached = [warmed.answered + total.answered + 1, warmed.sent + total.sent + 1];
+  const reached = [warmed.answered + calibrated.answered + total.answered + 1, warmed.sent + calibrated.answered + total.sent + 1];
   assert.ok(
     last.isolate_requests >= reached[0] && last.isolate_requests <= reached[1],
     `isolate_requests ${last.isolate_requests}, not in ${reached}: the wasm instance was replaced\n${runtimeOutput}`,
