@@ -70,8 +70,8 @@ build_one() {
 }
 
 case "${1:-all}" in
-  worker) build_one . 250 ;;
+  worker) build_one . 400 ;;
   report) build_one crates/report-worker 1024 ;;
-  all) build_one . 250; build_one crates/report-worker 1024 ;;
+  all) build_one . 400; build_one crates/report-worker 1024 ;;
   *) die "usage: build.sh [worker|report|all]" ;;
 esac

@@ -19,7 +19,7 @@ pub fn postgres_store(env: &Env) -> Result<PostgresStore<SocketConnector>, Store
         )
     })?;
     let url = PgUrl::parse(&url, POSTGRES_URL)?;
-    Ok(PostgresStore::new(url, SocketConnector, "Postgres"))
+    Ok(PostgresStore::new(url, SocketConnector, "Postgres", nfkc))
 }
 
 /// The same database through Hyperdrive, or why it is not configured.
@@ -36,5 +36,11 @@ pub fn hyperdrive_store(env: &Env) -> Result<PostgresStore<SocketConnector>, Sto
     let mut url = PgUrl::parse(&binding.connection_string(), BENCH_HYPERDRIVE)?;
     url.host = binding.host();
     url.port = binding.port();
-    Ok(PostgresStore::new(url, SocketConnector, "Hyperdrive"))
+    Ok(PostgresStore::new(url, SocketConnector, "Hyperdrive", nfkc))
+}
+
+/// Unicode NFKC by the runtime (`String.prototype.normalize`, its ICU tables), for SASLprep of
+/// a non-ASCII password: the wasm carries no normalization tables of its own.
+pub fn nfkc(s: &str) -> String {
+    js_sys::JsString::from(s).normalize("NFKC").into()
 }

@@ -233,3 +233,28 @@ async fn the_executor_does_not_call_queue_microtask() {
     }
     assert_eq!(calls.get(), 0, "five awaits, no queueMicrotask call");
 }
+
+/// SASLprep with the runtime's NFKC (`String.prototype.normalize`) prepares passwords as the
+/// `unicode-normalization` tables do: RFC 4013's examples and compatibility forms, composed and
+/// decomposed letters, Hangul.
+#[wasm_bindgen_test]
+fn saslprep_with_the_runtimes_nfkc() {
+    use kvbench_core::scram::{nfkc_tables, saslprep};
+    let nfkc = crate::postgres::nfkc;
+    assert_eq!(saslprep("I\u{00AD}X", nfkc).as_deref(), Some("IX"));
+    assert_eq!(saslprep("\u{00AA}", nfkc).as_deref(), Some("a"));
+    assert_eq!(saslprep("\u{2168}", nfkc).as_deref(), Some("IX"));
+    assert_eq!(saslprep("\u{0007}", nfkc), None);
+    assert_eq!(saslprep("\u{0627}\u{0031}", nfkc), None);
+    for s in [
+        "pässwörd",
+        "pa\u{0308}sswo\u{0308}rd",
+        "\u{fb01}\u{ff21}\u{3000}x",
+        "\u{1100}\u{1161}\u{ac00}",
+        "caf\u{e9} \u{a0}na\u{ef}ve",
+        "\u{5d0}\u{5d1}",
+    ] {
+        assert_eq!(saslprep(s, nfkc), saslprep(s, nfkc_tables), "{s:?}");
+        assert_eq!(nfkc(s), nfkc_tables(s), "{s:?}");
+    }
+}

@@ -135,6 +135,36 @@ test("a wrong password, nobody listening, a server that is not Postgres, no tabl
   }
 });
 
+test("a non-ASCII password: SCRAM with SASLprep by the runtime's NFKC, as the server prepared it", async () => {
+  // SASLprep maps U+2168 (ROMAN NUMERAL NINE) to "IX", U+FB01 (the fi ligature) to "fi" and
+  // U+00A0 to a space, and keeps "ä": the server derived its keys from the prepared form, so
+  // both spellings authenticate and a third password does not.
+  const secret = crypto.randomBytes(6).toString("hex");
+  const given = `\u2168-p\u00e4ss\u00a0w\u00f6rd-\ufb01-${secret}`;
+  const prepared = `IX-p\u00e4ss w\u00f6rd-fi-${secret}`;
+  psql(`CREATE ROLE kvbench_nfkc LOGIN PASSWORD '${given}'`);
+  psql("GRANT SELECT, INSERT, UPDATE, DELETE ON kvbench_values TO kvbench_nfkc");
+  const port = new URL(url).port;
+  const as = (password) => `postgres://kvbench_nfkc:${encodeURIComponent(password)}@127.0.0.1:${port}/kvbench?sslmode=disable`;
+  try {
+    for (const [password, kind] of [[given, null], [prepared, null], [`${prepared}x`, "auth"]]) {
+      const worker = await startWorker({ POSTGRES_URL: as(password), STORES: "postgres" });
+      try {
+        const res = await worker.dispatchFetch("http://localhost/test?key=e2e-nfkc");
+        const text = await res.text();
+        assert.ok(!text.includes(secret), "no password in the answer");
+        const pg = JSON.parse(text).stores.postgres;
+        assert.equal(pg.error?.kind ?? null, kind, `${JSON.stringify(password)}: ${JSON.stringify(pg.error)}`);
+        if (kind === null) assert.equal(typeof pg.read_ms, "number");
+      } finally {
+        await worker.dispose();
+      }
+    }
+  } finally {
+    psql("DROP OWNED BY kvbench_nfkc; DROP ROLE kvbench_nfkc");
+  }
+});
+
 test("without POSTGRES_URL or the binding, both stores are not_configured with the reason", async () => {
   const worker = await startWorker({ STORES: "kv,postgres,hyperdrive" });
   try {

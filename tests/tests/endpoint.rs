@@ -155,12 +155,14 @@ impl<'a> World<'a> {
             PgUrl::parse(&pg_url, "POSTGRES_URL").unwrap(),
             &self.postgres,
             "Postgres",
+            kvbench_core::scram::nfkc_tables,
         );
         let hd_url = "postgres://kvbench@hyperdrive.mock:5432/kvbench?sslmode=disable";
         let hyperdrive = PostgresStore::new(
             PgUrl::parse(hd_url, "BENCH_HYPERDRIVE").unwrap(),
             &self.hyperdrive,
             "Hyperdrive",
+            kvbench_core::scram::nfkc_tables,
         );
         let mut unconfigured = self.unconfigured.borrow().clone();
         if !upstash_configured {

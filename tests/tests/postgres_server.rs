@@ -89,7 +89,7 @@ impl Drop for Server {
 }
 
 fn store(url: PgUrl) -> PostgresStore<Tcp> {
-    PostgresStore::new(url, Tcp, "Postgres")
+    PostgresStore::new(url, Tcp, "Postgres", kvbench_core::scram::nfkc_tables)
 }
 
 /// A value of `n` bytes with every byte value in it (bytea carries them all).

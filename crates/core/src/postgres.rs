@@ -112,7 +112,7 @@ impl PgUrl {
                 format!("{what} is not a usable postgres:// URL: {why}"),
             )
         };
-        let url = url::Url::parse(text.trim()).map_err(|_| bad("it does not parse"))?;
+        let url = url::Url::parse(text.trim()).map_err(|e| bad(crate::http::url_unparsable(e)))?;
         if !matches!(url.scheme(), "postgres" | "postgresql") {
             return Err(bad("the scheme must be postgres or postgresql"));
         }
@@ -123,6 +123,10 @@ impl PgUrl {
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_string();
+        if host.contains('%') {
+            // A non-ASCII host name: this scheme's URLs carry it percent-encoded, never resolved.
+            return Err(bad(crate::http::NOT_ASCII_HOST));
+        }
         let decode = |s: &str| {
             percent_decode_str(s)
                 .decode_utf8()
@@ -367,6 +371,8 @@ pub struct PostgresStore<C: Connector> {
     connector: C,
     /// What the URL came from, for messages (`Postgres`, `Hyperdrive`).
     label: &'static str,
+    /// The platform's NFKC, for SASLprep.
+    nfkc: scram::Nfkc,
     /// The request's connection, once open. Taken out for each exchange and put back only when
     /// the answer was read to its `ReadyForQuery`, so an exchange cut short (a timeout) never
     /// leaves it half-read.
@@ -374,11 +380,14 @@ pub struct PostgresStore<C: Connector> {
 }
 
 impl<C: Connector> PostgresStore<C> {
-    pub fn new(url: PgUrl, connector: C, label: &'static str) -> Self {
+    /// `nfkc`: the platform's Unicode normalization, for SASLprep of a non-ASCII password
+    /// ([`scram::Nfkc`]).
+    pub fn new(url: PgUrl, connector: C, label: &'static str, nfkc: scram::Nfkc) -> Self {
         Self {
             url,
             connector,
             label,
+            nfkc,
             conn: RefCell::new(None),
         }
     }
@@ -550,7 +559,12 @@ impl<C: Connector> PostgresStore<C> {
                 // The keys of (password, salt, iterations) are derived once per isolate
                 // (`scram::KEYS`); the proof and the server's signature are this exchange's.
                 let message = s
-                    .client_final(self.password()?.as_bytes(), body.data(), &scram::KEYS)
+                    .client_final(
+                        self.password()?.as_bytes(),
+                        body.data(),
+                        &scram::KEYS,
+                        self.nfkc,
+                    )
                     .map_err(|e| self.auth(format!("SCRAM: {e}")))?;
                 let mut out = BytesMut::new();
                 frontend::sasl_response(message.as_bytes(), &mut out).map_err(encode_error)?;
@@ -777,6 +791,13 @@ mod tests {
             assert!(e.message.starts_with("POSTGRES_URL "), "{}", e.message);
             assert!(!e.message.contains("secret"), "{}", e.message);
         }
+        // A Unicode host name is refused by name; its punycode form is a host like any other.
+        let e =
+            PgUrl::parse("postgres://u:secret@b\u{fc}cher.example/db", "POSTGRES_URL").unwrap_err();
+        assert!(e.message.contains("punycode"), "{}", e.message);
+        assert!(!e.message.contains("secret"), "{}", e.message);
+        let u = PgUrl::parse("postgres://u@xn--bcher-kva.example/db", "POSTGRES_URL").unwrap();
+        assert_eq!(u.host, "xn--bcher-kva.example");
     }
 
     #[test]

@@ -81,7 +81,7 @@ impl RedisUrl {
                 format!("REDIS_URL is not a usable redis:// or rediss:// URL: {why}"),
             )
         };
-        let url = url::Url::parse(text.trim()).map_err(|_| bad("it does not parse"))?;
+        let url = url::Url::parse(text.trim()).map_err(|e| bad(crate::http::url_unparsable(e)))?;
         let tls = match url.scheme() {
             "redis" => false,
             "rediss" => true,
@@ -94,6 +94,10 @@ impl RedisUrl {
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_string();
+        if host.contains('%') {
+            // A non-ASCII host name: this scheme's URLs carry it percent-encoded, never resolved.
+            return Err(bad(crate::http::NOT_ASCII_HOST));
+        }
         let decode = |s: &str| {
             percent_decode_str(s)
                 .decode_utf8()
@@ -444,6 +448,9 @@ mod tests {
             assert_eq!(e.kind, ErrorKind::NotConfigured, "{bad}");
             assert!(!e.message.contains("secret"));
         }
+        let e = RedisUrl::parse("redis://:secret@b\u{fc}cher.example").unwrap_err();
+        assert!(e.message.contains("punycode"), "{}", e.message);
+        assert!(!e.message.contains("secret"));
     }
 
     #[test]

@@ -11,6 +11,11 @@
 //! that does not know the password is refused as before. The message formats and checks follow
 //! rust-postgres's `postgres-protocol` (`authentication::sasl`), which this replaces only
 //! because it derives the keys on every call.
+//!
+//! The password is prepared with SASLprep (RFC 4013) as the `stringprep` crate does, its own
+//! tables for the mapping, prohibited output and bidirectional rules, but with Unicode's NFKC
+//! from the platform ([`Nfkc`]): the worker passes the runtime's `String.prototype.normalize`,
+//! so the normalization tables (~62 KiB of the gzipped wasm) are not in the bundle.
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -29,6 +34,70 @@ const CACHE_ENTRIES: usize = 8;
 const GS2_HEADER: &str = "n,,";
 
 type HmacSha256 = Hmac<Sha256>;
+
+/// Unicode Normalization Form KC, SASLprep's step 2.2, as the platform provides it: in the
+/// worker, the runtime's `String.prototype.normalize("NFKC")` (its ICU tables, none in the
+/// wasm); natively, [`nfkc_tables`].
+pub type Nfkc = fn(&str) -> String;
+
+/// NFKC from the `unicode-normalization` tables, for native code (tests, tools). The worker
+/// never calls it, so the tables are not linked into its wasm.
+pub fn nfkc_tables(s: &str) -> String {
+    unicode_normalization::UnicodeNormalization::nfkc(s).collect()
+}
+
+/// SASLprep (RFC 4013) of `s` with `nfkc`: the prepared string, or `None` when SASLprep refuses
+/// it (a prohibited character, bad bidirectional text, an unassigned code point). The same
+/// steps as `stringprep::saslprep` 0.1.5, which a test compares this with.
+pub fn saslprep(s: &str, nfkc: Nfkc) -> Option<std::borrow::Cow<'_, str>> {
+    use stringprep::tables as t;
+    if s.chars()
+        .all(|c| c.is_ascii() && !t::ascii_control_character(c))
+    {
+        return Some(std::borrow::Cow::Borrowed(s));
+    }
+    // 2.1 Mapping: non-ASCII spaces to a space, the "commonly mapped to nothing" to nothing.
+    let mapped: String = s
+        .chars()
+        .map(|c| {
+            if t::non_ascii_space_character(c) {
+                ' '
+            } else {
+                c
+            }
+        })
+        .filter(|&c| !t::commonly_mapped_to_nothing(c))
+        .collect();
+    // 2.2 Normalization.
+    let normalized = nfkc(&mapped);
+    // 2.3 Prohibited output (C.1.2 to C.9) and 2.5 unassigned code points (A.1).
+    let prohibited = |c: char| {
+        t::non_ascii_space_character(c)
+            || t::ascii_control_character(c)
+            || t::non_ascii_control_character(c)
+            || t::private_use(c)
+            || t::non_character_code_point(c)
+            || t::surrogate_code(c)
+            || t::inappropriate_for_plain_text(c)
+            || t::inappropriate_for_canonical_representation(c)
+            || t::change_display_properties_or_deprecated(c)
+            || t::tagging_character(c)
+            || t::unassigned_code_point(c)
+    };
+    if normalized.chars().any(prohibited) {
+        return None;
+    }
+    // 2.4 Bidirectional characters (RFC 3454 section 6): with any RandALCat character, no LCat
+    // character, and a RandALCat character first and last.
+    if normalized.contains(t::bidi_r_or_al)
+        && (normalized.contains(t::bidi_l)
+            || !normalized.chars().next().is_some_and(t::bidi_r_or_al)
+            || !normalized.chars().next_back().is_some_and(t::bidi_r_or_al))
+    {
+        return None;
+    }
+    Some(std::borrow::Cow::Owned(normalized))
+}
 
 /// The keys of one (password, salt, iterations): what `Hi()` yields, reduced to the two keys
 /// the exchange needs.
@@ -132,6 +201,7 @@ impl Scram {
         password: &[u8],
         server_first: &[u8],
         cache: &KeyCache,
+        nfkc: Nfkc,
     ) -> Result<String, String> {
         let server_first = std::str::from_utf8(server_first)
             .map_err(|_| "the server's first message is not UTF-8".to_string())?;
@@ -147,7 +217,7 @@ impl Scram {
         let salt = STANDARD
             .decode(salt)
             .map_err(|e| format!("the server's salt is not base64: {e}"))?;
-        let keys = cache.keys(&normalize(password), &salt, iterations);
+        let keys = cache.keys(&normalize(password, nfkc), &salt, iterations);
         let without_proof = format!("c={},r={nonce}", STANDARD.encode(GS2_HEADER));
         let auth_message = format!("n=,r={},{server_first},{without_proof}", self.nonce);
         let stored_key: [u8; 32] = Sha256::digest(keys.client).into();
@@ -223,9 +293,9 @@ fn parse_server_first(text: &str) -> Result<(&str, &str, u32), String> {
 
 /// SASLprep when the password is UTF-8 that it accepts, else the bytes as they are (PostgreSQL
 /// does the same: its passwords need be neither).
-fn normalize(password: &[u8]) -> Vec<u8> {
-    match std::str::from_utf8(password).map(stringprep::saslprep) {
-        Ok(Ok(p)) => p.into_owned().into_bytes(),
+fn normalize(password: &[u8], nfkc: Nfkc) -> Vec<u8> {
+    match std::str::from_utf8(password).map(|p| saslprep(p, nfkc)) {
+        Ok(Some(p)) => p.into_owned().into_bytes(),
         _ => password.to_vec(),
     }
 }
@@ -272,7 +342,7 @@ mod tests {
     fn the_rfc_7677_example() {
         let cache = KeyCache::new();
         let salt = STANDARD.decode("W22ZaJ0SNY7soEsUEjb6gQ==").unwrap();
-        let keys = cache.keys(&normalize(b"pencil"), &salt, 4096);
+        let keys = cache.keys(&normalize(b"pencil", nfkc_tables), &salt, 4096);
         let auth_message = "n=user,r=rOprNGfwEbeRWgbNEkqO,\
             r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096,\
             c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0";
@@ -313,8 +383,13 @@ mod tests {
             theirs.update(server_first.as_bytes()).unwrap();
             let expected = String::from_utf8(theirs.message().to_vec()).unwrap();
             assert_eq!(
-                ours.client_final(password.as_bytes(), server_first.as_bytes(), &cache)
-                    .unwrap(),
+                ours.client_final(
+                    password.as_bytes(),
+                    server_first.as_bytes(),
+                    &cache,
+                    nfkc_tables
+                )
+                .unwrap(),
                 expected,
                 "{password:?}"
             );
@@ -325,7 +400,12 @@ mod tests {
             // One that does not know it.
             let mut again = Scram::with_nonce(nonce.clone());
             again
-                .client_final(password.as_bytes(), server_first.as_bytes(), &cache)
+                .client_final(
+                    password.as_bytes(),
+                    server_first.as_bytes(),
+                    &cache,
+                    nfkc_tables,
+                )
                 .unwrap();
             let forged = STANDARD.encode([7u8; 32]);
             let e = again.verify(format!("v={forged}").as_bytes()).unwrap_err();
@@ -335,13 +415,49 @@ mod tests {
         assert_eq!(cache.derivations(), 4);
     }
 
+    /// SASLprep with the platform's NFKC gives what `stringprep::saslprep` gives, on RFC 4013's
+    /// examples and on strings drawn from characters that exercise every step: mapped, spaces,
+    /// compatibility forms, combining marks, prohibited, unassigned, right-to-left and
+    /// left-to-right letters.
+    #[test]
+    fn saslprep_agrees_with_stringprep() {
+        // RFC 4013 section 3.
+        assert_eq!(saslprep("I\u{00AD}X", nfkc_tables).as_deref(), Some("IX"));
+        assert_eq!(saslprep("user", nfkc_tables).as_deref(), Some("user"));
+        assert_eq!(saslprep("\u{00AA}", nfkc_tables).as_deref(), Some("a"));
+        assert_eq!(saslprep("\u{2168}", nfkc_tables).as_deref(), Some("IX"));
+        assert_eq!(saslprep("\u{0007}", nfkc_tables), None);
+        assert_eq!(saslprep("\u{0627}\u{0031}", nfkc_tables), None);
+        let pool: Vec<char> = "aZ0 ~\u{7f}\u{a0}\u{ad}\u{aa}\u{e9}e\u{301}\u{2168}\u{fb01}\u{ff21}\u{3000}\u{200b}\u{feff}\u{e000}\u{fffe}\u{221}\u{627}\u{5d0}\u{200e}\u{e0001}\u{1f600}\u{ac00}\u{1100}\u{1161}"
+            .chars()
+            .collect();
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let mut refused = 0;
+        for _ in 0..20_000 {
+            let len = 1 + next(5);
+            let s: String = (0..len).map(|_| pool[next(pool.len())]).collect();
+            let theirs = stringprep::saslprep(&s).ok().map(|c| c.into_owned());
+            let ours = saslprep(&s, nfkc_tables).map(|c| c.into_owned());
+            assert_eq!(ours, theirs, "{s:?}");
+            refused += usize::from(ours.is_none());
+        }
+        // Both outcomes were exercised.
+        assert!(refused > 1_000 && refused < 19_000, "{refused}");
+    }
+
     #[test]
     fn keys_are_derived_once_per_password_salt_and_iterations() {
         let cache = KeyCache::new();
         let run = |password: &[u8], salt: &str, i: u32| {
             let mut s = Scram::with_nonce("abc".into());
             let server_first = format!("r=abcdef,s={salt},i={i}");
-            s.client_final(password, server_first.as_bytes(), &cache)
+            s.client_final(password, server_first.as_bytes(), &cache, nfkc_tables)
                 .unwrap()
         };
         let a = run(b"secret", "c2FsdA==", 4096);
@@ -377,7 +493,9 @@ mod tests {
         ];
         for (message, expected) in cases {
             let mut s = Scram::with_nonce("abc".into());
-            let e = s.client_final(b"pw", message, &cache).unwrap_err();
+            let e = s
+                .client_final(b"pw", message, &cache, nfkc_tables)
+                .unwrap_err();
             assert!(
                 e.contains(expected),
                 "{:?}: {e}",
@@ -392,7 +510,7 @@ mod tests {
         let mut early = Scram::with_nonce("abc".into());
         assert!(early.verify(b"v=AAAA").is_err());
         let mut s = Scram::with_nonce("abc".into());
-        s.client_final(b"pw", b"r=abcd,s=c2FsdA==,i=1", &cache)
+        s.client_final(b"pw", b"r=abcd,s=c2FsdA==,i=1", &cache, nfkc_tables)
             .unwrap();
         let e = s.verify(b"e=invalid-proof").unwrap_err();
         assert!(e.contains("the server refused: invalid-proof"), "{e}");

@@ -435,7 +435,7 @@ fn endpoint_urls(
     let base = url::Url::parse(base).map_err(|e| {
         StoreError::new(
             ErrorKind::NotConfigured,
-            format!("invalid connect URL: {e}"),
+            format!("invalid connect URL: {}", crate::http::url_unparsable(e)),
         )
     })?;
     let (mut strong, mut eventual) = (Vec::new(), Vec::new());
