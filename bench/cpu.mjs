@@ -8,6 +8,9 @@
 // Usage: node bench/cpu.mjs [--seconds 3] [--concurrency 8] [--rounds 8]
 //        [--sets "kv,upstash;kv;upstash;redis;do;d1;r2;cache"]  (each set: the stores of one row;
 //        a set may end in "@100" for 100-byte values instead of 4–64 KiB)
+//        [--against DIR]  (also another build of the worker, DIR/index.js and its wasm — a copy
+//        of build/ from before a change — in every set, beside ours: "x against" is ours over
+//        it, round by round)
 // Build first (npm run build); loopback only.
 import fs from "node:fs";
 import path from "node:path";
@@ -25,8 +28,14 @@ const { values } = parseArgs({
     concurrency: { type: "string", default: "8" },
     rounds: { type: "string", default: "8" },
     sets: { type: "string", default: "kv,upstash;kv,upstash@100;kv;upstash;upstash@100;redis;postgres;do;d1;r2;cache" },
+    against: { type: "string" },
   },
 });
+const AGAINST = values.against ? path.resolve(values.against) : null;
+if (AGAINST && !fs.existsSync(path.join(AGAINST, "index.js"))) {
+  console.error(`--against: no index.js in ${AGAINST} (a copy of build/ from another commit)`);
+  process.exit(2);
+}
 const SECONDS = Number(values.seconds);
 const CONCURRENCY = Number(values.concurrency);
 const ROUNDS = Number(values.rounds);
@@ -147,7 +156,10 @@ for (const set of values.sets.split(";").filter(Boolean)) {
   const label = `${stores}${bytes ? ` (${bytes} B values)` : ""}`;
   pairs.push([
     { name: `floor ${label}`, options: stores === "postgres" ? floorPostgresOptions(vars) : floorOptions, path: `/?stores=${stores}${size}`, floor: true },
-    { name: `kvbench ${label}`, options: workerOptions(vars), path: `/test?stores=${stores}${size}` },
+    { name: `kvbench ${label}`, options: workerOptions(vars), path: `/test?stores=${stores}${size}`, ours: true },
+    ...(AGAINST
+      ? [{ name: `  against ${label}`, options: { ...workerOptions(vars), scriptPath: path.join(AGAINST, "index.js"), modulesRoot: AGAINST }, path: `/test?stores=${stores}${size}`, against: true }]
+      : []),
   ]);
 }
 pairs.push([{ name: "kvbench /healthz", options: workerOptions(vars), path: "/healthz" }]);
@@ -179,10 +191,11 @@ try {
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 console.log(`\n${CONCURRENCY} concurrent closed-loop requests, ${SECONDS} s x ${ROUNDS} rounds (medians), workerd CPU per request:\n`);
-console.log(`${"worker".padEnd(44)} ${"req/s".padStart(8)} ${"CPU ms/req".padStart(11)} ${"x floor CPU".padStart(17)} ${"x floor req/s".padStart(17)} ${"failed".padStart(7)}`);
+console.log(`${"worker".padEnd(44)} ${"req/s".padStart(8)} ${"CPU ms/req".padStart(11)} ${"x floor CPU".padStart(17)} ${"x floor req/s".padStart(17)} ${"failed".padStart(7)}${AGAINST ? `  ours x against CPU` : ""}`);
 // A ratio is the median of each round's ratio (ours over the floor measured just before it), so
 // the machine's drift between rounds cancels out.
 let floor = null;
+let ours = null;
 for (const [i, v] of variants.entries()) {
   const rps = median(results[i].map((r) => r.rps));
   const cpu = median(results[i].map((r) => r.cpuMs));
@@ -193,8 +206,18 @@ for (const [i, v] of variants.entries()) {
     const each = results[i].map((r, round) => r[field] / floor[round][field]);
     return `${median(each).toFixed(2)} (${Math.min(...each).toFixed(2)}-${Math.max(...each).toFixed(2)})`;
   };
+  // Ours over the other build, round by round (both measured in the same round).
+  let vsAgainst = "";
+  if (v.ours) ours = results[i];
+  if (v.against && ours) {
+    const each = ours.map((r, round) => r.cpuMs / results[i][round].cpuMs);
+    vsAgainst = `  ${median(each).toFixed(2)} (${Math.min(...each).toFixed(2)}-${Math.max(...each).toFixed(2)})`;
+  }
   console.log(
-    `${v.name.padEnd(44)} ${rps.toFixed(0).padStart(8)} ${cpu.toFixed(3).padStart(11)} ${ratio("cpuMs").padStart(17)} ${ratio("rps").padStart(17)} ${String(failed).padStart(7)}`,
+    `${v.name.padEnd(44)} ${rps.toFixed(0).padStart(8)} ${cpu.toFixed(3).padStart(11)} ${ratio("cpuMs").padStart(17)} ${ratio("rps").padStart(17)} ${String(failed).padStart(7)}${vsAgainst}`,
   );
-  if (!v.floor) floor = null;
+  if (!v.floor && !v.ours) {
+    floor = null;
+    ours = null;
+  }
 }
