@@ -427,6 +427,25 @@ impl<C: Connector> PostgresStore<C> {
         )
     }
 
+    /// A connection lost before its session was ready is a failure to connect. Right after TLS
+    /// began, it is how the runtime ends a handshake whose certificate it refuses (not trusted,
+    /// or not naming the host) — its own error says only "internal error" — so the message
+    /// says so.
+    fn lost_in_startup(&self, mut e: StoreError, tls: bool) -> StoreError {
+        if e.kind == ErrorKind::Runtime {
+            e.kind = ErrorKind::Connect;
+            if tls {
+                e.message = format!(
+                    "{}: the connection ended as the session started over TLS ({}): the runtime \
+                     ends it so when it does not trust the server's certificate or the \
+                     certificate does not name {}",
+                    self.label, e.message, self.url.host
+                );
+            }
+        }
+        e
+    }
+
     fn take(&self) -> Result<PgConn<C::Conn>, StoreError> {
         self.conn.borrow_mut().take().ok_or_else(|| {
             StoreError::new(
@@ -436,8 +455,8 @@ impl<C: Connector> PostgresStore<C> {
         })
     }
 
-    /// Opens the connection, upgraded to TLS as the URL asks.
-    async fn open(&self) -> Result<PgConn<C::Conn>, StoreError> {
+    /// Opens the connection, upgraded to TLS as the URL asks; whether it was.
+    async fn open(&self) -> Result<(PgConn<C::Conn>, bool), StoreError> {
         let (host, port) = (&self.url.host, self.url.port);
         let as_connect = |mut e: StoreError| {
             if e.kind == ErrorKind::Runtime {
@@ -447,16 +466,19 @@ impl<C: Connector> PostgresStore<C> {
         };
         if self.url.ssl == SslMode::Disable {
             let io = self.connector.connect(host, port, false).await;
-            return io.map(PgConn::new).map_err(as_connect);
+            return io.map(|io| (PgConn::new(io), false)).map_err(as_connect);
         }
         let io = self.connector.connect_upgradable(host, port).await;
         let mut conn = PgConn::new(io.map_err(as_connect)?);
         let mut ask = BytesMut::new();
         frontend::ssl_request(&mut ask);
         conn.io.write_all(&ask).await.map_err(as_connect)?;
-        match conn.byte().await.map_err(as_connect)? {
-            b'S' => conn.io.start_tls().await.map_err(as_connect)?,
-            b'N' if self.url.ssl == SslMode::Prefer => {}
+        let tls = match conn.byte().await.map_err(as_connect)? {
+            b'S' => {
+                conn.io.start_tls().await.map_err(as_connect)?;
+                true
+            }
+            b'N' if self.url.ssl == SslMode::Prefer => false,
             b'N' => {
                 return Err(StoreError::new(
                     ErrorKind::Connect,
@@ -473,8 +495,8 @@ impl<C: Connector> PostgresStore<C> {
                     quote(&other.escape_ascii().to_string())
                 )))
             }
-        }
-        Ok(conn)
+        };
+        Ok((conn, tls))
     }
 
     /// The startup message and the authentication the server asks for, to `ReadyForQuery`.
@@ -688,8 +710,10 @@ impl<C: Connector> Store for PostgresStore<C> {
         if self.conn.borrow().is_some() {
             return Ok(false);
         }
-        let mut conn = self.open().await?;
-        self.start(&mut conn).await?;
+        let (mut conn, tls) = self.open().await?;
+        self.start(&mut conn)
+            .await
+            .map_err(|e| self.lost_in_startup(e, tls))?;
         *self.conn.borrow_mut() = Some(conn);
         Ok(true)
     }
@@ -748,6 +772,88 @@ impl<C: Connector> Store for PostgresStore<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server that agrees to TLS (`S`), whose connection then fails on the first write: what
+    /// workerd does when it refuses the server's certificate (or, with `tls: false`, a plain
+    /// connection the server drops).
+    struct DropsAtStartup {
+        tls: bool,
+    }
+    struct Dropping {
+        answered: bool,
+        tls: bool,
+    }
+
+    #[async_trait::async_trait(?Send)]
+    impl Connector for DropsAtStartup {
+        type Conn = Dropping;
+        async fn connect(&self, _: &str, _: u16, _: bool) -> Result<Dropping, StoreError> {
+            Ok(Dropping {
+                answered: true,
+                tls: self.tls,
+            })
+        }
+        async fn connect_upgradable(&self, _: &str, _: u16) -> Result<Dropping, StoreError> {
+            Ok(Dropping {
+                answered: false,
+                tls: self.tls,
+            })
+        }
+    }
+
+    #[async_trait::async_trait(?Send)]
+    impl Connection for Dropping {
+        async fn write_all(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
+            // The SSLRequest goes through; the startup message does not.
+            if bytes.len() == 8 && !self.answered {
+                return Ok(());
+            }
+            Err(StoreError::new(
+                ErrorKind::Runtime,
+                "write: Error: internal error; reference = x",
+            ))
+        }
+        async fn read(&mut self, buf: &mut [u8]) -> Result<usize, StoreError> {
+            self.answered = true;
+            buf[0] = if self.tls { b'S' } else { b'N' };
+            Ok(1)
+        }
+        async fn close(&mut self) {}
+        async fn start_tls(&mut self) -> Result<(), StoreError> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_connection_lost_as_the_session_starts_is_connect_and_after_tls_says_why() {
+        for (tls, ssl, says) in [
+            (true, "require", true),
+            (false, "prefer", false),
+            (false, "disable", false),
+        ] {
+            let url = PgUrl::parse(
+                &format!("postgres://u:pw@db.example.com/d?sslmode={ssl}"),
+                "POSTGRES_URL",
+            )
+            .unwrap();
+            let store =
+                PostgresStore::new(url, DropsAtStartup { tls }, "Postgres", scram::nfkc_tables);
+            let e = futures::executor::block_on(store.connect()).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Connect, "{ssl}: {e:?}");
+            assert_eq!(
+                e.message
+                    .contains("certificate does not name db.example.com"),
+                says,
+                "{ssl}: {}",
+                e.message
+            );
+            assert!(
+                e.message.contains("internal error"),
+                "the runtime's words kept: {}",
+                e.message
+            );
+        }
+    }
 
     #[test]
     fn urls_parse_and_never_show_the_password() {
