@@ -72,6 +72,8 @@ build_one() {
 case "${1:-all}" in
   worker) build_one . 400 ;;
   report) build_one crates/report-worker 1024 ;;
+  # The workers-rs hello world of bench/cold.mjs (not part of all: only that benchmark uses it).
+  hello) build_one bench/hello-rs 100 ;;
   all) build_one . 400; build_one crates/report-worker 1024 ;;
-  *) die "usage: build.sh [worker|report|all]" ;;
+  *) die "usage: build.sh [worker|report|all|hello]" ;;
 esac
