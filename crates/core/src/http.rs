@@ -26,6 +26,23 @@ pub fn url_unparsable(e: url::ParseError) -> &'static str {
     }
 }
 
+/// The host to open a socket to, from a `redis://` or `postgres://` URL: an IPv6 address
+/// without its brackets; refused when there is none, or when it is not ASCII (these schemes'
+/// URLs carry such a name percent-encoded, never resolved).
+pub fn socket_host(url: &url::Url) -> Result<String, &'static str> {
+    let host = url
+        .host_str()
+        .filter(|h| !h.is_empty())
+        .ok_or("it has no host")?;
+    if host.contains('%') {
+        return Err(NOT_ASCII_HOST);
+    }
+    Ok(host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string())
+}
+
 /// A store URL's host name that is not ASCII.
 pub const NOT_ASCII_HOST: &str = "its host name is not ASCII: give it in its punycode form (xn--…)";
 

@@ -116,17 +116,7 @@ impl PgUrl {
         if !matches!(url.scheme(), "postgres" | "postgresql") {
             return Err(bad("the scheme must be postgres or postgresql"));
         }
-        let host = url
-            .host_str()
-            .filter(|h| !h.is_empty())
-            .ok_or_else(|| bad("it has no host"))?
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_string();
-        if host.contains('%') {
-            // A non-ASCII host name: this scheme's URLs carry it percent-encoded, never resolved.
-            return Err(bad(crate::http::NOT_ASCII_HOST));
-        }
+        let host = crate::http::socket_host(&url).map_err(bad)?;
         let decode = |s: &str| {
             percent_decode_str(s)
                 .decode_utf8()

@@ -87,17 +87,7 @@ impl RedisUrl {
             "rediss" => true,
             _ => return Err(bad("the scheme must be redis or rediss")),
         };
-        let host = url
-            .host_str()
-            .filter(|h| !h.is_empty())
-            .ok_or_else(|| bad("it has no host"))?
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_string();
-        if host.contains('%') {
-            // A non-ASCII host name: this scheme's URLs carry it percent-encoded, never resolved.
-            return Err(bad(crate::http::NOT_ASCII_HOST));
-        }
+        let host = crate::http::socket_host(&url).map_err(bad)?;
         let decode = |s: &str| {
             percent_decode_str(s)
                 .decode_utf8()
