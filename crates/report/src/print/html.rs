@@ -345,7 +345,12 @@ fn vantage_table(report: &Report, summary: &Summary, out: &mut String) {
         let mut placed = if row.placed.is_empty() {
             String::new()
         } else {
-            format!("<small class=\"sub\">placed {}</small>", esc(&row.placed))
+            // The header's values as they came, `local-…` included: what placed the member, or
+            // did not (the answers outside its region are counted apart, below).
+            format!(
+                "<small class=\"sub\" title=\"the answers' cf-placement header, by count\">cf-placement {}</small>",
+                esc(&row.placed)
+            )
         };
         if !row.not_placed.is_empty() {
             let _ = write!(

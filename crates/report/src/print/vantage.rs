@@ -16,7 +16,8 @@ pub struct Row<'a> {
     pub point: &'a VantagePoint,
     /// Where its answers ran: the colos by count (`LHR 280, AMS 8`), the rest as `+N`.
     pub ran_in: String,
-    /// Its placements by count (`remote-IAD`); empty for hints and runs.
+    /// Its answers' `cf-placement` values by count (`remote-IAD 280, local-LHR 3`), whether
+    /// they placed it or not; empty for hints and runs.
     pub placed: String,
     /// A member's answers left out of its numbers because they ran outside its region
     /// (`3 unplaced, 1 elsewhere`); empty when there are none.
@@ -90,7 +91,7 @@ pub fn rows<'a>(report: &'a Report, summary: &'a Summary) -> Vec<Row<'a>> {
                 label,
                 point,
                 ran_in: by_count(&point.colos, 2),
-                placed: by_count(&point.placements, 1),
+                placed: by_count(&point.placements, 2),
                 not_placed: not_placed(point),
                 reads,
                 warm,
