@@ -431,9 +431,9 @@ impl ProbeObject {
         let t_ms = now_ms();
         let called = call_member(&target.test_url(), token.as_deref(), MEMBER_TIMEOUT_MS).await;
         let call_ms = kvbench_core::answer::round_ms(now_ms() - t_ms);
-        let (mut reply, placement, handler_ms, body) = match &called {
+        let (reply, placement, handler_ms, body) = match &called {
             Ok(c) => (
-                kvbench_core::fleet::member_reply(c.status, &c.body),
+                kvbench_core::fleet::member_reply(c.status, &c.body, c.handler_ms),
                 c.placement.as_deref(),
                 c.handler_ms,
                 c.body.as_str(),
@@ -449,19 +449,6 @@ impl ProbeObject {
                 "",
             ),
         };
-        // An answer without its handler time cannot be kept beside the others' (a round trip
-        // is another quantity): a member of another build, kept as malformed.
-        if reply.failure.is_none() && handler_ms.is_none() {
-            reply.failure = Some((
-                FailureKind::Malformed,
-                None,
-                format!(
-                    "a /test answer without Server-Timing: {};dur= (the member's handler time): a member of another kvbench build? Redeploy the fleet",
-                    kvbench_core::fleet::SERVER_TIMING_METRIC
-                ),
-            ));
-            reply.cold = false;
-        }
         let (answer, failure, mut last_error) = match &reply.failure {
             None => (Embedded::new(body), None, store_errors(body)),
             Some((kind, status, detail)) => (

@@ -207,7 +207,7 @@ test("the check calls each member through the worker and names every one that is
       assert.match(out, /member aws:ap-northeast-1: unplaced: the answer has no cf-placement header/);
       assert.match(out, /member aws:sa-east-1: placed elsewhere: cf-placement remote-IAD where aws:sa-east-1 expects GRU \(São Paulo, Brazil\)/);
       assert.match(out, /member aws:eu-west-2: unplaced: cf-placement local-LHR/);
-      assert.match(out, /member aws:us-west-2: its \/test answer has no Server-Timing/);
+      assert.match(out, /member aws:us-west-2: malformed: its \/test answer has no Server-Timing/);
       assert.match(out, /member gone: unreachable \(connect\)/);
       assert.match(out, /6 problem\(s\)/);
       // Bounded: only the members not ready were asked again, about once a second for 8 s.

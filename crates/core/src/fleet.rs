@@ -166,12 +166,15 @@ pub struct MemberReply {
     /// Its isolate's first request (`isolate_requests` 1): a cold answer.
     pub cold: bool,
     /// `None`: a `/test` answer, kept as sent. Else why it is not one: `malformed` (a 200 whose
-    /// body is no answer) or `status` (any other status), with what it said (cleaned).
+    /// body is no answer, or an answer without its handler time) or `status` (any other
+    /// status), with what it said (cleaned).
     pub failure: Option<(FailureKind, Option<u16>, String)>,
 }
 
-/// Reads a member's `status` and `body`.
-pub fn member_reply(status: u16, body: &str) -> MemberReply {
+/// Reads a member's `status`, `body` and handler time (its `Server-Timing`, [`server_timing_ms`]).
+/// An answer without the handler time is `malformed`: a round trip is another quantity and
+/// cannot be kept beside the others' handler times (a member of another build).
+pub fn member_reply(status: u16, body: &str, handler_ms: Option<f64>) -> MemberReply {
     let answer: Option<serde_json::Value> = serde_json::from_str(body).ok();
     let field = |name: &str| answer.as_ref().and_then(|a| a.get(name));
     let colo = field("colo")
@@ -183,7 +186,15 @@ pub fn member_reply(status: u16, body: &str) -> MemberReply {
     let is_answer = field("stores").is_some_and(serde_json::Value::is_object);
     let detail = || crate::probes::clean_detail(body, 300);
     let failure = match (status, is_answer) {
-        (200, true) => None,
+        (200, true) if handler_ms.is_some() => None,
+        (200, true) => Some((
+            FailureKind::Malformed,
+            None,
+            format!(
+                "its /test answer has no Server-Timing: {SERVER_TIMING_METRIC};dur= (the \
+                 member's handler time): a member of another kvbench build; redeploy the fleet"
+            ),
+        )),
         (200, false) => Some((FailureKind::Malformed, None, detail())),
         (status, _) => Some((FailureKind::Status, Some(status), detail())),
     };
@@ -324,7 +335,7 @@ pub fn check(
     out.status = Some(c.status);
     out.placement.clone_from(&c.placement);
     out.handler_ms = c.handler_ms;
-    let reply = member_reply(c.status, &c.body);
+    let reply = member_reply(c.status, &c.body, c.handler_ms);
     out.colo = reply.colo;
     out.problem = match reply.failure {
         Some((_, Some(status), detail)) if detail.contains("1042") => Some(format!(
@@ -332,9 +343,6 @@ pub fn check(
         )),
         Some((_, Some(status), detail)) => Some(format!("answered {status}: {detail}")),
         Some((kind, None, detail)) => Some(format!("{}: {detail}", kind.as_str())),
-        None if c.handler_ms.is_none() => Some(format!(
-            "its /test answer has no Server-Timing: {SERVER_TIMING_METRIC};dur= (the member's handler time): a member of another kvbench build; redeploy the fleet"
-        )),
         None => {
             let expected = region(label).map(|r| r.colos.as_slice());
             let verdict = classify(c.placement.as_deref(), expected);
@@ -445,20 +453,31 @@ mod tests {
 
     #[test]
     fn member_replies() {
-        let ok = member_reply(
-            200,
-            r#"{"colo":"IAD","isolate_requests":1,"stores":{"kv":{}}}"#,
-        );
+        let answer = r#"{"colo":"IAD","isolate_requests":1,"stores":{"kv":{}}}"#;
+        let ok = member_reply(200, answer, Some(3.0));
         assert_eq!((ok.colo.as_str(), ok.cold, ok.failure), ("IAD", true, None));
-        let warm = member_reply(200, r#"{"colo":"IAD","isolate_requests":2,"stores":{}}"#);
+        // The same answer without its handler time: another build's, not kept as an answer.
+        let untimed = member_reply(200, answer, None);
+        assert!(!untimed.cold);
+        let (kind, _, detail) = untimed.failure.unwrap();
+        assert_eq!(kind, FailureKind::Malformed);
+        assert!(
+            detail.contains("no Server-Timing: kvbench;dur="),
+            "{detail}"
+        );
+        let warm = member_reply(
+            200,
+            r#"{"colo":"IAD","isolate_requests":2,"stores":{}}"#,
+            Some(1.0),
+        );
         assert!(!warm.cold);
-        let busy = member_reply(503, "overloaded \u{1b}[31m");
+        let busy = member_reply(503, "overloaded \u{1b}[31m", None);
         assert_eq!(busy.colo, "unknown");
         assert!(!busy.cold);
         let (kind, status, detail) = busy.failure.unwrap();
         assert_eq!((kind, status), (FailureKind::Status, Some(503)));
         assert!(!detail.contains('\u{1b}'));
-        let odd = member_reply(200, r#"{"colo":"<b>","isolate_requests":1}"#);
+        let odd = member_reply(200, r#"{"colo":"<b>","isolate_requests":1}"#, Some(1.0));
         assert_eq!(odd.colo, "unknown");
         assert!(!odd.cold, "a failure is never a cold answer");
         assert_eq!(odd.failure.unwrap().0, FailureKind::Malformed);
