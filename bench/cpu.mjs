@@ -163,7 +163,8 @@ for (const set of values.sets.split(";").filter(Boolean)) {
   ]);
 }
 pairs.push([{ name: "kvbench /healthz", options: workerOptions(vars), path: "/healthz" }]);
-const variants = pairs.flat();
+// Each variant knows its set: a ratio is only ever to the floor (or our build) of its own set.
+const variants = pairs.flatMap((pair, set) => pair.map((v) => ({ ...v, set })));
 const results = variants.map(() => []);
 try {
   let at = 0;
@@ -194,13 +195,13 @@ console.log(`\n${CONCURRENCY} concurrent closed-loop requests, ${SECONDS} s x ${
 console.log(`${"worker".padEnd(44)} ${"req/s".padStart(8)} ${"CPU ms/req".padStart(11)} ${"x floor CPU".padStart(17)} ${"x floor req/s".padStart(17)} ${"failed".padStart(7)}${AGAINST ? `  ours x against CPU` : ""}`);
 // A ratio is the median of each round's ratio (ours over the floor measured just before it), so
 // the machine's drift between rounds cancels out.
-let floor = null;
-let ours = null;
 for (const [i, v] of variants.entries()) {
+  const inSet = (key) => variants.findIndex((w) => w.set === v.set && w[key]);
+  const floor = v.floor || inSet("floor") < 0 ? null : results[inSet("floor")];
+  const ours = inSet("ours") < 0 ? null : results[inSet("ours")];
   const rps = median(results[i].map((r) => r.rps));
   const cpu = median(results[i].map((r) => r.cpuMs));
   const failed = results[i].reduce((a, r) => a + r.failed, 0);
-  if (v.floor) floor = results[i];
   const ratio = (field) => {
     if (v.floor || !floor) return "";
     const each = results[i].map((r, round) => r[field] / floor[round][field]);
@@ -208,7 +209,6 @@ for (const [i, v] of variants.entries()) {
   };
   // Ours over the other build, round by round (both measured in the same round).
   let vsAgainst = "";
-  if (v.ours) ours = results[i];
   if (v.against && ours) {
     const each = ours.map((r, round) => r.cpuMs / results[i][round].cpuMs);
     vsAgainst = `  ${median(each).toFixed(2)} (${Math.min(...each).toFixed(2)}-${Math.max(...each).toFixed(2)})`;
@@ -216,8 +216,4 @@ for (const [i, v] of variants.entries()) {
   console.log(
     `${v.name.padEnd(44)} ${rps.toFixed(0).padStart(8)} ${cpu.toFixed(3).padStart(11)} ${ratio("cpuMs").padStart(17)} ${ratio("rps").padStart(17)} ${String(failed).padStart(7)}${vsAgainst}`,
   );
-  if (!v.floor && !v.ours) {
-    floor = null;
-    ours = null;
-  }
 }
