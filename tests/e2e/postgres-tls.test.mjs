@@ -12,14 +12,13 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
-import { ROOT, freePort, startWorker } from "./procs.mjs";
+import { startPostgres, startWorker } from "./procs.mjs";
 
 const PASSWORD = `e2e-pg-tls-${crypto.randomBytes(8).toString("hex")}`;
-let dir;
+let pg;
+let dir; // the server's, where the certificates are made
 let url; // sslmode=disable, as scripts/postgres.sh prints it
-let port;
 let mf;
 const bodies = [];
 
@@ -47,17 +46,15 @@ function serve(name, data) {
 }
 
 before(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-pg-tls-e2e-"));
-  port = await freePort();
-  url = execFileSync("bash", [path.join(ROOT, "scripts/postgres.sh"), "start", dir, String(port), PASSWORD], { encoding: "utf8" }).trim();
+  pg = await startPostgres(PASSWORD, "kvbench-pg-tls-e2e-");
+  ({ dir, url } = pg);
   // A CA, a certificate for 127.0.0.1 from it, and one for another name.
   openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=kvbench e2e CA");
   issue("ip", "ca", "IP:127.0.0.1");
   issue("other", "ca", "DNS:db.example.com");
-  const data = path.join(fs.readFileSync(path.join(dir, "postgres.data"), "utf8").trim(), "db");
-  serve("ip", data);
+  serve("ip", pg.data);
   // TLS only, from now on: a plain connection finds no pg_hba.conf line.
-  fs.writeFileSync(path.join(data, "pg_hba.conf"), "hostssl all all 127.0.0.1/32 scram-sha-256\n");
+  fs.writeFileSync(path.join(pg.data, "pg_hba.conf"), "hostssl all all 127.0.0.1/32 scram-sha-256\n");
   execFileSync("psql", ["-X", "-q", url, "-c", "ALTER SYSTEM SET ssl = on", "-c", "SELECT pg_reload_conf()"]);
   await new Promise((r) => setTimeout(r, 500));
   assert.equal(psql("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()"), "t");
@@ -68,10 +65,7 @@ before(async () => {
 
 after(async () => {
   await mf?.dispose();
-  if (dir) {
-    execFileSync("bash", [path.join(ROOT, "scripts/postgres.sh"), "stop", dir]);
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  pg?.stop();
   for (const body of bodies) assert.ok(!body.includes(PASSWORD), `the Postgres password leaked: ${body}`);
 });
 
@@ -105,8 +99,7 @@ test("without TLS the same server refuses the worker (so the reads above were ov
   } finally {
     await plain.dispose();
   }
-  const data = path.join(fs.readFileSync(path.join(dir, "postgres.data"), "utf8").trim(), "db");
-  serve("other", data);
+  serve("other", pg.data);
   execFileSync("psql", ["-X", "-q", url.replace("sslmode=disable", "sslmode=require"), "-c", "SELECT pg_reload_conf()"]);
   await new Promise((r) => setTimeout(r, 500));
   try {
@@ -116,7 +109,7 @@ test("without TLS the same server refuses the worker (so the reads above were ov
     assert.equal(pg.error?.kind, "connect", JSON.stringify(pg));
     assert.match(pg.error.message, /over TLS .*does not trust the server's certificate or the certificate does not name 127\.0\.0\.1/, JSON.stringify(pg));
   } finally {
-    serve("ip", data);
+    serve("ip", pg.data);
     execFileSync("psql", ["-X", "-q", url.replace("sslmode=disable", "sslmode=require"), "-c", "SELECT pg_reload_conf()"]);
   }
 });

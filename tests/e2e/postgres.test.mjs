@@ -8,34 +8,25 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import crypto from "node:crypto";
-import fs from "node:fs";
 import net from "node:net";
-import os from "node:os";
-import path from "node:path";
-import { ROOT, freePort, startWorker } from "./procs.mjs";
+import { freePort, startPostgres, startWorker } from "./procs.mjs";
 
 const PASSWORD = `e2e-pg-${crypto.randomBytes(8).toString("hex")}`;
 const LOCAL_HYPERDRIVE = "CLOUDFLARE_HYPERDRIVE_LOCAL_CONNECTION_STRING_BENCH_HYPERDRIVE";
 const bodies = [];
-let dir;
+let pg;
 let url;
 let mf;
 
 before(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-pg-e2e-"));
-  const port = await freePort();
-  url = execFileSync("bash", [path.join(ROOT, "scripts/postgres.sh"), "start", dir, String(port), PASSWORD], {
-    encoding: "utf8",
-  }).trim();
+  pg = await startPostgres(PASSWORD);
+  url = pg.url;
   mf = await startWorker({ POSTGRES_URL: url, [LOCAL_HYPERDRIVE]: url, STORES: "kv,postgres,hyperdrive" });
 });
 
 after(async () => {
   await mf?.dispose();
-  if (dir) {
-    execFileSync("bash", [path.join(ROOT, "scripts/postgres.sh"), "stop", dir]);
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  pg?.stop();
   for (const body of bodies) assert.ok(!body.includes(PASSWORD), `the Postgres password leaked: ${body}`);
 });
 

@@ -228,6 +228,27 @@ export async function startStack(bindings, extra = {}, { splitArchive = false, w
   return mf;
 }
 
+/** A private PostgreSQL (scripts/postgres.sh: its own data dir, a SCRAM password, the migration
+ * applied) on a free loopback port, in a new temp dir: { url (sslmode=disable), dir, data (the
+ * server's data directory), stop() }. */
+export async function startPostgres(password, prefix = "kvbench-pg-e2e-") {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const script = path.join(ROOT, "scripts/postgres.sh");
+  let url;
+  try {
+    url = execFileSync("bash", [script, "start", dir, String(await freePort()), password], { encoding: "utf8" }).trim();
+  } catch (e) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
+  const data = path.join(fs.readFileSync(path.join(dir, "postgres.data"), "utf8").trim(), "db");
+  const stop = () => {
+    execFileSync("bash", [script, "stop", dir]);
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  return { url, dir, data, stop };
+}
+
 const accepts = (port) =>
   new Promise((resolve) => {
     const c = net.connect(port, "127.0.0.1", () => {
