@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Builds both worker bundles without touching the network — the benchmark worker into build/ and
-# the report worker (crates/report-worker, GET /report's renderer) into crates/report-worker/build/
-# — with worker-build pointed at the pinned wasm-bindgen CLI, binaryen's wasm-opt and wrangler's
-# esbuild instead of downloading. `build.sh worker` or `build.sh report` builds one.
+# Builds the worker bundles without touching the network — the benchmark worker into build/, the
+# fleet member's build of it (the same /test without the operations plane: cargo feature
+# `main-worker` off) into build-member/, and the report worker (crates/report-worker, GET
+# /report's renderer) into crates/report-worker/build/ — with worker-build pointed at the pinned
+# wasm-bindgen CLI, binaryen's wasm-opt and wrangler's esbuild instead of downloading.
+# `build.sh worker`, `build.sh member` or `build.sh report` builds one.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 [ "${KVBENCH_SKIP_SETUP:-}" = 1 ] || bash scripts/setup.sh
@@ -19,14 +21,15 @@ mkdir -p "$BUILDS_DIR"
 echo "$$" >"$BUILDS_DIR/$$"
 trap 'rm -f "$BUILDS_DIR/$$"' EXIT
 
-# build_key DIR: what a bundle in DIR/build is a function of — the wasm cargo built (cargo
+# build_key DIR [CARGO_ARG...]: what a bundle of DIR is a function of — the wasm cargo built (cargo
 # decides whether a source, a dependency, a flag or the toolchain changed), the tools that turn
 # it into the bundle, and this script. Runs cargo's build of the crate exactly as worker-build
 # does (same command, same environment), so worker-build's own cargo step is then a no-op.
 build_key() {
   local dir=$1 crate wasm
+  shift
   crate=$(sed -n 's/^name = "\(.*\)"$/\1/p' "$dir/Cargo.toml" | head -n 1 | tr - _)
-  (cd "$dir" && WASM_BINDGEN_USE_JS_SYS=1 cargo build --lib --release --target wasm32-unknown-unknown --quiet --locked)
+  (cd "$dir" && WASM_BINDGEN_USE_JS_SYS=1 cargo build --lib --release --target wasm32-unknown-unknown --quiet --locked "$@")
   wasm="$ROOT/target/wasm32-unknown-unknown/release/$crate.wasm"
   [ -f "$wasm" ] || die "cargo built no $wasm"
   {
@@ -35,25 +38,29 @@ build_key() {
     wasm-bindgen --version
     sha256sum <"$ROOT/scripts/build.sh"
     echo "names=${KVBENCH_WASM_NAMES:-}"
+    echo "cargo args: $*"
   } | sha256sum | cut -d' ' -f1
 }
 
-# build_one DIR GOAL_KIB: worker-build --release in DIR, then the size report — unless DIR/build
-# holds the bundle of exactly these inputs (build_key), which is then reused as it is: wasm-bindgen
-# and wasm-opt are most of a build's time, and a restart or a touched file changes nothing they
-# make. KVBENCH_REBUILD=1 builds anyway.
+# build_one DIR OUT GOAL_KIB [CARGO_ARG...]: worker-build --release of DIR into DIR/OUT, then the
+# size report — unless DIR/OUT holds the bundle of exactly these inputs (build_key), which is then
+# reused as it is: wasm-bindgen and wasm-opt are most of a build's time, and a restart or a
+# touched file changes nothing they make. KVBENCH_REBUILD=1 builds anyway. The main worker and
+# the member share cargo's target directory: one of them after the other relinks the crate only.
 build_one() {
-  local dir=$1 goal=$2 key stamp="$1/build/.kvbench-build-key"
-  key=$(build_key "$dir")
-  if [ "${KVBENCH_REBUILD:-}" != 1 ] && [ -f "$dir/build/index.js" ] && [ -f "$dir/build/index_bg.wasm" ] &&
+  local dir=$1 out=$2 goal=$3 key
+  shift 3
+  local stamp="$dir/$out/.kvbench-build-key"
+  key=$(build_key "$dir" "$@")
+  if [ "${KVBENCH_REBUILD:-}" != 1 ] && [ -f "$dir/$out/index.js" ] && [ -f "$dir/$out/index_bg.wasm" ] &&
     [ "$(cat "$stamp" 2>/dev/null)" = "$key" ]; then
-    log "build of $dir reused: its inputs did not change (key ${key:0:12})"
+    log "build of $dir/$out reused: its inputs did not change (key ${key:0:12})"
     return 0
   fi
   rm -f "$stamp"
-  log "worker-build --release ($dir)"
-  (cd "$dir" && worker-build --release)
-  local wasm="$dir/build/index_bg.wasm"
+  log "worker-build --release ($dir/$out${*:+, $*})"
+  (cd "$dir" && worker-build --release --out-dir "$out" . "$@")
+  local wasm="$dir/$out/index_bg.wasm"
   [ -f "$wasm" ] || die "worker-build produced no $wasm"
   # worker-build keeps the wasm "names" section (function names in a panic's stack trace): ~120
   # KiB raw, ~35 KiB gzip, 15% of the bundle. Strip it, unless KVBENCH_WASM_NAMES=1 (debugging a
@@ -65,15 +72,21 @@ build_one() {
   local raw gz
   raw=$(stat -c %s "$wasm")
   gz=$(gzip -9 -c "$wasm" | wc -c)
-  log "bundle: $wasm $((raw / 1024)) KiB raw, $((gz / 1024)) KiB gzip (goal <= $goal KiB gzip)"
+  local verdict="within"
+  [ "$gz" -le $((goal * 1024)) ] || verdict="OVER"
+  log "bundle: $wasm $(kib "$raw") KiB raw, $(kib "$gz") KiB gzip ($verdict its goal of $goal KiB gzip)"
   echo "$key" >"$stamp"
 }
 
+# kib BYTES: in KiB with one decimal.
+kib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1024 }'; }
+
 case "${1:-all}" in
-  worker) build_one . 400 ;;
-  report) build_one crates/report-worker 1024 ;;
+  worker) build_one . build 400 ;;
+  member) build_one . build-member 300 --no-default-features ;;
+  report) build_one crates/report-worker build 1024 ;;
   # The workers-rs hello world of bench/cold.mjs (not part of all: only that benchmark uses it).
-  hello) build_one bench/hello-rs 100 ;;
-  all) build_one . 400; build_one crates/report-worker 1024 ;;
-  *) die "usage: build.sh [worker|report|all|hello]" ;;
+  hello) build_one bench/hello-rs build 100 ;;
+  all) build_one . build 400; build_one . build-member 300 --no-default-features; build_one crates/report-worker build 1024 ;;
+  *) die "usage: build.sh [worker|member|report|all|hello]" ;;
 esac

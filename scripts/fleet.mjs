@@ -87,7 +87,8 @@ export function fleetConfig(main, regions, outDir, from = "the main worker's con
   }
   return {
     name: `${main.name}-fleet`,
-    main: rel("build/index.js"),
+    // The member build (scripts/build.sh member): /test without the operations plane.
+    main: rel("build-member/index.js"),
     compatibility_date: main.compatibility_date,
     ...(main.compatibility_flags ? { compatibility_flags: main.compatibility_flags } : {}),
     workers_dev: false,

@@ -21,6 +21,42 @@ use wasm_bindgen::{JsCast, JsValue};
 use crate::js_strings::name;
 use worker::{AbortController, Delay, Env, Response};
 
+/// Origin of the requests a worker sends its Durable Objects (a stub routes them; it is never
+/// resolved).
+pub const OBJECT_ORIGIN: &str = "https://kvbench.probe";
+
+/// A request built on the runtime's own `Request` and `RequestInit` — what a call with a method,
+/// headers, a body and the redirect mode needs — instead of the SDK's `Request::new_with_init`,
+/// which converts every field of its own init (`cf`, integrity, the signal, …) across JS and is
+/// a large part of the bundle for what these calls use (docs/measured.md, the bundle).
+/// `redirect_manual`: a redirect is answered as it is, never followed.
+pub fn js_request(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Option<&JsValue>,
+    redirect_manual: bool,
+) -> Result<worker::Request, String> {
+    let init = worker::web_sys::RequestInit::new();
+    init.set_method(method);
+    if !headers.is_empty() {
+        let h = worker::web_sys::Headers::new().map_err(|e| js_text(&e))?;
+        for (name, value) in headers {
+            h.set(name, value).map_err(|e| js_text(&e))?;
+        }
+        init.set_headers(&h);
+    }
+    if let Some(body) = body {
+        init.set_body(body);
+    }
+    if redirect_manual {
+        init.set_redirect(worker::web_sys::RequestRedirect::Manual);
+    }
+    worker::web_sys::Request::new_with_str_and_init(url, &init)
+        .map(worker::Request::from)
+        .map_err(|e| js_text(&e))
+}
+
 /// What is read of one environment object: each var or secret by name, and the defaults.
 struct EnvRead {
     of: JsValue,

@@ -20,38 +20,33 @@ mod cache;
 mod d1;
 mod durable;
 mod js_strings;
-mod kept_table;
+mod keep;
 mod microtasks;
+#[cfg(feature = "main-worker")]
+mod operations;
 mod postgres;
 mod prepared;
-mod probe_directory;
-mod probe_routes;
-mod probes;
 mod r2;
 mod respond;
-mod run_archive;
+pub mod routes;
 mod socket;
 mod stores;
 
 use std::cell::{Cell, RefCell};
 
 use kvbench_core::budget::ISOLATE_BUDGET_BYTES;
-use kvbench_core::probes::{Kept, RUN_HEADER};
+use kvbench_core::probes::RUN_HEADER;
 use kvbench_core::{handle, Budget, Call, Clock, InFlight, Isolate, MetadataCache, ValueGen};
-use worker::{
-    event, Context, Env, Request, Response, Result, RouteContext, Router, ScheduleContext,
-    ScheduledEvent,
-};
+use worker::{event, Context, Env, Response, Result};
 
 use crate::bindings::{colo, env_raw, JsClock, JsTimer};
+use crate::routes::Route;
 use crate::stores::Stores;
 
+#[cfg(feature = "main-worker")]
 pub use crate::durable::BenchObject;
-pub use crate::probes::ProbeObject;
-pub use crate::run_archive::RunArchive;
-
-/// What every route gets: the request's context, for work after the answer (`waitUntil`).
-type Data = std::rc::Rc<Context>;
+#[cfg(feature = "main-worker")]
+pub use crate::operations::{probes::ProbeObject, run_archive::RunArchive};
 
 thread_local! {
     static REQUESTS: Cell<u64> = const { Cell::new(0) };
@@ -80,42 +75,23 @@ async fn fetch(
     REQUESTS.with(|r| r.set(r.get() + 1));
     let method = req.method();
     let head = method == "HEAD";
-    // The measured route first, on the runtime's own request and response objects: no router
-    // (~20 routes' worth of matching and handler boxes), no SDK request (its method, path,
-    // headers and `cf` read across JS up front) and no SDK response (rebuilt as a second JS
-    // `Response` on the way out). Its CPU is every answer's noise floor.
     let url = req.url();
-    if path_of(&url) == "/test" && (head || method == "GET") {
-        return test(&req, &url, &env, &ctx, head).await;
-    }
-    let req = Request::from(req);
-    let path = req.path();
+    // The measured route on the runtime's own request and response objects: no SDK request
+    // (its method, path, headers and `cf` read across JS up front) and no SDK response (rebuilt
+    // as a second JS `Response` on the way out). Its CPU is every answer's noise floor.
+    let response = match routes::route(&method, routes::path_of(&url), OPERATIONS) {
+        Route::Test => return test(&req, &url, &env, &ctx, head).await,
+        Route::Index => handle_index(&url, &env)?,
+        Route::Healthz => respond::text("ok")?,
+        Route::MethodNotAllowed(allow) => respond::method_not_allowed(allow)?,
+        Route::NotFound => Response::error("Not Found", 404)?,
+        #[cfg(feature = "main-worker")]
+        other => operations::serve(other, worker::Request::from(req), &env).await?,
+        #[cfg(not(feature = "main-worker"))]
+        _ => Response::error("Not Found", 404)?,
+    };
     // HEAD is GET without the body (RFC 9110): same handlers, same status and headers.
-    let response = Router::with_data(std::rc::Rc::new(ctx))
-        .get_async("/", handle_index)
-        .head_async("/", handle_index)
-        .get("/healthz", |_, _| respond::text("ok"))
-        .head("/healthz", |_, _| respond::text("ok"))
-        .get_async("/probes", probe_routes::list)
-        .post_async("/probes/start", |req, ctx| {
-            probe_routes::control(req, ctx, "start")
-        })
-        .post_async("/probes/stop", |req, ctx| {
-            probe_routes::control(req, ctx, "stop")
-        })
-        .post_async("/probes/check", probe_routes::check)
-        .head_async("/probes", probe_routes::list)
-        .get_async("/probes/answers", probe_routes::probe_answers)
-        .head_async("/probes/answers", probe_routes::probe_answers)
-        .get_async("/runs/:id/answers", probe_routes::run_answers)
-        .head_async("/runs/:id/answers", probe_routes::run_answers)
-        .get_async("/report", probe_routes::report)
-        .head_async("/report", probe_routes::report)
-        .run(req, env)
-        .await?;
-    let response = if response.status_code() == 405 || path == "/test" {
-        respond::method_not_allowed(&path)?
-    } else if head {
+    let response = if head {
         respond::without_body(response)?
     } else {
         response
@@ -123,27 +99,17 @@ async fn fetch(
     Ok(response.into())
 }
 
-/// The path of a request URL as the runtime serializes it (`scheme://host[:port]/path?query`):
-/// from the first `/` after the host up to the query.
-fn path_of(url: &str) -> &str {
-    let after_scheme = url.find("://").map_or(0, |i| i + 3);
-    let rest = url.get(after_scheme..).unwrap_or("");
-    let path = rest.find('/').and_then(|i| rest.get(i..)).unwrap_or("/");
-    path.split(['?', '#']).next().unwrap_or(path)
-}
+/// Whether this build serves the operations plane: the main worker does, a fleet member does
+/// not (`routes`).
+const OPERATIONS: bool = cfg!(feature = "main-worker");
 
-/// The query of a request URL, without its `?` (empty when there is none).
-fn query_of(url: &str) -> &str {
-    let url = url.split('#').next().unwrap_or(url);
-    url.split_once('?').map_or("", |(_, q)| q)
-}
-
-/// The Cron Trigger: keeps the probes alive (re-arms any whose alarm chain died) and deletes
-/// expired R2 objects (`r2::sweep`), side by side: neither waits for the other, and each logs
-/// its own failure, so one failing never stops the other.
+/// The Cron Trigger (the main worker's): keeps the probes alive (re-arms any whose alarm chain
+/// died) and deletes expired R2 objects (`r2::sweep`), side by side: neither waits for the
+/// other, and each logs its own failure, so one failing never stops the other.
+#[cfg(feature = "main-worker")]
 #[event(scheduled)]
-async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
-    futures::join!(probe_routes::tick(&env), r2::sweep::run(&env));
+async fn scheduled(_event: worker::ScheduledEvent, env: Env, _ctx: worker::ScheduleContext) {
+    futures::join!(operations::probe_routes::tick(&env), r2::sweep::run(&env));
 }
 
 /// `GET /test`: one measurement (`kvbench_core::handle`); `head` answers it without the body.
@@ -154,7 +120,7 @@ async fn test(
     ctx: &Context,
     head: bool,
 ) -> Result<worker::web_sys::Response> {
-    let query = query_of(url);
+    let query = routes::query_of(url);
     let headers = req.headers();
     let authorization = headers.get("Authorization").ok().flatten();
     let run_header = headers.get(RUN_HEADER).ok().flatten();
@@ -168,7 +134,7 @@ async fn test(
         open: kvbench_core::auth::open_from_raw(
             env_raw(env, kvbench_core::auth::OPEN_VAR).as_deref(),
         ),
-        keeping: &|| run_archive::Archive::from_env(env).map(|_| ()),
+        keeping: &|| keep::Archive::from_env(env).map(|_| ()),
     };
     let started_ms = JsClock.now_ms();
     let stores = Stores::from_env(env, Ok(url), DENO_KV_META.with(|m| *m));
@@ -188,7 +154,7 @@ async fn test(
     let handler_ms = kvbench_core::answer::round_ms(JsClock.now_ms() - started_ms);
     if let Some(run) = &reply.run {
         let cold = isolate.requests == 1;
-        keep_run_answer(
+        keep::keep_run_answer(
             env,
             ctx,
             run,
@@ -207,80 +173,10 @@ async fn test(
     respond::json_raw(reply.status, (!head).then_some(reply.body.as_str()), &extra)
 }
 
-/// Keeps a `/test` answer under its run id after the response is sent (`waitUntil`): no span
-/// is open any more and the answer is not delayed. A 200 is kept as its answer, any other
-/// status as a failure with its error, so a run's report counts every request. The keep is a
-/// request in flight of its own (`concurrent` of the answers it overlaps counts it); one that
-/// fails is counted in the run's archive (`run_archive`).
-fn keep_run_answer(
-    env: &Env,
-    ctx: &Context,
-    run: &str,
-    // When the request started, how long its handler took, and whether it was the isolate's
-    // first (counted then: by the time it ends, requests that came in meanwhile have been
-    // counted too).
-    (started_ms, duration_ms, cold): (f64, f64, bool),
-    reply: &kvbench_core::endpoint::Reply,
-    colo: &str,
-) {
-    let archive = match run_archive::Archive::from_env(env) {
-        Ok(a) => a,
-        Err(e) => {
-            // Unreachable: `/test` refuses a run whose archive this fails for (`Call::keeping`)
-            // before measuring it, and the env does not change within a request.
-            worker::console_error!("run {run}: not kept: {}: {}", e.parameter, e.message);
-            return;
-        }
-    };
-    let line = Kept {
-        seq: None,
-        t_ms: started_ms as i64,
-        label: colo.into(),
-        vantage: Some(kvbench_core::probes::Vantage::Run),
-        hint: None,
-        colo: colo.into(),
-        placement: None,
-        placement_check: None,
-        cold,
-        colo_changed: false,
-        concurrent: 0,
-        duration_ms,
-        call_ms: None,
-        answer: None,
-        failure: None,
-    };
-    let line = match (
-        reply.status,
-        kvbench_core::probes::Embedded::new(&reply.body),
-    ) {
-        (200, Some(answer)) => Kept {
-            answer: Some(answer),
-            ..line
-        },
-        (status, _) => Kept {
-            failure: Some(kvbench_core::probes::Failure {
-                kind: kvbench_core::probes::FailureKind::Status,
-                status: Some(status),
-                detail: kvbench_core::probes::clean_detail(&reply.body, 300).into(),
-            }),
-            ..line
-        },
-    }
-    .to_line();
-    let run = run.to_string();
-    let t_ms = started_ms as i64;
-    let visit = in_flight().enter();
-    ctx.wait_until(async move {
-        let _visit = visit;
-        run_archive::keep_answer(&archive, &run, t_ms, &line).await;
-    });
-}
-
-async fn handle_index(req: Request, ctx: RouteContext<Data>) -> Result<Response> {
-    let env = &ctx.env;
+/// `GET /`: this worker described (`respond::index`).
+fn handle_index(url: &str, env: &Env) -> Result<Response> {
     let defaults = crate::bindings::defaults(env);
-    let url = req.inner().url();
-    let stores = Stores::from_env(env, Ok(&url), DENO_KV_META.with(|m| *m));
+    let stores = Stores::from_env(env, Ok(url), DENO_KV_META.with(|m| *m));
     let configured: Vec<_> = stores
         .all()
         .into_iter()
@@ -294,6 +190,7 @@ async fn handle_index(req: Request, ctx: RouteContext<Data>) -> Result<Response>
         ),
         kvbench_core::auth::open_from_raw(env_raw(env, kvbench_core::auth::OPEN_VAR).as_deref()),
         isolate_state(),
+        OPERATIONS,
     );
     respond::json(200, &body)
 }

@@ -3,7 +3,7 @@
 //! is read to its last byte, which stays a JS `ArrayBuffer` (only its length crosses into wasm).
 //! It calls the binding through `worker_sys`, the thin layer under `worker::Bucket`: the whole
 //! store is two calls, and the builder API would double its share of the bundle. Expired objects
-//! are deleted by the Cron Trigger's sweep ([`sweep`]).
+//! are deleted by the main worker's Cron Trigger ([`sweep`]).
 
 use async_trait::async_trait;
 use kvbench_core::spec::env::BENCH_R2;
@@ -19,6 +19,7 @@ use worker::Env;
 use crate::bindings::{js_text, missing_binding, JsClock};
 use crate::prepared::PreparedWrite;
 
+#[cfg(feature = "main-worker")]
 pub(crate) mod sweep;
 
 pub use kvbench_core::sweep::EXPIRES_AT;

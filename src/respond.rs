@@ -42,18 +42,8 @@ pub fn text(body: &str) -> Result<Response> {
     Ok(response)
 }
 
-/// The methods the read routes answer.
-pub const ALLOW: &str = "GET, HEAD";
-/// The methods the probes' control routes answer.
-pub const ALLOW_CONTROL: &str = "POST";
-
-/// 405 for any other method, with the `Allow` header RFC 9110 requires.
-pub fn method_not_allowed(path: &str) -> Result<Response> {
-    let allow = if path == "/probes/start" || path == "/probes/stop" {
-        ALLOW_CONTROL
-    } else {
-        ALLOW
-    };
+/// 405 for any other method than `allow`, in the `Allow` header RFC 9110 requires.
+pub fn method_not_allowed(allow: &str) -> Result<Response> {
     let body = json!({ "error": { "parameter": "method", "message": format!("only {allow} allowed here") } });
     let mut response = json(405, &body.to_string())?;
     response.headers_mut().set("Allow", allow)?;
@@ -76,6 +66,7 @@ pub fn index(
     token: TokenConfig,
     open: bool,
     isolate: serde_json::Value,
+    operations: bool,
 ) -> String {
     let auth = match token {
         TokenConfig::Open if open => json!({
@@ -125,20 +116,30 @@ pub fn index(
         }
         stores.insert(id.as_str().into(), description);
     }
+    let mut routes = json!({
+        "GET /": "this description",
+        "GET /healthz": "liveness: answers `ok`",
+        "GET /test": "one measurement of every selected store (see docs/measuring.md); ?run=<id> or the Kvbench-Run header also keeps the answer under that run",
+    });
+    if let (true, Some(routes)) = (operations, routes.as_object_mut()) {
+        for (route, what) in [
+            ("GET /probes", "the probes (one Durable Object per location hint) and their projected monthly bill"),
+            ("POST /probes/start", "arm every probe now (?hints=, ?every=, ?keep= for this start)"),
+            ("POST /probes/stop", "stop every probe"),
+            ("POST /probes/check", "check every fleet member's /test answer and placement"),
+            ("GET /probes/answers", "every kept probe answer, NDJSON (?since=, ?until=)"),
+            ("GET /runs/<id>/answers", "a run's kept answers, NDJSON (?since=, ?until=)"),
+            ("GET /report", "report.html over the probes' recent answers (?window=24h)"),
+        ] {
+            routes.insert(route.into(), what.into());
+        }
+    }
     json!({
         "name": "kvbench-worker",
         "version": env!("CARGO_PKG_VERSION"),
-        "routes": {
-            "GET /": "this description",
-            "GET /healthz": "liveness: answers `ok`",
-            "GET /test": "one measurement of every selected store (see docs/measuring.md); ?run=<id> or the Kvbench-Run header also keeps the answer under that run",
-            "GET /probes": "the probes (one Durable Object per location hint) and their projected monthly bill",
-            "POST /probes/start": "arm every probe now (?hints=, ?every=, ?keep= for this start)",
-            "POST /probes/stop": "stop every probe",
-            "GET /probes/answers": "every kept probe answer, NDJSON (?since=, ?until=)",
-            "GET /runs/<id>/answers": "a run's kept answers, NDJSON (?since=, ?until=)",
-            "GET /report": "report.html over the probes' recent answers (?window=24h)",
-        },
+        // The main worker, or a fleet member's build (only /, /healthz and /test).
+        "build": if operations { "main" } else { "member" },
+        "routes": routes,
         "parameters": kvbench_core::parameter::ALL.iter().map(|p| p.name).collect::<Vec<_>>(),
         "parameter_table": kvbench_core::parameter::ALL,
         "vars": kvbench_core::params::vars().map(|(v, _)| v).collect::<Vec<_>>(),

@@ -196,6 +196,8 @@ function applyUpload(state, script, metadata, parts) {
   Object.assign(script, {
     metadata,
     modules: Object.keys(parts).filter((p) => p !== "metadata"),
+    // Each module's size in bytes (which build was uploaded).
+    moduleSizes: Object.fromEntries(Object.entries(parts).filter(([p]) => p !== "metadata").map(([p, v]) => [p, v.size ?? Buffer.byteLength(v.text)])),
     bindings,
     secrets,
     classes,

@@ -7,7 +7,8 @@
 // on the main worker only); the R2 bucket's lifecycle rule set once; the Hyperdrive configuration
 // created once when POSTGRES_URL is given; no secret in anything printed; wrangler.toml never
 // written to; an API error at member k stops the deploy naming it and the rerun completes. Run
-// `npm run build` first (scripts/test.sh does).
+// `npm run build` first (scripts/test.sh does): the main worker's upload is build/, each
+// member's build-member/ (the same /test without the operations plane).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
@@ -24,6 +25,8 @@ const PG_PASSWORD = `deploy-pg-${crypto.randomBytes(8).toString("hex")}`;
 const API_TOKEN = `cf-api-token-${crypto.randomBytes(12).toString("hex")}`;
 const WRANGLER_TOML = fs.readFileSync(path.join(ROOT, "wrangler.toml"));
 const MAIN_CLASSES = ["BenchObject", "ProbeObject", "RunArchive"];
+/** The sizes of the wasm modules an upload carried. */
+const wasmSizes = (script) => Object.entries(script.moduleSizes ?? {}).filter(([p]) => p.endsWith(".wasm")).map(([, size]) => size);
 
 let pgDir;
 let pgUrl;
@@ -133,6 +136,7 @@ function checkMain(api, dir, out, { postgres: pg = false } = {}) {
     assert.equal(binding(main, name)?.class_name, cls, name);
   }
   assert.deepEqual([...main.classes].sort(), MAIN_CLASSES);
+  assert.deepEqual(wasmSizes(main), [fs.statSync(path.join(ROOT, "build/index_bg.wasm")).size], "the main worker uploads the main build");
   assert.equal(main.migrationTag, "v3");
   assert.deepEqual(main.schedules.map((s) => s.cron), ["*/5 * * * *"]);
   assert.equal(main.secrets.get("BENCH_TOKEN"), token);
@@ -165,6 +169,8 @@ function checkMembers(api, regions, token, { postgres: pg = false } = {}) {
     assert.ok(m.compatibility_flags.includes("global_fetch_strictly_public"), name);
     assert.deepEqual(m.schedules, [], `${name} runs no cron`);
     assert.equal(m.classes.size, 0, `${name} has no Durable Object classes of its own`);
+    // The member build (scripts/build.sh member), not the main worker's.
+    assert.deepEqual(wasmSizes(m), [fs.statSync(path.join(ROOT, "build-member/index_bg.wasm")).size], `${name} uploads the member build`);
     assert.equal(m.migrationTag, undefined);
     for (const [b, cls] of [["BENCH_DO", "BenchObject"], ["BENCH_RUNS", "RunArchive"]]) {
       assert.deepEqual({ c: binding(m, b)?.class_name, s: binding(m, b)?.script_name }, { c: cls, s: "kvbench" }, `${name} ${b}`);

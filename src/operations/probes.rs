@@ -7,7 +7,7 @@
 //! a line of its own. Both keep NDJSON lines (`kvbench_core::probes::Kept`) in their SQLite
 //! database ([`KeptTable`]) and hand them out in pages, which the worker's routes stream; answers
 //! older than `PROBE_KEEP` are deleted by the probe's alarm. A load run's answers are kept by a
-//! class of their own (`crate::run_archive`).
+//! class of their own (`crate::operations::run_archive`).
 
 use std::cell::{Cell, RefCell};
 
@@ -23,11 +23,11 @@ use kvbench_core::{StoreError, ValueGen};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
 use worker::durable::{ObjectNamespace, ScheduledTime, State, Stub};
-use worker::{durable_object, DurableObject, Env, Method, Request, RequestInit, Response};
+use worker::{durable_object, DurableObject, Env, Method, Request, Response};
 
 use crate::bindings::{env_text, seeded_gen, JsClock, JsTimer};
-use crate::kept_table::{KeptTable, ORIGIN};
-use crate::probe_directory;
+use crate::operations::kept_table::{KeptTable, ORIGIN};
+use crate::operations::probe_directory;
 use crate::stores::Stores;
 
 /// What a probe object keeps besides its answers (Durable Object storage, key `probe`).
@@ -129,11 +129,13 @@ pub(crate) fn at(epoch_ms: f64) -> ScheduledTime {
 
 impl ProbeObject {
     async fn load(&self) -> worker::Result<ProbeState> {
-        Ok(self.state.storage().get("probe").await?.unwrap_or_default())
+        Ok(super::load(&self.state.storage(), "probe")
+            .await?
+            .unwrap_or_default())
     }
 
     async fn save(&self, s: &ProbeState) -> worker::Result<()> {
-        self.state.storage().put("probe", s).await
+        super::save(&self.state.storage(), "probe", s).await
     }
 
     /// `start` (arm now, clear a stop) or `tick` (the cron: arm only a live probe whose alarm
@@ -615,20 +617,19 @@ async fn call_member(
     token: Option<&str>,
     timeout_ms: u64,
 ) -> std::result::Result<Called, (FailureKind, String)> {
-    let headers = worker::Headers::new();
-    if let Some(token) = token.map(str::trim).filter(|t| !t.is_empty()) {
-        headers
-            .set("Authorization", &format!("Bearer {token}"))
-            .map_err(|e| (FailureKind::Connect, e.to_string()))?;
-    }
-    let mut init = RequestInit::new();
+    let authorization = token
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|token| format!("Bearer {token}"));
+    let headers: Vec<(&str, &str)> = authorization
+        .as_deref()
+        .map(|a| ("Authorization", a))
+        .into_iter()
+        .collect();
     // A redirect is never followed: another site's answer would be kept as the member's, and
     // a redirect loop costs a request per hop.
-    init.with_method(Method::Get)
-        .with_headers(headers)
-        .with_redirect(worker::RequestRedirect::Manual);
-    let request =
-        Request::new_with_init(url, &init).map_err(|e| (FailureKind::Connect, e.to_string()))?;
+    let request = crate::bindings::js_request("GET", url, &headers, None, true)
+        .map_err(|e| (FailureKind::Connect, e))?;
     let call = async {
         let mut response = worker::Fetch::Request(request)
             .send()
@@ -728,7 +729,7 @@ fn store_errors(body: &str) -> Option<String> {
 
 /// `colo=` of a trace URL, within 5 s.
 async fn trace(url: &str) -> Option<String> {
-    let request = Request::new(url, Method::Get).ok()?;
+    let request = crate::bindings::js_request("GET", url, &[], None, false).ok()?;
     let fetch = worker::Fetch::Request(request);
     let sleep = worker::Delay::from(std::time::Duration::from_secs(5));
     let get = async {
@@ -767,8 +768,8 @@ impl DurableObject for ProbeObject {
         }
         let url = req.url()?;
         let answer = match (req.method(), url.path()) {
-            (Method::Post, "/start") => self.arm(req.json().await?, true).await,
-            (Method::Post, "/tick") => self.arm(req.json().await?, false).await,
+            (Method::Post, "/start") => self.arm(super::json_of(req.text().await)?, true).await,
+            (Method::Post, "/tick") => self.arm(super::json_of(req.text().await)?, false).await,
             (Method::Post, "/stop") => self.stop().await,
             (Method::Get, "/status") => self.status().await,
             (Method::Get | Method::Post, "/directory") => {
@@ -840,13 +841,6 @@ impl Probes {
         }
     }
 
-    /// Where a deployment before `RunArchive` kept run `run` (read until it expires): needs only
-    /// the binding, not the probes' vars.
-    pub fn legacy_run(env: &Env, run: &str) -> worker::Result<Stub> {
-        env.durable_object(PROBES)?
-            .get_by_name(&format!("run:{run}"))
-    }
-
     fn arm_body(&self, point: &Point) -> String {
         let (hint, member) = match point {
             Point::Hint(hint) => (Some(hint.as_str().to_string()), None),
@@ -869,7 +863,7 @@ impl Probes {
 
     /// `POST <call>` to each probe (`start`, `tick`, `stop`), all at once; each probe's JSON
     /// answer, or its error as text, by vantage point, in the points' order. A start or tick
-    /// first records the members it arms in the directory (`crate::probe_directory`); the
+    /// first records the members it arms in the directory (`crate::operations::probe_directory`); the
     /// second value says why that failed.
     pub async fn each(
         &self,
@@ -909,7 +903,7 @@ impl Probes {
         futures::future::join_all(points.iter().map(|p| self.status(p))).await
     }
 
-    /// The directory's object (`crate::probe_directory`).
+    /// The directory's object (`crate::operations::probe_directory`).
     fn directory(&self) -> worker::Result<Stub> {
         self.namespace.get_by_name(probe_directory::OBJECT)
     }
@@ -1046,16 +1040,18 @@ pub async fn status_of(stub: &Stub) -> Result<serde_json::Value, String> {
         .fetch_with_str(&format!("{ORIGIN}/status"))
         .await
         .map_err(|e| e.to_string())?;
-    r.json().await.map_err(|e| e.to_string())
+    super::json_of(r.text().await).map_err(|e| e.to_string())
 }
 
 /// `POST ORIGIN/<path>` with `body`; a non-2xx answer is an error with its status and text.
 pub async fn post(stub: &Stub, path: &str, body: &str) -> Result<Response, String> {
-    let mut init = RequestInit::new();
-    init.with_method(Method::Post);
-    init.with_body(Some(JsValue::from_str(body)));
-    let request =
-        Request::new_with_init(&format!("{ORIGIN}/{path}"), &init).map_err(|e| e.to_string())?;
+    let request = crate::bindings::js_request(
+        "POST",
+        &format!("{ORIGIN}/{path}"),
+        &[],
+        Some(&JsValue::from_str(body)),
+        false,
+    )?;
     let mut response = stub
         .fetch_with_request(request)
         .await

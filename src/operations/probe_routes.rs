@@ -7,15 +7,16 @@ use kvbench_core::params::{parse_query, ParamError};
 use kvbench_core::probes::{self, Arming, Projection, Window};
 use kvbench_core::Clock;
 use serde_json::json;
-use worker::{Env, Request, Response, Result, RouteContext};
+use worker::{Env, Request, Response, Result};
 
 use worker::wasm_bindgen_futures::JsFuture;
 
 use crate::bindings::{env_raw, js_text, JsClock};
-use crate::kept_table::{answers_stream, Source};
-use crate::probes::{status_of, Point, Probes};
+use crate::keep::Archive;
+use crate::operations::kept_table::{answers_stream, Source};
+use crate::operations::probes::{Point, Probes};
+use crate::operations::run_archive;
 use crate::respond;
-use crate::run_archive::{self, Archive};
 
 fn error(status: u16, e: &ParamError) -> Result<Response> {
     respond::json(status, &json!({ "error": e }).to_string())
@@ -70,11 +71,11 @@ fn query(req: &Request) -> std::result::Result<Vec<(String, String)>, ParamError
 /// status, placement against its region's metro, handler time, and its problem if any.
 /// Nothing is kept. 200 with `ok: false` when some member has a problem. Closed like a start
 /// (each call is a `/test` the deployment pays for).
-pub async fn check(req: Request, ctx: RouteContext<super::Data>) -> Result<Response> {
-    if let Some(r) = refused_control(&req, &ctx.env)? {
+pub async fn check(req: Request, env: &Env) -> Result<Response> {
+    if let Some(r) = refused_control(&req, env)? {
         return Ok(r);
     }
-    let probes = match probes_of(&ctx.env) {
+    let probes = match probes_of(env) {
         Ok(p) => p,
         Err(r) => return r,
     };
@@ -82,11 +83,11 @@ pub async fn check(req: Request, ctx: RouteContext<super::Data>) -> Result<Respo
         Ok(m) => m,
         Err(e) => return error(400, &e),
     };
-    let token = env_raw(&ctx.env, TOKEN_VAR);
+    let token = env_raw(env, TOKEN_VAR);
     let checks = futures::future::join_all(
         members
             .iter()
-            .map(|m| crate::probes::check_member(m, token.as_deref())),
+            .map(|m| crate::operations::probes::check_member(m, token.as_deref())),
     )
     .await;
     let ok = checks.iter().all(|c| c.problem.is_none());
@@ -127,8 +128,8 @@ fn chosen_members(
 }
 
 /// `GET /probes`: each probe's hint, colo, interval, kept answers, last answer and last error.
-pub async fn list(req: Request, ctx: RouteContext<super::Data>) -> Result<Response> {
-    if let Some(r) = refused(&req, &ctx.env)? {
+pub async fn list(req: Request, env: &Env) -> Result<Response> {
+    if let Some(r) = refused(&req, env)? {
         return Ok(r);
     }
     if let Err(e) = query(&req).and_then(|q| match q.first() {
@@ -137,7 +138,7 @@ pub async fn list(req: Request, ctx: RouteContext<super::Data>) -> Result<Respon
     }) {
         return error(400, &e);
     }
-    let probes = match probes_of(&ctx.env) {
+    let probes = match probes_of(env) {
         Ok(p) => p,
         Err(r) => return r,
     };
@@ -148,7 +149,10 @@ pub async fn list(req: Request, ctx: RouteContext<super::Data>) -> Result<Respon
     let statuses = probes.statuses(&points).await;
     for (point, status) in points.iter().zip(statuses) {
         let mut entry = point.describe();
-        now.push(crate::probes::probe_now(status.as_ref().ok(), true));
+        now.push(crate::operations::probes::probe_now(
+            status.as_ref().ok(),
+            true,
+        ));
         match status {
             Ok(status) => merge(&mut entry, status),
             Err(e) => merge(&mut entry, json!({ "error": e })),
@@ -168,11 +172,11 @@ pub async fn list(req: Request, ctx: RouteContext<super::Data>) -> Result<Respon
             ),
         };
         merge(&mut entry, json!({ "outside": outside }));
-        now.push(crate::probes::probe_now(Some(&status), false));
+        now.push(crate::operations::probes::probe_now(Some(&status), false));
         merge(&mut entry, status);
         list.push(entry);
     }
-    let bill = bill(&ctx.env, &probes, &origin_of(&req)).await;
+    let bill = bill(env, &probes, &origin_of(&req)).await;
     // The projection of what runs (each running probe at its own interval), not of the vars.
     let running: Vec<u32> = list
         .iter()
@@ -196,7 +200,7 @@ pub async fn list(req: Request, ctx: RouteContext<super::Data>) -> Result<Respon
         "running": { "probes": running.len(), "wakes_per_s": projection.wakes_per_s() },
         "budget": projection,
         // What the cron's next tick does: re-arm what is not stopped, or nothing over budget.
-        "cron": match cron_budget(&ctx.env, &probes, &now).await {
+        "cron": match cron_budget(env, &probes, &now).await {
             Ok(None) => json!({ "arms": true, "to_arm": 0 }),
             Ok(Some(p)) => json!({
                 "arms": true,
@@ -221,11 +225,11 @@ fn merge(entry: &mut serde_json::Value, extra: serde_json::Value) {
 }
 
 /// `POST /probes/start[?hints=..&every=..&keep=..]` and `POST /probes/stop`.
-pub async fn control(req: Request, ctx: RouteContext<super::Data>, call: &str) -> Result<Response> {
-    if let Some(r) = refused_control(&req, &ctx.env)? {
+pub async fn control(req: Request, env: &Env, call: &str) -> Result<Response> {
+    if let Some(r) = refused_control(&req, env)? {
         return Ok(r);
     }
-    let mut probes = match probes_of(&ctx.env) {
+    let mut probes = match probes_of(env) {
         Ok(p) => p,
         Err(r) => return r,
     };
@@ -249,7 +253,7 @@ pub async fn control(req: Request, ctx: RouteContext<super::Data>, call: &str) -
     }
     if call == "start" {
         // What would run after it: the probes it starts, and those already running beside them.
-        let bill = bill(&ctx.env, &probes, &origin_of(&req)).await;
+        let bill = bill(env, &probes, &origin_of(&req)).await;
         let now = probes.budget_view().await;
         if let Err(e) = probes
             .config
@@ -366,8 +370,8 @@ async fn answers_prelude(
 }
 
 /// `GET /probes/answers?since=..&until=..`: every probe's kept answers, NDJSON.
-pub async fn probe_answers(req: Request, ctx: RouteContext<super::Data>) -> Result<Response> {
-    let (window, probes) = match answers_prelude(&req, &ctx.env).await? {
+pub async fn probe_answers(req: Request, env: &Env) -> Result<Response> {
+    let (window, probes) = match answers_prelude(&req, env).await? {
         Ok(v) => v,
         Err(r) => return Ok(r),
     };
@@ -384,11 +388,8 @@ pub async fn probe_answers(req: Request, ctx: RouteContext<super::Data>) -> Resu
 
 /// `GET /runs/<id>/answers?since=..&until=..`: a run's kept answers, NDJSON, every shard's in
 /// one stream whose end line counts them and the keeps that failed; 404 for a run that kept
-/// nothing and failed nothing. A run kept by a deployment before the run archive (one
-/// `ProbeObject` named `run:<id>`) is read after the shards, until it expires.
-pub async fn run_answers(req: Request, ctx: RouteContext<super::Data>) -> Result<Response> {
-    let id = ctx.param("id").cloned().unwrap_or_default();
-    let env = &ctx.env;
+/// nothing and failed nothing.
+pub async fn run_answers(req: Request, env: &Env, id: &str) -> Result<Response> {
     if let Some(r) = refused(&req, env)? {
         return Ok(r);
     }
@@ -396,7 +397,7 @@ pub async fn run_answers(req: Request, ctx: RouteContext<super::Data>) -> Result
         Ok(w) => w,
         Err(e) => return error(400, &e),
     };
-    let run = match probes::parse_run("run", &id) {
+    let run = match probes::parse_run("run", id) {
         Ok(r) => r,
         Err(e) => return error(400, &e),
     };
@@ -404,27 +405,11 @@ pub async fn run_answers(req: Request, ctx: RouteContext<super::Data>) -> Result
         Ok(a) => a,
         Err(e) => return error(500, &e),
     };
-    let (mut kept, failed) = match run_archive::totals(&archive, &run).await {
+    let (kept, failed) = match run_archive::totals(&archive, &run).await {
         Ok(t) => t,
         Err(e) => return error(503, &ParamError::new("run", e)),
     };
-    let mut sources = archive.sources(&run)?;
-    let legacy = Probes::legacy_run(env, &run).ok();
-    if let Some(stub) = legacy {
-        let old = status_of(&stub)
-            .await
-            .ok()
-            .and_then(|v| v.get("kept").and_then(serde_json::Value::as_u64))
-            .unwrap_or(0);
-        if old > 0 {
-            kept += old;
-            sources.push(Source {
-                label: format!("{run} (before the run archive)"),
-                stub,
-                seq_base: kvbench_core::runs::seq_base(kvbench_core::runs::MAX_SHARDS),
-            });
-        }
-    }
+    let sources = run_archive::sources(&archive, &run)?;
     if kept == 0 && failed == 0 {
         return error(
             404,
@@ -507,16 +492,14 @@ async fn report_call(
     // to pull it while it waits, which workerd takes for a hang).
     let pipe = worker::web_sys::TransformStream::new().map_err(|e| js_text(&e))?;
     let writer = pipe.writable().get_writer().map_err(|e| js_text(&e))?;
-    let mut init = worker::RequestInit::new();
-    init.with_method(worker::Method::Post);
-    init.with_body(Some(pipe.readable().into()));
-    let headers = worker::Headers::new();
-    headers
-        .set("kvbench-worker-url", worker_url)
-        .map_err(|e| e.to_string())?;
-    init.with_headers(headers);
     let url = format!("https://report{path}?origin_ms={origin}&span_ms={span}{extra_query}");
-    let request = Request::new_with_init(&url, &init).map_err(|e| e.to_string())?;
+    let request = crate::bindings::js_request(
+        "POST",
+        &url,
+        &[("kvbench-worker-url", worker_url)],
+        Some(&pipe.readable().into()),
+        false,
+    )?;
     let pump = async {
         let mut answers = std::pin::pin!(answers_stream(sources, window));
         while let Some(chunk) = futures::StreamExt::next(&mut answers).await {
@@ -565,8 +548,7 @@ fn report_window_of(req: &Request, keep_s: u32) -> std::result::Result<u32, Para
 
 /// `GET /report?window=24h`: report.html over the probes' answers of the window (regions as
 /// labels, stores side by side), rendered by the report worker, cached for a minute.
-pub async fn report(req: Request, ctx: RouteContext<super::Data>) -> Result<Response> {
-    let env = &ctx.env;
+pub async fn report(req: Request, env: &Env) -> Result<Response> {
     let public = crate::bindings::env_text(env, REPORT_PUBLIC_VAR).as_deref() == Some("true");
     if !public {
         if let Some(r) = refused(&req, env)? {

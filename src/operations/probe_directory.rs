@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 use worker::durable::{State, Stub};
 use worker::{Request, Response};
 
-use crate::kept_table::ORIGIN;
-use crate::probes::post;
+use crate::operations::kept_table::ORIGIN;
+use crate::operations::probes::post;
 
 /// The object's name (no probe's: those are `probe:<hint>` and `member:<label>`).
 pub const OBJECT: &str = "directory:members";
@@ -34,16 +34,17 @@ struct Change {
 /// map. Both answer the map after the call.
 pub async fn serve(state: &State, mut req: Request) -> worker::Result<Response> {
     let storage = state.storage();
-    let mut members: BTreeMap<String, String> = storage.get(KEY).await?.unwrap_or_default();
+    let mut members: BTreeMap<String, String> =
+        super::load(&storage, KEY).await?.unwrap_or_default();
     if req.method() == worker::Method::Post {
-        let change: Change = req.json().await?;
+        let change: Change = super::json_of(req.text().await)?;
         let before = members.clone();
         members.extend(change.armed);
         for label in &change.forget {
             members.remove(label);
         }
         if members != before {
-            storage.put(KEY, &members).await?;
+            super::save(&storage, KEY, &members).await?;
         }
     }
     Response::from_json(&members)
@@ -85,7 +86,8 @@ pub async fn members(stub: &Stub) -> Result<Vec<Member>, String> {
     if r.status_code() != 200 {
         return Err(format!("directory: {}", r.status_code()));
     }
-    let map: BTreeMap<String, String> = r.json().await.map_err(|e| e.to_string())?;
+    let map: BTreeMap<String, String> =
+        super::json_of(r.text().await).map_err(|e| e.to_string())?;
     Ok(map
         .into_iter()
         .map(|(label, url)| Member { label, url })

@@ -14,8 +14,8 @@ use wasm_bindgen::JsValue;
 use worker::durable::Stub;
 use worker::{Response, SqlCursor, SqlStorage};
 
-/// Origin of requests to the objects (a stub routes them; never resolved).
-pub const ORIGIN: &str = "https://kvbench.probe";
+/// Origin of requests to the objects (`crate::bindings::OBJECT_ORIGIN`).
+pub const ORIGIN: &str = crate::bindings::OBJECT_ORIGIN;
 
 /// The kept answers of one object.
 pub struct KeptTable {

@@ -1,0 +1,241 @@
+//! Keeping a `/test` answer under its run id (`/test?run=<id>` or the `Kvbench-Run` header) in
+//! the deployment's run archive, the `BENCH_RUNS` Durable Object namespace (its class,
+//! `RunArchive`, is the main worker's: a fleet member binds it by script name), across
+//! `RUN_SHARDS` objects per run (`run:<id>#<k>`, `kvbench_core::runs`): one object's SQLite
+//! writes serialize, so a run that sends thousands of answers a second spreads them. Each answer
+//! is kept from `waitUntil` after its response ([`keep_answer`]), in the shard its isolate picks,
+//! the next one when that fails; an answer no shard took is counted, and the count recorded in a
+//! shard (or carried by the run's next keep), so `GET /runs/<id>/answers` says how many keeps
+//! failed.
+
+use kvbench_core::probes::{self, Kept, KEEP_VAR};
+use kvbench_core::runs::{self, Keep, ShardSink, Writer};
+use kvbench_core::spec::env::RUNS;
+use kvbench_core::ParamError;
+use worker::durable::ObjectNamespace;
+use worker::{Context, Env};
+
+use crate::bindings::env_text;
+
+/// Keeps a `/test` answer under its run id after the response is sent (`waitUntil`): no span
+/// is open any more and the answer is not delayed. A 200 is kept as its answer, any other
+/// status as a failure with its error, so a run's report counts every request. The keep is a
+/// request in flight of its own (`concurrent` of the answers it overlaps counts it); one that
+/// fails is counted in the run's archive (`run_archive`).
+pub fn keep_run_answer(
+    env: &Env,
+    ctx: &Context,
+    run: &str,
+    // When the request started, how long its handler took, and whether it was the isolate's
+    // first (counted then: by the time it ends, requests that came in meanwhile have been
+    // counted too).
+    (started_ms, duration_ms, cold): (f64, f64, bool),
+    reply: &kvbench_core::endpoint::Reply,
+    colo: &str,
+) {
+    let archive = match Archive::from_env(env) {
+        Ok(a) => a,
+        Err(e) => {
+            // Unreachable: `/test` refuses a run whose archive this fails for (`Call::keeping`)
+            // before measuring it, and the env does not change within a request.
+            worker::console_error!("run {run}: not kept: {}: {}", e.parameter, e.message);
+            return;
+        }
+    };
+    let line = Kept {
+        seq: None,
+        t_ms: started_ms as i64,
+        label: colo.into(),
+        vantage: Some(kvbench_core::probes::Vantage::Run),
+        hint: None,
+        colo: colo.into(),
+        placement: None,
+        placement_check: None,
+        cold,
+        colo_changed: false,
+        concurrent: 0,
+        duration_ms,
+        call_ms: None,
+        answer: None,
+        failure: None,
+    };
+    let line = match (
+        reply.status,
+        kvbench_core::probes::Embedded::new(&reply.body),
+    ) {
+        (200, Some(answer)) => Kept {
+            answer: Some(answer),
+            ..line
+        },
+        (status, _) => Kept {
+            failure: Some(kvbench_core::probes::Failure {
+                kind: kvbench_core::probes::FailureKind::Status,
+                status: Some(status),
+                detail: kvbench_core::probes::clean_detail(&reply.body, 300).into(),
+            }),
+            ..line
+        },
+    }
+    .to_line();
+    let run = run.to_string();
+    let t_ms = started_ms as i64;
+    let visit = crate::in_flight().enter();
+    ctx.wait_until(async move {
+        let _visit = visit;
+        keep_answer(&archive, &run, t_ms, &line).await;
+    });
+}
+
+/// The worker's side: this deployment's run archive.
+pub struct Archive {
+    namespace: ObjectNamespace,
+    /// `RUN_SHARDS`.
+    pub shards: u32,
+    /// `PROBE_KEEP`: how long a run's answers are kept.
+    pub keep_s: u32,
+}
+
+impl Archive {
+    /// The binding and the vars; a var that does not parse (or the missing binding) is an
+    /// error naming it.
+    pub fn from_env(env: &Env) -> Result<Archive, ParamError> {
+        let namespace = env
+            .durable_object(RUNS)
+            .map_err(|_| ParamError::new(RUNS, "the Durable Object binding is missing"))?;
+        let shards = match env_text(env, runs::SHARDS_VAR) {
+            Some(v) => runs::parse_shards(&v)?,
+            None => runs::DEFAULT_SHARDS,
+        };
+        let keep_s = match env_text(env, KEEP_VAR) {
+            Some(v) => probes::parse_seconds(KEEP_VAR, &v, probes::MIN_KEEP_S, probes::MAX_KEEP_S)?,
+            None => probes::DEFAULT_KEEP_S,
+        };
+        Ok(Archive {
+            namespace,
+            shards,
+            keep_s,
+        })
+    }
+
+    /// Shard `k` of `run` (the archive's reads, the main worker's).
+    #[cfg(feature = "main-worker")]
+    pub fn shard(&self, run: &str, k: u32) -> worker::Result<worker::durable::Stub> {
+        self.namespace.get_by_name(&runs::shard_object_name(run, k))
+    }
+}
+
+/// A run's shards as [`ShardSink`]: `POST /append` and `POST /failed` to its objects.
+struct Shards<'a> {
+    archive: &'a Archive,
+    run: &'a str,
+}
+
+impl ShardSink for Shards<'_> {
+    async fn append(&self, k: u32, body: &str, _lines: u64, failed: u64) -> Result<(), String> {
+        let path = format!("append?keep={}&failed={failed}", self.archive.keep_s);
+        self.archive.post_raw(self.run, k, &path, body).await
+    }
+
+    async fn record_failed(&self, k: u32, failed: u64) -> Result<(), String> {
+        let path = format!("failed?n={failed}&keep={}", self.archive.keep_s);
+        self.archive.post_raw(self.run, k, &path, "").await
+    }
+}
+
+impl Archive {
+    /// `POST <path>` with `body` to shard `k` of `run` on the runtime's own objects: the SDK's
+    /// `Stub::fetch_with_request` reads the request's and the answer's `cf` across JS into
+    /// objects of its own, which profiled at ~0.8 ms of workerd CPU per kept answer with the
+    /// archive in a workerd of its own (`bench/runs.mjs --split --profile`). A non-2xx answer is
+    /// an error with its status and text.
+    async fn post_raw(&self, run: &str, k: u32, path: &str, body: &str) -> Result<(), String> {
+        use wasm_bindgen::JsCast;
+        let js = |e: wasm_bindgen::JsValue| crate::bindings::js_text(&e);
+        let namespace: &wasm_bindgen::JsValue = self.namespace.as_ref();
+        let call = |target: &wasm_bindgen::JsValue, method: &str, arg: &wasm_bindgen::JsValue| {
+            js_sys::Reflect::get(target, &method.into())
+                .and_then(|f| f.dyn_into::<js_sys::Function>())
+                .and_then(|f| f.call1(target, arg))
+        };
+        let stub = call(
+            namespace,
+            "getByName",
+            &runs::shard_object_name(run, k).into(),
+        )
+        .map_err(js)?;
+        let init = worker::web_sys::RequestInit::new();
+        init.set_method("POST");
+        init.set_body(&body.into());
+        let request = worker::web_sys::Request::new_with_str_and_init(
+            &format!("{}/{path}", crate::bindings::OBJECT_ORIGIN),
+            &init,
+        )
+        .map_err(js)?;
+        let promise: js_sys::Promise = call(&stub, "fetch", &request).map_err(js)?.unchecked_into();
+        let response: worker::web_sys::Response =
+            worker::wasm_bindgen_futures::JsFuture::from(promise)
+                .await
+                .map_err(js)?
+                .unchecked_into();
+        let status = response.status();
+        let text = response.text().map_err(js)?;
+        let text = worker::wasm_bindgen_futures::JsFuture::from(text)
+            .await
+            .map_err(js)?;
+        if status >= 300 {
+            return Err(format!(
+                "{status}: {}",
+                text.as_string().unwrap_or_default()
+            ));
+        }
+        Ok(())
+    }
+}
+
+thread_local! {
+    /// This isolate's writer, starting at a random shard (isolates do not all begin at 0).
+    static WRITER: &'static Writer = Box::leak(Box::new(Writer::new(
+        (js_sys::Math::random() * f64::from(runs::MAX_SHARDS)) as u32,
+    )));
+}
+
+/// One line as an append carries it.
+pub fn append_line(t_ms: i64, line: &str) -> String {
+    format!("{t_ms}\t{line}\n")
+}
+
+/// How long a keep waiting for another's append sleeps before it looks again.
+const TICK_MS: u64 = 2;
+
+/// Keeps one `/test` answer of `run` (called from `waitUntil`, after the answer was sent),
+/// appended with the others of this isolate that wait ([`Writer::keep_batched`]); what went
+/// wrong is logged, and an answer no shard took is counted.
+pub async fn keep_answer(archive: &Archive, run: &str, t_ms: i64, line: &str) {
+    let writer = WRITER.with(|w| *w);
+    let shards = Shards { archive, run };
+    let tick = || worker::Delay::from(std::time::Duration::from_millis(TICK_MS));
+    let outcomes = writer
+        .keep_batched(&shards, run, archive.shards, append_line(t_ms, line), tick)
+        .await;
+    for kept in outcomes {
+        match kept {
+            Keep::Kept { .. } => {}
+            Keep::Moved { from, to, error } => worker::console_error!(
+                "run {run}: shard {from} failed ({error}); kept in shard {to}"
+            ),
+            Keep::Failed {
+                lines,
+                errors,
+                recorded,
+            } => worker::console_error!(
+                "run {run}: {lines} answer(s) not kept ({}); counted{}",
+                errors.join("; "),
+                if recorded {
+                    ""
+                } else {
+                    ", the count held for the run's next keep"
+                }
+            ),
+        }
+    }
+}

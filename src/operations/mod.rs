@@ -1,0 +1,58 @@
+//! The operations plane, the main worker's only (a fleet member is built without it, feature
+//! `main-worker`): the probes and their Durable Object class (`probes`), their routes and the
+//! report route (`probe_routes`), the fleet's directory (`probe_directory`), the run archive's
+//! class and reads (`run_archive`), and the kept-answers table both classes hold (`kept_table`).
+
+pub mod kept_table;
+pub mod probe_directory;
+pub mod probe_routes;
+pub mod probes;
+pub mod run_archive;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use worker::durable::Storage;
+use worker::{Env, Request, Response, Result};
+
+use crate::routes::Route;
+
+/// The answer of an operations route (`crate::routes`); the measured routes are the worker's.
+pub async fn serve(route: Route<'_>, req: Request, env: &Env) -> Result<Response> {
+    match route {
+        Route::Probes => probe_routes::list(req, env).await,
+        Route::ProbesStart => probe_routes::control(req, env, "start").await,
+        Route::ProbesStop => probe_routes::control(req, env, "stop").await,
+        Route::ProbesCheck => probe_routes::check(req, env).await,
+        Route::ProbeAnswers => probe_routes::probe_answers(req, env).await,
+        Route::RunAnswers(id) => probe_routes::run_answers(req, env, id).await,
+        Route::Report => probe_routes::report(req, env).await,
+        Route::Index
+        | Route::Healthz
+        | Route::Test
+        | Route::MethodNotAllowed(_)
+        | Route::NotFound => Response::error("Not Found", 404),
+    }
+}
+
+/// A value an object keeps in its storage, as JSON text: the one serializer of the object's
+/// messages (`serde_json`) for its storage too, not a second one (`serde_wasm_bindgen`) compiled
+/// for each stored type.
+pub async fn load<T: DeserializeOwned>(storage: &Storage, key: &str) -> Result<Option<T>> {
+    match storage.get::<String>(key).await? {
+        Some(text) => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| worker::Error::RustError(format!("stored {key}: {e}"))),
+        None => Ok(None),
+    }
+}
+
+/// Keeps `value` under `key` ([`load`] reads it).
+pub async fn save<T: Serialize>(storage: &Storage, key: &str, value: &T) -> Result<()> {
+    storage.put(key, serde_json::to_string(value)?).await
+}
+
+/// A JSON body, read as text and parsed by `serde_json` (the SDK's `json()` goes through a JS
+/// object and `serde_wasm_bindgen`).
+pub fn json_of<T: DeserializeOwned>(text: Result<String>) -> Result<T> {
+    Ok(serde_json::from_str(&text?)?)
+}
