@@ -50,15 +50,16 @@ build_key() {
 build_one() {
   local dir=$1 out=$2 goal=$3 key
   shift 3
-  local stamp="$dir/$out/.kvbench-build-key"
+  local stamp="$dir/$out/.kvbench-build-key" label=$dir
+  [ "$out" = build ] || label="$dir, $out"
   key=$(build_key "$dir" "$@")
   if [ "${KVBENCH_REBUILD:-}" != 1 ] && [ -f "$dir/$out/index.js" ] && [ -f "$dir/$out/index_bg.wasm" ] &&
     [ "$(cat "$stamp" 2>/dev/null)" = "$key" ]; then
-    log "build of $dir/$out reused: its inputs did not change (key ${key:0:12})"
+    log "build of $label reused: its inputs did not change (key ${key:0:12})"
     return 0
   fi
   rm -f "$stamp"
-  log "worker-build --release ($dir/$out${*:+, $*})"
+  log "worker-build --release ($label${*:+, $*})"
   (cd "$dir" && worker-build --release --out-dir "$out" . "$@")
   local wasm="$dir/$out/index_bg.wasm"
   [ -f "$wasm" ] || die "worker-build produced no $wasm"

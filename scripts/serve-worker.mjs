@@ -4,7 +4,9 @@
 // would: without BENCH_TOKEN or BENCH_OPEN=true in them, /test is closed (403); the local stack's
 // env file has BENCH_OPEN (scripts/dev.sh, scripts/bench.sh, and each fleet member's
 // start_member in scripts/stack.sh).
-// Usage: node scripts/serve-worker.mjs --port 8787 [--env-file FILE]
+// --member serves a fleet member's build instead (build-member/: /, /healthz and /test, the `do`
+// store's and the run archive's classes from the main build beside it, as deployed).
+// Usage: node scripts/serve-worker.mjs --port 8787 [--env-file FILE] [--member]
 import fs from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
@@ -13,7 +15,7 @@ import { Miniflare } from "miniflare";
 import "./hyperdrive-guard.cjs";
 import { ROOT, applyMigrations, stackOptions, tomlVars } from "./worker-options.mjs";
 const { values } = parseArgs({
-  options: { port: { type: "string", default: "8787" }, "env-file": { type: "string" } },
+  options: { port: { type: "string", default: "8787" }, "env-file": { type: "string" }, member: { type: "boolean", default: false } },
 });
 const port = Number(values.port);
 if (!Number.isInteger(port) || port < 1 || port > 65535) {
@@ -40,7 +42,7 @@ function dotenv(file) {
 //   worker (a further ~4% of a core). Without that entry worker there is no placeholder
 //   `request.cf`, so answers say `"colo": "local"`. Miniflare's own entry socket still listens, on
 //   a random loopback port.
-// With the report worker behind GET /report, as deployed.
+// With the report worker behind GET /report, as deployed (a member has no /report).
 const mf = new Miniflare(
   stackOptions(
     { ...tomlVars(path.join(ROOT, "wrangler.toml")), ...dotenv(values["env-file"]) },
@@ -50,6 +52,7 @@ const mf = new Miniflare(
       unsafeDirectSockets: [{ host: "127.0.0.1", port }],
       stripCfConnectingIp: false,
     },
+    { member: values.member },
   ),
 );
 await mf.ready;

@@ -184,8 +184,8 @@ start_miniflare() {
   check_alive worker
 }
 
-# start_member LABEL PORT: one local fleet member — the built benchmark worker in a workerd of its
-# own (scripts/serve-worker.mjs), as a placed member runs it, on 127.0.0.1:PORT, with the stack's
+# start_member LABEL PORT: one local fleet member — the member build (build-member/) in a workerd
+# of its own (scripts/serve-worker.mjs --member), as a placed member runs it, on 127.0.0.1:PORT, with the stack's
 # services. The probes call it over HTTP like a placed member (docs/probes.md: "The fleet").
 # It only starts the member (each reads its env file at start, before the next rewrites it):
 # wait_member waits for it, so several members and wrangler start side by side.
@@ -198,7 +198,7 @@ start_member() {
   local STACK_EXTRA_ENV="BENCH_OPEN=${BENCH_OPEN:-true}${STACK_EXTRA_ENV:+
 $STACK_EXTRA_ENV}"
   write_worker_env
-  spawn "member-$label" node "$ROOT/scripts/serve-worker.mjs" --port "$port" --env-file "$WORKER_ENV_FILE"
+  spawn "member-$label" node "$ROOT/scripts/serve-worker.mjs" --port "$port" --env-file "$WORKER_ENV_FILE" --member
 }
 
 wait_member() {

@@ -24,6 +24,8 @@ step "clippy (host)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 step "clippy (wasm32-unknown-unknown)"
 cargo clippy -p kvbench-worker -p kvbench-core -p kvbench-report -p kvbench-report-worker -p kvbench-wire --target wasm32-unknown-unknown --all-targets --locked -- -D warnings
+# The fleet member's build (without the main-worker feature: scripts/build.sh member).
+cargo clippy -p kvbench-worker --target wasm32-unknown-unknown --lib --no-default-features --locked -- -D warnings
 
 step "native tests (core + mocked bindings, gateway against a real redis-server)"
 cargo test --workspace --locked
@@ -33,7 +35,7 @@ cargo build -p kvbench --locked  # the CLI the report (and k6) e2e suites run
 step "wasm tests (every #[wasm_bindgen_test] inside workerd via Miniflare, real bindings)"
 cargo test -p kvbench-worker --lib --target wasm32-unknown-unknown --locked
 
-step "build both workers (benchmark, report)"
+step "build the workers (benchmark, its fleet member build, report)"
 bash scripts/build.sh
 
 step "wrangler deploy --dry-run (both workers)"

@@ -66,13 +66,14 @@ export function archiveOptions(bindings, registry, { inspectorPort } = {}) {
  * reach it), with `REPORT` bound to the report worker. `extra` may mix shared options (host,
  * port, cf, *Persist) and the benchmark worker's own. `archiveRegistry`: BENCH_RUNS is the run
  * archive of another Miniflare (`archiveOptions`) registered there. */
-export function stackOptions(bindings, extra = {}, { archiveRegistry } = {}) {
+export function stackOptions(bindings, extra = {}, { archiveRegistry, member = false } = {}) {
   const shared = {};
   const own = {};
   for (const [k, v] of Object.entries(extra)) {
     if (SHARED.has(k) || k.endsWith("Persist")) shared[k] = v;
     else own[k] = v;
   }
+  if (member) return { ...shared, workers: memberWorkers(bindings, own) };
   const main = workerOptions(bindings, own);
   if (archiveRegistry) {
     // BENCH_RUNS reaches the archive's own workerd (`archiveOptions`).
@@ -96,6 +97,32 @@ export function stackOptions(bindings, extra = {}, { archiveRegistry } = {}) {
       },
     ],
   };
+}
+
+/** The main worker's name, as a member's Durable Object bindings name it (`script_name`). */
+export const MAIN_WORKER = "kvbench";
+
+/** A fleet member as deployed (scripts/fleet.mjs): the member build (build-member/, `scripts/build.sh
+ * member`: /, /healthz and /test only, no classes of its own) first, so `dispatchFetch` reaches
+ * it, with BENCH_DO and BENCH_RUNS bound by script name to the main build beside it, which serves
+ * only those two classes here. */
+function memberWorkers(bindings, own) {
+  const dir = path.join(ROOT, "build-member");
+  const byScript = (binding, className) => ({ [binding]: { className, scriptName: MAIN_WORKER, useSQLite: true } });
+  const member = {
+    ...workerOptions(bindings, own),
+    scriptPath: path.join(dir, "index.js"),
+    modulesRoot: dir,
+    durableObjects: { ...byScript(BINDINGS.durableObject, BINDINGS.durableObjectClass), ...byScript(BINDINGS.runs, BINDINGS.runsClass) },
+  };
+  const objects = {
+    ...workerOptions(bindings),
+    durableObjects: {
+      [BINDINGS.durableObject]: { className: BINDINGS.durableObjectClass, useSQLite: true },
+      [BINDINGS.runs]: { className: BINDINGS.runsClass, useSQLite: true },
+    },
+  };
+  return [{ name: `${MAIN_WORKER}-member`, ...member }, { name: MAIN_WORKER, ...objects }];
 }
 
 /** wrangler's variable for a local Hyperdrive binding's database; Miniflare takes it as the

@@ -1,5 +1,5 @@
-// The fleet on loopback: three members (the built benchmark worker, each in a workerd of its
-// own, as placed members run it) behind counting proxies, a member that answers 503 and one that
+// The fleet on loopback: three members (the member build, build-member/, each in a workerd of
+// its own, as placed members run it) behind counting proxies, a member that answers 503 and one that
 // is not there; the main worker's probes call each member's /test with BENCH_TOKEN on their own
 // alarms and keep every outcome. Checked: every request a member answered is kept exactly once
 // under its label (answers kept = answers the members sent, by the proxies' count), with
@@ -60,7 +60,7 @@ before(async () => {
   const stores = { REDIS_URL: `redis://127.0.0.1:${redis.port}`, STORES: "kv,do,d1,r2,redis", BENCH_TOKEN: TOKEN };
   // Placed in its region's metro; placed, but outside its region's metro; not placed at all.
   for (const [label, placement, check] of PLACED) {
-    const mf = await startStack(stores, { host: "127.0.0.1", port: 0 });
+    const mf = await startStack(stores, { host: "127.0.0.1", port: 0 }, { member: true });
     members.push(mf);
     proxies.push({ label, check, placement, ...(await countingProxy(label, (await mf.ready).toString().replace(/\/$/, ""), placement)) });
   }

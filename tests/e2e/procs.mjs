@@ -184,7 +184,7 @@ export async function startWorker(bindings, extra = {}) {
  * archive — the local stand-in for a deployment's many isolates, since one workerd runs every
  * request on one thread. `archiveInspectorPort`: the archive's workerd's inspector (profiles).
  * The result's `dispose` stops them all. */
-export async function startStack(bindings, extra = {}, { splitArchive = false, workers = 1, archiveInspectorPort } = {}) {
+export async function startStack(bindings, extra = {}, { splitArchive = false, workers = 1, archiveInspectorPort, member = false } = {}) {
   if (workers > 1 && extra.port) throw new Error("startStack: several workers need port 0 (each its own)");
   bindings = testVars(bindings);
   const { Miniflare } = await import("miniflare");
@@ -202,7 +202,7 @@ export async function startStack(bindings, extra = {}, { splitArchive = false, w
   const stacks = [];
   try {
     for (let i = 0; i < workers; i++) {
-      const one = new Miniflare(stackOptions(bindings, { cf: false, ...extra }, { archiveRegistry: registry }));
+      const one = new Miniflare(stackOptions(bindings, { cf: false, ...extra }, { archiveRegistry: registry, member }));
       stacks.push(one);
       await one.ready;
       await applyMigrations(one);
