@@ -1,5 +1,6 @@
 // Cold start under workerd: from a new isolate to its first answer, for the benchmark worker
-// (build/, its first `/test?stores=kv`), a workers-rs "hello world" of the same worker and
+// (build/, its first `/test?stores=kv`), its fleet member build (build-member/, the same), a
+// workers-rs "hello world" of the same worker and
 // wasm-bindgen versions (bench/hello-rs, built like ours) and the JS floor worker
 // (bench/floor-worker.js, its first `/?stores=kv`), side by side in one run: each round starts
 // each of them once in a new Miniflare (a new workerd process, so a new isolate that compiles
@@ -13,8 +14,8 @@
 // world none.
 // It prints the medians (with their range) and each worker's shipped wasm size. Loopback only;
 // every loop is bounded by --rounds.
-// Usage: node bench/cold.mjs [--rounds 9]   (builds what is missing first: npm run build,
-//        scripts/build.sh hello)
+// Usage: node bench/cold.mjs [--rounds 9]   (builds what is missing first: scripts/build.sh
+//        worker, member and hello)
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -30,7 +31,7 @@ if (!Number.isInteger(ROUNDS) || ROUNDS < 1 || ROUNDS > 50) {
   process.exit(2);
 }
 
-for (const what of ["worker", "hello"]) {
+for (const what of ["worker", "member", "hello"]) {
   execFileSync("bash", [path.join(ROOT, "scripts/build.sh"), what], { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, KVBENCH_SKIP_SETUP: "1" } });
 }
 
@@ -38,6 +39,15 @@ const vars = { BENCH_OPEN: "true", STORES: "kv" };
 const HELLO = path.join(ROOT, "bench/hello-rs/build");
 const workers = [
   { name: "kvbench /test?stores=kv", options: () => workerOptions(vars), path: "/test?stores=kv&key=cold", wasm: path.join(ROOT, "build/index_bg.wasm") },
+  {
+    // The fleet member's build: the same /test without the operations plane. Its two Durable
+    // Object bindings are the main worker's (by script name) when deployed; `stores=kv` needs
+    // neither, so it starts here with no class at all.
+    name: "kvbench member build",
+    options: () => ({ ...workerOptions(vars), scriptPath: path.join(ROOT, "build-member/index.js"), modulesRoot: path.join(ROOT, "build-member"), durableObjects: {} }),
+    path: "/test?stores=kv&key=cold",
+    wasm: path.join(ROOT, "build-member/index_bg.wasm"),
+  },
   {
     name: "workers-rs hello world",
     options: () => ({

@@ -11,6 +11,7 @@ pub mod bill;
 pub mod collect;
 pub mod cost;
 pub mod hist;
+pub mod interval;
 pub mod kept;
 pub mod print;
 pub mod report;
