@@ -82,6 +82,7 @@ fn index_describes_config_without_secrets() {
         kvbench_core::auth::TokenConfig::Required("t".into()),
         false,
         serde_json::json!({ "requests": 1 }),
+        true,
     );
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["stores"]["upstash"]["configured"], false);
@@ -109,6 +110,7 @@ fn index_describes_config_without_secrets() {
         kvbench_core::auth::TokenConfig::Blank,
         false,
         serde_json::Value::Null,
+        true,
     );
     let v: serde_json::Value = serde_json::from_str(&blank).unwrap();
     assert_eq!(
@@ -122,6 +124,7 @@ fn index_describes_config_without_secrets() {
         kvbench_core::auth::TokenConfig::Open,
         false,
         serde_json::Value::Null,
+        true,
     );
     let v: serde_json::Value = serde_json::from_str(&closed).unwrap();
     assert_eq!(v["auth"]["bearer_token_required"], false);
@@ -140,6 +143,7 @@ fn index_describes_config_without_secrets() {
         kvbench_core::auth::TokenConfig::Open,
         true,
         serde_json::Value::Null,
+        true,
     );
     let v: serde_json::Value = serde_json::from_str(&open).unwrap();
     assert_eq!(v["auth"]["open"], true);
