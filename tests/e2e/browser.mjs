@@ -207,6 +207,19 @@ export function expectedCells(report) {
   count("total", "total", "retried", t.retried ?? 0);
   put("total", "total", "achieved_rate", t.achieved_rate, fixed2(t.achieved_rate));
 
+  // The answer first: each store's reads with their intervals (crates/report/src/comparison.rs).
+  const interval = (c) =>
+    c.ms !== undefined && c.low_ms !== undefined && c.high_ms !== undefined
+      ? `${fixed2(c.ms)} (${fixed2(c.low_ms)}–${fixed2(c.high_ms)})`
+      : (c.too_few ?? "-");
+  for (const r of s.comparison?.rows ?? []) {
+    const row = r.vantage === undefined ? `answer ${r.store}` : `answer ${r.vantage} ${r.store}`;
+    count("answer", row, "reads", r.reads);
+    for (const p of ["p50", "p90", "p99"]) put("answer", row, `${p}_ms`, r[p].ms ?? null, interval(r[p]));
+    if (r.error_rate !== undefined) put("answer", row, "error_rate", r.error_rate, `${fixed2(r.error_rate * 100)}%`);
+    if (r.monthly_usd !== undefined) put("answer", row, "monthly_usd", r.monthly_usd, fixed2(r.monthly_usd));
+  }
+
   for (const r of s.latency) {
     count("latency", r.name, "count", r.count);
     for (const col of ["p50_ms", "p90_ms", "p95_ms", "p99_ms", "max_ms", "mean_ms"]) {

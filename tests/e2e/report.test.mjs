@@ -125,7 +125,7 @@ test("every figure cell chromium parsed agrees with report.json", { skip }, () =
 
   // Each section is on the page (the golden report has errors, colos and a cost projection).
   const sections = new Set(found.map((c) => want.get(`${c.row}\u0000${c.col}`)?.section));
-  for (const s of ["total", "latency", "colos", "errors", "cost"]) assert.ok(sections.has(s), `no ${s} cells`);
+  for (const s of ["answer", "total", "latency", "colos", "errors", "cost"]) assert.ok(sections.has(s), `no ${s} cells`);
 });
 
 test("every summary.latency row is in the latency table", { skip }, () => {

@@ -1,7 +1,8 @@
 //! The kvbench report, platform-free: the schema ([`report`]), HDR histograms ([`hist`]), the
 //! parser of `/test` answers ([`answer`]), kept answers of a deployed worker ([`kept`]), the
 //! collector that folds samples into a report
-//! ([`collect`], [`sample`]), the cost model with its dated prices ([`cost`]) and the
+//! ([`collect`], [`sample`]), the answer first with its intervals ([`comparison`] over
+//! [`interval`]), the cost model with its dated prices ([`cost`]) and the
 //! printers ([`print`]: text, SVG charts, the self-contained `report.html`). The kvbench CLI and
 //! the report worker (`crates/report-worker`, `GET /report`) both call this one renderer, so the
 //! report never exists twice.
@@ -9,6 +10,7 @@
 pub mod answer;
 pub mod bill;
 pub mod collect;
+pub mod comparison;
 pub mod cost;
 pub mod hist;
 pub mod interval;

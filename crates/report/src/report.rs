@@ -548,6 +548,10 @@ pub struct Summary {
     /// ([`VantagePoint::warm_read_us`]): what the vantage table shows when there are any.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub warm_read: BTreeMap<String, BTreeMap<String, Quantiles>>,
+    /// The answer first: each store ranked by its read p50, every percentile with its 95%
+    /// interval ([`crate::comparison`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<crate::comparison::Comparison>,
 }
 
 impl Summary {
@@ -581,6 +585,7 @@ impl Summary {
                 .iter()
                 .map(|(colo, c)| (colo.clone(), ColoSummary::of(c)))
                 .collect(),
+            comparison: crate::comparison::of(report),
         }
     }
 }

@@ -6,6 +6,7 @@
 
 use std::fmt::Write as _;
 
+use crate::comparison::Comparison;
 use crate::print::chart::{color_hex, Chart};
 use crate::print::text::{latency_origin, ms_cell};
 use crate::report::{Quantiles, Report, Summary};
@@ -77,7 +78,7 @@ fn swatch(store: &str, report: &Report) -> String {
     )
 }
 
-fn header(report: &Report, out: &mut String) {
+fn header(report: &Report, summary: &Summary, out: &mut String) {
     let t = &report.total;
     let labels: Vec<&str> = report.labels.keys().map(String::as_str).collect();
     let _ = write!(
@@ -89,6 +90,9 @@ fn header(report: &Report, out: &mut String) {
     );
     if report.runs.iter().any(|r| r.interrupted) {
         out.push_str(r#"<p class="warn">A run was interrupted: this report is partial.</p>"#);
+    }
+    if let Some(c) = &summary.comparison {
+        comparison(report, c, out);
     }
     out.push_str(
         "<table><thead><tr><th>label</th><th class=\"text\">engine</th><th class=\"text\">URL</th><th>started</th>\
@@ -147,6 +151,82 @@ fn header(report: &Report, out: &mut String) {
         r#"<p class="note">Store latencies are timed by the worker around each store call. End-to-end latency is {}.</p>"#,
         esc(&latency_origin(report))
     );
+}
+
+/// The answer first ([`crate::comparison`]): each store ranked by its read p50, every
+/// percentile with its interval, or why its sample cannot support one.
+fn comparison(report: &Report, c: &Comparison, out: &mut String) {
+    let _ = write!(
+        out,
+        "<h2>The answer</h2><p class=\"note\">Successful reads of {}, ms: each percentile with its \
+         {:.0}% interval from order statistics (no assumption about the distribution), or why \
+         the sample is too small for one. Ranked by p50; <b>tie</b>: its p50 interval overlaps \
+         the one of the row above, so this sample does not order the two. Cost: the store's \
+         cheapest current plan at the rate of the cost table below.</p>",
+        if c.reads == "warm" {
+            "each vantage point's warm answers (an instance that had answered before)"
+        } else {
+            "every answer, cold and warm"
+        },
+        c.level * 100.0
+    );
+    out.push_str(
+        "<table id=\"answer\"><thead><tr><th>rank</th><th class=\"text\">store</th><th>reads</th>\
+         <th>p50</th><th>p90</th><th>p99</th><th>read errors</th><th>$/month</th></tr></thead><tbody>",
+    );
+    let mut vantage = None;
+    for row in &c.rows {
+        if row.vantage != vantage {
+            vantage.clone_from(&row.vantage);
+            if let Some(v) = &row.vantage {
+                let _ = write!(
+                    out,
+                    "<tr><td colspan=\"8\" class=\"text\"><b>{}</b></td></tr>",
+                    esc(v)
+                );
+            }
+        }
+        let key = match &row.vantage {
+            Some(v) => format!("answer {v} {}", row.store),
+            None => format!("answer {}", row.store),
+        };
+        let cell = |col: &str, c: &crate::comparison::Cell| {
+            format!(
+                r#"<td data-row="{}" data-col="{col}" data-value="{}">{}</td>"#,
+                esc(&key),
+                c.ms.map(|v| v.to_string()).unwrap_or_default(),
+                esc(&c.text())
+            )
+        };
+        let _ = write!(
+            out,
+            "<tr><td>{}{}</td><td class=\"text\">{}</td>{}{}{}{}{}{}</tr>",
+            row.rank,
+            if row.tie { " <b>tie</b>" } else { "" },
+            swatch(&row.store, report),
+            count_td(&key, "reads", row.reads),
+            cell("p50_ms", &row.p50),
+            cell("p90_ms", &row.p90),
+            cell("p99_ms", &row.p99),
+            match row.error_rate {
+                Some(r) => format!(
+                    r#"<td data-row="{}" data-col="error_rate" data-value="{r}">{}</td>"#,
+                    esc(&key),
+                    super::text::percent(r)
+                ),
+                None => "<td>-</td>".into(),
+            },
+            match (row.monthly_usd, &row.plan) {
+                (Some(usd), Some(plan)) => format!(
+                    r#"<td data-row="{}" data-col="monthly_usd" data-value="{usd}" title="{}">{usd:.2}</td>"#,
+                    esc(&key),
+                    esc(plan)
+                ),
+                _ => "<td>-</td>".into(),
+            }
+        );
+    }
+    out.push_str("</tbody></table>");
 }
 
 fn latency_table(report: &Report, summary: &Summary, out: &mut String) {
@@ -481,7 +561,7 @@ pub fn render(report: &Report, rendered: &[Chart]) -> String {
     out.push_str("<title>kvbench report</title><style>");
     out.push_str(CSS);
     out.push_str("</style></head><body><main>");
-    header(report, &mut out);
+    header(report, &summary, &mut out);
     latency_table(report, &summary, &mut out);
     charts(report, rendered, &mut out);
     errors(report, &mut out);

@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
+use crate::comparison::Comparison;
 use crate::hist::fmt_ms;
 use crate::report::{Estimate, Quantiles, Report, Section, Summary, UnitLine};
 use crate::sample::Side;
@@ -119,6 +120,9 @@ pub fn latency_origin(report: &Report) -> String {
 pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
     let summary = Summary::of(report);
     render_runs(report, out)?;
+    if let Some(c) = &summary.comparison {
+        comparison_table(c, out)?;
+    }
     render_totals(report, &summary, out)?;
     writeln!(out)?;
     latency_table(&summary, out)?;
@@ -236,6 +240,58 @@ fn render_totals(report: &Report, summary: &Summary, out: &mut impl Write) -> io
         )?;
     }
     Ok(())
+}
+
+/// The answer first: each store ranked by its read p50, every percentile with its interval.
+fn comparison_table(c: &Comparison, out: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "\nthe answer: successful reads ({}), ms, each with its {:.0}% interval (order statistics); \
+         ranked by p50, \"tie\" where its p50 interval overlaps the one above",
+        if c.reads == "warm" {
+            "warm answers: from an instance that had answered before"
+        } else {
+            "every answer, cold and warm"
+        },
+        c.level * 100.0
+    )?;
+    let mut vantage = None;
+    for row in &c.rows {
+        if row.vantage != vantage {
+            vantage.clone_from(&row.vantage);
+            if let Some(v) = &row.vantage {
+                writeln!(out, "vantage point {}:", tty(v))?;
+            }
+        }
+        let rank = if row.tie {
+            format!("{} tie", row.rank)
+        } else {
+            row.rank.to_string()
+        };
+        writeln!(
+            out,
+            "  {:<6} {:<10} {:>7} reads  p50 {:<22} p90 {:<22} p99 {:<22} {}{}",
+            rank,
+            tty(&row.store),
+            row.reads,
+            row.p50.text(),
+            row.p90.text(),
+            row.p99.text(),
+            row.error_rate
+                .map(|r| format!("errors {}  ", percent(r)))
+                .unwrap_or_default(),
+            match (row.monthly_usd, &row.plan) {
+                (Some(usd), Some(plan)) => format!("${usd:.2}/month ({})", tty(plan)),
+                _ => String::new(),
+            }
+        )?;
+    }
+    writeln!(out)
+}
+
+/// A share as every printer shows it: `0.17%`.
+pub fn percent(share: f64) -> String {
+    format!("{:.2}%", share * 100.0)
 }
 
 /// The latency table: end to end, then each store's spans.

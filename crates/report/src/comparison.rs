@@ -1,0 +1,360 @@
+//! The answer first: one row per store (per vantage point when the report has several) with its
+//! read p50, p90 and p99, each with a distribution-free 95% interval ([`crate::interval`]), the
+//! share of its reads that failed and its monthly cost at the measured rate — ranked by p50,
+//! with a tie wherever the sample cannot order two neighbours. A percentile its sample cannot
+//! support is said to be so, never printed as a number.
+
+use serde::{Deserialize, Serialize};
+
+use crate::hist::Hist;
+use crate::interval::{self, Percentile, LEVEL};
+use crate::report::{Estimate, Report};
+
+/// The percentiles of a row, in its columns' order.
+pub const PERCENTILES: [f64; 3] = [0.50, 0.90, 0.99];
+
+/// The comparison the printers put first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// Which reads the rows are of: `warm` (each vantage point's answers from an instance that
+    /// had answered before) or `all` (a run's answers, cold and warm together).
+    pub reads: String,
+    /// The intervals' confidence level.
+    pub level: f64,
+    /// Grouped by vantage point (in label order) when there are any, ranked within each group.
+    pub rows: Vec<Row>,
+}
+
+/// One store (at one vantage point).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vantage: Option<String>,
+    pub store: String,
+    /// 1 for the lowest p50 of its group; a tie shares the rank of the row above.
+    pub rank: u32,
+    /// This row's p50 interval overlaps the one of the row ranked just above it: the sample does
+    /// not tell the two apart.
+    pub tie: bool,
+    /// Successful reads the percentiles are of.
+    pub reads: u64,
+    pub p50: Cell,
+    pub p90: Cell,
+    pub p99: Cell,
+    /// Failed reads over all reads of this store; `null` where the report does not count them
+    /// per vantage point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_rate: Option<f64>,
+    /// The store's cheapest current plan at the report's projected rate (its cost table), USD a
+    /// month, and that plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monthly_usd: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<String>,
+}
+
+/// One percentile of a row: the figure with its interval, in ms, or why there is none.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Cell {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high_ms: Option<f64>,
+    /// `n = 40: too few for p99 (needs n ≥ 368)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub too_few: Option<String>,
+}
+
+impl Cell {
+    fn of(p: &Result<Percentile, interval::IntervalError>) -> Cell {
+        let ms = |us: u64| Some(us as f64 / 1000.0);
+        match p {
+            Ok(p) => Cell {
+                ms: ms(p.estimate),
+                low_ms: ms(p.low),
+                high_ms: ms(p.high),
+                too_few: None,
+            },
+            Err(e) => Cell {
+                too_few: Some(e.to_string()),
+                ..Cell::default()
+            },
+        }
+    }
+
+    /// `12.34 (11.90–12.80)`, or the reason there is no figure.
+    pub fn text(&self) -> String {
+        match (self.ms, self.low_ms, self.high_ms, &self.too_few) {
+            (Some(ms), Some(low), Some(high), _) => format!("{ms:.2} ({low:.2}–{high:.2})"),
+            (_, _, _, Some(why)) => why.clone(),
+            _ => "-".into(),
+        }
+    }
+}
+
+/// The comparison of `report`: the vantage points' warm reads when it has vantage points, else
+/// the whole report's reads; `None` when no store was read.
+pub fn of(report: &Report) -> Option<Comparison> {
+    let mut rows = Vec::new();
+    let reads = if report.vantages.is_empty() {
+        let stores = report.total.stores.iter().map(|(store, s)| {
+            let rate = (s.reads > 0).then(|| s.failed_reads as f64 / s.reads as f64);
+            (store.as_str(), &s.read_us, rate)
+        });
+        rows.extend(group(None, stores, report.cost.as_ref()));
+        "all"
+    } else {
+        let none = Hist::default();
+        for (label, point) in &report.vantages {
+            let stores = report.total.stores.keys().map(|store| {
+                let h = point.warm_read_us.get(store);
+                (store.as_str(), h.unwrap_or(&none), None)
+            });
+            rows.extend(group(Some(label), stores, report.cost.as_ref()));
+        }
+        "warm"
+    };
+    (!rows.is_empty()).then(|| Comparison {
+        reads: reads.into(),
+        level: LEVEL,
+        rows,
+    })
+}
+
+/// One group's rows, ranked.
+fn group<'a>(
+    vantage: Option<&String>,
+    stores: impl Iterator<Item = (&'a str, &'a Hist, Option<f64>)>,
+    cost: Option<&Estimate>,
+) -> Vec<Row> {
+    let mut rows: Vec<(Row, Option<Percentile>)> = stores
+        .map(|(store, h, error_rate)| {
+            let [p50, p90, p99] = interval::percentiles(h, PERCENTILES, LEVEL);
+            let (monthly_usd, plan) = cheapest(cost, store).unzip();
+            let row = Row {
+                vantage: vantage.cloned(),
+                store: store.into(),
+                rank: 0,
+                tie: false,
+                reads: h.len(),
+                p50: Cell::of(&p50),
+                p90: Cell::of(&p90),
+                p99: Cell::of(&p99),
+                error_rate,
+                monthly_usd,
+                plan,
+            };
+            (row, p50.ok())
+        })
+        .collect();
+    // By p50, those without one last (in store order: the sort is stable).
+    rows.sort_by(|(_, a), (_, b)| match (a, b) {
+        (Some(a), Some(b)) => a.estimate.cmp(&b.estimate),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => std::cmp::Ordering::Equal,
+    });
+    let mut above: Option<(u32, Percentile)> = None;
+    let mut out = Vec::with_capacity(rows.len());
+    for (position, (mut row, p50)) in (1u32..).zip(rows) {
+        row.tie = matches!((&above, &p50), (Some((_, a)), Some(b)) if interval::overlap(a, b));
+        row.rank = match (&above, row.tie) {
+            (Some((rank, _)), true) => *rank,
+            _ => position,
+        };
+        above = p50.map(|p| (row.rank, p));
+        out.push(row);
+    }
+    out
+}
+
+/// The cheapest plan of `store` that is still offered, at the projection's rate.
+fn cheapest(cost: Option<&Estimate>, store: &str) -> Option<(f64, String)> {
+    cost?
+        .lines
+        .iter()
+        .filter(|l| l.store == store && !l.historical)
+        .min_by(|a, b| a.monthly_usd.total_cmp(&b.monthly_usd))
+        .map(|l| (l.monthly_usd, l.plan.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{StoreStats, VantagePoint};
+
+    fn hist(values_us: impl IntoIterator<Item = u64>) -> Hist {
+        let mut h = Hist::default();
+        for v in values_us {
+            h.record(v);
+        }
+        h
+    }
+
+    fn report_with(stores: &[(&str, Hist, u64)]) -> Report {
+        let mut r = Report {
+            schema_version: crate::report::SCHEMA_VERSION,
+            tool: "test".into(),
+            runs: Vec::new(),
+            total: Default::default(),
+            labels: Default::default(),
+            colos: Default::default(),
+            vantages: Default::default(),
+            timeline: Default::default(),
+            cost: None,
+            summary: None,
+        };
+        for (name, h, failed) in stores {
+            let reads = h.len() + failed;
+            r.total.stores.insert(
+                name.to_string(),
+                StoreStats {
+                    reads,
+                    failed_reads: *failed,
+                    read_us: h.clone(),
+                    ..StoreStats::default()
+                },
+            );
+        }
+        r
+    }
+
+    #[test]
+    fn ranked_by_p50_with_ties_where_the_intervals_overlap() {
+        // fast and also-fast overlap (same distribution); slow is far above both.
+        let r = report_with(&[
+            ("slow", hist((0..500).map(|i| 50_000 + i * 10)), 0),
+            ("fast", hist((0..500).map(|i| 1_000 + i)), 5),
+            ("also-fast", hist((0..500).map(|i| 1_001 + i)), 0),
+        ]);
+        let c = of(&r).unwrap();
+        assert_eq!(c.reads, "all");
+        let order: Vec<(&str, u32, bool)> = c
+            .rows
+            .iter()
+            .map(|r| (r.store.as_str(), r.rank, r.tie))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("fast", 1, false),
+                ("also-fast", 1, true),
+                ("slow", 3, false)
+            ]
+        );
+        let fast = &c.rows[0];
+        assert_eq!(fast.reads, 500);
+        assert_eq!(fast.error_rate, Some(5.0 / 505.0));
+        let p50 = &fast.p50;
+        assert!(p50.low_ms.unwrap() <= p50.ms.unwrap() && p50.ms.unwrap() <= p50.high_ms.unwrap());
+        // 500 reads support p99 at 95% (368 do).
+        assert!(fast.p99.ms.is_some(), "{:?}", fast.p99);
+    }
+
+    #[test]
+    fn a_percentile_too_few_reads_support_is_said_so_never_a_number() {
+        let r = report_with(&[("kv", hist((1..=40).map(|i| i * 100)), 0)]);
+        let row = &of(&r).unwrap().rows[0];
+        assert!(row.p50.ms.is_some());
+        assert!(row.p90.ms.is_some(), "40 reads support p90 (36 do)");
+        assert_eq!(row.p99.ms, None);
+        assert_eq!(row.p99.text(), "n = 40: too few for p99 (needs n ≥ 368)");
+        // A store with no successful read: every cell says so, and it ranks last.
+        let r = report_with(&[("none", Hist::default(), 3), ("kv", hist([1_000; 10]), 0)]);
+        let c = of(&r).unwrap();
+        assert_eq!(c.rows[0].store, "kv");
+        assert_eq!(c.rows[1].store, "none");
+        assert_eq!(c.rows[1].p50.text(), "n = 0: too few for p50 (needs n ≥ 6)");
+        assert_eq!(c.rows[1].error_rate, Some(1.0));
+        assert!(!c.rows[1].tie);
+    }
+
+    #[test]
+    fn vantage_points_are_ranked_apart_over_their_warm_reads() {
+        let mut r = report_with(&[("kv", hist([1; 10]), 0), ("d1", hist([1; 10]), 0)]);
+        for (label, kv, d1) in [("a", 1_000, 9_000), ("b", 9_000, 1_000)] {
+            let mut p = VantagePoint {
+                vantage: "hint".into(),
+                warm: 100,
+                ..VantagePoint::default()
+            };
+            p.warm_read_us
+                .insert("kv".into(), hist((0..100).map(|i| kv + i)));
+            p.warm_read_us
+                .insert("d1".into(), hist((0..100).map(|i| d1 + i)));
+            r.vantages.insert(label.into(), p);
+        }
+        let c = of(&r).unwrap();
+        assert_eq!(c.reads, "warm");
+        let order: Vec<(Option<&str>, &str, u32)> = c
+            .rows
+            .iter()
+            .map(|r| (r.vantage.as_deref(), r.store.as_str(), r.rank))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                (Some("a"), "kv", 1),
+                (Some("a"), "d1", 2),
+                (Some("b"), "d1", 1),
+                (Some("b"), "kv", 2)
+            ]
+        );
+        assert!(c
+            .rows
+            .iter()
+            .all(|r| r.error_rate.is_none() && r.reads == 100));
+    }
+
+    #[test]
+    fn the_cost_is_the_cheapest_current_plan() {
+        let mut r = report_with(&[("kv", hist([1_000; 10]), 0)]);
+        let line = |plan: &str, usd: f64, historical: bool| crate::report::CostLine {
+            store: "kv".into(),
+            plan: plan.into(),
+            as_of: "2026-12-03".into(),
+            source: "test".into(),
+            historical,
+            reads_per_request: 1.0,
+            writes_per_request: 0.0,
+            read_units_per_request: 1.0,
+            write_units_per_request: 0.0,
+            failed_reads_per_request: 0.0,
+            failed_writes_per_request: 0.0,
+            bytes_per_request: 0.0,
+            read_per_million: 0.0,
+            write_per_million: 0.0,
+            bandwidth_per_gb: 0.0,
+            included_gb_per_month: 0.0,
+            monthly_read_units: 0.0,
+            monthly_write_units: 0.0,
+            monthly_gb: 0.0,
+            bandwidth_usd: 0.0,
+            monthly_usd: usd,
+            units: Vec::new(),
+        };
+        r.cost = Some(Estimate {
+            project_rps: 1.0,
+            rps_source: "measured".into(),
+            redis_db: 0,
+            seconds_per_month: 2_592_000.0,
+            lines: vec![
+                line("paid", 5.0, false),
+                line("old", 1.0, true),
+                line("big", 9.0, false),
+            ],
+        });
+        let row = &of(&r).unwrap().rows[0];
+        assert_eq!(
+            (row.monthly_usd, row.plan.as_deref()),
+            (Some(5.0), Some("paid"))
+        );
+    }
+
+    #[test]
+    fn nothing_read_no_comparison() {
+        assert_eq!(of(&report_with(&[])), None);
+    }
+}
