@@ -31,7 +31,7 @@ pub struct Row {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vantage: Option<String>,
     pub store: String,
-    /// 1 for the lowest p50 of its group; a tie shares the rank of the row above.
+    /// The row's place in its group by p50, 1 for the lowest.
     pub rank: u32,
     /// This row's p50 interval overlaps the one of the row ranked just above it: the sample does
     /// not tell the two apart.
@@ -156,15 +156,14 @@ fn group<'a>(
         (None, Some(_)) => std::cmp::Ordering::Greater,
         (None, None) => std::cmp::Ordering::Equal,
     });
-    let mut above: Option<(u32, Percentile)> = None;
+    // A tie is with the row above only: overlapping intervals do not chain (the first and the
+    // third of three may well be told apart), so the rank stays the position.
+    let mut above: Option<Percentile> = None;
     let mut out = Vec::with_capacity(rows.len());
-    for (position, (mut row, p50)) in (1u32..).zip(rows) {
-        row.tie = matches!((&above, &p50), (Some((_, a)), Some(b)) if interval::overlap(a, b));
-        row.rank = match (&above, row.tie) {
-            (Some((rank, _)), true) => *rank,
-            _ => position,
-        };
-        above = p50.map(|p| (row.rank, p));
+    for (rank, (mut row, p50)) in (1u32..).zip(rows) {
+        row.tie = matches!((&above, &p50), (Some(a), Some(b)) if interval::overlap(a, b));
+        row.rank = rank;
+        above = p50;
         out.push(row);
     }
     out
@@ -240,7 +239,7 @@ mod tests {
             order,
             [
                 ("fast", 1, false),
-                ("also-fast", 1, true),
+                ("also-fast", 2, true),
                 ("slow", 3, false)
             ]
         );
@@ -251,6 +250,22 @@ mod tests {
         assert!(p50.low_ms.unwrap() <= p50.ms.unwrap() && p50.ms.unwrap() <= p50.high_ms.unwrap());
         // 500 reads support p99 at 95% (368 do).
         assert!(fast.p99.ms.is_some(), "{:?}", fast.p99);
+    }
+
+    #[test]
+    fn a_tie_is_with_the_row_above_only() {
+        // a overlaps b, b overlaps c, a and c apart: c is not a tie with a.
+        let r = report_with(&[
+            ("a", hist((0..400).map(|i| 1_000 + i * 2)), 0),
+            ("b", hist((0..400).map(|i| 1_050 + i * 2)), 0),
+            ("c", hist((0..400).map(|i| 1_100 + i * 2)), 0),
+        ]);
+        let c = of(&r).unwrap();
+        let p50 = |i: usize| &c.rows[i].p50;
+        assert!(p50(0).high_ms >= p50(1).low_ms && p50(1).high_ms >= p50(2).low_ms);
+        assert!(p50(0).high_ms < p50(2).low_ms);
+        let ties: Vec<(u32, bool)> = c.rows.iter().map(|r| (r.rank, r.tie)).collect();
+        assert_eq!(ties, [(1, false), (2, true), (3, true)]);
     }
 
     #[test]

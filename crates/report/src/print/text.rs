@@ -247,7 +247,7 @@ fn comparison_table(c: &Comparison, out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
         "\nthe answer: successful reads ({}), ms, each with its {:.0}% interval (order statistics); \
-         ranked by p50, \"tie\" where its p50 interval overlaps the one above",
+         ranked by p50, \"tie\": its p50 interval overlaps the row above's (this sample does not order the two)",
         if c.reads == "warm" {
             "warm answers: from an instance that had answered before"
         } else {
@@ -280,10 +280,10 @@ fn comparison_table(c: &Comparison, out: &mut impl Write) -> io::Result<()> {
             row.error_rate
                 .map(|r| format!("errors {}  ", percent(r)))
                 .unwrap_or_default(),
-            match (row.monthly_usd, &row.plan) {
-                (Some(usd), Some(plan)) => format!("${usd:.2}/month ({})", tty(plan)),
-                _ => String::new(),
-            }
+            // The plan is named in the cost table below.
+            row.monthly_usd
+                .map(|usd| format!("${usd:.2}/month"))
+                .unwrap_or_default()
         )?;
     }
     writeln!(out)
