@@ -2,7 +2,7 @@
 //! parser of `/test` answers ([`answer`]), kept answers of a deployed worker ([`kept`]), the
 //! collector that folds samples into a report
 //! ([`collect`], [`sample`]), the answer first with its intervals ([`comparison`] over
-//! [`interval`]), the cost model with its dated prices ([`cost`]) and the
+//! [`interval`]) and what went wrong, explained ([`trouble`]), the cost model with its dated prices ([`cost`]) and the
 //! printers ([`print`]: text, SVG charts, the self-contained `report.html`). The kvbench CLI and
 //! the report worker (`crates/report-worker`, `GET /report`) both call this one renderer, so the
 //! report never exists twice.
@@ -18,6 +18,7 @@ pub mod kept;
 pub mod print;
 pub mod report;
 pub mod sample;
+pub mod trouble;
 
 use crate::cost::{Deployment, PriceTable};
 use crate::report::{Report, Summary};

@@ -552,6 +552,10 @@ pub struct Summary {
     /// interval ([`crate::comparison`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<crate::comparison::Comparison>,
+    /// What went wrong, explained: the failure and error kinds over 1% of their requests or
+    /// operations, the most common first ([`crate::trouble`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trouble: Vec<crate::trouble::Trouble>,
 }
 
 impl Summary {
@@ -586,6 +590,7 @@ impl Summary {
                 .map(|(colo, c)| (colo.clone(), ColoSummary::of(c)))
                 .collect(),
             comparison: crate::comparison::of(report),
+            trouble: crate::trouble::of(report),
         }
     }
 }

@@ -94,6 +94,9 @@ fn header(report: &Report, summary: &Summary, out: &mut String) {
     if let Some(c) = &summary.comparison {
         comparison(report, c, out);
     }
+    if !summary.trouble.is_empty() {
+        trouble(&summary.trouble, out);
+    }
     out.push_str(
         "<table><thead><tr><th>label</th><th class=\"text\">engine</th><th class=\"text\">URL</th><th>started</th>\
          <th>requested req/s</th><th>planned s</th><th>sent for s</th><th>pacer lag p99 ms</th></tr></thead><tbody>",
@@ -227,6 +230,30 @@ fn comparison(report: &Report, c: &Comparison, out: &mut String) {
         );
     }
     out.push_str("</tbody></table>");
+}
+
+/// What went wrong, explained ([`crate::trouble`]); every count is in the errors table too.
+fn trouble(trouble: &[crate::trouble::Trouble], out: &mut String) {
+    let _ = write!(
+        out,
+        "<h2>What went wrong</h2><p class=\"note\">Failures and store errors over {} of their \
+         requests or operations, the most common first, with their likely cause; every count is \
+         in the errors table below.</p><ul class=\"trouble\">",
+        super::text::percent(crate::trouble::THRESHOLD)
+    );
+    for t in trouble {
+        let _ = write!(
+            out,
+            "<li><b>{} {}</b>: {} of {} ({}): {}</li>",
+            esc(&t.source),
+            esc(&t.kind),
+            t.count,
+            t.of,
+            super::text::percent(t.share),
+            esc(&t.cause)
+        );
+    }
+    out.push_str("</ul>");
 }
 
 fn latency_table(report: &Report, summary: &Summary, out: &mut String) {

@@ -9,6 +9,7 @@ use crate::comparison::Comparison;
 use crate::hist::fmt_ms;
 use crate::report::{Estimate, Quantiles, Report, Section, Summary, UnitLine};
 use crate::sample::Side;
+use crate::trouble::Trouble;
 
 /// A string from the data (store, colo, label, URL, error text) as the terminal may show it:
 /// control characters (C0 with tab, CR and LF, DEL, C1 with CSI `\u{9b}`) and bidirectional
@@ -122,6 +123,9 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
     render_runs(report, out)?;
     if let Some(c) = &summary.comparison {
         comparison_table(c, out)?;
+    }
+    if !summary.trouble.is_empty() {
+        trouble_list(&summary.trouble, out)?;
     }
     render_totals(report, &summary, out)?;
     writeln!(out)?;
@@ -284,6 +288,28 @@ fn comparison_table(c: &Comparison, out: &mut impl Write) -> io::Result<()> {
             row.monthly_usd
                 .map(|usd| format!("${usd:.2}/month"))
                 .unwrap_or_default()
+        )?;
+    }
+    writeln!(out)
+}
+
+/// What went wrong, explained (`crate::trouble`).
+fn trouble_list(trouble: &[Trouble], out: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "what went wrong (more than {} of their requests or operations):",
+        percent(crate::trouble::THRESHOLD)
+    )?;
+    for t in trouble {
+        writeln!(
+            out,
+            "  {} {}: {} of {} ({}): {}",
+            tty(&t.source),
+            tty(&t.kind),
+            t.count,
+            t.of,
+            percent(t.share),
+            t.cause
         )?;
     }
     writeln!(out)
