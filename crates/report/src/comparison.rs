@@ -193,18 +193,7 @@ mod tests {
     }
 
     fn report_with(stores: &[(&str, Hist, u64)]) -> Report {
-        let mut r = Report {
-            schema_version: crate::report::SCHEMA_VERSION,
-            tool: "test".into(),
-            runs: Vec::new(),
-            total: Default::default(),
-            labels: Default::default(),
-            colos: Default::default(),
-            vantages: Default::default(),
-            timeline: Default::default(),
-            cost: None,
-            summary: None,
-        };
+        let mut r = Report::empty();
         for (name, h, failed) in stores {
             let reads = h.len() + failed;
             r.total.stores.insert(

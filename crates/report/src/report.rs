@@ -343,6 +343,23 @@ impl Section {
 }
 
 impl Report {
+    /// A report of nothing, for the unit tests of what derives from one.
+    #[cfg(test)]
+    pub(crate) fn empty() -> Report {
+        Report {
+            schema_version: SCHEMA_VERSION,
+            tool: "test".into(),
+            runs: Vec::new(),
+            total: Section::default(),
+            labels: BTreeMap::new(),
+            colos: BTreeMap::new(),
+            vantages: BTreeMap::new(),
+            timeline: Timeline::default(),
+            cost: None,
+            summary: None,
+        }
+    }
+
     pub fn read(path: &Path) -> anyhow::Result<Report> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;

@@ -130,18 +130,7 @@ mod tests {
     use crate::report::StoreStats;
 
     fn report() -> Report {
-        Report {
-            schema_version: crate::report::SCHEMA_VERSION,
-            tool: "test".into(),
-            runs: Vec::new(),
-            total: Default::default(),
-            labels: Default::default(),
-            colos: Default::default(),
-            vantages: Default::default(),
-            timeline: Default::default(),
-            cost: None,
-            summary: None,
-        }
+        Report::empty()
     }
 
     #[test]
