@@ -28,7 +28,8 @@
 // (always, it marks the store present), `kvbench_store_read_ms` (tag result = hit|miss|unknown|
 // error), `kvbench_store_write_ms` (result = ok|error), `kvbench_store_connect_ms`,
 // `kvbench_store_errors` (kind, op); then, last, `kvbench_request_ms` (k6's http_req_duration, or
-// with KVBENCH_E2E=total that plus blocked, connecting and TLS handshaking; tags outcome = ok|http_<status>|malformed|timeout|connect|transport, colo, detail).
+// with KVBENCH_E2E=total that plus blocked, connecting and TLS handshaking; tags outcome = ok|http_<status>|malformed|timeout|connect|transport, colo, detail, and
+// cold = true on the first answer of an isolate, `isolate_requests` 1).
 // A malformed or non-200 answer is counted, never throws.
 
 import http from 'k6/http';
@@ -304,5 +305,7 @@ export default function (data) {
     if (s.connect_ms != null) connectMs.add(s.connect_ms, { store, colo });
     if (err) storeErrors.add(1, { store, colo, kind: String(err.kind || 'unknown'), op: err.op || '' });
   }
-  requestMs.add(duration, { outcome: 'ok', colo });
+  // A cold isolate's first answer (its connections opened afresh) is reported apart.
+  const tags = answer.isolate_requests === 1 ? { outcome: 'ok', colo, cold: 'true' } : { outcome: 'ok', colo };
+  requestMs.add(duration, tags);
 }

@@ -245,8 +245,10 @@ export function expectedCells(report) {
       const row = `vantage ${label}`;
       for (const col of ["warm", "cold", "failed"]) count("vantages", row, col, v[col]);
       for (const store of stores) {
-        // The warm answers' reads when the point has any, else all of its answers'.
-        const q = (s.warm_read?.[label] ?? s.labels[label]?.read)?.[store];
+        // The warm answers' reads when the point has any, else its cold answers'.
+        const l = s.labels[label];
+        const anyWarm = Object.values(l?.read ?? {}).some((q) => q.count > 0);
+        const q = (anyWarm || !l?.cold_read ? l?.read : l.cold_read)?.[store];
         put("vantages", row, store, q?.p50_ms ?? null, `${ms(q?.p50_ms)}p90 ${ms(q?.p90_ms)} · p99 ${ms(q?.p99_ms)}`);
       }
     }

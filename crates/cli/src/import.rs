@@ -126,6 +126,9 @@ struct Tags<'a> {
     colo: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     detail: Option<Cow<'a, str>>,
+    /// `true` on the closing point of a cold isolate's answer.
+    #[serde(default, borrow)]
+    cold: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     load_zone: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -516,6 +519,7 @@ impl<'o> FileImport<'o> {
                         stores: pending.unwrap_or_default().stores,
                         // k6's points do not carry it.
                         concurrent: None,
+                        cold: tags.cold.as_deref() == Some("true"),
                     })
                 } else {
                     let kind = failure_kind(outcome)?;

@@ -62,7 +62,7 @@ fn counts_and_percentiles_match_the_known_latencies() {
     );
 
     let r = read_json(&out.join("report.json"));
-    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["schema_version"], kvbench_report::report::SCHEMA_VERSION);
     let t = &r["total"];
     assert_eq!(
         (

@@ -29,6 +29,10 @@ pub struct Answer {
     pub stores: BTreeMap<String, StoreResult>,
     /// Other requests of the isolate in flight during this one (`None`: not reported).
     pub concurrent: Option<u32>,
+    /// The first answer of a new instance (`isolate_requests` 1; a kept line's `cold`): its
+    /// store calls opened connections and exchanged metadata afresh. Its latencies are kept
+    /// apart from the warm ones (`cold_*`).
+    pub cold: bool,
 }
 
 /// A store call that failed: a data point, not an HTTP error (the wire's shape, owned).
@@ -57,6 +61,7 @@ pub struct AnswerRef<'a> {
     /// Sorted by store name, each name once (the last one wins, as in a JSON object).
     pub stores: Vec<(Cow<'a, str>, StoreResult)>,
     pub concurrent: Option<u32>,
+    pub cold: bool,
 }
 
 impl AnswerRef<'_> {
@@ -70,6 +75,7 @@ impl AnswerRef<'_> {
                 .map(|(name, r)| (name.into_owned(), r))
                 .collect(),
             concurrent: self.concurrent,
+            cold: self.cold,
         }
     }
 }
@@ -114,10 +120,10 @@ pub fn parse_ref(body: &[u8]) -> Result<AnswerRef<'_>, AnswerError> {
     let WireAnswer {
         key,
         colo,
-        // What the report does not show: the measurement order, the isolate's request count
-        // and the legacy copies of two stores' reads.
+        // What the report does not show: the measurement order and the legacy copies of two
+        // stores' reads.
         order: _,
-        isolate_requests: _,
+        isolate_requests,
         concurrent,
         stores,
         kv_latency: _,
@@ -139,6 +145,7 @@ pub fn parse_ref(body: &[u8]) -> Result<AnswerRef<'_>, AnswerError> {
         colo: colo.0,
         stores,
         concurrent,
+        cold: isolate_requests == 1,
     })
 }
 

@@ -49,6 +49,7 @@ struct StoreLive {
     read_us: Hist,
     read_hit_us: Hist,
     write_us: Hist,
+    cold_read_us: Hist,
 }
 
 /// A timeline interval still receiving samples.
@@ -56,6 +57,7 @@ struct StoreLive {
 struct LiveInterval {
     scheduled: u64,
     failed: u64,
+    cold: u64,
     latency_us: Hist,
     /// By store index.
     stores: Vec<StoreLive>,
@@ -66,12 +68,14 @@ impl LiveInterval {
     fn absorb(&mut self, other: &LiveInterval) {
         self.scheduled += other.scheduled;
         self.failed += other.failed;
+        self.cold += other.cold;
         self.latency_us.add(&other.latency_us);
         for (id, s) in other.stores.iter().enumerate() {
             let mine = self.store(id);
             mine.read_us.add(&s.read_us);
             mine.read_hit_us.add(&s.read_hit_us);
             mine.write_us.add(&s.write_us);
+            mine.cold_read_us.add(&s.cold_read_us);
         }
     }
 
@@ -96,10 +100,12 @@ impl LiveInterval {
             start_s: index as f64 * interval_s,
             scheduled: self.scheduled,
             failed: self.failed,
+            cold: self.cold,
             latency_us: Packed::pack(&self.latency_us),
             read_us: pack_map(|s| &s.read_us),
             read_hit_us: pack_map(|s| &s.read_hit_us),
             write_us: pack_map(|s| &s.write_us),
+            cold_read_us: pack_map(|s| &s.cold_read_us),
         }
     }
 
@@ -107,14 +113,16 @@ impl LiveInterval {
         let mut live = LiveInterval {
             scheduled: iv.scheduled,
             failed: iv.failed,
+            cold: iv.cold,
             latency_us: iv.latency_us.unpack(),
             stores: Vec::new(),
         };
         type Pick = fn(&mut StoreLive) -> &mut Hist;
-        let maps: [(&BTreeMap<String, Packed>, Pick); 3] = [
+        let maps: [(&BTreeMap<String, Packed>, Pick); 4] = [
             (&iv.read_us, |s| &mut s.read_us),
             (&iv.read_hit_us, |s| &mut s.read_hit_us),
             (&iv.write_us, |s| &mut s.write_us),
+            (&iv.cold_read_us, |s| &mut s.cold_read_us),
         ];
         for (map, pick) in maps {
             for (name, p) in map {
@@ -129,6 +137,7 @@ impl LiveInterval {
 #[derive(Default)]
 struct ColoLive {
     answered: u64,
+    cold: u64,
     latency_us: Hist,
     read_us: Vec<Hist>,
 }
@@ -158,6 +167,7 @@ pub struct Collector {
     scheduled: u64,
     sent: u64,
     answered: u64,
+    cold: u64,
     retried: u64,
     failures: BTreeMap<FailureKind, u64>,
     failure_examples: BTreeMap<FailureKind, Vec<String>>,
@@ -203,12 +213,13 @@ fn clip_example(mut text: String) -> String {
 
 /// One answer's figures of one store, into the run's: operations, billing units, bytes,
 /// abandoned calls, failures by kind and the latencies of what succeeded (`ok_read_us`,
-/// `ok_write_us`).
+/// `ok_write_us`), a cold answer's into the cold histograms.
 fn count_store(
     s: &mut StoreStats,
     r: &StoreResult,
     ok_read_us: Option<u64>,
     ok_write_us: Option<u64>,
+    cold: bool,
 ) {
     s.answers += 1;
     let bytes = r.value_bytes.unwrap_or(0);
@@ -248,19 +259,32 @@ fn count_store(
         s.failed_writes += 1;
         s.failed_write_units_1k += units(bytes, 1024);
     }
-    if let Some(us) = ok_read_us {
-        s.read_us.record(us);
-        match r.hit {
-            Some(true) => s.read_hit_us.record(us),
-            Some(false) => s.read_miss_us.record(us),
-            None => {}
+    if cold {
+        let times = [
+            (ok_read_us, &mut s.cold_read_us),
+            (ok_write_us, &mut s.cold_write_us),
+            (r.connect_us, &mut s.cold_connect_us),
+        ];
+        for (us, h) in times {
+            if let Some(us) = us {
+                h.record(us);
+            }
         }
-    }
-    if let Some(us) = ok_write_us {
-        s.write_us.record(us);
-    }
-    if let Some(us) = r.connect_us {
-        s.connect_us.record(us);
+    } else {
+        if let Some(us) = ok_read_us {
+            s.read_us.record(us);
+            match r.hit {
+                Some(true) => s.read_hit_us.record(us),
+                Some(false) => s.read_miss_us.record(us),
+                None => {}
+            }
+        }
+        if let Some(us) = ok_write_us {
+            s.write_us.record(us);
+        }
+        if let Some(us) = r.connect_us {
+            s.connect_us.record(us);
+        }
     }
     if let Some(e) = &r.error {
         *s.errors.entry(e.key()).or_default() += 1;
@@ -283,6 +307,7 @@ impl Collector {
             scheduled: 0,
             sent: 0,
             answered: 0,
+            cold: 0,
             retried: 0,
             failures: BTreeMap::new(),
             failure_examples: BTreeMap::new(),
@@ -324,6 +349,7 @@ impl Collector {
             scheduled: self.scheduled,
             sent: self.sent,
             answered: self.answered,
+            cold: self.cold,
             failures: self.failures.iter().map(|(k, n)| (k.name(), *n)).collect(),
             failure_examples: self
                 .failure_examples
@@ -469,6 +495,7 @@ impl Collector {
                     sample.intended_us,
                     sample.latency_us,
                     &a.colo,
+                    a.cold,
                     a.stores.iter().map(|(name, r)| (name.as_str(), r)),
                 )
             }
@@ -524,6 +551,7 @@ impl Collector {
             intended_us,
             latency_us,
             &a.colo,
+            a.cold,
             a.stores.iter().map(|(name, r)| (name.as_ref(), r)),
         );
     }
@@ -556,18 +584,21 @@ impl Collector {
         self.close_before(index);
     }
 
-    /// One pass over the answer's stores updates the run's, the colo's and the interval's figures.
+    /// One pass over the answer's stores updates the run's, the colo's and the interval's
+    /// figures. A cold answer's store latencies go to the cold histograms only.
     fn record_answer<'s>(
         &mut self,
         intended_us: u64,
         latency_us: u64,
         colo: &str,
+        cold: bool,
         stores: impl Iterator<Item = (&'s str, &'s StoreResult)>,
     ) {
         let index = self.index(intended_us);
         self.scheduled += 1;
         self.sent += 1;
         self.answered += 1;
+        self.cold += u64::from(cold);
         self.latency_us.record(latency_us);
 
         let colo_id = self.colo_names.id(colo);
@@ -575,10 +606,12 @@ impl Collector {
             self.colos.resize_with(colo_id + 1, ColoLive::default);
         }
         self.colos[colo_id].answered += 1;
+        self.colos[colo_id].cold += u64::from(cold);
         self.colos[colo_id].latency_us.record(latency_us);
         {
             let iv = self.interval(index);
             iv.scheduled += 1;
+            iv.cold += u64::from(cold);
             iv.latency_us.record(latency_us);
         }
         for (name, r) in stores {
@@ -593,7 +626,7 @@ impl Collector {
             let ok_read_us = r.read_us.filter(|_| !read_failed);
             let ok_write_us = r.write_us.filter(|_| !write_failed);
 
-            if let Some(us) = ok_read_us {
+            if let Some(us) = ok_read_us.filter(|_| !cold) {
                 let colo = &mut self.colos[colo_id];
                 if colo.read_us.len() <= id {
                     colo.read_us.resize_with(id + 1, Hist::default);
@@ -606,17 +639,21 @@ impl Collector {
                 .get_mut(&index)
                 .expect("interval opened above")
                 .store(id);
-            if let Some(us) = ok_read_us {
-                live.read_us.record(us);
-                if r.hit == Some(true) {
-                    live.read_hit_us.record(us);
+            match ok_read_us {
+                Some(us) if cold => live.cold_read_us.record(us),
+                Some(us) => {
+                    live.read_us.record(us);
+                    if r.hit == Some(true) {
+                        live.read_hit_us.record(us);
+                    }
                 }
+                None => {}
             }
-            if let Some(us) = ok_write_us {
+            if let Some(us) = ok_write_us.filter(|_| !cold) {
                 live.write_us.record(us);
             }
 
-            count_store(&mut self.stores[id], r, ok_read_us, ok_write_us);
+            count_store(&mut self.stores[id], r, ok_read_us, ok_write_us, cold);
         }
         self.close_before(index);
     }
@@ -686,6 +723,7 @@ impl Collector {
                     .collect();
                 let stats = ColoStats {
                     answered: c.answered,
+                    cold: c.cold,
                     latency_us: c.latency_us,
                     read_us,
                 };
@@ -725,6 +763,7 @@ mod tests {
                 colo: "LHR".into(),
                 stores: BTreeMap::new(),
                 concurrent: c,
+                cold: false,
             }),
         };
         let mut c = Collector::new(Duration::from_secs(1), Duration::from_secs(1))
@@ -790,6 +829,61 @@ mod tests {
         old.as_object_mut().unwrap().remove("retried");
         let read: Section = serde_json::from_value(old).unwrap();
         assert_eq!((read.retried, read.worker_failed()), (0, 70));
+    }
+
+    /// A cold answer (`isolate_requests` 1) is counted among the answers, billed like any, and
+    /// its latencies go to the cold histograms only: every other latency is a warm answer's.
+    #[test]
+    fn cold_answers_are_kept_apart_from_warm_ones() {
+        let body = |requests: u32, read_ms: f64, hit: bool| {
+            format!(
+                r#"{{"key":"1","colo":"FRA","order":["kv"],"isolate_requests":{requests},"stores":{{"kv":{{"read_ms":{read_ms},"hit":{hit},"value_bytes":4096,"write_ms":{write},"connect_ms":3,"error":null}}}}}}"#,
+                write = if hit { "null" } else { "7" },
+            )
+        };
+        let mut c = Collector::new(Duration::from_secs(1), Duration::from_secs(1));
+        c.record(&answer(0, &body(1, 90.0, false)));
+        c.record(&answer(10, &body(2, 2.0, true)));
+        c.record(&answer(20, &body(3, 4.0, false)));
+        let report = c.finish(run_info());
+        let s = &report.total;
+        assert_eq!((s.answered, s.cold), (3, 1));
+        let kv = &s.stores["kv"];
+        assert_eq!((kv.reads, kv.writes, kv.read_units_4k), (3, 2, 3), "billed alike");
+        assert_eq!(kv.read_us.len(), 2, "warm reads only");
+        assert!(close(kv.read_us.max(), 4_000));
+        assert_eq!((kv.read_hit_us.len(), kv.read_miss_us.len()), (1, 1));
+        assert_eq!((kv.write_us.len(), kv.connect_us.len()), (1, 2));
+        assert_eq!(kv.cold_read_us.len(), 1);
+        assert!(close(kv.cold_read_us.max(), 90_000));
+        assert_eq!((kv.cold_write_us.len(), kv.cold_connect_us.len()), (1, 1));
+        let fra = &report.colos["FRA"];
+        assert_eq!((fra.answered, fra.cold, fra.read_us["kv"].len()), (3, 1, 2));
+        let iv = &report.timeline.intervals[0];
+        assert_eq!((iv.cold, iv.read_us["kv"].unpack().len()), (1, 2));
+        assert_eq!(iv.cold_read_us["kv"].unpack().len(), 1);
+        // Merged with itself, everything doubles and stays apart.
+        let merged = Report::merge(vec![report.clone(), report]).unwrap();
+        assert_eq!(merged.total.cold, 2);
+        assert_eq!(merged.total.stores["kv"].cold_read_us.len(), 2);
+        assert_eq!(merged.timeline.intervals[0].cold, 2);
+        // The summary's rows: warm, then cold apart.
+        let rows = crate::report::Summary::of(&merged).latency;
+        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "end-to-end",
+                "kv read all",
+                "kv read hit",
+                "kv read miss",
+                "kv write",
+                "kv connect",
+                "kv read cold",
+                "kv write cold",
+                "kv connect cold"
+            ]
+        );
     }
 
     /// Equal within HDR precision (3 significant digits).

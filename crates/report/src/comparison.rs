@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::hist::Hist;
 use crate::interval::{self, Percentile, LEVEL};
-use crate::report::{Estimate, Report};
+use crate::report::{Estimate, Report, Section, StoreStats};
 
 /// The percentiles of a row, in its columns' order.
 pub const PERCENTILES: [f64; 3] = [0.50, 0.90, 0.99];
@@ -16,9 +16,15 @@ pub const PERCENTILES: [f64; 3] = [0.50, 0.90, 0.99];
 /// The comparison the printers put first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
-    /// Which reads the rows are of: `warm` (each vantage point's answers from an instance that
-    /// had answered before) or `all` (a run's answers, cold and warm together).
+    /// Which reads the rows are of: `warm` (answers of an instance that had answered before;
+    /// cold answers are in the report's cold rows).
     pub reads: String,
+    /// Answers of a new instance, left out of the rows (their reads are the cold rows of the
+    /// latency table), and what a new instance is for each kind of vantage point in the report.
+    #[serde(default)]
+    pub cold_answers: u64,
+    #[serde(default)]
+    pub cold_means: Vec<String>,
     /// The intervals' confidence level.
     pub level: f64,
     /// Grouped by vantage point (in label order) when there are any, ranked within each group.
@@ -41,8 +47,8 @@ pub struct Row {
     pub p50: Cell,
     pub p90: Cell,
     pub p99: Cell,
-    /// Failed reads over all reads of this store; `null` where the report does not count them
-    /// per vantage point.
+    /// Failed reads over all reads of this store (cold answers' included); `null` when it made
+    /// none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_rate: Option<f64>,
     /// The store's cheapest current plan at the report's projected rate (its cost table), USD a
@@ -94,32 +100,67 @@ impl Cell {
     }
 }
 
-/// The comparison of `report`: the vantage points' warm reads when it has vantage points, else
-/// the whole report's reads; `None` when no store was read.
+/// The comparison of `report`: each vantage point's warm reads when it has vantage points, else
+/// the whole report's; `None` when no store was read.
 pub fn of(report: &Report) -> Option<Comparison> {
     let mut rows = Vec::new();
-    let reads = if report.vantages.is_empty() {
-        let stores = report.total.stores.iter().map(|(store, s)| {
-            let rate = (s.reads > 0).then(|| s.failed_reads as f64 / s.reads as f64);
-            (store.as_str(), &s.read_us, rate)
-        });
+    if report.vantages.is_empty() {
+        let stores = stores_of(report, Some(&report.total));
         rows.extend(group(None, stores, report.cost.as_ref()));
-        "all"
     } else {
-        let none = Hist::default();
-        for (label, point) in &report.vantages {
-            let stores = report.total.stores.keys().map(|store| {
-                let h = point.warm_read_us.get(store);
-                (store.as_str(), h.unwrap_or(&none), None)
-            });
+        for label in report.vantages.keys() {
+            let stores = stores_of(report, report.labels.get(label));
             rows.extend(group(Some(label), stores, report.cost.as_ref()));
         }
-        "warm"
-    };
+    }
     (!rows.is_empty()).then(|| Comparison {
-        reads: reads.into(),
+        reads: "warm".into(),
+        cold_answers: report.total.cold,
+        cold_means: cold_means(report),
         level: LEVEL,
         rows,
+    })
+}
+
+/// What "cold" means for each kind of vantage point in `report` (a run's when it has none).
+pub fn cold_means(report: &Report) -> Vec<String> {
+    let mut kinds: Vec<&str> = report
+        .vantages
+        .values()
+        .map(|v| v.vantage.as_str())
+        .collect();
+    if kinds.is_empty() {
+        kinds.push("run");
+    }
+    kinds.sort_unstable();
+    kinds.dedup();
+    kinds
+        .into_iter()
+        .map(|kind| {
+            let what = match kind {
+                "hint" => "a hint probe's first answer in a new probe object",
+                "member" => "a fleet member's first answer in a new isolate",
+                "run" => "the first answer of a worker isolate (isolate_requests 1)",
+                other => return format!("{other}: the first answer of a new instance"),
+            };
+            format!("{kind}: {what}")
+        })
+        .collect()
+}
+
+static NO_STORE: std::sync::LazyLock<StoreStats> = std::sync::LazyLock::new(StoreStats::default);
+
+/// Every store of the report as `section` saw it: its warm reads and its error rate.
+fn stores_of<'a>(
+    report: &'a Report,
+    section: Option<&'a Section>,
+) -> impl Iterator<Item = (&'a str, &'a Hist, Option<f64>)> {
+    report.total.stores.keys().map(move |store| {
+        let s = section
+            .and_then(|s| s.stores.get(store))
+            .unwrap_or(&NO_STORE);
+        let rate = (s.reads > 0).then(|| s.failed_reads as f64 / s.reads as f64);
+        (store.as_str(), &s.read_us, rate)
     })
 }
 
@@ -218,7 +259,7 @@ mod tests {
             ("also-fast", hist((0..500).map(|i| 1_001 + i)), 0),
         ]);
         let c = of(&r).unwrap();
-        assert_eq!(c.reads, "all");
+        assert_eq!(c.reads, "warm");
         let order: Vec<(&str, u32, bool)> = c
             .rows
             .iter()
@@ -279,16 +320,25 @@ mod tests {
     fn vantage_points_are_ranked_apart_over_their_warm_reads() {
         let mut r = report_with(&[("kv", hist([1; 10]), 0), ("d1", hist([1; 10]), 0)]);
         for (label, kv, d1) in [("a", 1_000, 9_000), ("b", 9_000, 1_000)] {
-            let mut p = VantagePoint {
+            let p = VantagePoint {
                 vantage: "hint".into(),
                 warm: 100,
                 ..VantagePoint::default()
             };
-            p.warm_read_us
-                .insert("kv".into(), hist((0..100).map(|i| kv + i)));
-            p.warm_read_us
-                .insert("d1".into(), hist((0..100).map(|i| d1 + i)));
             r.vantages.insert(label.into(), p);
+            let mut section = Section::default();
+            for (store, base, failed) in [("kv", kv, 0), ("d1", d1, 25)] {
+                let stats = StoreStats {
+                    reads: 100 + failed,
+                    failed_reads: failed,
+                    read_us: hist((0..100).map(|i| base + i)),
+                    // A cold answer's slow read is not among the ranked ones.
+                    cold_read_us: hist([900_000]),
+                    ..StoreStats::default()
+                };
+                section.stores.insert(store.into(), stats);
+            }
+            r.labels.insert(label.into(), section);
         }
         let c = of(&r).unwrap();
         assert_eq!(c.reads, "warm");
@@ -306,10 +356,10 @@ mod tests {
                 (Some("b"), "kv", 2)
             ]
         );
-        assert!(c
-            .rows
-            .iter()
-            .all(|r| r.error_rate.is_none() && r.reads == 100));
+        assert!(c.rows.iter().all(|r| r.reads == 100));
+        let rates: Vec<Option<f64>> = c.rows.iter().map(|r| r.error_rate).collect();
+        assert_eq!(rates, [Some(0.0), Some(0.2), Some(0.2), Some(0.0)]);
+        assert!(c.rows.iter().all(|r| r.p99.ms.is_none_or(|ms| ms < 900.0)));
     }
 
     #[test]

@@ -133,6 +133,10 @@ impl Aggregate {
                     // What shared the measuring isolate: the answer's own count, or the probe
                     // object's (a hint probe measures in its object, whose answer says 0).
                     answer.concurrent = answer.concurrent.max(Some(line.concurrent));
+                    // Cold as the vantage point counts it: a probe's new object, a member's or
+                    // a run's new isolate (the line's, not the answer's `isolate_requests`: a
+                    // hint probe's object can be new in an isolate that answered before).
+                    answer.cold = line.cold;
                     Outcome::Answer(answer)
                 }
                 Err(_) => {
@@ -167,11 +171,6 @@ impl Aggregate {
                     run.collector.freeze();
                     let closed = run.collector.take_closed();
                     self.add_to_timeline(closed);
-                }
-                if let Some(v) = self.vantages.get_mut(&previous) {
-                    v.warm_read_us
-                        .values_mut()
-                        .for_each(crate::hist::Hist::freeze);
                 }
             }
             self.last_label = Some(label.to_string());
@@ -233,37 +232,11 @@ impl Aggregate {
         if let Some(p) = &line.placement {
             VantagePoint::count(&mut v.placements, p, 1);
         }
-        let answer = match outcome {
-            Outcome::Answer(a) => a,
-            Outcome::Failure(_) => {
-                v.failed += 1;
-                return;
-            }
-        };
-        if line.cold {
-            v.cold += 1;
-            return;
-        }
-        v.warm += 1;
-        // Left out of the percentiles like the collector leaves it out (`--max-concurrent`).
-        if answer
-            .concurrent
-            .zip(self.max_concurrent)
-            .is_some_and(|(c, max)| c > max)
-        {
-            return;
-        }
-        for (store, r) in &answer.stores {
-            let (Some(us), None) = (r.read_us, &r.error) else {
-                continue;
-            };
-            if let Some(h) = v.warm_read_us.get_mut(store) {
-                h.record(us);
-            } else if v.warm_read_us.len() < crate::report::VANTAGE_STORES_MAX {
-                let mut h = crate::hist::Hist::default();
-                h.record(us);
-                v.warm_read_us.insert(store.clone(), h);
-            }
+        // Its answers' reads are the label's, split cold from warm by the collector.
+        match outcome {
+            Outcome::Failure(_) => v.failed += 1,
+            Outcome::Answer(_) if line.cold => v.cold += 1,
+            Outcome::Answer(_) => v.warm += 1,
         }
     }
 
@@ -538,14 +511,15 @@ mod tests {
         let r = report(&lines);
         let weur = &r.vantages["weur"];
         assert_eq!((weur.cold, weur.warm), (1, 3));
-        assert_eq!(weur.warm_read_us["kv"].len(), 3);
+        let kv = &r.labels["weur"].stores["kv"];
+        assert_eq!((kv.read_us.len(), kv.cold_read_us.len()), (3, 1));
         // 3 significant digits: 4 ms reads back as 4.001.
-        assert_eq!(weur.warm_read_us["kv"].max() / 10, 400);
-        assert!(r.vantages["apac"].warm_read_us.is_empty());
+        assert_eq!(kv.read_us.max() / 10, 400);
+        assert!(r.labels["apac"].stores["kv"].read_us.is_empty());
         let summary = crate::report::Summary::of(&r);
-        let p99 = summary.warm_read["weur"]["kv"].p99_ms.unwrap();
+        let p99 = summary.labels["weur"].read["kv"].p99_ms.unwrap();
         assert!((4.0..4.01).contains(&p99), "{p99}");
-        assert!(!summary.warm_read.contains_key("apac"));
+        assert_eq!(summary.labels["apac"].read["kv"].count, 0);
         let rows = crate::print::vantage::rows(&r, &summary);
         let by_label: BTreeMap<&str, (bool, Option<f64>)> = rows
             .iter()
@@ -559,11 +533,12 @@ mod tests {
         // weur's row leaves its cold 90 ms out; apac, with no warm answer, shows its cold one.
         assert_eq!(by_label["weur"], (true, Some(4.0)));
         assert_eq!(by_label["apac"], (false, Some(70.0)));
-        // Two halves merged are the whole, and the field survives report.json.
+        // Two halves merged are the whole, and the split survives report.json.
         let merged = Report::merge(vec![report(&lines[..2]), report(&lines[2..])]).unwrap();
-        assert_eq!(merged.vantages["weur"].warm_read_us, weur.warm_read_us);
+        assert_eq!(merged.labels["weur"].stores["kv"].read_us, kv.read_us);
+        assert_eq!(merged.labels["weur"].stores["kv"].cold_read_us, kv.cold_read_us);
         let back: Report = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
-        assert_eq!(back.vantages["weur"].warm_read_us, weur.warm_read_us);
+        assert_eq!(back.labels["weur"].stores["kv"], *kv);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::hist::{Hist, Packed};
 use crate::sample::Side;
 
 /// Bumped whenever a field changes meaning or is removed; readers refuse other versions.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Everything one or more runs measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,9 +45,6 @@ pub struct Report {
 /// Most colos or placements a vantage point lists; the rest are counted under `other`.
 pub const VANTAGE_NAMES_MAX: usize = 16;
 
-/// Most stores a vantage point keeps warm reads of (the rest are in the run's figures only).
-pub const VANTAGE_STORES_MAX: usize = 64;
-
 /// One vantage point of kept answers: what it is, where its answers ran, how many were warm.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct VantagePoint {
@@ -76,11 +73,6 @@ pub struct VantagePoint {
     /// A member's answers placed in a colo outside its region's metro: counted here only.
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub elsewhere: u64,
-    /// Successful reads of the warm answers, µs, per store: the steady state, without the
-    /// connections and metadata exchanges a cold instance starts afresh. The vantage table's
-    /// percentiles come from these when there are any.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub warm_read_us: BTreeMap<String, crate::hist::Hist>,
 }
 
 impl VantagePoint {
@@ -113,9 +105,6 @@ impl VantagePoint {
         self.failed += from.failed;
         self.unplaced += from.unplaced;
         self.elsewhere += from.elsewhere;
-        for (store, h) in &from.warm_read_us {
-            self.warm_read_us.entry(store.clone()).or_default().add(h);
-        }
     }
 }
 
@@ -193,6 +182,11 @@ pub struct Section {
     pub sent: u64,
     /// 200 with a conforming `/test` body.
     pub answered: u64,
+    /// Of `answered`: answers of a new instance (a cold isolate, a new probe object). Their
+    /// store latencies are in the stores' `cold_*` histograms only; every other latency of a
+    /// store is a warm answer's. Counts, bytes and billing units are of every answer.
+    #[serde(default)]
+    pub cold: u64,
     /// Requests that did not yield an answer, by kind (`not_sent`, `http_401`, `timeout`, ...);
     /// each kind is the client's or the worker's ([`crate::sample::Side::of_name`]).
     pub failures: BTreeMap<String, u64>,
@@ -230,14 +224,22 @@ pub struct StoreStats {
     pub reads: u64,
     /// Writes attempted (successful + failed).
     pub writes: u64,
-    /// Successful reads, µs as timed by the worker.
+    /// Successful reads of warm answers, µs as timed by the worker.
     pub read_us: Hist,
     pub read_hit_us: Hist,
     pub read_miss_us: Hist,
-    /// Successful writes, µs.
+    /// Successful writes of warm answers, µs.
     pub write_us: Hist,
-    /// Metadata exchanges (e.g. Deno KV's), µs; empty for stores that have none.
+    /// Metadata exchanges (e.g. Deno KV's) of warm answers, µs; empty for stores that have none.
     pub connect_us: Hist,
+    /// The same of cold answers (the section's `cold`): reads, writes and metadata exchanges of
+    /// an instance's first answer, which opened its connections afresh.
+    #[serde(default)]
+    pub cold_read_us: Hist,
+    #[serde(default)]
+    pub cold_write_us: Hist,
+    #[serde(default)]
+    pub cold_connect_us: Hist,
     /// Value sizes of successful reads and writes, bytes (a failed operation moved none that
     /// anyone bills).
     pub read_bytes: Hist,
@@ -283,8 +285,11 @@ impl StoreStats {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ColoStats {
     pub answered: u64,
+    /// Of `answered`: cold answers (their reads are not in `read_us`).
+    #[serde(default)]
+    pub cold: u64,
     pub latency_us: Hist,
-    /// Successful read latency per store, µs.
+    /// Successful read latency of warm answers per store, µs.
     pub read_us: BTreeMap<String, Hist>,
 }
 
@@ -301,15 +306,21 @@ pub struct Interval {
     pub start_s: f64,
     pub scheduled: u64,
     pub failed: u64,
+    /// Cold answers (their reads are in `cold_read_us` only).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub cold: u64,
     pub latency_us: Packed,
-    /// Successful read latency per store, µs.
+    /// Successful read latency of warm answers per store, µs.
     pub read_us: BTreeMap<String, Packed>,
-    /// Successful reads that found the key (`hit: true`), per store, µs.
+    /// Successful reads of warm answers that found the key (`hit: true`), per store, µs.
     #[serde(default)]
     pub read_hit_us: BTreeMap<String, Packed>,
-    /// Successful write latency per store, µs.
+    /// Successful write latency of warm answers per store, µs.
     #[serde(default)]
     pub write_us: BTreeMap<String, Packed>,
+    /// Successful read latency of cold answers per store, µs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cold_read_us: BTreeMap<String, Packed>,
 }
 
 impl Section {
@@ -504,7 +515,8 @@ impl Quantiles {
 /// One row of the latency table: end to end, or one store's reads/writes/connects.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyRow {
-    /// `end-to-end`, or `<store> read all|read hit|read miss|write|connect`.
+    /// `end-to-end`, or `<store> read all|read hit|read miss|write|connect` (warm answers), then
+    /// `<store> read cold|write cold|connect cold` (cold answers, when there are any).
     pub name: String,
     /// The store, when the row is one store's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -532,8 +544,11 @@ pub struct LabelSummary {
     pub retried: u64,
     pub achieved_rate: f64,
     pub latency: Quantiles,
-    /// Successful reads per store.
+    /// Successful reads of warm answers per store.
     pub read: BTreeMap<String, Quantiles>,
+    /// Successful reads of cold answers per store (stores with any).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cold_read: BTreeMap<String, Quantiles>,
 }
 
 /// Per colo: answers, end-to-end and per-store read percentiles.
@@ -555,16 +570,13 @@ pub struct Summary {
     pub worker_failed: u64,
     #[serde(default)]
     pub retried: u64,
-    /// All runs: end-to-end, then per store (in name order) its read/hit/miss/write/connect rows.
-    /// A store's hit/miss rows are left out when it reports no hit/miss, write when it made no
-    /// write, connect when it made no connect.
+    /// All runs: end-to-end, then per store (in name order) its read/hit/miss/write/connect rows
+    /// of warm answers and its cold rows. A store's hit/miss rows are left out when it reports
+    /// no hit/miss, write when it made no write, connect when it made no connect, a cold row
+    /// when no cold answer has one.
     pub latency: Vec<LatencyRow>,
     pub labels: BTreeMap<String, LabelSummary>,
     pub colos: BTreeMap<String, ColoSummary>,
-    /// Per vantage point of kept answers, the successful reads of its warm answers per store
-    /// ([`VantagePoint::warm_read_us`]): what the vantage table shows when there are any.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub warm_read: BTreeMap<String, BTreeMap<String, Quantiles>>,
     /// The answer first: each store ranked by its read p50, every percentile with its 95%
     /// interval ([`crate::comparison`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -583,19 +595,6 @@ impl Summary {
             worker_failed: t.worker_failed(),
             retried: t.retried,
             latency: latency_rows(t),
-            warm_read: report
-                .vantages
-                .iter()
-                .filter(|(_, v)| !v.warm_read_us.is_empty())
-                .map(|(label, v)| {
-                    let q = v
-                        .warm_read_us
-                        .iter()
-                        .map(|(store, h)| (store.clone(), Quantiles::of(h)))
-                        .collect();
-                    (label.clone(), q)
-                })
-                .collect(),
             labels: report
                 .labels
                 .iter()
@@ -628,6 +627,9 @@ fn latency_rows(t: &Section) -> Vec<LatencyRow> {
             ("read miss", &s.read_miss_us, None, has_hit_miss),
             ("write", &s.write_us, Some(s.errors_for(true)), s.writes > 0),
             ("connect", &s.connect_us, None, !s.connect_us.is_empty()),
+            ("read cold", &s.cold_read_us, None, !s.cold_read_us.is_empty()),
+            ("write cold", &s.cold_write_us, None, !s.cold_write_us.is_empty()),
+            ("connect cold", &s.cold_connect_us, None, !s.cold_connect_us.is_empty()),
         ];
         for (set, h, errors, shown) in rows {
             if shown {
@@ -658,6 +660,12 @@ impl LabelSummary {
                 .stores
                 .iter()
                 .map(|(k, s)| (k.clone(), Quantiles::of(&s.read_us)))
+                .collect(),
+            cold_read: s
+                .stores
+                .iter()
+                .filter(|(_, s)| !s.cold_read_us.is_empty())
+                .map(|(k, s)| (k.clone(), Quantiles::of(&s.cold_read_us)))
                 .collect(),
         }
     }
@@ -724,6 +732,9 @@ impl StoreStats {
         self.read_miss_us.add(&from.read_miss_us);
         self.write_us.add(&from.write_us);
         self.connect_us.add(&from.connect_us);
+        self.cold_read_us.add(&from.cold_read_us);
+        self.cold_write_us.add(&from.cold_write_us);
+        self.cold_connect_us.add(&from.cold_connect_us);
         self.read_bytes.add(&from.read_bytes);
         self.write_bytes.add(&from.write_bytes);
         self.read_units_4k += from.read_units_4k;
@@ -750,6 +761,7 @@ impl Section {
         self.scheduled += from.scheduled;
         self.sent += from.sent;
         self.answered += from.answered;
+        self.cold += from.cold;
         add_counts(&mut self.failures, &from.failures);
         for (kind, examples) in &from.failure_examples {
             let mine = self.failure_examples.entry(kind.clone()).or_default();
@@ -777,6 +789,9 @@ impl StoreStats {
             &mut self.read_miss_us,
             &mut self.write_us,
             &mut self.connect_us,
+            &mut self.cold_read_us,
+            &mut self.cold_write_us,
+            &mut self.cold_connect_us,
             &mut self.read_bytes,
             &mut self.write_bytes,
         ] {
@@ -802,6 +817,7 @@ impl ColoStats {
 
     pub fn add(&mut self, from: &ColoStats) {
         self.answered += from.answered;
+        self.cold += from.cold;
         self.latency_us.add(&from.latency_us);
         add_hists(&mut self.read_us, &from.read_us);
     }
@@ -811,12 +827,14 @@ impl Interval {
     pub fn add(&mut self, from: &Interval) {
         self.scheduled += from.scheduled;
         self.failed += from.failed;
+        self.cold += from.cold;
         let mut h = self.latency_us.unpack();
         h.add(&from.latency_us.unpack());
         self.latency_us = Packed::pack(&h);
         add_packed(&mut self.read_us, &from.read_us);
         add_packed(&mut self.read_hit_us, &from.read_hit_us);
         add_packed(&mut self.write_us, &from.write_us);
+        add_packed(&mut self.cold_read_us, &from.cold_read_us);
     }
 }
 
@@ -825,21 +843,24 @@ impl Interval {
 pub struct IntervalSum {
     scheduled: u64,
     failed: u64,
+    cold: u64,
     latency_us: Hist,
-    /// `read_us`, `read_hit_us`, `write_us`.
-    stores: [BTreeMap<String, Hist>; 3],
+    /// `read_us`, `read_hit_us`, `write_us`, `cold_read_us`.
+    stores: [BTreeMap<String, Hist>; 4],
 }
 
 impl IntervalSum {
     pub fn add(&mut self, iv: &Interval) {
         self.scheduled += iv.scheduled;
         self.failed += iv.failed;
+        self.cold += iv.cold;
         self.latency_us.add(&iv.latency_us.unpack());
-        for (mine, theirs) in
-            self.stores
-                .iter_mut()
-                .zip([&iv.read_us, &iv.read_hit_us, &iv.write_us])
-        {
+        for (mine, theirs) in self.stores.iter_mut().zip([
+            &iv.read_us,
+            &iv.read_hit_us,
+            &iv.write_us,
+            &iv.cold_read_us,
+        ]) {
             for (k, p) in theirs {
                 match mine.get_mut(k) {
                     Some(h) => h.add(&p.unpack()),
@@ -852,17 +873,19 @@ impl IntervalSum {
     }
 
     pub fn pack(self, start_s: f64) -> Interval {
-        let [read_us, read_hit_us, write_us] = self
+        let [read_us, read_hit_us, write_us, cold_read_us] = self
             .stores
             .map(|m| m.into_iter().map(|(k, h)| (k, Packed::pack(&h))).collect());
         Interval {
             start_s,
             scheduled: self.scheduled,
             failed: self.failed,
+            cold: self.cold,
             latency_us: Packed::pack(&self.latency_us),
             read_us,
             read_hit_us,
             write_us,
+            cold_read_us,
         }
     }
 }

@@ -270,10 +270,10 @@ pub fn read_json(path: &Path) -> serde_json::Value {
     .unwrap()
 }
 
-/// A `/test` answer with the given store fragments.
+/// A `/test` answer of a warm isolate with the given store fragments.
 pub fn answer(colo: &str, stores: &str) -> String {
     format!(
-        r#"{{"key":"1","colo":"{colo}","order":[],"isolate_requests":1,"stores":{{{stores}}}}}"#
+        r#"{{"key":"1","colo":"{colo}","order":[],"isolate_requests":2,"stores":{{{stores}}}}}"#
     )
 }
 
@@ -359,6 +359,7 @@ pub fn samples(seed: u64, n: u64, span_s: u64) -> Vec<kvbench_report::sample::Sa
                         colo: if roll % 2 == 0 { "FRA".into() } else { "AMS".into() },
                         stores,
                         concurrent: None,
+                        cold: false,
                     })
                 }
             };

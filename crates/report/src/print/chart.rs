@@ -1,8 +1,9 @@
 //! Charts as SVG text (plotters, no font or system dependencies) that compare the stores on shared
-//! axes, the way the published comparison does: one timeline per percentile with every store as a
-//! line (`timeline.svg` over all reads, `timeline-hits.svg` over hits only), and every store's
-//! latency-by-percentile curve on one log-scaled percentile axis (`latency.svg`). A store keeps
-//! one colour in every chart.
+//! axes, the way the published comparison does: one timeline per percentile (p90 and p99 first)
+//! with every store as a line on a log latency axis (`timeline.svg` over warm reads,
+//! `timeline-hits.svg` over warm hits only), and every store's latency-by-percentile curve on one
+//! log-scaled percentile axis (`latency.svg`). Cold answers are in none of them (the latency
+//! table's cold rows). A store keeps one colour in every chart.
 
 use std::collections::BTreeMap;
 
@@ -18,7 +19,8 @@ const PANEL_HEIGHT: u32 = 330;
 /// Timelines with more intervals than this are drawn over wider bins (histograms added), so a
 /// line stays readable and each point holds enough samples for its p99.
 pub const MAX_POINTS: usize = 120;
-const TIMELINE_QUANTILES: [(f64, &str); 3] = [(0.50, "p50"), (0.90, "p90"), (0.99, "p99")];
+/// In the order the panels are drawn: the published comparison's view (p90, p99) first.
+const TIMELINE_QUANTILES: [(f64, &str); 3] = [(0.90, "p90"), (0.99, "p99"), (0.50, "p50")];
 /// The end-to-end line in every timeline.
 const E2E: &str = "end-to-end";
 
@@ -177,12 +179,9 @@ fn timeline_panel(area: &Area<'_>, title: &str, x_max: f64, lines: &[Line]) -> F
     if lines.iter().all(|l| l.points.is_empty()) {
         return no_data(area, title);
     }
-    let y_max = lines
-        .iter()
-        .flat_map(|l| l.points.iter().map(|(_, y)| *y))
-        .fold(0.0, f64::max)
-        .max(0.001)
-        * 1.1;
+    // A log latency axis: stores 100× apart (an in-colo cache at 0.5 ms, a cross-ocean
+    // database at 150 ms) each keep their own shape instead of the faster lying flat on zero.
+    let (y_min, y_max) = log_range(lines.iter().flat_map(|l| l.points.iter().map(|(_, y)| *y)));
     // Title, then a band for the legend row (so it never hides a point), then the plot.
     let body = area.titled(title, ("sans-serif", 20))?;
     let (band, plot) = body.split_vertically(LEGEND_BAND);
@@ -191,23 +190,27 @@ fn timeline_panel(area: &Area<'_>, title: &str, x_max: f64, lines: &[Line]) -> F
         .margin_right(20)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
+        .build_cartesian_2d(
+            0.0..x_max,
+            (y_min..y_max)
+                .log_scale()
+                .with_key_points(log_ticks(y_min, y_max)),
+        )?;
     chart
         .configure_mesh()
         .x_desc("time since start (s)")
-        .y_desc("latency (ms)")
+        .y_desc("latency (ms, log scale)")
+        .y_label_formatter(&|v| tick_label(*v))
+        .y_max_light_lines(0)
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 14))
         .draw()?;
     for l in lines.iter().filter(|l| !l.points.is_empty()) {
         let style = l.color.stroke_width(l.stroke);
+        let points: Vec<(f64, f64)> = l.points.iter().map(|(x, y)| (*x, y.max(y_min))).collect();
         // A single bin is a point, not a line: mark every point so short runs still show.
-        chart.draw_series(LineSeries::new(l.points.clone(), style))?;
-        chart.draw_series(
-            l.points
-                .iter()
-                .map(|p| Circle::new(*p, 2, l.color.filled())),
-        )?;
+        chart.draw_series(LineSeries::new(points.clone(), style))?;
+        chart.draw_series(points.iter().map(|p| Circle::new(*p, 2, l.color.filled())))?;
     }
     let items: Vec<(&str, RGBColor)> = lines.iter().map(|l| (l.name.as_str(), l.color)).collect();
     legend_row(&band, &items)?;
@@ -245,9 +248,9 @@ fn draw_timeline(report: &Report, hits_only: bool, svg: &mut String) -> Fallible
     root.fill(&WHITE)?;
     let areas = root.split_evenly((4, 1));
     let what = if hits_only {
-        "reads that hit"
+        "warm reads that hit"
     } else {
-        "all reads"
+        "warm reads"
     };
     let per = fmt_s(width_s);
     // One panel per percentile with every store on the same axes; end-to-end (network, worker
@@ -266,10 +269,11 @@ fn draw_timeline(report: &Report, hits_only: bool, svg: &mut String) -> Fallible
         let title = format!("{name} read latency, {what} (worker-timed), per {per} s");
         timeline_panel(area, &title, x_max, &lines)?;
     }
+    // Darker for a higher percentile, in TIMELINE_QUANTILES' order (p90, p99, p50).
     const GREYS: [RGBColor; 3] = [
-        RGBColor(190, 190, 190),
         RGBColor(130, 130, 130),
         RGBColor(40, 40, 40),
+        RGBColor(190, 190, 190),
     ];
     let lines: Vec<Line> =
         e2e.iter()
@@ -386,6 +390,16 @@ fn distribution_panel(
     Ok(())
 }
 
+/// The bounds of a log latency axis over `values` (ms): a little room below the lowest and above
+/// the highest, never below 1 µs, at least a factor of 2 wide.
+fn log_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (lo, hi) = values.fold((f64::INFINITY, 0.0_f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let lo = if lo.is_finite() { lo } else { 1.0 };
+    let y_min = lo.max(0.001) * 0.8;
+    let y_max = hi.max(y_min * 2.0) * 1.25;
+    (y_min, y_max)
+}
+
 /// 1-2-5 ticks across [lo, hi] for a log axis, always including one at or below `lo`'s decade
 /// so the low end is labelled.
 fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
@@ -423,15 +437,15 @@ fn draw_distribution(report: &Report, svg: &mut String) -> Fallible {
     let areas = root.split_evenly((3, 1));
     type Pick = fn(&crate::report::StoreStats) -> &Hist;
     let panels: [(&str, Pick); 3] = [
-        ("reads, all (worker-timed): latency by percentile", |s| {
+        ("warm reads, all (worker-timed): latency by percentile", |s| {
             &s.read_us
         }),
         (
-            "reads that hit (worker-timed): latency by percentile",
+            "warm reads that hit (worker-timed): latency by percentile",
             |s| &s.read_hit_us,
         ),
         (
-            "writes on a miss (worker-timed): latency by percentile",
+            "warm writes on a miss (worker-timed): latency by percentile",
             |s| &s.write_us,
         ),
     ];
@@ -450,17 +464,17 @@ pub fn render_all(report: &Report) -> anyhow::Result<Vec<Chart>> {
     let charts: [(&'static str, &'static str, Draw); 3] = [
         (
             "timeline.svg",
-            "Read latency over time, all reads: p50, p90, p99, every store on the same axes; end-to-end in its own panel",
+            "Read latency over time, warm answers: p90, p99 and p50, every store on the same log axis; end-to-end in its own panel",
             |r, s| draw_timeline(r, false, s),
         ),
         (
             "timeline-hits.svg",
-            "Read latency over time, reads that hit: p50, p90, p99",
+            "Read latency over time, warm reads that hit: p90, p99 and p50",
             |r, s| draw_timeline(r, true, s),
         ),
         (
             "latency.svg",
-            "Latency by percentile: reads, hits and writes, every store on shared axes",
+            "Latency by percentile: warm reads, hits and writes, every store on shared axes",
             draw_distribution,
         ),
     ];
@@ -498,6 +512,20 @@ mod tests {
             assert!((nines(q) - x).abs() < 1e-9, "q={q}");
             assert_eq!(percentile_label(&x), label);
         }
+    }
+
+    #[test]
+    fn the_timeline_axis_spans_every_point_on_a_log_scale() {
+        // 0.4 ms and 400 ms both inside, with room; a flat line still gets a factor of 2.
+        let (lo, hi) = log_range([0.4, 12.0, 400.0].into_iter());
+        assert!(lo < 0.4 && lo > 0.3 && hi > 400.0 && hi < 501.0, "{lo} {hi}");
+        let (lo, hi) = log_range([5.0, 5.0].into_iter());
+        assert!(hi / lo >= 2.0);
+        // Zero (a sub-microsecond bin) and nothing at all stay drawable.
+        let (lo, _) = log_range([0.0, 3.0].into_iter());
+        assert!(lo > 0.0);
+        let (lo, hi) = log_range(std::iter::empty());
+        assert!(lo > 0.0 && hi > lo);
     }
 
     #[test]

@@ -161,17 +161,16 @@ fn header(report: &Report, summary: &Summary, out: &mut String) {
 fn comparison(report: &Report, c: &Comparison, out: &mut String) {
     let _ = write!(
         out,
-        "<h2>The answer</h2><p class=\"note\">Successful reads of {}, ms: each percentile with its \
-         {:.0}% interval from order statistics (no assumption about the distribution), or why \
-         the sample is too small for one. Ranked by p50; <b>tie</b>: its p50 interval overlaps \
-         the one of the row above, so this sample does not order the two. Cost: the store's \
-         cheapest current plan at the rate of the cost table below.</p>",
-        if c.reads == "warm" {
-            "each vantage point's warm answers (an instance that had answered before)"
-        } else {
-            "every answer, cold and warm"
-        },
-        c.level * 100.0
+        "<h2>The answer</h2><p class=\"note\">Successful reads of warm answers (an instance that \
+         had answered before), ms: each percentile with its {:.0}% interval from order \
+         statistics (no assumption about the distribution), or why the sample is too small for \
+         one. Ranked by p50; <b>tie</b>: its p50 interval overlaps the one of the row above, so \
+         this sample does not order the two. Cost: the store's cheapest current plan at the \
+         rate of the cost table below.</p><p class=\"note\" id=\"cold\"><b>{} cold answer(s) \
+         left out</b> (the <i>cold</i> rows of the latency table); cold = {}.</p>",
+        c.level * 100.0,
+        c.cold_answers,
+        esc(&c.cold_means.join("; "))
     );
     out.push_str(
         "<table id=\"answer\"><thead><tr><th>rank</th><th class=\"text\">store</th><th>reads</th>\
@@ -471,7 +470,7 @@ fn vantage_table(report: &Report, summary: &Summary, out: &mut String) {
             "<tr><td>{}<small class=\"sub\">{}{}</small></td><td class=\"where\">{}{placed}</td>{}{}{}",
             esc(row.label),
             esc(&p.vantage),
-            if row.warm { "" } else { " · <i>all answers</i>" },
+            if row.warm { "" } else { " · <i>cold answers</i>" },
             esc(&row.ran_in),
             count_td(&id, "warm", p.warm),
             count_td(&id, "cold", p.cold),
@@ -507,7 +506,7 @@ fn vantage_table(report: &Report, summary: &Summary, out: &mut String) {
         }
         out.push_str("</tr>");
     }
-    out.push_str("</tbody></table><p class=\"note\">Each store's cell: its read p50 in ms, then p90 and p99. Successful reads as timed by the worker, over the warm answers of the vantage point: a cold answer is a new instance's, whose connections and metadata exchanges started afresh, and is counted in its own column. A row marked <i>all answers</i> had no warm answer, so its cells are over the cold ones. The shaded cell has the lowest p50 of its row; the bar is the p99 relative to the row's slowest store. Members are placed workers called over HTTP; a member's row counts only the answers whose <code>cf-placement</code> names a colo of its region's metro (its handler time, as every row: the probe's round trip to it is kept apart), and says how many others it left out (<i>not counted</i>: unplaced, or placed elsewhere). Hints are Durable Objects created with a location hint, measuring in their own isolate.</p>");
+    out.push_str("</tbody></table><p class=\"note\">Each store's cell: its read p50 in ms, then p90 and p99. Successful reads as timed by the worker, over the warm answers of the vantage point: a cold answer is a new instance's, whose connections and metadata exchanges started afresh, and is counted in its own column. A row marked <i>cold answers</i> had no warm answer, so its cells are over the cold ones. The shaded cell has the lowest p50 of its row; the bar is the p99 relative to the row's slowest store. Members are placed workers called over HTTP; a member's row counts only the answers whose <code>cf-placement</code> names a colo of its region's metro (its handler time, as every row: the probe's round trip to it is kept apart), and says how many others it left out (<i>not counted</i>: unplaced, or placed elsewhere). Hints are Durable Objects created with a location hint, measuring in their own isolate.</p>");
 }
 
 fn cost(report: &Report, out: &mut String) {

@@ -250,14 +250,15 @@ fn render_totals(report: &Report, summary: &Summary, out: &mut impl Write) -> io
 fn comparison_table(c: &Comparison, out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
-        "\nthe answer: successful reads ({}), ms, each with its {:.0}% interval (order statistics); \
+        "\nthe answer: successful reads of warm answers, ms, each with its {:.0}% interval (order statistics); \
          ranked by p50, \"tie\": its p50 interval overlaps the row above's (this sample does not order the two)",
-        if c.reads == "warm" {
-            "warm answers: from an instance that had answered before"
-        } else {
-            "every answer, cold and warm"
-        },
         c.level * 100.0
+    )?;
+    writeln!(
+        out,
+        "  {} cold answer(s) left out (the latency table's \"cold\" rows); cold = {}",
+        c.cold_answers,
+        c.cold_means.join("; ")
     )?;
     let mut vantage = None;
     for row in &c.rows {

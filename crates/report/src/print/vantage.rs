@@ -2,7 +2,7 @@
 //! many answers were warm — with every store's read percentiles side by side and the fastest
 //! marked, so the best store per place is seen at a glance. The percentiles are of the warm
 //! answers when the vantage point has any (a cold instance's connections and metadata exchanges
-//! are a start-up cost, not the steady state), else of all. The text and the HTML printers show
+//! are a start-up cost, not the steady state), else of the cold ones, marked so. The text and the HTML printers show
 //! these same rows.
 
 use std::collections::BTreeMap;
@@ -22,9 +22,9 @@ pub struct Row<'a> {
     /// A member's answers left out of its numbers because they ran outside its region
     /// (`3 unplaced, 1 elsewhere`); empty when there are none.
     pub not_placed: String,
-    /// Successful reads per store: of the warm answers when there are any, else of all.
+    /// Successful reads per store: of the warm answers when there are any, else of the cold.
     pub reads: &'a BTreeMap<String, Quantiles>,
-    /// Whether `reads` are the warm answers' alone.
+    /// Whether `reads` are the warm answers' (else the cold answers').
     pub warm: bool,
     /// The store with the lowest read p50, when more than one store answered.
     pub fastest: Option<&'a str>,
@@ -70,14 +70,13 @@ pub fn rows<'a>(report: &'a Report, summary: &'a Summary) -> Vec<Row<'a>> {
         .vantages
         .iter()
         .filter_map(|(label, point)| {
-            let (reads, warm) = match summary.warm_read.get(label) {
-                Some(warm) => (warm, true),
-                None => match summary.labels.get(label) {
-                    Some(l) => (&l.read, false),
-                    // A member none of whose answers ran in its region: a row of counts alone.
-                    None if point.unplaced + point.elsewhere > 0 => (&NO_READS, false),
-                    None => return None,
-                },
+            let (reads, warm) = match summary.labels.get(label) {
+                Some(l) if l.read.values().any(|q| q.count > 0) => (&l.read, true),
+                Some(l) if !l.cold_read.is_empty() => (&l.cold_read, false),
+                Some(l) => (&l.read, true),
+                // A member none of whose answers ran in its region: a row of counts alone.
+                None if point.unplaced + point.elsewhere > 0 => (&NO_READS, false),
+                None => return None,
             };
             let answered: Vec<(&String, f64)> = reads
                 .iter()
