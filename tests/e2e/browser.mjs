@@ -205,6 +205,9 @@ export function expectedCells(report) {
   count("total", "total", "worker_failed", failed("worker"));
   count("total", "total", "not_sent", t.failures.not_sent ?? 0);
   count("total", "total", "retried", t.retried ?? 0);
+  count("total", "total", "cold", t.cold ?? 0);
+  const keepFailed = report.runs.map((r) => r.import?.keep_failed).filter((n) => n !== undefined && n !== null);
+  if (keepFailed.length > 0) count("total", "total", "keep_failed", keepFailed.reduce((a, b) => a + b, 0));
   put("total", "total", "achieved_rate", t.achieved_rate, fixed2(t.achieved_rate));
 
   // The answer first: each store's reads with their intervals (crates/report/src/comparison.rs).

@@ -114,8 +114,11 @@ async fn aggregate(req: &mut Request, source: &Provenance) -> std::result::Resul
         reader.push(&chunk, &mut take)?;
     }
     let bytes = reader.bytes();
-    if let Ending::Short { .. } = reader.finish() {
-        return Err("the kept answers ended without their end line: cut short".into());
+    match reader.finish() {
+        Ending::Short { .. } => {
+            return Err("the kept answers ended without their end line: cut short".into())
+        }
+        Ending::Complete { keep_failed, .. } => agg.set_keep_failed(keep_failed),
     }
     Ok(Read {
         lines: agg.lines(),

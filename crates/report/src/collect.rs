@@ -849,7 +849,11 @@ mod tests {
         let s = &report.total;
         assert_eq!((s.answered, s.cold), (3, 1));
         let kv = &s.stores["kv"];
-        assert_eq!((kv.reads, kv.writes, kv.read_units_4k), (3, 2, 3), "billed alike");
+        assert_eq!(
+            (kv.reads, kv.writes, kv.read_units_4k),
+            (3, 2, 3),
+            "billed alike"
+        );
         assert_eq!(kv.read_us.len(), 2, "warm reads only");
         assert!(close(kv.read_us.max(), 4_000));
         assert_eq!((kv.read_hit_us.len(), kv.read_miss_us.len()), (1, 1));

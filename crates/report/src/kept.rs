@@ -93,6 +93,8 @@ pub struct Aggregate {
     timeline: BTreeMap<u64, IntervalSum>,
     /// Who measured, per label.
     vantages: BTreeMap<String, VantagePoint>,
+    /// What the stream's end line says the worker measured but could not keep.
+    keep_failed: Option<u64>,
 }
 
 impl Aggregate {
@@ -109,6 +111,7 @@ impl Aggregate {
             last_label: None,
             timeline: BTreeMap::new(),
             vantages: BTreeMap::new(),
+            keep_failed: None,
         }
     }
 
@@ -256,6 +259,12 @@ impl Aggregate {
         self
     }
 
+    /// The stream's end line's count of answers the worker measured but could not keep (`None`:
+    /// a worker that does not count them): the report shows it, in no other count.
+    pub fn set_keep_failed(&mut self, keep_failed: Option<u64>) {
+        self.keep_failed = keep_failed;
+    }
+
     /// Answers pushed so far (malformed ones included).
     pub fn lines(&self) -> u64 {
         self.lines
@@ -271,6 +280,7 @@ impl Aggregate {
             malformed_lines: self.malformed,
             truncated: false,
             incomplete_requests: 0,
+            keep_failed: self.keep_failed,
             ..ImportInfo::default()
         });
         let runs = std::mem::take(&mut self.runs);
@@ -536,7 +546,10 @@ mod tests {
         // Two halves merged are the whole, and the split survives report.json.
         let merged = Report::merge(vec![report(&lines[..2]), report(&lines[2..])]).unwrap();
         assert_eq!(merged.labels["weur"].stores["kv"].read_us, kv.read_us);
-        assert_eq!(merged.labels["weur"].stores["kv"].cold_read_us, kv.cold_read_us);
+        assert_eq!(
+            merged.labels["weur"].stores["kv"].cold_read_us,
+            kv.cold_read_us
+        );
         let back: Report = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
         assert_eq!(back.labels["weur"].stores["kv"], *kv);
     }

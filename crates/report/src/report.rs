@@ -140,6 +140,29 @@ pub struct RunInfo {
     pub import: Option<ImportInfo>,
 }
 
+impl RunInfo {
+    /// A run of nothing, for the unit tests of what reads runs.
+    #[cfg(test)]
+    pub(crate) fn empty() -> RunInfo {
+        RunInfo {
+            label: "test".into(),
+            url: "http://127.0.0.1/test".into(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+            requested_rate: 0.0,
+            planned_duration_s: 0.0,
+            send_window_s: 0.0,
+            elapsed_s: 0.0,
+            timeout_s: 0.0,
+            max_in_flight: 0,
+            interrupted: false,
+            pacer_lag_us: Hist::default(),
+            engine: default_engine(),
+            latency_from: default_latency_from(),
+            import: None,
+        }
+    }
+}
+
 fn default_engine() -> String {
     "kvbench".into()
 }
@@ -369,6 +392,15 @@ impl Report {
             cost: None,
             summary: None,
         }
+    }
+
+    /// Answers the worker measured but could not keep, over the runs that count them (`None`:
+    /// no run's source counts them — a load run's answers are never kept).
+    pub fn keep_failed(&self) -> Option<u64> {
+        self.runs
+            .iter()
+            .filter_map(|r| r.import.as_ref()?.keep_failed)
+            .reduce(|a, b| a + b)
     }
 
     pub fn read(path: &Path) -> anyhow::Result<Report> {
@@ -627,9 +659,24 @@ fn latency_rows(t: &Section) -> Vec<LatencyRow> {
             ("read miss", &s.read_miss_us, None, has_hit_miss),
             ("write", &s.write_us, Some(s.errors_for(true)), s.writes > 0),
             ("connect", &s.connect_us, None, !s.connect_us.is_empty()),
-            ("read cold", &s.cold_read_us, None, !s.cold_read_us.is_empty()),
-            ("write cold", &s.cold_write_us, None, !s.cold_write_us.is_empty()),
-            ("connect cold", &s.cold_connect_us, None, !s.cold_connect_us.is_empty()),
+            (
+                "read cold",
+                &s.cold_read_us,
+                None,
+                !s.cold_read_us.is_empty(),
+            ),
+            (
+                "write cold",
+                &s.cold_write_us,
+                None,
+                !s.cold_write_us.is_empty(),
+            ),
+            (
+                "connect cold",
+                &s.cold_connect_us,
+                None,
+                !s.cold_connect_us.is_empty(),
+            ),
         ];
         for (set, h, errors, shown) in rows {
             if shown {

@@ -13,12 +13,14 @@ pub const THRESHOLD: f64 = 0.01;
 /// One kind of failure that matters in this report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Trouble {
-    /// `request` (a request that got no `/test` answer) or the store's name.
+    /// `request` (a request that got no `/test` answer), `kept` (answers measured but not kept)
+    /// or the store's name.
     pub source: String,
     /// The failure kind (`timeout`, `http_503`), or a store error as `kind/op`.
     pub kind: String,
     pub count: u64,
-    /// Of the requests scheduled, or of the store's reads (writes for `…/write`).
+    /// Of the requests scheduled (those and the unkept ones for `kept`), or of the store's reads
+    /// (writes for `…/write`).
     pub of: u64,
     pub share: f64,
     /// Its likely cause, in one sentence.
@@ -31,6 +33,9 @@ pub fn of(report: &Report) -> Vec<Trouble> {
     let mut out = Vec::new();
     for (kind, n) in &t.failures {
         push(&mut out, "request", kind, *n, t.scheduled);
+    }
+    if let Some(n) = report.keep_failed() {
+        push(&mut out, "kept", "keep_failed", n, t.scheduled + n);
     }
     for (store, s) in &t.stores {
         for (key, n) in &s.errors {
@@ -68,6 +73,9 @@ fn push(out: &mut Vec<Trouble>, source: &str, kind: &str, count: u64, of: u64) {
 pub fn cause(source: &str, kind: &str) -> &'static str {
     if source == "request" {
         return request_cause(kind);
+    }
+    if source == "kept" {
+        return "answers the worker measured but could not keep (its Durable Object refused or timed out the append, or the isolate ended before it): in no other count, so every figure here is of the rest";
     }
     let error = kind.split('/').next().unwrap_or(kind);
     match (error, source) {
@@ -210,6 +218,35 @@ mod tests {
             cause("postgres", "rate_limited/read"),
             cause("upstash", "rate_limited/read")
         );
+    }
+
+    #[test]
+    fn answers_not_kept_are_trouble_over_one_percent() {
+        let mut r = report();
+        r.total.scheduled = 90;
+        let run = |keep_failed| crate::report::RunInfo {
+            import: Some(crate::report::ImportInfo {
+                keep_failed,
+                ..Default::default()
+            }),
+            ..crate::report::RunInfo::empty()
+        };
+        r.runs = vec![run(Some(6)), run(None), run(Some(4))];
+        assert_eq!(r.keep_failed(), Some(10));
+        let t = of(&r);
+        assert_eq!(
+            (
+                t[0].source.as_str(),
+                t[0].kind.as_str(),
+                t[0].count,
+                t[0].of
+            ),
+            ("kept", "keep_failed", 10, 100)
+        );
+        assert!(t[0].cause.contains("could not keep"));
+        r.runs = vec![run(None)];
+        assert_eq!(r.keep_failed(), None);
+        assert!(of(&r).is_empty());
     }
 
     #[test]

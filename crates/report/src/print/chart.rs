@@ -393,7 +393,9 @@ fn distribution_panel(
 /// The bounds of a log latency axis over `values` (ms): a little room below the lowest and above
 /// the highest, never below 1 µs, at least a factor of 2 wide.
 fn log_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
-    let (lo, hi) = values.fold((f64::INFINITY, 0.0_f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let (lo, hi) = values.fold((f64::INFINITY, 0.0_f64), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
     let lo = if lo.is_finite() { lo } else { 1.0 };
     let y_min = lo.max(0.001) * 0.8;
     let y_max = hi.max(y_min * 2.0) * 1.25;
@@ -437,9 +439,10 @@ fn draw_distribution(report: &Report, svg: &mut String) -> Fallible {
     let areas = root.split_evenly((3, 1));
     type Pick = fn(&crate::report::StoreStats) -> &Hist;
     let panels: [(&str, Pick); 3] = [
-        ("warm reads, all (worker-timed): latency by percentile", |s| {
-            &s.read_us
-        }),
+        (
+            "warm reads, all (worker-timed): latency by percentile",
+            |s| &s.read_us,
+        ),
         (
             "warm reads that hit (worker-timed): latency by percentile",
             |s| &s.read_hit_us,
@@ -518,7 +521,10 @@ mod tests {
     fn the_timeline_axis_spans_every_point_on_a_log_scale() {
         // 0.4 ms and 400 ms both inside, with room; a flat line still gets a factor of 2.
         let (lo, hi) = log_range([0.4, 12.0, 400.0].into_iter());
-        assert!(lo < 0.4 && lo > 0.3 && hi > 400.0 && hi < 501.0, "{lo} {hi}");
+        assert!(
+            lo < 0.4 && lo > 0.3 && hi > 400.0 && hi < 501.0,
+            "{lo} {hi}"
+        );
         let (lo, hi) = log_range([5.0, 5.0].into_iter());
         assert!(hi / lo >= 2.0);
         // Zero (a sub-microsecond bin) and nothing at all stay drawable.

@@ -123,20 +123,24 @@ fn header(report: &Report, summary: &Summary, out: &mut String) {
             let _ = write!(
                 out,
                 "<tr><td></td><td colspan=\"7\" class=\"text note\">imported {} line(s) from {}: \
-                 {} malformed line(s){}, {} incomplete request(s){}</td></tr>",
+                 {} malformed line(s){}, {} incomplete request(s){}{}</td></tr>",
                 i.lines,
                 esc(&i.files.join(", ")),
                 i.malformed_lines,
                 esc(&super::text::refused_text(&i.refused)),
                 i.incomplete_requests,
-                if i.truncated { ", file cut short" } else { "" }
+                if i.truncated { ", file cut short" } else { "" },
+                match i.keep_failed {
+                    Some(n) => format!(", {n} answer(s) measured but not kept"),
+                    None => String::new(),
+                }
             );
         }
     }
     out.push_str("</tbody></table>");
     let _ = write!(
         out,
-        r#"<table><thead><tr><th>requests</th><th>scheduled</th><th>sent</th><th>answered</th><th>failed</th><th title="no byte of an answer reached kvbench">client failed</th><th title="the worker answered, not with a /test answer">worker failed</th><th>not sent</th><th title="sent again on a new connection after the idle one it was sent on failed before any answer byte">retried</th><th>achieved req/s</th><th>send window s</th></tr></thead><tbody><tr><td>all runs</td>{}{}{}{}{}{}{}{}<td data-row="total" data-col="achieved_rate" data-value="{}">{:.2}</td><td>{:.1}</td></tr></tbody></table>"#,
+        r#"<table><thead><tr><th>requests</th><th>scheduled</th><th>sent</th><th>answered</th><th>failed</th><th title="no byte of an answer reached kvbench">client failed</th><th title="the worker answered, not with a /test answer">worker failed</th><th>not sent</th><th title="sent again on a new connection after the idle one it was sent on failed before any answer byte">retried</th><th title="answers of a new instance: in the cold rows only">cold</th><th title="answers the worker measured but could not keep: in no other count">not kept</th><th>achieved req/s</th><th>send window s</th></tr></thead><tbody><tr><td>all runs</td>{}{}{}{}{}{}{}{}{}{}<td data-row="total" data-col="achieved_rate" data-value="{}">{:.2}</td><td>{:.1}</td></tr></tbody></table>"#,
         count_td("total", "scheduled", t.scheduled),
         count_td("total", "sent", t.sent),
         count_td("total", "answered", t.answered),
@@ -145,6 +149,11 @@ fn header(report: &Report, summary: &Summary, out: &mut String) {
         count_td("total", "worker_failed", t.worker_failed()),
         count_td("total", "not_sent", t.not_sent()),
         count_td("total", "retried", t.retried),
+        count_td("total", "cold", t.cold),
+        match report.keep_failed() {
+            Some(n) => count_td("total", "keep_failed", n),
+            None => "<td title=\"this source does not count them\">-</td>".into(),
+        },
         t.achieved_rate,
         t.achieved_rate,
         t.send_window_s

@@ -189,13 +189,17 @@ fn render_runs(report: &Report, out: &mut impl Write) -> io::Result<()> {
         if let Some(i) = &r.import {
             writeln!(
                 out,
-                "      imported {} line(s) from {}; malformed lines {}{}, incomplete requests {}{}",
+                "      imported {} line(s) from {}; malformed lines {}{}, incomplete requests {}{}{}",
                 i.lines,
                 tty(&i.files.join(", ")),
                 i.malformed_lines,
                 tty(&refused_text(&i.refused)),
                 i.incomplete_requests,
-                if i.truncated { " (file cut short)" } else { "" }
+                if i.truncated { " (file cut short)" } else { "" },
+                match i.keep_failed {
+                    Some(n) => format!(", measured but not kept {n}"),
+                    None => String::new(),
+                }
             )?;
         }
     }
@@ -208,14 +212,19 @@ fn render_totals(report: &Report, summary: &Summary, out: &mut impl Write) -> io
     let t = &report.total;
     writeln!(
         out,
-        "achieved rate {:.2} req/s over {:.1} s; scheduled {}, sent {}, answered {}, failed {} (not sent {})",
+        "achieved rate {:.2} req/s over {:.1} s; scheduled {}, sent {}, answered {} (cold {}), failed {} (not sent {}){}",
         t.achieved_rate,
         t.send_window_s,
         t.scheduled,
         t.sent,
         t.answered,
+        t.cold,
         t.failed(),
-        t.not_sent()
+        t.not_sent(),
+        match report.keep_failed() {
+            Some(n) => format!("; measured but not kept {n}"),
+            None => String::new(),
+        }
     )?;
     if t.failed() > 0 || t.retried > 0 {
         writeln!(
