@@ -75,12 +75,14 @@ bash scripts/build.sh
 # Postgres, when POSTGRES_URL is given: the table (migrations/postgres, applied with psql from
 # here) and both Postgres stores added to STORES; the Hyperdrive configuration is one of the
 # resources below. Without it both stores are left out (GET / says why: not configured).
-store_vars=()
+# The build every report names (GET /'s `provenance`: the commit, wrangler's and the crates'
+# versions), as a plain-text var.
+store_vars=(--var "KVBENCH_PROVENANCE:$(node scripts/provenance.mjs deployed)")
 if [ -n "${POSTGRES_URL:-}" ]; then
   log "applying the Postgres migrations (migrations/postgres) to POSTGRES_URL"
   bash scripts/postgres.sh migrate "$POSTGRES_URL" ||
     die "the Postgres migration failed: is POSTGRES_URL reachable from this machine, and its user allowed to create a table?"
-  store_vars=(--var "STORES:kv,upstash,denokv,do,d1,r2,cache,redis,postgres,hyperdrive")
+  store_vars+=(--var "STORES:kv,upstash,denokv,do,d1,r2,cache,redis,postgres,hyperdrive")
 fi
 
 log "finding or creating the resources (scripts/resources.mjs)"

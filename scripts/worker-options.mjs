@@ -5,6 +5,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { provenance } from "./provenance.mjs";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -154,7 +155,8 @@ export function workerOptions(allBindings, extra = {}) {
     },
     d1Databases: [BINDINGS.d1],
     r2Buckets: [BINDINGS.r2],
-    bindings,
+    // What the reports name as its build (GET /'s `provenance`); the caller's own value wins.
+    bindings: { KVBENCH_PROVENANCE: JSON.stringify(provenance("local")), ...bindings },
     ...extra,
   };
 }

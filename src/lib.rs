@@ -191,6 +191,7 @@ fn handle_index(url: &str, env: &Env) -> Result<Response> {
         kvbench_core::auth::open_from_raw(env_raw(env, kvbench_core::auth::OPEN_VAR).as_deref()),
         isolate_state(),
         OPERATIONS,
+        respond::provenance(env_raw(env, respond::PROVENANCE_VAR).as_deref()),
     );
     respond::json(200, &body)
 }

@@ -60,32 +60,9 @@ pub fn without_body(response: Response) -> Result<Response> {
 
 /// The body of `GET /`: routes, active configuration and every store's description with
 /// whether it is configured here (and why not) — never a secret's value.
-pub fn index(
-    defaults: std::result::Result<Defaults, ParamError>,
-    configured: &[(StoreId, std::result::Result<(), StoreError>)],
-    token: TokenConfig,
-    open: bool,
-    isolate: serde_json::Value,
-    operations: bool,
-) -> String {
-    let auth = match token {
-        TokenConfig::Open if open => json!({
-            "bearer_token_required": false,
-            "open": true,
-            "without_token": "BENCH_TOKEN is not set and BENCH_OPEN = \"true\": anyone may call /test and start or stop the probes",
-        }),
-        TokenConfig::Open => json!({
-            "bearer_token_required": false,
-            "open": false,
-            "without_token": "BENCH_TOKEN is not set: /test, POST /probes/start, /probes/stop and /probes/check answer 403 naming BENCH_TOKEN (closed) unless the var BENCH_OPEN = \"true\" opens them to anyone",
-        }),
-        TokenConfig::Required(_) => json!({ "bearer_token_required": true }),
-        TokenConfig::Blank => json!({
-            "bearer_token_required": true,
-            "error": "BENCH_TOKEN is set but blank: /test answers 500 until it is fixed",
-        }),
-    };
-    let defaults = match defaults {
+/// `GET /`'s `defaults`: the settings every `/test` starts from (or why they are invalid).
+pub fn defaults_json(defaults: std::result::Result<Defaults, ParamError>) -> serde_json::Value {
+    match defaults {
         Ok(d) => json!({
             "keys": d.keys,
             "min_bytes": d.min_bytes,
@@ -104,7 +81,50 @@ pub fn index(
             "d1_session": d.d1_session.map(|s| s.as_str()),
         }),
         Err(e) => json!({ "error": e }),
+    }
+}
+
+/// The var the scripts that serve or deploy the worker write its build into: a JSON object of
+/// text (`commit`, `wrangler`, `workerd`, `worker`, …) that `GET /` gives as `provenance` and
+/// reports show.
+pub const PROVENANCE_VAR: &str = "KVBENCH_PROVENANCE";
+
+/// `GET /`'s `provenance`: the var's object, `null` without it, or what is wrong with it.
+pub fn provenance(raw: Option<&str>) -> serde_json::Value {
+    match raw.map(serde_json::from_str::<serde_json::Value>) {
+        None => serde_json::Value::Null,
+        Some(Ok(v)) if v.is_object() => v,
+        Some(_) => json!({ "error": format!("{PROVENANCE_VAR} is not a JSON object") }),
+    }
+}
+
+pub fn index(
+    defaults: std::result::Result<Defaults, ParamError>,
+    configured: &[(StoreId, std::result::Result<(), StoreError>)],
+    token: TokenConfig,
+    open: bool,
+    isolate: serde_json::Value,
+    operations: bool,
+    provenance: serde_json::Value,
+) -> String {
+    let auth = match token {
+        TokenConfig::Open if open => json!({
+            "bearer_token_required": false,
+            "open": true,
+            "without_token": "BENCH_TOKEN is not set and BENCH_OPEN = \"true\": anyone may call /test and start or stop the probes",
+        }),
+        TokenConfig::Open => json!({
+            "bearer_token_required": false,
+            "open": false,
+            "without_token": "BENCH_TOKEN is not set: /test, POST /probes/start, /probes/stop and /probes/check answer 403 naming BENCH_TOKEN (closed) unless the var BENCH_OPEN = \"true\" opens them to anyone",
+        }),
+        TokenConfig::Required(_) => json!({ "bearer_token_required": true }),
+        TokenConfig::Blank => json!({
+            "bearer_token_required": true,
+            "error": "BENCH_TOKEN is set but blank: /test answers 500 until it is fixed",
+        }),
     };
+    let defaults = defaults_json(defaults);
     let mut stores = serde_json::Map::new();
     for (id, state) in configured {
         let mut description = serde_json::to_value(id.spec()).unwrap_or_default();
@@ -144,6 +164,7 @@ pub fn index(
         "parameter_table": kvbench_core::parameter::ALL,
         "vars": kvbench_core::params::vars().map(|(v, _)| v).collect::<Vec<_>>(),
         "defaults": defaults,
+        "provenance": provenance,
         "stores": stores,
         "auth": auth,
         "isolate": isolate,

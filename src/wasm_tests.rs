@@ -83,8 +83,16 @@ fn index_describes_config_without_secrets() {
         false,
         serde_json::json!({ "requests": 1 }),
         true,
+        respond::provenance(Some(r#"{"commit":"0123abc","wrangler":"4.1.0"}"#)),
     );
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["provenance"]["commit"], "0123abc");
+    assert_eq!(v["provenance"]["wrangler"], "4.1.0");
+    assert_eq!(respond::provenance(None), serde_json::Value::Null);
+    assert_eq!(
+        respond::provenance(Some("[1]"))["error"],
+        "KVBENCH_PROVENANCE is not a JSON object"
+    );
     assert_eq!(v["stores"]["upstash"]["configured"], false);
     assert_eq!(
         v["stores"]["upstash"]["not_configured"],
@@ -111,6 +119,7 @@ fn index_describes_config_without_secrets() {
         false,
         serde_json::Value::Null,
         true,
+        serde_json::Value::Null,
     );
     let v: serde_json::Value = serde_json::from_str(&blank).unwrap();
     assert_eq!(
@@ -125,6 +134,7 @@ fn index_describes_config_without_secrets() {
         false,
         serde_json::Value::Null,
         true,
+        serde_json::Value::Null,
     );
     let v: serde_json::Value = serde_json::from_str(&closed).unwrap();
     assert_eq!(v["auth"]["bearer_token_required"], false);
@@ -144,6 +154,7 @@ fn index_describes_config_without_secrets() {
         true,
         serde_json::Value::Null,
         true,
+        serde_json::Value::Null,
     );
     let v: serde_json::Value = serde_json::from_str(&open).unwrap();
     assert_eq!(v["auth"]["open"], true);

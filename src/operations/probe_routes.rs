@@ -492,11 +492,25 @@ async fn report_call(
     // to pull it while it waits, which workerd takes for a hang).
     let pipe = worker::web_sys::TransformStream::new().map_err(|e| js_text(&e))?;
     let writer = pipe.writable().get_writer().map_err(|e| js_text(&e))?;
-    let url = format!("https://report{path}?origin_ms={origin}&span_ms={span}{extra_query}");
+    let url = format!(
+        "https://report{path}?origin_ms={origin}&span_ms={span}&since_ms={}&until_ms={}{extra_query}",
+        window.since_ms, window.until_ms
+    );
+    // What the page names as its provenance: this worker's build and settings, as its GET / says.
+    let describe = serde_json::json!({
+        "provenance": crate::respond::provenance(
+            crate::bindings::env_raw(env, crate::respond::PROVENANCE_VAR).as_deref()
+        ),
+        "defaults": crate::respond::defaults_json(crate::bindings::defaults(env)),
+    })
+    .to_string();
     let request = crate::bindings::js_request(
         "POST",
         &url,
-        &[("kvbench-worker-url", worker_url)],
+        &[
+            ("kvbench-worker-url", worker_url),
+            ("kvbench-describe", &describe),
+        ],
         Some(&pipe.readable().into()),
         false,
     )?;
@@ -528,22 +542,61 @@ fn origin_of(req: &Request) -> String {
         .unwrap_or_default()
 }
 
-/// `GET /report`'s `?window=` (its only parameter, at most once; `DEFAULT_WINDOW` without it),
-/// as the window the report covers, in seconds.
-fn report_window_of(req: &Request, keep_s: u32) -> std::result::Result<u32, ParamError> {
-    let pairs = query(req)?;
-    let mut window_text = DEFAULT_WINDOW.to_string();
-    for (i, (name, value)) in pairs.iter().enumerate() {
-        if name != "window" {
-            return Err(ParamError::new(name, "unknown parameter; expected window"));
+/// What `GET /report` serves: the page, or the report.json it is made of.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Html,
+    Json,
+}
+
+impl Format {
+    fn as_str(self) -> &'static str {
+        match self {
+            Format::Html => "html",
+            Format::Json => "json",
         }
-        if i > 0 {
-            return Err(ParamError::new(name, "given more than once"));
-        }
-        window_text = value.clone();
     }
+}
+
+/// `GET /report`'s `?window=` (`DEFAULT_WINDOW` without it) as the window the report covers in
+/// seconds, and `?format=html|json`; each at most once, nothing else.
+fn report_query_of(req: &Request, keep_s: u32) -> std::result::Result<(u32, Format), ParamError> {
+    let pairs = query(req)?;
+    let mut window_text = None;
+    let mut format = None;
+    for (name, value) in pairs {
+        let slot_given = match name.as_str() {
+            "window" => window_text.replace(value).is_some(),
+            "format" => {
+                let f = match value.as_str() {
+                    "html" => Format::Html,
+                    "json" => Format::Json,
+                    other => {
+                        return Err(ParamError::new(
+                            "format",
+                            format!("expected html or json, got {other:?}"),
+                        ))
+                    }
+                };
+                format.replace(f).is_some()
+            }
+            _ => {
+                return Err(ParamError::new(
+                    &name,
+                    "unknown parameter; expected window or format",
+                ))
+            }
+        };
+        if slot_given {
+            return Err(ParamError::new(&name, "given more than once"));
+        }
+    }
+    let window_text = window_text.unwrap_or_else(|| DEFAULT_WINDOW.to_string());
     let asked_s = probes::parse_seconds("window", &window_text, 60, keep_s)?;
-    Ok(probes::report_window(asked_s, keep_s))
+    Ok((
+        probes::report_window(asked_s, keep_s),
+        format.unwrap_or(Format::Html),
+    ))
 }
 
 /// `GET /report?window=24h`: report.html over the probes' answers of the window (regions as
@@ -559,13 +612,13 @@ pub async fn report(req: Request, env: &Env) -> Result<Response> {
         Ok(p) => p,
         Err(r) => return r,
     };
-    let window_s = match report_window_of(&req, probes.config.keep_s) {
-        Ok(s) => s,
+    let (window_s, format) = match report_query_of(&req, probes.config.keep_s) {
+        Ok(q) => q,
         Err(e) => return error(400, &e),
     };
-    let key = format!("report:{window_s}");
+    let key = format!("report:{window_s}:{}", format.as_str());
     if let Some((status, body)) = cached(&key) {
-        return html(status, body, window_s, "cached");
+        return page(status, body, window_s, format, "cached");
     }
     // Viewers of the same window while it renders wait for that render (single flight): twenty
     // at once cost one render, not twenty. A waiter only watches the render, on a timer of its
@@ -575,7 +628,7 @@ pub async fn report(req: Request, env: &Env) -> Result<Response> {
         let deadline = JsClock.now_ms() + WAIT_FOR_RENDER_MS;
         loop {
             if let Some(result) = running.peek() {
-                return report_response(result.clone(), window_s, "shared");
+                return report_response(result.clone(), window_s, format, "shared");
             }
             let still = RENDERING.with(|r| r.borrow().contains_key(&key));
             if !still || JsClock.now_ms() > deadline {
@@ -586,7 +639,7 @@ pub async fn report(req: Request, env: &Env) -> Result<Response> {
         // The render went away unfinished (its viewer left) or took too long: another minute's
         // page, or a render of this request's own.
         if let Some((status, body)) = cached(&key) {
-            return html(status, body, window_s, "cached");
+            return page(status, body, window_s, format, "cached");
         }
     }
     let env = env.clone();
@@ -599,8 +652,15 @@ pub async fn report(req: Request, env: &Env) -> Result<Response> {
             since_ms: now - i64::from(window_s) * 1000,
             until_ms: now + 1,
         };
-        let (status, body, kept) =
-            report_call(&env, &probes, window, "/render", "", &origin).await?;
+        let (status, body, kept) = report_call(
+            &env,
+            &probes,
+            window,
+            "/render",
+            &format!("&window_s={window_s}&format={}", format.as_str()),
+            &origin,
+        )
+        .await?;
         if kept {
             remember(&key_done, status, &body);
         }
@@ -611,7 +671,7 @@ pub async fn report(req: Request, env: &Env) -> Result<Response> {
     // However this request ends (done, or its viewer gone), the render is no longer under way.
     let _under_way = Rendered(key);
     let result = render.await;
-    report_response(result, window_s, "made")
+    report_response(result, window_s, format, "made")
 }
 
 /// How long a viewer waits for another's render, and how often it looks.
@@ -627,11 +687,16 @@ impl Drop for Rendered {
     }
 }
 
-fn report_response(result: RenderResult, window_s: u32, how: &str) -> Result<Response> {
+fn report_response(
+    result: RenderResult,
+    window_s: u32,
+    format: Format,
+    how: &str,
+) -> Result<Response> {
     match result {
         // Over the report's budget (too many answers in the window): the parameter to change.
         Ok((413, body)) => error(413, &ParamError::new("window", body)),
-        Ok((status, body)) => html(status, body, window_s, how),
+        Ok((status, body)) => page(status, body, window_s, format, how),
         Err(e) => error(503, &ParamError::new("report", e)),
     }
 }
@@ -649,10 +714,14 @@ thread_local! {
 /// The page, saying which window it covers (`kvbench-window-s`: the preset the one asked for
 /// was widened to) and where it came from (`kvbench-render`: `made` for this request, `shared`
 /// with a viewer whose render was under way, `cached` from the last minute's).
-fn html(status: u16, body: String, window_s: u32, how: &str) -> Result<Response> {
+fn page(status: u16, body: String, window_s: u32, format: Format, how: &str) -> Result<Response> {
     let mut r = Response::ok(body)?.with_status(status);
     let headers = r.headers_mut();
-    headers.set("Content-Type", "text/html; charset=utf-8")?;
+    let content_type = match format {
+        Format::Html => "text/html; charset=utf-8",
+        Format::Json => "application/json",
+    };
+    headers.set("Content-Type", content_type)?;
     headers.set("Cache-Control", "no-store")?;
     headers.set("kvbench-window-s", &window_s.to_string())?;
     headers.set("kvbench-render", how)?;

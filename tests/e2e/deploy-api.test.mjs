@@ -140,6 +140,11 @@ function checkMain(api, dir, out, { postgres: pg = false } = {}) {
   assert.equal(main.migrationTag, "v3");
   assert.deepEqual(main.schedules.map((s) => s.cron), ["*/5 * * * *"]);
   assert.equal(main.secrets.get("BENCH_TOKEN"), token);
+  // The build reports name (GET /'s provenance): this checkout's commit and wrangler's version.
+  const built = JSON.parse(binding(main, "KVBENCH_PROVENANCE").text);
+  assert.equal(built.stack, "deployed");
+  assert.match(built.commit, /^[0-9a-f]{12}(-dirty)?$/);
+  assert.equal(built.wrangler, JSON.parse(fs.readFileSync(path.join(ROOT, "node_modules/wrangler/package.json"), "utf8")).version);
   if (pg) {
     assert.equal(binding(main, "BENCH_HYPERDRIVE").id, [...state.hyperdrive.keys()][0]);
     assert.equal(main.secrets.get("POSTGRES_URL"), pgUrl);
@@ -168,6 +173,7 @@ function checkMembers(api, regions, token, { postgres: pg = false } = {}) {
     assert.equal(m.secrets.get("BENCH_TOKEN"), token, `${name}: BENCH_TOKEN`);
     assert.ok(m.compatibility_flags.includes("global_fetch_strictly_public"), name);
     assert.deepEqual(m.schedules, [], `${name} runs no cron`);
+    assert.equal(binding(m, "KVBENCH_PROVENANCE").text, binding(main, "KVBENCH_PROVENANCE").text, `${name}: the same build`);
     assert.equal(m.classes.size, 0, `${name} has no Durable Object classes of its own`);
     // The member build (scripts/build.sh member), not the main worker's.
     assert.deepEqual(wasmSizes(m), [fs.statSync(path.join(ROOT, "build-member/index_bg.wasm")).size], `${name} uploads the member build`);

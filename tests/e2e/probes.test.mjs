@@ -229,6 +229,21 @@ test("GET /report is kvbench's report.html over the probes' window, and the same
       "regions as labels",
     );
     assert.deepEqual(mismatches(cells(dom), expectedCells(imported.report)), []);
+    // Its report.json (?format=json): the same figures, and where they come from.
+    const asJson = await call("GET", "/report?window=1h&format=json");
+    assert.equal(asJson.res.status, 200, asJson.text.slice(0, 500));
+    assert.match(asJson.res.headers.get("content-type"), /^application\/json/);
+    const served = JSON.parse(asJson.text);
+    assert.deepEqual(mismatches(cells(dom), expectedCells(served)), []);
+    const p = served.provenance;
+    assert.equal(p.stack, "local", JSON.stringify(p));
+    assert.match(p.build.commit, /^([0-9a-f]{12}(-dirty)?|unknown)$/);
+    for (const k of ["wrangler", "workerd", "workers-rs", "redis-server"]) assert.ok(p.build[k], `build names ${k}: ${JSON.stringify(p.build)}`);
+    assert.equal(p.settings.keys, "1000");
+    assert.ok(p.window[0] < p.window[1], JSON.stringify(p.window));
+    assert.deepEqual(p.raw.map((r) => new URL(r.href).pathname), ["/probes/answers", "/report"]);
+    assert.ok(dom.includes("How this was measured") && dom.includes(p.build.commit), "the page names its build");
+    assert.match(dom, /Measured on the local stack \(this machine\)/);
     // The vantage × store table: a row per region, each store's cell, the counts.
     const rows = new Set(cells(dom).filter((c) => c.row.startsWith("vantage ")).map((c) => c.row));
     assert.deepEqual([...rows].sort(), HINTS.split(",").sort().map((h) => `vantage ${h}`), "a row per region");
@@ -243,7 +258,7 @@ test("GET /report is kvbench's report.html over the probes' window, and the same
   // A page view within a minute is the cached page.
   const again = await call("GET", "/report?window=1h");
   assert.equal(again.text, text);
-  for (const [q, parameter] of [["window=5", "window"], ["window=30d", "window"], ["window=x", "window"], ["w=1h", "w"]]) {
+  for (const [q, parameter] of [["window=5", "window"], ["window=30d", "window"], ["window=x", "window"], ["w=1h", "w"], ["format=xml", "format"], ["format=json&format=html", "format"]]) {
     const { status, body } = await json("GET", `/report?${q}`);
     assert.equal(status, 400, q);
     assert.equal(body.error.parameter, parameter, q);

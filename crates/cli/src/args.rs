@@ -112,6 +112,10 @@ pub struct RunArgs {
     /// Also write samples.csv (one row per request and store).
     #[arg(long)]
     pub samples_csv: bool,
+    /// Do not ask the worker's `GET /` for its build and settings after the run (the report's
+    /// provenance then names only where and when it ran).
+    #[arg(long)]
+    pub no_describe: bool,
     #[command(flatten)]
     pub price: PriceArgs,
 }

@@ -29,9 +29,9 @@ use tower_service::Service as _;
 
 use crate::attack::{connector, error_chain, host_header};
 use kvbench_report::answer::shorten;
-use kvbench_report::kept::{timeline_interval, Aggregate, Kept, Provenance};
+use kvbench_report::kept::{timeline_interval, Aggregate, Kept, Source};
 use kvbench_report::print::text::tty;
-use kvbench_report::report::Report;
+use kvbench_report::report::{RawData, Report};
 use kvbench_wire::stream::{Ending, Item, Reader};
 
 /// Whose kept answers to pull.
@@ -552,6 +552,23 @@ async fn fetch_and_build(w: &WorkerImport) -> anyhow::Result<Report> {
     if let Some(info) = report.runs.iter_mut().find_map(|r| r.import.as_mut()) {
         info.keep_failed = keep_failed;
     }
+    let answers = w.answers_url()?;
+    let raw = vec![
+        RawData {
+            what: "the kept answers (NDJSON; the worker's BENCH_TOKEN)".into(),
+            href: tty(&answers.to_string()).into_owned(),
+        },
+        RawData {
+            what: "report.json (every histogram)".into(),
+            href: "report.json".into(),
+        },
+    ];
+    let mut provenance = crate::describe::provenance(&answers, None, raw);
+    provenance.window = Some((
+        w.since.clone().unwrap_or_else(|| "the oldest kept".into()),
+        w.until.clone().unwrap_or_else(|| "now".into()),
+    ));
+    report.provenance = Some(provenance);
     Ok(report)
 }
 
@@ -603,7 +620,7 @@ fn build(
     if resumed > 0 {
         eprintln!("kvbench: the stream was resumed {resumed} time(s); every answer was read once");
     }
-    let source = Provenance {
+    let source = Source {
         url: w.shown_url(),
         engine: match w.archive {
             Archive::Probes => "probes",

@@ -14,6 +14,7 @@
 pub mod args;
 pub mod attack;
 pub mod batch;
+pub mod describe;
 pub mod import;
 pub mod import_worker;
 pub mod pacer;

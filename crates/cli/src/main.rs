@@ -7,13 +7,14 @@ use anyhow::Context as _;
 use clap::Parser as _;
 
 use kvbench::args::{report_path, Cli, Command, ImportSource, PriceArgs, RunArgs};
+use kvbench::describe;
 use kvbench::import::{import_k6, ImportOptions};
 use kvbench::import_worker::{import_worker, Archive, WorkerImport};
 use kvbench::progress::Progress;
 use kvbench::run::{self, RunConfig};
 use kvbench_report::cost::PriceTable;
 use kvbench_report::print;
-use kvbench_report::report::Report;
+use kvbench_report::report::{RawData, Report};
 
 /// Exit code of a run stopped by Ctrl-C (128 + SIGINT), after its partial report is written.
 const EXIT_INTERRUPTED: u8 = 130;
@@ -62,6 +63,7 @@ fn run_command(a: RunArgs) -> anyhow::Result<ExitCode> {
             humantime::format_duration(timeout)
         );
     }
+    let headers_for_describe = headers.clone();
     let cfg = RunConfig {
         urls: a.urls.clone(),
         rate: a.rate,
@@ -81,7 +83,22 @@ fn run_command(a: RunArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     let progress = Progress::new(a.duration, interval);
-    let r = runtime.block_on(run::run(cfg, progress))?;
+    let mut r = runtime.block_on(run::run(cfg, progress))?;
+    // Where, when and with what it ran: asked of the first URL's worker once the run is over.
+    let url = &a.urls[0];
+    let index =
+        (!a.no_describe).then(|| runtime.block_on(describe::index(url, &headers_for_describe)));
+    let mut raw = vec![RawData {
+        what: "report.json (every histogram)".into(),
+        href: "report.json".into(),
+    }];
+    if a.samples_csv {
+        raw.push(RawData {
+            what: "samples.csv (one row per request and store)".into(),
+            href: "samples.csv".into(),
+        });
+    }
+    r.provenance = Some(describe::provenance(url, index, raw));
     let interrupted = r.runs.iter().any(|r| r.interrupted);
     publish(&derive(r, &a.price)?, &a.out)?;
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));

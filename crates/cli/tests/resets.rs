@@ -150,8 +150,10 @@ fn run_on_one_connection(
     let out = scratch(name);
     let url = format!("http://{addr}/test");
     let rate = rate.to_string();
+    // The server counts every connection: no GET / after the run.
     let o = kvbench(&[
         "run",
+        "--no-describe",
         "--url",
         &url,
         "--rate",

@@ -63,6 +63,19 @@ fn counts_and_percentiles_match_the_known_latencies() {
 
     let r = read_json(&out.join("report.json"));
     assert_eq!(r["schema_version"], kvbench_report::report::SCHEMA_VERSION);
+    // Its provenance: a loopback worker is the local stack; this server's GET / is no kvbench
+    // worker's description, which the report says instead of a build.
+    let p = &r["provenance"];
+    assert_eq!(p["stack"], "local");
+    assert!(
+        p["worker_error"]
+            .as_str()
+            .unwrap()
+            .contains("KVBENCH_PROVENANCE"),
+        "{p}"
+    );
+    assert_eq!(p["raw"][0]["href"], "report.json");
+    assert_eq!(p["raw"][1]["href"], "samples.csv");
     let t = &r["total"];
     assert_eq!(
         (
@@ -281,6 +294,8 @@ fn the_pool_is_fixed_and_requests_beyond_max_in_flight_are_not_sent() {
     let url = format!("http://{addr}/test");
     let o = kvbench(&[
         "run",
+        // The server counts every connection: no GET / after the run.
+        "--no-describe",
         "--url",
         &url,
         "--rate",
@@ -321,6 +336,8 @@ fn a_connection_the_server_closed_while_idle_is_reopened_not_failed() {
     let url = format!("http://{addr}/test");
     let o = kvbench(&[
         "run",
+        // The server counts every connection: no GET / after the run.
+        "--no-describe",
         "--url",
         &url,
         "--rate",
@@ -395,7 +412,7 @@ fn several_urls_get_the_same_share_of_the_schedule() {
         })
         .collect();
     let out = scratch("several-urls");
-    let mut args = vec!["run"];
+    let mut args = vec!["run", "--no-describe"];
     for (url, _, _) in &servers {
         args.extend(["--url", url.as_str()]);
     }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use kvbench_report::cost::{Deployment, PriceTable};
 use kvbench_report::kept::timeline_interval;
-use kvbench_report::kept::{Aggregate, Provenance};
+use kvbench_report::kept::{Aggregate, Source};
 use kvbench_report::report::Report;
 use kvbench_wire::stream::{Ending, Item, ReadError, Reader};
 use serde_json::json;
@@ -84,7 +84,7 @@ fn bad(message: String) -> Result<Response> {
 }
 
 /// Reads the body's kept answers into a report; the stream must end with its `end` line.
-async fn aggregate(req: &mut Request, source: &Provenance) -> std::result::Result<Read, Refusal> {
+async fn aggregate(req: &mut Request, source: &Source) -> std::result::Result<Read, Refusal> {
     let origin_ms = query_f64(req, "origin_ms").ok_or("origin_ms is missing")? as i64;
     let span_ms = query_f64(req, "span_ms").unwrap_or(0.0).max(0.0);
     let interval = timeline_interval(Duration::from_millis(span_ms as u64));
@@ -135,38 +135,78 @@ struct Read {
     bytes: u64,
 }
 
-fn source(req: &Request) -> Provenance {
+fn source(req: &Request) -> Source {
     let url = req
         .headers()
         .get("kvbench-worker-url")
         .ok()
         .flatten()
         .unwrap_or_else(|| "(the worker)".into());
-    Provenance {
+    Source {
         read_from: format!("{url}/probes/answers"),
         url,
         engine: "probes".into(),
     }
 }
 
-/// `POST /render?origin_ms=..&span_ms=..`: report.html of the answers in the body.
+/// The page's provenance: the worker's description (its `kvbench-describe` header: what its
+/// `GET /` says of its build and settings), the window (`since_ms`, `until_ms`) and the links to
+/// its raw data.
+fn provenance(req: &Request) -> kvbench_report::report::Provenance {
+    let header = |name: &str| req.headers().get(name).ok().flatten();
+    let worker_url = header("kvbench-worker-url").unwrap_or_default();
+    let describe = header("kvbench-describe").and_then(|d| serde_json::from_str(&d).ok());
+    let since = query_f64(req, "since_ms").map(|v| v as i64);
+    let until = query_f64(req, "until_ms").map(|v| v as i64);
+    let now = js_sys::Date::now() as i64;
+    kvbench_report::kept::page_provenance(
+        &worker_url,
+        describe.as_ref(),
+        (since.unwrap_or(0), until.unwrap_or(now)),
+        now,
+        query_f64(req, "window_s").map(|v| v as u64),
+    )
+}
+
+/// `POST /render?origin_ms=..&span_ms=..&since_ms=..&until_ms=..&window_s=..&format=html|json`:
+/// report.html (or its report.json) of the answers in the body.
 async fn render(mut req: Request, _ctx: RouteContext<()>) -> Result<Response> {
     let source = source(&req);
+    let json = req
+        .url()
+        .is_ok_and(|u| u.query_pairs().any(|(k, v)| k == "format" && v == "json"));
     let (report, answers) = match aggregate(&mut req, &source).await {
         Ok(Read {
             report: Some(r),
             lines,
             ..
         }) => (r, lines),
+        Ok(Read { report: None, .. }) if json => {
+            return Response::from_json(&json!({
+                "report": null,
+                "why": "no probe answer is kept in this window yet",
+            }))
+        }
         Ok(Read { report: None, .. }) => return empty_page(),
         Err(Refusal(status, e)) => return Response::error(e, status),
     };
-    let report = kvbench_report::derive(
+    let mut report = kvbench_report::derive(
         report,
         &PriceTable::default_table(),
         None,
         &Deployment::default(),
     );
+    report.provenance = Some(provenance(&req));
+    if json {
+        return match serde_json::to_string(&report) {
+            Ok(text) => {
+                let mut r = Response::ok(text)?;
+                r.headers_mut().set("Content-Type", "application/json")?;
+                Ok(r)
+            }
+            Err(e) => Response::error(format!("serializing the report failed: {e}"), 500),
+        };
+    }
     install_text_metrics();
     match kvbench_report::print::page(&report) {
         Ok(html) => {

@@ -9,7 +9,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use kvbench_report::kept::{Aggregate, Kept, Provenance};
+use kvbench_report::kept::{Aggregate, Kept, Source};
 
 struct Counting;
 static NOW: AtomicUsize = AtomicUsize::new(0);
@@ -72,7 +72,7 @@ fn main() {
         kvbench_report::kept::timeline_interval(Duration::from_secs(window)),
     );
     let answers = push_answers(&mut agg, labels, every, window, origin_ms);
-    let source = Provenance {
+    let source = Source {
         url: "https://kvbench.example".into(),
         engine: "probes".into(),
         read_from: "synthetic".into(),

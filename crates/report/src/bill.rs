@@ -218,7 +218,7 @@ mod tests {
     use kvbench_wire::kept::Kept;
 
     use super::*;
-    use crate::kept::{Aggregate, Provenance};
+    use crate::kept::{Aggregate, Source};
 
     /// A kept line of `label` with a `kv` hit and a `redis` miss that wrote.
     fn line(seq: i64, t_ms: i64, label: &str, cold: bool) -> String {
@@ -232,7 +232,7 @@ mod tests {
         for l in lines {
             a.push(&Kept::parse(l.as_bytes()).unwrap());
         }
-        let source = Provenance {
+        let source = Source {
             url: "https://w".into(),
             engine: "probes".into(),
             read_from: "https://w/probes/answers".into(),

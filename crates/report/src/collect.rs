@@ -744,6 +744,7 @@ impl Collector {
             },
             cost: None,
             summary: None,
+            provenance: None,
         }
     }
 }

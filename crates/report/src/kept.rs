@@ -69,7 +69,7 @@ struct LabelRun {
 }
 
 /// Where the answers came from, for the report's `runs[]`.
-pub struct Provenance {
+pub struct Source {
     /// The worker's URL (never a token).
     pub url: String,
     /// `probes` or `worker` (a load run's answers).
@@ -271,7 +271,7 @@ impl Aggregate {
     }
 
     /// The report: one run per label, merged. `None` when no answer was usable.
-    pub fn finish(mut self, source: &Provenance) -> anyhow::Result<Option<Report>> {
+    pub fn finish(mut self, source: &Source) -> anyhow::Result<Option<Report>> {
         let origin = SystemTime::UNIX_EPOCH + Duration::from_millis(self.origin_ms.max(0) as u64);
         let started_at = humantime::format_rfc3339_seconds(origin).to_string();
         let mut info = Some(ImportInfo {
@@ -332,6 +332,72 @@ impl Aggregate {
     }
 }
 
+/// Epoch milliseconds as RFC 3339 UTC (a time no clock keeps reads as the epoch).
+fn rfc3339_ms(ms: i64) -> String {
+    let at =
+        SystemTime::UNIX_EPOCH + Duration::from_millis(ms.clamp(0, 253_402_300_799_999) as u64);
+    humantime::format_rfc3339_seconds(at).to_string()
+}
+
+/// Whether `url`'s host is this machine (a loopback address or `localhost`).
+fn is_loopback(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    host == "localhost"
+        || host.ends_with(".localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The provenance of a page over the kept answers of `worker_url` (`GET /report`): the stack
+/// (the worker's word in `describe`, its `GET /`'s `provenance` and `defaults`; else by its
+/// address), the window, when it was made, and where its raw data is: the kept answers as NDJSON
+/// and this page's report.json.
+pub fn page_provenance(
+    worker_url: &str,
+    describe: Option<&serde_json::Value>,
+    (since_ms, until_ms): (i64, i64),
+    now_ms: i64,
+    window_s: Option<u64>,
+) -> crate::report::Provenance {
+    use crate::report::{Provenance, RawData};
+    let mut p = Provenance {
+        stack: if is_loopback(worker_url) {
+            "local"
+        } else {
+            "deployed"
+        }
+        .into(),
+        updated_at: rfc3339_ms(now_ms),
+        window: Some((rfc3339_ms(since_ms), rfc3339_ms(until_ms))),
+        ..Provenance::default()
+    };
+    match describe {
+        Some(d) => p.describe(d),
+        None => p.worker_error = Some("the worker sent no description".into()),
+    }
+    if let Some(stack) = p.build.remove("stack") {
+        p.stack = stack;
+    }
+    let base = worker_url.trim_end_matches('/');
+    p.raw.push(RawData {
+        what: "the kept answers (NDJSON; BENCH_TOKEN when set)".into(),
+        href: format!("{base}/probes/answers?since={since_ms}&until={until_ms}"),
+    });
+    if let Some(w) = window_s {
+        p.raw.push(RawData {
+            what: "report.json (every histogram)".into(),
+            href: format!("{base}/report?window={w}s&format=json"),
+        });
+    }
+    p
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -366,7 +432,7 @@ mod tests {
             push(&mut a, l);
         }
         assert_eq!(a.lines(), 8);
-        let source = Provenance {
+        let source = Source {
             url: "https://w".into(),
             engine: "probes".into(),
             read_from: "https://w/probes/answers".into(),
@@ -410,7 +476,7 @@ mod tests {
         }
         lines.push(line(99, 1_000_000 + 5 * 61_000, "a", 250.0));
         let interval = Duration::from_secs(300);
-        let source = Provenance {
+        let source = Source {
             url: "https://w".into(),
             engine: "probes".into(),
             read_from: "x".into(),
@@ -450,7 +516,7 @@ mod tests {
         for l in text.lines() {
             push(&mut a, l);
         }
-        let source = Provenance {
+        let source = Source {
             url: "https://w".into(),
             engine: "probes".into(),
             read_from: "x".into(),
@@ -506,7 +572,7 @@ mod tests {
             line(4, 1_600_000, "weur", 4.0),
             cold(1, 1_000_000, "apac", 70.0),
         ];
-        let source = Provenance {
+        let source = Source {
             url: "https://w".into(),
             engine: "probes".into(),
             read_from: "x".into(),
@@ -552,6 +618,49 @@ mod tests {
         );
         let back: Report = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
         assert_eq!(back.labels["weur"].stores["kv"], *kv);
+    }
+
+    #[test]
+    fn a_page_names_its_stack_window_build_and_raw_data() {
+        let describe = serde_json::json!({
+            "provenance": {"stack": "deployed", "commit": "0123abc", "wrangler": "4.1.0"},
+            "defaults": {"keys": 1000, "stores": ["kv", "upstash"]},
+        });
+        let p = page_provenance(
+            "https://kvbench.example.workers.dev",
+            Some(&describe),
+            (1_700_000_000_000, 1_700_086_400_000),
+            1_700_086_400_000,
+            Some(86_400),
+        );
+        assert_eq!(p.stack, "deployed");
+        assert_eq!(p.build["commit"], "0123abc");
+        assert_eq!(p.settings["stores"], "kv,upstash");
+        assert_eq!(
+            p.window,
+            Some(("2023-11-14T22:13:20Z".into(), "2023-11-15T22:13:20Z".into()))
+        );
+        assert_eq!(p.updated_at, "2023-11-15T22:13:20Z");
+        let hrefs: Vec<&str> = p.raw.iter().map(|r| r.href.as_str()).collect();
+        assert_eq!(
+            hrefs,
+            [
+                "https://kvbench.example.workers.dev/probes/answers?since=1700000000000&until=1700086400000",
+                "https://kvbench.example.workers.dev/report?window=86400s&format=json"
+            ]
+        );
+        // Without the worker's word, its address says; what is missing is said.
+        for (url, stack) in [
+            ("http://127.0.0.1:8787", "local"),
+            ("http://localhost:8787/", "local"),
+            ("http://[::1]:8787", "local"),
+            ("https://kvbench.example.workers.dev", "deployed"),
+        ] {
+            let p = page_provenance(url, None, (0, 1), 1, None);
+            assert_eq!(p.stack, stack, "{url}");
+            assert!(p.worker_error.is_some());
+            assert_eq!(p.raw.len(), 1);
+        }
     }
 
     #[test]

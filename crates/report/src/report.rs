@@ -40,6 +40,131 @@ pub struct Report {
     /// in milliseconds, for readers without an HdrHistogram decoder); recomputed on re-render.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<Summary>,
+    /// Where the figures come from: the stack, the builds, the settings, the raw data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
+}
+
+/// Where a report's figures come from, as its page shows them: enough to reproduce them.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Provenance {
+    /// `local` (a worker on this machine: the local stack) or `deployed`.
+    pub stack: String,
+    /// When these figures were made, RFC 3339 UTC.
+    pub updated_at: String,
+    /// The window of kept answers a page covers (`GET /report`): from and to, RFC 3339 UTC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<(String, String)>,
+    /// The measuring worker's build as its `GET /` gives it (`KVBENCH_PROVENANCE`, written by
+    /// the scripts that serve or deploy it): the kvbench commit, and the versions of wrangler,
+    /// workerd, workers-rs, the store clients and the local stack's servers. Empty when the
+    /// worker says nothing (`worker_error` says why).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub build: BTreeMap<String, String>,
+    /// The worker's settings as its `GET /` gives them (`defaults`: stores, keys, value sizes,
+    /// TTL, order, …), each as text; a run's URL query overrides them for its requests.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, String>,
+    /// Why the worker's build or settings are missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_error: Option<String>,
+    /// Where the raw data is: what, and its address (relative to the page, or absolute).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub raw: Vec<RawData>,
+}
+
+/// One download of a report's raw data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RawData {
+    pub what: String,
+    pub href: String,
+}
+
+impl Provenance {
+    /// The build and settings out of a worker's `GET /` body (its `provenance` and `defaults`
+    /// objects); `worker_error` says what is missing.
+    pub fn describe(&mut self, index: &serde_json::Value) {
+        let text = |v: &serde_json::Value| match v {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Array(items) => items
+                .iter()
+                .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_string))
+                .collect::<Vec<_>>()
+                .join(","),
+            other => other.to_string(),
+        };
+        let fields = |key: &str| -> BTreeMap<String, String> {
+            index
+                .get(key)
+                .and_then(serde_json::Value::as_object)
+                .map(|o| {
+                    o.iter()
+                        .filter(|(k, v)| !v.is_null() && k.as_str() != "error")
+                        .take(PROVENANCE_FIELDS_MAX)
+                        .map(|(k, v)| (clip(k), clip(&text(v))))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        self.build = fields("provenance");
+        self.settings = fields("defaults");
+        if self.build.is_empty() {
+            self.worker_error = Some(
+                "the worker's GET / names no build (KVBENCH_PROVENANCE is not set: it was not served or deployed by kvbench's scripts)"
+                    .into(),
+            );
+        }
+    }
+}
+
+impl Provenance {
+    /// Another report's provenance, merged: what differs is kept side by side (`a | b`), the
+    /// newest update wins, the downloads add.
+    pub fn add(&mut self, other: Provenance) {
+        fn both(mine: &mut String, theirs: &str) {
+            if mine.is_empty() {
+                *mine = theirs.to_string();
+            } else if !theirs.is_empty() && !mine.split(" | ").any(|m| m == theirs) {
+                *mine = clip(&format!("{mine} | {theirs}"));
+            }
+        }
+        both(&mut self.stack, &other.stack);
+        if other.updated_at > self.updated_at {
+            self.updated_at = other.updated_at;
+        }
+        if self.window.is_none() {
+            self.window = other.window;
+        }
+        for (mine, theirs) in [
+            (&mut self.build, other.build),
+            (&mut self.settings, other.settings),
+        ] {
+            for (k, v) in theirs {
+                if mine.len() < PROVENANCE_FIELDS_MAX || mine.contains_key(&k) {
+                    both(mine.entry(k).or_default(), &v);
+                }
+            }
+        }
+        if self.worker_error.is_none() {
+            self.worker_error = other.worker_error;
+        }
+        for raw in other.raw {
+            if !self.raw.contains(&raw) && self.raw.len() < PROVENANCE_FIELDS_MAX {
+                self.raw.push(raw);
+            }
+        }
+    }
+}
+
+/// Most build or setting fields a report keeps, and the longest text of one.
+const PROVENANCE_FIELDS_MAX: usize = 40;
+const PROVENANCE_TEXT_MAX: usize = 200;
+
+fn clip(text: &str) -> String {
+    text.chars()
+        .filter(|c| !c.is_control())
+        .take(PROVENANCE_TEXT_MAX)
+        .collect()
 }
 
 /// Most colos or placements a vantage point lists; the rest are counted under `other`.
@@ -391,6 +516,7 @@ impl Report {
             timeline: Timeline::default(),
             cost: None,
             summary: None,
+            provenance: None,
         }
     }
 
@@ -1014,6 +1140,11 @@ impl Report {
             }
             for (label, v) in &r.vantages {
                 out.vantages.entry(label.clone()).or_default().add(v);
+            }
+            match (&mut out.provenance, r.provenance) {
+                (Some(mine), Some(theirs)) => mine.add(theirs),
+                (mine @ None, theirs) => *mine = theirs,
+                (Some(_), None) => {}
             }
             timelines.push(r.timeline);
         }

@@ -88,6 +88,13 @@ fn header(report: &Report, summary: &Summary, out: &mut String) {
         esc(&labels.join(", ")),
         esc(&report.tool)
     );
+    if let Some(p) = &report.provenance {
+        let _ = write!(
+            out,
+            r#"<p class="lead" id="where">{}</p>"#,
+            esc(&super::where_line(report, p))
+        );
+    }
     if report.runs.iter().any(|r| r.interrupted) {
         out.push_str(r#"<p class="warn">A run was interrupted: this report is partial.</p>"#);
     }
@@ -163,6 +170,55 @@ fn header(report: &Report, summary: &Summary, out: &mut String) {
         r#"<p class="note">Store latencies are timed by the worker around each store call. End-to-end latency is {}.</p>"#,
         esc(&latency_origin(report))
     );
+    if let Some(p) = &report.provenance {
+        provenance(p, out);
+    }
+}
+
+/// How the figures were made: the builds, the settings and the raw data to download.
+fn provenance(p: &crate::report::Provenance, out: &mut String) {
+    out.push_str("<h2>How this was measured</h2><table id=\"provenance\"><tbody>");
+    let row = |out: &mut String, what: &str, value: &str| {
+        let _ = write!(
+            out,
+            r#"<tr><th class="text">{}</th><td class="text">{}</td></tr>"#,
+            esc(what),
+            esc(value)
+        );
+    };
+    row(out, "stack", &p.stack);
+    row(out, "updated", &p.updated_at);
+    if let Some((from, to)) = &p.window {
+        row(out, "window", &format!("{from} to {to}"));
+    }
+    let pairs = |m: &std::collections::BTreeMap<String, String>| {
+        m.iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(" · ")
+    };
+    if !p.build.is_empty() {
+        row(out, "build", &pairs(&p.build));
+    }
+    if !p.settings.is_empty() {
+        row(out, "settings", &pairs(&p.settings));
+    }
+    if let Some(e) = &p.worker_error {
+        row(out, "not known", e);
+    }
+    if !p.raw.is_empty() {
+        let links: Vec<String> = p
+            .raw
+            .iter()
+            .map(|r| format!(r#"<a href="{}">{}</a>"#, esc(&r.href), esc(&r.what)))
+            .collect();
+        let _ = write!(
+            out,
+            r#"<tr><th class="text">raw data</th><td class="text">{}</td></tr>"#,
+            links.join(" · ")
+        );
+    }
+    out.push_str("</tbody></table>");
 }
 
 /// The answer first ([`crate::comparison`]): each store ranked by its read p50, every

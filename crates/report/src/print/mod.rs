@@ -6,6 +6,7 @@ pub mod html;
 pub mod text;
 pub mod vantage;
 
+use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Context as _;
@@ -30,4 +31,33 @@ pub fn write_files(report: &Report, dir: &Path) -> anyhow::Result<()> {
     std::fs::write(&path, html::render(report, &charts))
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
+}
+
+/// The page's second line: where it ran, when, over which window.
+pub fn where_line(report: &Report, p: &crate::report::Provenance) -> String {
+    let stack = match p.stack.as_str() {
+        "local" => "the local stack (this machine)".to_string(),
+        "deployed" => "deployed on Cloudflare".to_string(),
+        other => other.to_string(),
+    };
+    let mut colos: Vec<(&String, u64)> =
+        report.colos.iter().map(|(c, s)| (c, s.answered)).collect();
+    colos.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let shown: Vec<&str> = colos.iter().take(8).map(|(c, _)| c.as_str()).collect();
+    let more = colos.len().saturating_sub(shown.len());
+    let mut line = format!("Measured on {stack}");
+    if !shown.is_empty() {
+        let _ = write!(line, ", in {}", shown.join(", "));
+        if more > 0 {
+            let _ = write!(line, " and {more} more colo(s)");
+        }
+    }
+    if let Some((from, to)) = &p.window {
+        let _ = write!(line, " · answers from {from} to {to}");
+    }
+    let _ = write!(line, " · updated {}", p.updated_at);
+    if let Some(commit) = p.build.get("commit") {
+        let _ = write!(line, " · kvbench {commit}");
+    }
+    line
 }

@@ -128,6 +128,9 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
         trouble_list(&summary.trouble, out)?;
     }
     render_totals(report, &summary, out)?;
+    if let Some(p) = &report.provenance {
+        render_provenance(report, p, out)?;
+    }
     writeln!(out)?;
     latency_table(&summary, out)?;
     render_errors(&report.total, out)?;
@@ -251,6 +254,39 @@ fn render_totals(report: &Report, summary: &Summary, out: &mut impl Write) -> io
                 String::new()
             }
         )?;
+    }
+    Ok(())
+}
+
+/// Where and when it ran, the builds, the settings and the raw data.
+fn render_provenance(
+    report: &Report,
+    p: &crate::report::Provenance,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    writeln!(out, "{}", tty(&super::where_line(report, p)))?;
+    let pairs = |m: &BTreeMap<String, String>| {
+        m.iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !p.build.is_empty() {
+        writeln!(out, "  build: {}", tty(&pairs(&p.build)))?;
+    }
+    if !p.settings.is_empty() {
+        writeln!(out, "  settings: {}", tty(&pairs(&p.settings)))?;
+    }
+    if let Some(e) = &p.worker_error {
+        writeln!(out, "  not known: {}", tty(e))?;
+    }
+    if !p.raw.is_empty() {
+        let raw: Vec<String> = p
+            .raw
+            .iter()
+            .map(|r| format!("{} {}", r.what, r.href))
+            .collect();
+        writeln!(out, "  raw data: {}", tty(&raw.join(", ")))?;
     }
     Ok(())
 }
