@@ -202,6 +202,7 @@ fn timeline_panel(area: &Area<'_>, title: &str, x_max: f64, lines: &[Line]) -> F
         .y_desc("latency (ms, log scale)")
         .y_label_formatter(&|v| tick_label(*v))
         .y_max_light_lines(0)
+        .x_max_light_lines(1)
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 14))
         .draw()?;

@@ -40,8 +40,13 @@ pub fn where_line(report: &Report, p: &crate::report::Provenance) -> String {
         "deployed" => "deployed on Cloudflare".to_string(),
         other => other.to_string(),
     };
-    let mut colos: Vec<(&String, u64)> =
-        report.colos.iter().map(|(c, s)| (c, s.answered)).collect();
+    // The local stack's worker answers as colo `local`: no place to name.
+    let mut colos: Vec<(&String, u64)> = report
+        .colos
+        .iter()
+        .filter(|(c, _)| !matches!(c.as_str(), "local" | "unknown"))
+        .map(|(c, s)| (c, s.answered))
+        .collect();
     colos.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     let shown: Vec<&str> = colos.iter().take(8).map(|(c, _)| c.as_str()).collect();
     let more = colos.len().saturating_sub(shown.len());
