@@ -266,6 +266,22 @@ export function expectedCells(report) {
   for (const l of report.cost?.lines ?? []) {
     put("cost", `cost ${l.store} ${l.plan}`, "monthly_usd", l.monthly_usd, fixed2(l.monthly_usd));
   }
+  const w = report.cost?.worker;
+  if (w) put("cost", "cost worker", "monthly_usd", w.monthly_usd, fixed2(w.monthly_usd));
+  if (report.cost && (w || report.cost.lines.length > 0)) {
+    // The month a deployer pays: the worker, then each store (in name order) at its cheapest
+    // current plan that fits — summed in the renderer's order, so the floats agree exactly.
+    const best = new Map();
+    for (const l of report.cost.lines) {
+      if (!best.has(l.store)) best.set(l.store, null);
+      if (l.historical || l.over_limit) continue;
+      const b = best.get(l.store);
+      if (b === null || l.monthly_usd < b.monthly_usd) best.set(l.store, l);
+    }
+    let usd = w ? w.monthly_usd : 0;
+    for (const store of [...best.keys()].sort()) if (best.get(store)) usd += best.get(store).monthly_usd;
+    put("cost", "month", "usd", usd, fixed2(usd));
+  }
   return want;
 }
 

@@ -45,6 +45,28 @@ pub struct PriceArgs {
     /// connection sends a SELECT, which Upstash bills as a command. The answers do not say.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub redis_db: u32,
+    /// Keys each store holds at most (the worker's `keys`): with the measured mean value size,
+    /// the data at rest the bill prices. Default: the measuring worker's setting when the
+    /// report names it, else 1000.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub keys: Option<u64>,
+    /// CPU milliseconds the worker spends per request, for its Workers plan line: a run cannot
+    /// measure a deployed worker's CPU. Default: 1.0, an assumption the bill says it is.
+    #[arg(long, value_name = "MS", value_parser = parse_cpu_ms)]
+    pub worker_cpu_ms: Option<f64>,
+    /// Also price plans that are no longer offered (marked historical), such as the published
+    /// comparison's prices and Deno Deploy Classic.
+    #[arg(long)]
+    pub historical: bool,
+}
+
+fn parse_cpu_ms(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(ms) if ms.is_finite() && (0.0..=300_000.0).contains(&ms) => Ok(ms),
+        _ => Err(format!(
+            "expected milliseconds between 0 and 300000 (a Worker's CPU limit), got {text:?}"
+        )),
+    }
 }
 
 impl PriceArgs {
@@ -52,6 +74,9 @@ impl PriceArgs {
     pub fn deployment(&self) -> kvbench_report::cost::Deployment {
         kvbench_report::cost::Deployment {
             redis_db: self.redis_db,
+            keys: self.keys,
+            worker_cpu_ms: self.worker_cpu_ms,
+            historical: self.historical,
         }
     }
 }

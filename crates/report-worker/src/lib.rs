@@ -275,5 +275,13 @@ async fn bill(mut req: Request, _ctx: RouteContext<()>) -> Result<Response> {
         &report,
         &PriceTable::default_table(),
         fleet,
+        described_keys(&req),
     ))
+}
+
+/// The measuring worker's `keys` setting, from its description (`kvbench-describe`).
+fn described_keys(req: &Request) -> Option<u64> {
+    let describe: serde_json::Value =
+        serde_json::from_str(&req.headers().get("kvbench-describe").ok()??).ok()?;
+    describe.get("defaults")?.get("keys")?.as_u64()
 }

@@ -85,10 +85,15 @@ pub struct Bill {
     pub stores: Vec<StoreMonth>,
     pub probes: OwnUsage,
     pub monthly_usd: f64,
-    pub note: &'static str,
+    pub note: String,
 }
 
-const NOTE: &str = "each store at its cheapest current plan, from the operations the kept answers measured; the probe objects' requests, rows, duration and storage are priced without the Workers plan's included amounts (which the do store may use up); the stores' own storage (at most 1,000 keys for 60 s) is not billed here";
+/// What the bill prices and what it leaves out, for `keys` keys a store holds at most.
+fn note(keys: u64) -> String {
+    format!(
+        "each store at its cheapest current plan that the month fits, from the operations the kept answers measured, with its own storage ({keys} keys of the mean value size measured, at most that many live at once); the probe objects' requests, rows, duration and storage are priced without the Workers plan's included amounts (which the do store may use up); the Workers plan itself (its monthly price, which includes requests and CPU time) is the deployment's, not the probes': the report's cost table has it"
+    )
+}
 
 /// Answers per wake, measured from the kept lines: every wake keeps one warm answer or one
 /// failure line, and a wake in a new instance a cold answer besides.
@@ -109,11 +114,18 @@ pub fn answers_per_wake(report: &Report) -> f64 {
 }
 
 /// The bill of `probes`, from the answers in `report` (a kept report: one run per vantage point).
-pub fn bill(report: &Report, table: &PriceTable, probes: ProbeUsage) -> Bill {
+pub fn bill(report: &Report, table: &PriceTable, probes: ProbeUsage, keys: Option<u64>) -> Bill {
     let wakes_per_s = probes.points / probes.every_s;
     let per_wake = answers_per_wake(report);
     let rps = wakes_per_s * per_wake;
-    let report = crate::derive(report.clone(), table, Some(rps), &Deployment::default());
+    // Every plan, withdrawn ones too: a store whose only price is withdrawn is still billed
+    // (marked), though never at a withdrawn price while a current one exists.
+    let everything = Deployment {
+        historical: true,
+        keys,
+        ..Deployment::default()
+    };
+    let report = crate::derive(report.clone(), table, Some(rps), &everything);
     let lines = report.cost.as_ref().map_or(&[][..], |e| &e.lines[..]);
     let stores = cheapest(lines);
     let wakes_per_month = wakes_per_s * SECONDS_PER_MONTH;
@@ -130,7 +142,12 @@ pub fn bill(report: &Report, table: &PriceTable, probes: ProbeUsage) -> Bill {
         monthly_usd: round2(stores_usd + own.monthly_usd),
         stores,
         probes: own,
-        note: NOTE,
+        note: note(
+            report
+                .cost
+                .as_ref()
+                .map_or(crate::cost::DEFAULT_KEYS, |e| e.keys),
+        ),
     }
 }
 
@@ -143,6 +160,10 @@ fn cheapest(lines: &[CostLine]) -> Vec<StoreMonth> {
         .iter()
         .filter(|l| l.reads_per_request > 0.0 || l.writes_per_request > 0.0)
     {
+        // A plan whose limits the month passes is not one it could run on.
+        if line.over_limit.is_some() {
+            continue;
+        }
         // A current plan before any historical one, then the cheaper.
         let better = best
             .get(line.store.as_str())
@@ -263,7 +284,7 @@ mod tests {
         lines.push(r#"{"seq":4,"t_ms":900000,"label":"apac","vantage":"hint","hint":"apac","failure":{"kind":"status","status":500,"detail":"x"}}"#.into());
         let r = report(&lines);
         assert_eq!(answers_per_wake(&r), 9.0 / 8.0);
-        let b = bill(&r, &PriceTable::default_table(), probes(2.0));
+        let b = bill(&r, &PriceTable::default_table(), probes(2.0), None);
         // Two probes every 300 s: 17,280 wakes in 30 days, 9/8 answers each.
         assert_eq!(b.wakes_per_month, 17_280.0);
         assert_eq!(b.answers_per_month, 19_440.0);
@@ -306,14 +327,16 @@ mod tests {
             .price
             .iter()
             .any(|p| p.store == "upstash" && p.historical && p.read_per_million == 1.0));
-        let b = bill(&r, &table, probes(11.0));
+        let b = bill(&r, &table, probes(11.0), None);
         let upstash = b.stores.iter().find(|s| s.store == "upstash").unwrap();
         assert!(!upstash.historical);
-        assert!(upstash.plan.contains("pay-as-you-go"), "{}", upstash.plan);
+        // At 11 probes every 300 s the month fits Upstash's free plan.
+        assert!(upstash.plan.contains("Free"), "{}", upstash.plan);
+        assert_eq!(upstash.monthly_usd, 0.0);
         // With only the historical price, that one is used, and says so.
         let mut old = table.clone();
         old.price.retain(|p| p.store != "upstash" || p.historical);
-        let b = bill(&r, &old, probes(11.0));
+        let b = bill(&r, &old, probes(11.0), None);
         let upstash = b.stores.iter().find(|s| s.store == "upstash").unwrap();
         assert!(upstash.historical);
         let json = serde_json::to_value(&b).unwrap();

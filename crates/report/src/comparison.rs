@@ -51,8 +51,8 @@ pub struct Row {
     /// none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_rate: Option<f64>,
-    /// The store's cheapest current plan at the report's projected rate (its cost table), USD a
-    /// month, and that plan.
+    /// The store's cheapest current plan that the month fits (its limits) at the report's
+    /// projected rate (its cost table), USD a month, and that plan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monthly_usd: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -215,7 +215,7 @@ fn cheapest(cost: Option<&Estimate>, store: &str) -> Option<(f64, String)> {
     cost?
         .lines
         .iter()
-        .filter(|l| l.store == store && !l.historical)
+        .filter(|l| l.store == store && !l.historical && l.over_limit.is_none())
         .min_by(|a, b| a.monthly_usd.total_cmp(&b.monthly_usd))
         .map(|l| (l.monthly_usd, l.plan.clone()))
 }
@@ -363,7 +363,7 @@ mod tests {
     }
 
     #[test]
-    fn the_cost_is_the_cheapest_current_plan() {
+    fn the_cost_is_the_cheapest_current_plan_the_month_fits() {
         let mut r = report_with(&[("kv", hist([1_000; 10]), 0)]);
         let line = |plan: &str, usd: f64, historical: bool| crate::report::CostLine {
             store: "kv".into(),
@@ -388,17 +388,29 @@ mod tests {
             bandwidth_usd: 0.0,
             monthly_usd: usd,
             units: Vec::new(),
+            fixed_usd: 0.0,
+            stored_gb: 0.0,
+            storage_usd: 0.0,
+            over_limit: None,
         };
         r.cost = Some(Estimate {
             project_rps: 1.0,
             rps_source: "measured".into(),
             redis_db: 0,
+            keys: 1000,
             seconds_per_month: 2_592_000.0,
             lines: vec![
                 line("paid", 5.0, false),
                 line("old", 1.0, true),
                 line("big", 9.0, false),
+                crate::report::CostLine {
+                    over_limit: Some(
+                        "operations a month: needs 2.59M, the plan allows 500.0K".into(),
+                    ),
+                    ..line("free", 0.0, false)
+                },
             ],
+            worker: None,
         });
         let row = &of(&r).unwrap().rows[0];
         assert_eq!(

@@ -21,10 +21,28 @@ pub const SECONDS_PER_MONTH: f64 = 30.0 * 24.0 * 3600.0;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PriceTable {
     pub price: Vec<Price>,
+    /// The Workers plan the benchmark worker itself runs on.
+    #[serde(default)]
+    pub worker: Option<WorkerPrice>,
+}
+
+/// The Workers plan's prices: what the worker that measures costs, whatever the stores.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerPrice {
+    pub plan: String,
+    pub as_of: String,
+    pub source: String,
+    /// The plan's monthly price, which includes the amounts below.
+    pub minimum_usd: f64,
+    pub included_requests: f64,
+    pub request_per_million: f64,
+    pub included_cpu_ms: f64,
+    /// USD per million CPU milliseconds beyond the included ones.
+    pub cpu_ms_per_million: f64,
 }
 
 /// One plan's prices for one store.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Price {
     /// Store name as the worker reports it (`kv`, `upstash`, `denokv`).
     pub store: String,
@@ -59,6 +77,22 @@ pub struct Price {
     /// (e.g. Durable Objects' first million requests).
     #[serde(default)]
     pub included: std::collections::BTreeMap<String, f64>,
+    /// USD a month the plan costs whatever the usage (a fixed plan's price).
+    #[serde(default)]
+    pub fixed_monthly_usd: f64,
+    /// GB at rest the plan includes before `storage_per_gb_month`.
+    #[serde(default)]
+    pub included_storage_gb: f64,
+    /// The plan's limits: a month beyond one does not fit the plan (it is throttled or refused
+    /// there, not billed more), so it is never a store's cheapest plan. Operations are the
+    /// billed reads and writes (or the units of `units`); GB the values moved; storage the GB
+    /// at rest.
+    #[serde(default)]
+    pub max_operations_per_month: Option<f64>,
+    #[serde(default)]
+    pub max_gb_per_month: Option<f64>,
+    #[serde(default)]
+    pub max_storage_gb: Option<f64>,
 }
 
 /// What the projection needs to know about the deployment and the answers do not say.
@@ -67,7 +101,23 @@ pub struct Deployment {
     /// The database number `REDIS_URL` names (`--redis-db`): other than 0, each connection
     /// sends a (billed) `SELECT`.
     pub redis_db: u32,
+    /// Keys a store holds at most (`/test`'s `keys`): with the measured mean value size, the
+    /// data at rest. `None`: the worker's setting in the report's provenance, else
+    /// [`DEFAULT_KEYS`].
+    pub keys: Option<u64>,
+    /// CPU milliseconds the worker spends per request (`--worker-cpu-ms`): a run cannot
+    /// measure a deployed worker's CPU. `None`: [`DEFAULT_WORKER_CPU_MS`].
+    pub worker_cpu_ms: Option<f64>,
+    /// Price withdrawn plans too (`--historical`), marked as such.
+    pub historical: bool,
 }
+
+/// `/test`'s default `keys`.
+pub const DEFAULT_KEYS: u64 = 1000;
+/// The worker CPU per request a bill assumes unless told (`--worker-cpu-ms`): of the order of
+/// the local measurements in docs/measured.md for one to three stores, an assumption shown as
+/// such wherever it is used.
+pub const DEFAULT_WORKER_CPU_MS: f64 = 1.0;
 
 impl Deployment {
     fn holds(&self, when: kvbench_core::spec::When) -> bool {
@@ -186,6 +236,61 @@ fn line(store: &StoreStats, p: &Price) -> CostLine {
         bandwidth_usd: 0.0,
         monthly_usd: 0.0,
         units: Vec::new(),
+        fixed_usd: p.fixed_monthly_usd,
+        stored_gb: 0.0,
+        storage_usd: 0.0,
+        over_limit: None,
+    }
+}
+
+/// GB a store holds at most: `keys` values of the mean size it wrote (read, when it wrote none).
+fn stored_gb(store: &StoreStats, keys: u64) -> f64 {
+    let sizes = if store.write_bytes.is_empty() {
+        &store.read_bytes
+    } else {
+        &store.write_bytes
+    };
+    if sizes.is_empty() {
+        return 0.0;
+    }
+    keys as f64 * sizes.mean() / 1e9
+}
+
+/// Why a month of this line does not fit its plan's limits, if it does not.
+fn over_limit(l: &CostLine, p: &Price) -> Option<String> {
+    let operations = if l.units.is_empty() {
+        l.monthly_read_units + l.monthly_write_units
+    } else {
+        l.units.iter().map(|u| u.monthly_units).sum()
+    };
+    let checks = [
+        (p.max_operations_per_month, operations, "operations a month"),
+        (p.max_gb_per_month, l.monthly_gb, "GB moved a month"),
+        (p.max_storage_gb, l.stored_gb, "GB stored"),
+    ];
+    checks.iter().find_map(|(max, used, what)| {
+        max.filter(|m| used > m).map(|m| {
+            format!(
+                "{what}: needs {}, the plan allows {}",
+                short(*used),
+                short(m)
+            )
+        })
+    })
+}
+
+/// 1234567.8 → `1.23M`, 0.0123 → `0.0123`: a quantity in a sentence.
+fn short(x: f64) -> String {
+    if x >= 1e9 {
+        format!("{:.2}G", x / 1e9)
+    } else if x >= 1e6 {
+        format!("{:.2}M", x / 1e6)
+    } else if x >= 1e3 {
+        format!("{:.1}K", x / 1e3)
+    } else if x >= 1.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.4}")
     }
 }
 
@@ -289,11 +394,15 @@ pub fn estimate(
         None => (section.achieved_rate, "measured".to_string()),
     };
     let requests = rps * SECONDS_PER_MONTH;
+    let keys = deployment.keys.unwrap_or(DEFAULT_KEYS);
     let mut lines = Vec::new();
     for p in &prices.price {
         let Some(store) = section.stores.get(&p.store) else {
             continue;
         };
+        if p.historical && !deployment.historical {
+            continue;
+        }
         let mut l = line(store, p);
         l.monthly_read_units = l.read_units_per_request * requests;
         l.monthly_write_units = l.write_units_per_request * requests;
@@ -324,16 +433,90 @@ pub fn estimate(
             }
             usd
         };
-        l.monthly_usd = operations_usd + l.bandwidth_usd;
+        l.stored_gb = stored_gb(store, keys);
+        l.storage_usd = (l.stored_gb - p.included_storage_gb).max(0.0) * p.storage_per_gb_month;
+        l.monthly_usd = l.fixed_usd + operations_usd + l.bandwidth_usd + l.storage_usd;
+        l.over_limit = over_limit(&l, p);
         lines.push(l);
     }
+    let worker = prices
+        .worker
+        .as_ref()
+        .map(|w| worker_line(w, requests, deployment.worker_cpu_ms));
     Estimate {
         project_rps: rps,
         rps_source: source,
         redis_db: deployment.redis_db,
+        keys,
         seconds_per_month: SECONDS_PER_MONTH,
         lines,
+        worker,
     }
+}
+
+/// The Workers plan's month at `requests` a month and `cpu_ms` per request (given or assumed).
+fn worker_line(w: &WorkerPrice, requests: f64, given: Option<f64>) -> crate::report::WorkerLine {
+    let cpu_ms_per_request = given.unwrap_or(DEFAULT_WORKER_CPU_MS);
+    let cpu_ms = requests * cpu_ms_per_request;
+    let requests_usd = (requests - w.included_requests).max(0.0) * w.request_per_million / 1e6;
+    let cpu_usd = (cpu_ms - w.included_cpu_ms).max(0.0) * w.cpu_ms_per_million / 1e6;
+    crate::report::WorkerLine {
+        plan: w.plan.clone(),
+        as_of: w.as_of.clone(),
+        source: w.source.clone(),
+        minimum_usd: w.minimum_usd,
+        requests_per_month: requests,
+        included_requests: w.included_requests,
+        requests_usd,
+        cpu_ms_per_request,
+        cpu_given: given.is_some(),
+        cpu_ms_per_month: cpu_ms,
+        included_cpu_ms: w.included_cpu_ms,
+        cpu_usd,
+        monthly_usd: w.minimum_usd + requests_usd + cpu_usd,
+    }
+}
+
+/// The month a deployer of every measured store pays: the worker's plan plus each store's
+/// cheapest current plan that the month fits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Month {
+    pub usd: f64,
+    /// `worker 44.88`, `kv 308.45 (its plan)`, …, and the stores no plan fits.
+    pub parts: Vec<String>,
+}
+
+/// [`Month`] of an estimate; `None` when it prices nothing.
+pub fn cheapest_month(e: &Estimate) -> Option<Month> {
+    let mut best: std::collections::BTreeMap<&str, Option<&CostLine>> = Default::default();
+    for l in &e.lines {
+        let slot = best.entry(l.store.as_str()).or_default();
+        if l.historical || l.over_limit.is_some() {
+            continue;
+        }
+        if slot.is_none_or(|b| l.monthly_usd < b.monthly_usd) {
+            *slot = Some(l);
+        }
+    }
+    if best.is_empty() && e.worker.is_none() {
+        return None;
+    }
+    let mut usd = 0.0;
+    let mut parts = Vec::new();
+    if let Some(w) = &e.worker {
+        usd += w.monthly_usd;
+        parts.push(format!("worker {:.2}", w.monthly_usd));
+    }
+    for (store, line) in best {
+        match line {
+            Some(l) => {
+                usd += l.monthly_usd;
+                parts.push(format!("{store} {:.2}", l.monthly_usd));
+            }
+            None => parts.push(format!("{store}: no current plan fits")),
+        }
+    }
+    Some(Month { usd, parts })
 }
 
 #[cfg(test)]
@@ -397,7 +580,26 @@ mod tests {
         let month = SECONDS_PER_MONTH;
         let kv = e.lines.iter().find(|l| l.store == "kv").unwrap();
         assert!((kv.monthly_usd - (month * 0.5 + month * 0.1 * 5.0) / 1e6).abs() < 1e-9);
-        let deno = e.lines.iter().find(|l| l.store == "denokv").unwrap();
+        // Current plans only: a self-hosted denokv, at no price per operation.
+        let deno: Vec<&CostLine> = e.lines.iter().filter(|l| l.store == "denokv").collect();
+        assert_eq!(deno.len(), 1);
+        assert!(deno[0].plan.contains("self-hosted") && deno[0].monthly_usd == 0.0);
+        // Asked for (`--historical`), the withdrawn Deno Deploy Classic price too, marked.
+        let with_old = estimate(
+            &s,
+            &PriceTable::default_table(),
+            Some(1.0),
+            &Deployment {
+                historical: true,
+                ..Deployment::default()
+            },
+        );
+        let deno = with_old
+            .lines
+            .iter()
+            .find(|l| l.store == "denokv" && l.historical)
+            .unwrap();
+        assert!(deno.plan.contains("Classic"));
         assert_eq!(
             (deno.read_units_per_request, deno.write_units_per_request),
             (2.0, 2.5)
@@ -443,6 +645,7 @@ mod tests {
             included_gb_per_month: 0.0,
             units: Default::default(),
             included: Default::default(),
+            ..Price::default()
         };
         assert_eq!(line(&st, &p).read_units_per_request, 2.0); // (1 + 3) / 2
     }
@@ -479,6 +682,7 @@ mod tests {
             included_gb_per_month: 200.0,
             units: Default::default(),
             included: Default::default(),
+            ..Price::default()
         };
         let mut s = Section {
             achieved_rate: 1.0,
@@ -487,7 +691,10 @@ mod tests {
         s.stores.insert("up".into(), st);
         let e = estimate(
             &s,
-            &PriceTable { price: vec![p] },
+            &PriceTable {
+                price: vec![p],
+                worker: None,
+            },
             Some(10.0),
             &Deployment::default(),
         );
@@ -609,10 +816,17 @@ mod tests {
             ..Default::default()
         };
         let total = |db: u32| -> f64 {
-            units_per_request_in("redis", &st, &Deployment { redis_db: db })
-                .iter()
-                .map(|(_, n)| n)
-                .sum()
+            units_per_request_in(
+                "redis",
+                &st,
+                &Deployment {
+                    redis_db: db,
+                    ..Deployment::default()
+                },
+            )
+            .iter()
+            .map(|(_, n)| n)
+            .sum()
         };
         assert!((total(0) - 1.0).abs() < 1e-9);
         assert!((total(2) - 1.8).abs() < 1e-9);
@@ -625,7 +839,10 @@ mod tests {
             &s,
             &PriceTable::default_table(),
             Some(1.0),
-            &Deployment { redis_db: 2 },
+            &Deployment {
+                redis_db: 2,
+                ..Deployment::default()
+            },
         );
         assert_eq!(e.redis_db, 2);
         let l = e.lines.iter().find(|l| l.store == "redis").unwrap();
@@ -769,5 +986,110 @@ mod tests {
     #[test]
     fn bad_price_file_is_an_error() {
         assert!(PriceTable::parse("price = 3").is_err());
+    }
+
+    /// The bill a deployer pays today: a fixed plan fits while the month stays within its
+    /// bandwidth, the free plan within its commands; storage is the keys × the mean value size
+    /// beyond what the plan includes; the worker's own plan is a line of its own.
+    #[test]
+    fn fixed_plans_fit_within_their_limits_storage_and_the_worker_are_billed() {
+        let mut up = StoreStats {
+            answers: 1000,
+            reads: 1000,
+            writes: 400,
+            ..Default::default()
+        };
+        for _ in 0..400 {
+            up.write_bytes.record(30_000);
+        }
+        for _ in 0..600 {
+            up.read_bytes.record(30_000);
+        }
+        let mut s = Section {
+            achieved_rate: 1.0,
+            ..Section::default()
+        };
+        s.stores.insert("upstash".into(), up.clone());
+        s.stores.insert("kv".into(), up);
+        let table = PriceTable::default_table();
+        let at = |rps: f64, keys: u64| {
+            estimate(
+                &s,
+                &table,
+                Some(rps),
+                &Deployment {
+                    keys: Some(keys),
+                    ..Deployment::default()
+                },
+            )
+        };
+        let plan = |e: &Estimate, name: &str| -> CostLine {
+            e.lines
+                .iter()
+                .find(|l| l.plan.contains(name))
+                .unwrap_or_else(|| panic!("{name}"))
+                .clone()
+        };
+        // 0.1 req/s: 1.4 ops a request, 363K a month: the free plan fits, $0.
+        let slow = at(0.1, 1000);
+        let free = plan(&slow, "Upstash Redis Free (");
+        assert_eq!((free.over_limit.as_deref(), free.monthly_usd), (None, 0.0));
+        // 50 req/s: ~4.4 TB a month, past every fixed plan up to 50 GB's 5 TB but not that one.
+        let busy = at(50.0, 1000);
+        assert!(plan(&busy, "Upstash Redis Free (")
+            .over_limit
+            .unwrap()
+            .contains("operations a month"));
+        let small = plan(&busy, "Fixed 250MB");
+        assert!(small.over_limit.unwrap().contains("GB moved a month"));
+        let fits = plan(&busy, "Fixed 50GB");
+        assert_eq!(
+            (fits.over_limit, fits.fixed_usd, fits.monthly_usd),
+            (None, 400.0, 400.0)
+        );
+        // Storage: 1000 keys of 30 KB = 0.03 GB, within KV's included GB; 100,000 keys = 3 GB,
+        // 2 GB of it billed at $0.50.
+        let kv = plan(&busy, "Workers KV");
+        assert!(
+            (kv.stored_gb - 0.03).abs() < 1e-4 && kv.storage_usd == 0.0,
+            "{kv:?}"
+        );
+        let many = plan(&at(50.0, 100_000), "Workers KV");
+        assert!((many.storage_usd - 2.0 * 0.5).abs() < 0.01, "{many:?}");
+        // The worker: $5 with 10M requests and 30M CPU-ms; 50 req/s is 129.6M requests.
+        let w = busy.worker.unwrap();
+        assert_eq!(
+            (w.minimum_usd, w.cpu_given, w.cpu_ms_per_request),
+            (5.0, false, 1.0)
+        );
+        let requests = 50.0 * SECONDS_PER_MONTH;
+        assert!((w.requests_usd - (requests - 10e6) * 0.30 / 1e6).abs() < 1e-9);
+        assert!((w.cpu_usd - (requests - 30e6) * 0.02 / 1e6).abs() < 1e-9);
+        assert!((w.monthly_usd - (5.0 + w.requests_usd + w.cpu_usd)).abs() < 1e-9);
+        assert_eq!(busy.keys, 1000);
+    }
+
+    /// The keys priced are the measuring worker's own setting unless given.
+    #[test]
+    fn the_keys_come_from_the_workers_settings() {
+        let mut r = crate::report::Report::empty();
+        r.provenance = Some(crate::report::Provenance {
+            settings: [("keys".to_string(), "250".to_string())].into(),
+            ..Default::default()
+        });
+        let table = PriceTable::default_table();
+        let derived = crate::derive(r.clone(), &table, Some(1.0), &Deployment::default());
+        assert_eq!(derived.cost.unwrap().keys, 250);
+        let given = Deployment {
+            keys: Some(7),
+            ..Deployment::default()
+        };
+        assert_eq!(
+            crate::derive(r, &table, Some(1.0), &given)
+                .cost
+                .unwrap()
+                .keys,
+            7
+        );
     }
 }

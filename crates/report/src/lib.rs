@@ -31,7 +31,15 @@ pub fn derive(
     project_rps: Option<f64>,
     deployment: &Deployment,
 ) -> Report {
-    r.cost = Some(cost::estimate(&r.total, table, project_rps, deployment));
+    // The keys a store holds: as given, else the measuring worker's own setting.
+    let mut deployment = *deployment;
+    if deployment.keys.is_none() {
+        deployment.keys = r
+            .provenance
+            .as_ref()
+            .and_then(|p| p.settings.get("keys")?.parse().ok());
+    }
+    r.cost = Some(cost::estimate(&r.total, table, project_rps, &deployment));
     r.summary = Some(Summary::of(&r));
     r
 }

@@ -567,8 +567,33 @@ pub struct Estimate {
     /// `--redis-db`: the database number `REDIS_URL` names (non-zero: a `SELECT` per connection).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub redis_db: u32,
+    /// Keys a store holds at most: with each store's mean value size, its data at rest.
+    #[serde(default)]
+    pub keys: u64,
     pub seconds_per_month: f64,
     pub lines: Vec<CostLine>,
+    /// The worker itself on its Workers plan (absent with a price table that has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<WorkerLine>,
+}
+
+/// The Workers plan's month: its price, the requests and CPU time beyond what it includes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerLine {
+    pub plan: String,
+    pub as_of: String,
+    pub source: String,
+    pub minimum_usd: f64,
+    pub requests_per_month: f64,
+    pub included_requests: f64,
+    pub requests_usd: f64,
+    pub cpu_ms_per_request: f64,
+    /// Whether `cpu_ms_per_request` was given (`--worker-cpu-ms`) or is the default assumption.
+    pub cpu_given: bool,
+    pub cpu_ms_per_month: f64,
+    pub included_cpu_ms: f64,
+    pub cpu_usd: f64,
+    pub monthly_usd: f64,
 }
 
 /// One store × plan of the projection.
@@ -607,8 +632,21 @@ pub struct CostLine {
     pub monthly_gb: f64,
     #[serde(default)]
     pub bandwidth_usd: f64,
-    /// Operations plus bandwidth.
+    /// The plan's fixed monthly price (a fixed plan), included in `monthly_usd`.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub fixed_usd: f64,
+    /// GB at rest (the deployment's keys × the mean value size written) and what it costs
+    /// beyond the plan's included storage.
+    #[serde(default)]
+    pub stored_gb: f64,
+    #[serde(default)]
+    pub storage_usd: f64,
+    /// Fixed price, operations, bandwidth and storage.
     pub monthly_usd: f64,
+    /// Why this month does not fit the plan (a limit it passes): then it is no store's cheapest
+    /// plan. Absent when it fits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_limit: Option<String>,
     /// For stores priced per unit of their description: each unit's quantity and price.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub units: Vec<UnitLine>,
@@ -631,6 +669,10 @@ pub struct UnitLine {
 
 fn is_zero_u64(n: &u64) -> bool {
     *n == 0
+}
+
+fn is_zero_f64(n: &f64) -> bool {
+    *n == 0.0
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -580,13 +580,28 @@ fn cost(report: &Report, out: &mut String) {
     };
     let _ = write!(
         out,
-        "<h2>Cost</h2><p>Per 30-day month at {:.2} requests/s ({}), USD; billing units per request as measured in this report, successful operations only (failed ones are counted apart: a store may or may not bill them); bandwidth where the provider bills it beyond an included amount.</p>",
+        "<h2>Cost</h2><p>Per 30-day month at {:.2} requests/s ({}), USD, at current plans{}; billing units per request as measured in this report, successful operations only (failed ones are counted apart: a store may or may not bill them); bandwidth where the provider bills it beyond an included amount; storage: {} keys × each store's mean value size, beyond what the plan includes. A plan whose limits the month passes is marked and never a store's cheapest.</p>",
         e.project_rps,
-        esc(&e.rps_source)
+        esc(&e.rps_source),
+        if e.lines.iter().any(|l| l.historical) {
+            " (and, as asked, withdrawn ones: marked)"
+        } else {
+            ""
+        },
+        e.keys
     );
+    if let Some(month) = crate::cost::cheapest_month(e) {
+        let _ = write!(
+            out,
+            r#"<p class="lead" id="month"><b>The month a deployer pays: <span data-row="month" data-col="usd" data-value="{}">{:.2}</span> USD</b> — the worker's plan and each store's cheapest plan that fits: {}.</p>"#,
+            month.usd,
+            month.usd,
+            esc(&month.parts.join(" + "))
+        );
+    }
     out.push_str(
         "<table id=\"cost\"><thead><tr><th>store</th><th>read units/req</th><th>write units/req</th>\
-         <th>failed ops/req</th><th>$/M read</th><th>$/M write</th><th>GB/month</th><th>bandwidth $</th><th>$/month</th><th class=\"text\">plan (prices as of; hover for the source)</th></tr></thead><tbody>",
+         <th>failed ops/req</th><th>$/M read</th><th>$/M write</th><th>GB/month</th><th>bandwidth $</th><th>stored GB</th><th>storage $</th><th>$/month</th><th class=\"text\">plan (prices as of; hover for the source)</th></tr></thead><tbody>",
     );
     for l in &e.lines {
         // Stores priced per unit of their description list those units below their line.
@@ -599,7 +614,7 @@ fn cost(report: &Report, out: &mut String) {
         };
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{:.3}</td><td>{:.3}</td><td>{:.4}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.2}</td><td data-row=\"cost {} {}\" data-col=\"monthly_usd\" data-value=\"{}\">{:.2}</td><td class=\"text plan\" title=\"{}\">{} <span class=\"note\">({})</span></td></tr>",
+            "<tr><td>{}</td><td>{:.3}</td><td>{:.3}</td><td>{:.4}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.2}</td><td>{:.4}</td><td>{:.2}</td><td data-row=\"cost {} {}\" data-col=\"monthly_usd\" data-value=\"{}\">{:.2}</td><td class=\"text plan\" title=\"{}\">{}{}{} <span class=\"note\">({})</span></td></tr>",
             swatch(&l.store, report),
             l.read_units_per_request,
             l.write_units_per_request,
@@ -608,12 +623,19 @@ fn cost(report: &Report, out: &mut String) {
             per_million(l.write_per_million),
             l.monthly_gb,
             l.bandwidth_usd,
+            l.stored_gb,
+            l.storage_usd,
             esc(&l.store),
             esc(&l.plan),
             l.monthly_usd,
             l.monthly_usd,
             esc(&l.source),
+            if l.historical { "<b>withdrawn:</b> " } else { "" },
             esc(&l.plan),
+            match &l.over_limit {
+                Some(why) => format!(" <small class=\"sub out\">does not fit: {}</small>", esc(why)),
+                None => String::new(),
+            },
             esc(&l.as_of)
         );
         for u in &l.units {
@@ -632,13 +654,37 @@ fn cost(report: &Report, out: &mut String) {
             };
             let _ = write!(
                 out,
-                "<tr><td></td><td colspan=\"9\" class=\"text note\">{:.3} {} per request {}{}</td></tr>",
+                "<tr><td></td><td colspan=\"11\" class=\"text note\">{:.3} {} per request {}{}</td></tr>",
                 u.per_request,
                 esc(&u.unit),
                 price,
                 included
             );
         }
+    }
+    if let Some(w) = &e.worker {
+        let _ = write!(
+            out,
+            "<tr><td>worker</td><td colspan=\"9\" class=\"text\">{:.1}M requests ({} included; {:.2} beyond), {:.1}M CPU-ms at {} ms a request ({}; {} included; {:.2} beyond), plan {:.2}</td><td data-row=\"cost worker\" data-col=\"monthly_usd\" data-value=\"{}\">{:.2}</td><td class=\"text plan\" title=\"{}\">{} <span class=\"note\">({})</span></td></tr>",
+            w.requests_per_month / 1e6,
+            w.included_requests,
+            w.requests_usd,
+            w.cpu_ms_per_month / 1e6,
+            w.cpu_ms_per_request,
+            if w.cpu_given {
+                "given"
+            } else {
+                "assumed: a run cannot measure a deployed worker's CPU; --worker-cpu-ms sets it"
+            },
+            w.included_cpu_ms,
+            w.cpu_usd,
+            w.minimum_usd,
+            w.monthly_usd,
+            w.monthly_usd,
+            esc(&w.source),
+            esc(&w.plan),
+            esc(&w.as_of)
+        );
     }
     out.push_str("</tbody></table>");
 }

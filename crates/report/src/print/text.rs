@@ -559,13 +559,22 @@ pub fn render_cost(e: &Estimate, out: &mut impl Write) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "{:<8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>12}  plan (prices as of)",
-        "store", "rd u/req", "wr u/req", "$/M rd", "$/M wr", "GB/month", "bandwidth", "$/month"
+        "{:<8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>8} {:>12}  plan (prices as of)",
+        "store",
+        "rd u/req",
+        "wr u/req",
+        "$/M rd",
+        "$/M wr",
+        "GB/month",
+        "bandwidth",
+        "stored GB",
+        "storage",
+        "$/month"
     )?;
     for l in &e.lines {
         writeln!(
             out,
-            "{:<8} {:>9.3} {:>9.3} {:>9.2} {:>9.2} {:>9.1} {:>10.2} {:>12.2}  {} ({})",
+            "{:<8} {:>9.3} {:>9.3} {:>9.2} {:>9.2} {:>9.1} {:>10.2} {:>9.4} {:>8.2} {:>12.2}  {}{} ({})",
             tty(&l.store),
             l.read_units_per_request,
             l.write_units_per_request,
@@ -573,12 +582,46 @@ pub fn render_cost(e: &Estimate, out: &mut impl Write) -> io::Result<()> {
             l.write_per_million,
             l.monthly_gb,
             l.bandwidth_usd,
+            l.stored_gb,
+            l.storage_usd,
             l.monthly_usd,
+            if l.historical { "[withdrawn] " } else { "" },
             tty(&l.plan),
             tty(&l.as_of)
         )?;
+        if let Some(why) = &l.over_limit {
+            writeln!(out, "         does not fit this plan: {}", tty(why))?;
+        }
         unit_lines(&l.units, out)?;
     }
+    if let Some(w) = &e.worker {
+        writeln!(
+            out,
+            "worker   {:.1}M requests ({:.2} beyond the included), {:.1}M CPU-ms at {} ms a request ({}; {:.2} beyond the included): {:.2} a month  {} ({})",
+            w.requests_per_month / 1e6,
+            w.requests_usd,
+            w.cpu_ms_per_month / 1e6,
+            w.cpu_ms_per_request,
+            if w.cpu_given { "given" } else { "assumed: --worker-cpu-ms sets it" },
+            w.cpu_usd,
+            w.monthly_usd,
+            tty(&w.plan),
+            tty(&w.as_of)
+        )?;
+    }
+    if let Some(total) = crate::cost::cheapest_month(e) {
+        writeln!(
+            out,
+            "the month at each store's cheapest plan that fits, with the worker: {:.2} USD ({})",
+            total.usd,
+            tty(&total.parts.join(" + "))
+        )?;
+    }
+    writeln!(
+        out,
+        "stored GB: {} keys × each store's mean value size (at most that many live at once, each for its TTL)",
+        e.keys
+    )?;
     let failed: Vec<String> = e
         .lines
         .iter()
