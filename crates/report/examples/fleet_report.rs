@@ -3,7 +3,8 @@
 //! report, and of rendering report.html — the same code the report worker runs behind
 //! `GET /report`. `cargo run --release -p kvbench-report --example fleet_report -- --labels 42
 //! --every 300 --window 86400` (docs/probes.md's table, "Memory of a render", is made with it); `--html PATH` also writes the
-//! page (and its text report beside it) to look at.
+//! page (and its text report beside it) to look at; `--bill [--prices FILE]` prints the probes'
+//! monthly bill of that fleet.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -94,6 +95,29 @@ fn main() {
         let mut text = Vec::new();
         kvbench_report::print::text::render(&report, &mut text).expect("text");
         std::fs::write(format!("{path}.txt"), text).expect("write the text");
+    }
+    // `--bill [--prices FILE]`: the probes' monthly bill of this fleet (a week kept, 1.5 KB a
+    // line), with the embedded price table or another (an older one, to compare).
+    if std::env::args().any(|a| a == "--bill") {
+        let table = match std::env::args().position(|a| a == "--prices") {
+            Some(i) => {
+                let path = std::env::args().nth(i + 1).expect("--prices FILE");
+                kvbench_report::cost::PriceTable::parse(&std::fs::read_to_string(path).expect("read"))
+                    .expect("a price table")
+            }
+            None => kvbench_report::cost::PriceTable::default_table(),
+        };
+        let usage = kvbench_report::bill::ProbeUsage {
+            points: labels as f64,
+            every_s: every as f64,
+            stored_s: 7.0 * 86_400.0 + 3_600.0,
+            line_bytes: 1_500.0,
+        };
+        let bill = kvbench_report::bill::bill(&report, &table, usage, None);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&bill).expect("the bill serializes")
+        );
     }
     let total_cpu = cpu() - cpu0;
     println!(
