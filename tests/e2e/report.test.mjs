@@ -102,10 +102,16 @@ test("the page is self-contained: 3 inline SVG charts, no script, no external re
     [],
     "http(s) references",
   );
-  // Nothing else either: no relative file, no data: URL, no CSS url() or @import to load.
+  // Nothing else either: no relative file, no data: URL, no CSS url() or @import to load. The
+  // one kind of reference a reader follows by hand, never loaded: the links to the raw data
+  // (report.json beside the page), each an <a> in the provenance table.
+  const links = [...dom.matchAll(/<a href="([^"]*)">/g)].map((m) => m[1]);
+  assert.deepEqual(links, report.provenance.raw.map((r) => r.href), "links: the raw data only");
+  const provenance = dom.slice(dom.indexOf('id="provenance"'));
+  assert.ok(links.every((l) => provenance.includes(`href="${l}"`)), "links in the provenance table");
   const refs = [
     ...[...dom.matchAll(/\s(?:src|href|xlink:href|srcset|poster|action|data)\s*=\s*"([^"]*)"/gi)]
-      .filter((m) => !m[1].startsWith("#"))
+      .filter((m) => !m[1].startsWith("#") && !links.includes(m[1]))
       .map((m) => m[0].trim()),
     ...[...dom.matchAll(/url\(\s*['"]?([^'")]*)/gi)].filter((m) => !m[1].startsWith("#")).map((m) => m[0]),
     ...(dom.match(/@import[^;]*/gi) ?? []),
@@ -126,6 +132,22 @@ test("every figure cell chromium parsed agrees with report.json", { skip }, () =
   // Each section is on the page (the golden report has errors, colos and a cost projection).
   const sections = new Set(found.map((c) => want.get(`${c.row}\u0000${c.col}`)?.section));
   for (const s of ["answer", "total", "latency", "colos", "errors", "cost"]) assert.ok(sections.has(s), `no ${s} cells`);
+});
+
+test("the first screen: where it ran, then the answer; the bill and the provenance after", { skip }, () => {
+  const at = (needle) => {
+    const i = dom.indexOf(needle);
+    assert.ok(i >= 0, `${needle} is on the page`);
+    return i;
+  };
+  // Chromium's DOM, in page order: the title, where and when, the answer, what went wrong, the
+  // runs, then the details.
+  const order = ["<h1>kvbench report</h1>", 'id="where"', 'id="answer"', "<h2>What went wrong</h2>", 'id="provenance"', 'id="latency"', 'id="month"', 'id="cost"'];
+  const positions = order.map(at);
+  for (let i = 1; i < order.length; i++) assert.ok(positions[i - 1] < positions[i], `${order[i - 1]} before ${order[i]}`);
+  assert.match(dom, /Measured on the local stack \(this machine\)/);
+  assert.ok(dom.includes(report.provenance.build.commit), "the page names its commit");
+  assert.match(dom, /cold answer\(s\) left out/);
 });
 
 test("every summary.latency row is in the latency table", { skip }, () => {

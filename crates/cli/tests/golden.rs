@@ -7,7 +7,7 @@ use std::path::Path;
 
 use kvbench_report::cost::{estimate, Deployment, PriceTable};
 use kvbench_report::print::text::render;
-use kvbench_report::report::{Report, Summary};
+use kvbench_report::report::{Provenance, RawData, Report, Summary};
 
 fn check(name: &str, actual: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -32,6 +32,31 @@ fn check(name: &str, actual: &str) {
 fn golden_report() -> Report {
     let samples = common::samples(7, 600, 60);
     let mut r = common::collect(&samples, 10, common::run_info("fra-1", 10.0, 60.0));
+    r.provenance = Some(Provenance {
+        stack: "local".into(),
+        updated_at: "2026-01-01T00:01:00Z".into(),
+        window: None,
+        build: [
+            ("commit", "0123456789ab"),
+            ("wrangler", "4.86.0"),
+            ("workerd", "1.20260426.1"),
+            ("workers-rs", "0.8.7"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .into(),
+        settings: [
+            ("keys", "1000"),
+            ("stores", "kv,upstash,denokv"),
+            ("ttl", "60"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .into(),
+        worker_error: None,
+        raw: vec![RawData {
+            what: "report.json (every histogram)".into(),
+            href: "report.json".into(),
+        }],
+    });
     r.cost = Some(estimate(
         &r.total,
         &PriceTable::default_table(),
@@ -88,6 +113,17 @@ fn terminal_report_escapes_control_characters() {
         files: vec![format!("file{HOSTILE}")],
         ..Default::default()
     });
+    if let Some(p) = &mut r.provenance {
+        p.stack = format!("stack{HOSTILE}");
+        p.build
+            .insert(format!("build{HOSTILE}"), format!("v{HOSTILE}"));
+        p.settings.insert("stores".into(), format!("kv{HOSTILE}"));
+        p.worker_error = Some(format!("error{HOSTILE}"));
+        p.raw.push(RawData {
+            what: format!("raw{HOSTILE}"),
+            href: format!("href{HOSTILE}"),
+        });
+    }
     r.cost = Some(estimate(
         &r.total,
         &PriceTable::default_table(),

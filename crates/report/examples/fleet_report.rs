@@ -102,8 +102,10 @@ fn main() {
         let table = match std::env::args().position(|a| a == "--prices") {
             Some(i) => {
                 let path = std::env::args().nth(i + 1).expect("--prices FILE");
-                kvbench_report::cost::PriceTable::parse(&std::fs::read_to_string(path).expect("read"))
-                    .expect("a price table")
+                kvbench_report::cost::PriceTable::parse(
+                    &std::fs::read_to_string(path).expect("read"),
+                )
+                .expect("a price table")
             }
             None => kvbench_report::cost::PriceTable::default_table(),
         };
