@@ -106,7 +106,11 @@ postgres_installed() {
 write_worker_env() {
   local file="$STACK_DIR/worker.env"
   umask 077
+  local provenance
+  provenance=$(node "$ROOT/scripts/provenance.mjs" local) || die "scripts/provenance.mjs failed"
   {
+    # The build the reports name (GET /'s provenance), for wrangler dev as for Miniflare.
+    echo "KVBENCH_PROVENANCE=$provenance"
     echo "UPSTASH_REDIS_REST_URL=http://127.0.0.1:$GATEWAY_PORT"
     echo "UPSTASH_REDIS_REST_TOKEN=$STACK_TOKEN"
     if [ -n "${REDIS_PORT:-}" ]; then
