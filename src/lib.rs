@@ -196,10 +196,16 @@ fn handle_index(url: &str, env: &Env) -> Result<Response> {
     respond::json(200, &body)
 }
 
-/// This isolate's requests in flight: `/test`s, and the work that outlives a response (a run's
-/// keep, an answers stream).
+/// This isolate's requests in flight: `/test`s, the probe objects' measurements, and the work
+/// that outlives a response (a run's keep, an answers stream).
 pub(crate) fn in_flight() -> &'static InFlight {
     IN_FLIGHT.with(|f| *f)
+}
+
+/// This isolate's memory budget for values in flight, shared by every request and object in it.
+#[cfg(feature = "main-worker")]
+pub(crate) fn budget() -> &'static Budget {
+    BUDGET.with(|b| *b)
 }
 
 /// This isolate as it is now: what it has served and what it holds (GET / shows it; the memory

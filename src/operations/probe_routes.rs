@@ -154,7 +154,7 @@ pub async fn list(req: Request, env: &Env) -> Result<Response> {
             true,
         ));
         match status {
-            Ok(status) => merge(&mut entry, status),
+            Ok(status) => merge(&mut entry, json!(status)),
             Err(e) => merge(&mut entry, json!({ "error": e })),
         }
         list.push(entry);
@@ -173,7 +173,7 @@ pub async fn list(req: Request, env: &Env) -> Result<Response> {
         };
         merge(&mut entry, json!({ "outside": outside }));
         now.push(crate::operations::probes::probe_now(Some(&status), false));
-        merge(&mut entry, status);
+        merge(&mut entry, json!(status));
         list.push(entry);
     }
     let bill = bill(env, &probes, &origin_of(&req)).await;
@@ -473,10 +473,7 @@ async fn report_call(
     let mut sources = Vec::new();
     let mut first: Option<i64> = None;
     for (point, status) in probes.every_status().await {
-        if let Some(t) = status
-            .ok()
-            .and_then(|s| s.get("first_t_ms").and_then(serde_json::Value::as_i64))
-        {
+        if let Some(t) = status.ok().and_then(|s| s.first_t_ms) {
             first = Some(first.map_or(t, |f| f.min(t)));
         }
         sources.push(Source {

@@ -11,14 +11,13 @@
 
 use std::cell::{Cell, RefCell};
 
-use kvbench_core::budget::ISOLATE_BUDGET_BYTES;
 use kvbench_core::durable::LocationHint;
 use kvbench_core::fleet::{Called, Member};
 use kvbench_core::probes::{
     self, Embedded, Failure, FailureKind, Kept, PlacementCheck, ProbeConfig, Vantage,
 };
 use kvbench_core::spec::env::PROBES;
-use kvbench_core::{handle, Budget, Call, Clock, ErrorKind, Isolate, MetadataCache};
+use kvbench_core::{handle, Call, Clock, ErrorKind, Isolate, MetadataCache};
 use kvbench_core::{StoreError, ValueGen};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
@@ -46,6 +45,8 @@ struct ProbeState {
     last_error: Option<String>,
     /// Answers this probe measured and could not keep (its SQLite write failed).
     keep_failed: u64,
+    /// Deletions of expired answers that failed (they stay until a later one succeeds).
+    expire_failed: u64,
     /// A member probe's answers by placement: only the placed ones count in its row.
     placement: PlacementCounts,
     /// The `cf-placement` of the member's latest answer.
@@ -71,20 +72,9 @@ impl PlacementCounts {
     }
 }
 
-/// The body of `start` and `tick`: a hint probe's hint, or a member probe's member.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct Arm {
-    hint: Option<String>,
-    member: Option<MemberArm>,
-    every_s: u32,
-    keep_s: u32,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct MemberArm {
-    label: String,
-    url: String,
-}
+use kvbench_wire::object::{
+    Arm, ArmMember as MemberArm, Armed, PlacementCounts as Placement, ProbeStatus,
+};
 
 /// How long a member's `/test` may take: its own stores' timeouts bound it (TIMEOUT_MS per call,
 /// at most 60 s, a few calls per store); past this the member is reported as timed out.
@@ -105,8 +95,6 @@ pub struct ProbeObject {
     kept: KeptTable,
     requests: Cell<u64>,
     gen: RefCell<ValueGen>,
-    budget: Budget,
-    in_flight: kvbench_core::InFlight,
     deno_meta: MetadataCache,
 }
 
@@ -143,7 +131,10 @@ impl ProbeObject {
     async fn arm(&self, arm: Arm, force: bool) -> worker::Result<Response> {
         let mut s = self.load().await?;
         if s.stopped && !force {
-            return Response::from_json(&serde_json::json!({ "armed": false, "stopped": true }));
+            return Response::from_json(&Armed {
+                armed: false,
+                stopped: true,
+            });
         }
         s.stopped = false;
         s.hint = arm.hint;
@@ -160,7 +151,10 @@ impl ProbeObject {
         if armed {
             storage.set_alarm(at(now_ms())).await?;
         }
-        Response::from_json(&serde_json::json!({ "armed": armed, "stopped": false }))
+        Response::from_json(&Armed {
+            armed,
+            stopped: false,
+        })
     }
 
     /// Stops measuring. The alarm stays only to delete what the probe kept: it is set for when
@@ -188,28 +182,29 @@ impl ProbeObject {
         let s = self.load().await?;
         let count = self.kept.count()?;
         let alarm = self.state.storage().get_alarm().await?;
-        Response::from_json(&serde_json::json!({
-            "hint": s.hint,
-            "member": s.member.as_ref().map(|m| m.label.clone()),
-            "colo": s.last_colo,
-            "every_s": s.every_s,
-            "keep_s": s.keep_s,
+        Response::from_json(&ProbeStatus {
+            member: s.member.as_ref().map(|m| m.label.clone()),
+            colo: s.last_colo,
+            every_s: s.every_s,
+            keep_s: s.keep_s,
             // While the alarm measures, no alarm is set (it re-arms after): still running.
-            "running": !s.stopped && (alarm.is_some() || self.measuring.get()),
-            "stopped": s.stopped,
-            "next_alarm_ms": alarm,
-            "kept": count.kept,
-            "first_t_ms": count.first_t_ms,
-            "last_t_ms": count.last_t_ms.or(s.last_t_ms),
-            "last_error": s.last_error,
-            "keep_failed": s.keep_failed,
-            "placement": s.member.is_some().then(|| serde_json::json!({
-                "placed": s.placement.placed,
-                "unplaced": s.placement.unplaced,
-                "elsewhere": s.placement.elsewhere,
-                "last": s.last_placement,
-            })),
-        }))
+            running: !s.stopped && (alarm.is_some() || self.measuring.get()),
+            stopped: s.stopped,
+            next_alarm_ms: alarm,
+            kept: count.kept,
+            first_t_ms: count.first_t_ms,
+            last_t_ms: count.last_t_ms.or(s.last_t_ms),
+            last_error: s.last_error,
+            keep_failed: s.keep_failed,
+            expire_failed: s.expire_failed,
+            placement: s.member.is_some().then_some(Placement {
+                placed: s.placement.placed,
+                unplaced: s.placement.unplaced,
+                elsewhere: s.placement.elsewhere,
+                last: s.last_placement,
+            }),
+            hint: s.hint,
+        })
     }
 
     /// The colo this object runs in, from `PROBE_COLO_URL` (Cloudflare's trace), asked once
@@ -234,7 +229,14 @@ impl ProbeObject {
     /// deployment before `RunArchive`): deletes what is due and re-arms for when the oldest
     /// answer left is due, so what it kept still expires.
     async fn expire_idle(&self, s: &ProbeState) -> worker::Result<()> {
-        self.kept.expire(now_ms(), keep_of(s))?;
+        // A deletion that fails is counted and the alarm is set again all the same: a chain
+        // that ended here would leave what is kept for ever.
+        if let Err(e) = self.kept.expire(now_ms(), keep_of(s)) {
+            let mut s = s.clone();
+            s.expire_failed += 1;
+            s.last_error = Some(format!("deleting expired answers failed: {e}"));
+            self.save(&s).await?;
+        }
         self.arm_expiry(s).await
     }
 
@@ -304,6 +306,7 @@ impl ProbeObject {
             // keep or the expiry alarm deletes them) and must not drop this wake's other
             // answers: said in last_error, and the loop goes on.
             if let Err(e) = self.kept.expire(m.t_ms, s.keep_s) {
+                s.expire_failed += 1;
                 s.last_error = Some(format!("deleting expired answers failed: {e}"));
             }
         }
@@ -525,8 +528,10 @@ impl ProbeObject {
             timer: &JsTimer,
             requests: self.requests.get(),
             colo: colo.to_string(),
-            budget: &self.budget,
-            in_flight: &self.in_flight,
+            // The isolate's own: a probe's measurement shares its memory budget with the
+            // `/test`s and objects beside it, and its answer's `concurrent` sees them.
+            budget: crate::budget(),
+            in_flight: crate::in_flight(),
         };
         // `do` measured at an object of this probe's own hint (see `durable::object_name`).
         let query = format!("do_location={hint}");
@@ -569,22 +574,18 @@ const MEMBER_BODY_MAX: usize = 1 << 20;
 
 /// A probe as the budget counts it, from its status (`None`: it could not be read, counted as
 /// if it would run); `armed_here`: one of the probes an arming is for.
-pub fn probe_now(status: Option<&serde_json::Value>, armed_here: bool) -> probes::ProbeNow {
+pub fn probe_now(status: Option<&ProbeStatus>, armed_here: bool) -> probes::ProbeNow {
     let Some(v) = status else {
         return probes::ProbeNow {
             armed_here,
             ..probes::ProbeNow::unknown()
         };
     };
-    let flag = |name: &str| v.get(name).and_then(serde_json::Value::as_bool) == Some(true);
     probes::ProbeNow {
         armed_here,
-        running: flag("running"),
-        stopped: flag("stopped"),
-        every_s: v
-            .get("every_s")
-            .and_then(serde_json::Value::as_u64)
-            .map_or(0, |e| u32::try_from(e).unwrap_or(u32::MAX)),
+        running: v.running,
+        stopped: v.stopped,
+        every_s: v.every_s,
     }
 }
 
@@ -756,8 +757,6 @@ impl DurableObject for ProbeObject {
             kept,
             requests: Cell::new(0),
             gen: RefCell::new(seeded_gen()),
-            budget: Budget::new(ISOLATE_BUDGET_BYTES),
-            in_flight: Default::default(),
             deno_meta: MetadataCache::default(),
         }
     }
@@ -893,13 +892,13 @@ impl Probes {
         (futures::future::join_all(calls).await, directory)
     }
 
-    pub async fn status(&self, point: &Point) -> Result<serde_json::Value, String> {
+    pub async fn status(&self, point: &Point) -> Result<ProbeStatus, String> {
         status_of(&self.stub(point).map_err(|e| e.to_string())?).await
     }
 
     /// [`Self::status`] of each point, asked all at once (the objects are spread over the
     /// world: one after the other, 31 of them took seconds), in the points' order.
-    pub async fn statuses(&self, points: &[Point]) -> Vec<Result<serde_json::Value, String>> {
+    pub async fn statuses(&self, points: &[Point]) -> Vec<Result<ProbeStatus, String>> {
         futures::future::join_all(points.iter().map(|p| self.status(p))).await
     }
 
@@ -916,7 +915,7 @@ impl Probes {
 
     /// Every probe with its status: this configuration's (asked now), then
     /// [`Self::outside`]'s (the status that found them: each object is asked once).
-    pub async fn every_status(&self) -> Vec<(Point, Result<serde_json::Value, String>)> {
+    pub async fn every_status(&self) -> Vec<(Point, Result<ProbeStatus, String>)> {
         let points = self.points();
         let statuses = self.statuses(&points).await;
         let mut all: Vec<_> = points.into_iter().zip(statuses).collect();
@@ -948,7 +947,7 @@ impl Probes {
     /// of the directory no longer in `FLEET` — listed, stopped and read like the others, never
     /// left re-arming unseen or keeping answers no route shows. A directory member whose probe
     /// neither runs nor keeps anything is forgotten.
-    pub async fn outside(&self) -> Vec<(Point, serde_json::Value)> {
+    pub async fn outside(&self) -> Vec<(Point, ProbeStatus)> {
         let mut candidates: Vec<Point> = LocationHint::ALL
             .into_iter()
             .filter(|hint| !self.config.hints.contains(hint))
@@ -972,7 +971,7 @@ impl Probes {
             let Ok(status) = status else {
                 continue;
             };
-            if lives(&status) {
+            if status.lives() {
                 out.push((point, status));
             } else if let Point::Member(m) = point {
                 forget.push(m.label);
@@ -985,21 +984,6 @@ impl Probes {
         }
         out
     }
-}
-
-/// Whether a probe's status shows it running or keeping answers. Started and not stopped
-/// counts as running even with no alarm set: while the alarm runs its measurement, none is (it
-/// re-arms after), and nothing may be kept yet.
-fn lives(status: &serde_json::Value) -> bool {
-    let flag = |name: &str| status.get(name).and_then(serde_json::Value::as_bool);
-    let number = |name: &str| {
-        status
-            .get(name)
-            .and_then(serde_json::Value::as_u64)
-            .unwrap_or(0)
-    };
-    let started = flag("stopped") == Some(false) && number("every_s") > 0;
-    flag("running") == Some(true) || started || number("kept") > 0
 }
 
 /// A vantage point of the probes: a Durable Object location hint, or a placed fleet member.
@@ -1035,12 +1019,21 @@ impl Point {
 }
 
 /// An object's `/status` (a probe's, or a run's `kept`).
-pub async fn status_of(stub: &Stub) -> Result<serde_json::Value, String> {
+pub async fn status_of(stub: &Stub) -> Result<ProbeStatus, String> {
+    get(stub, "status").await
+}
+
+/// `GET ORIGIN/<path>` of an object, read as the message `T` it answers.
+pub async fn get<T: serde::de::DeserializeOwned>(stub: &Stub, path: &str) -> Result<T, String> {
     let mut r = stub
-        .fetch_with_str(&format!("{ORIGIN}/status"))
+        .fetch_with_str(&format!("{ORIGIN}/{path}"))
         .await
         .map_err(|e| e.to_string())?;
-    super::json_of(r.text().await).map_err(|e| e.to_string())
+    let text = r.text().await.map_err(|e| e.to_string())?;
+    if r.status_code() >= 300 {
+        return Err(format!("{}: {text}", r.status_code()));
+    }
+    serde_json::from_str(&text).map_err(|e| format!("{path}: {e}"))
 }
 
 /// `POST ORIGIN/<path>` with `body`; a non-2xx answer is an error with its status and text.

@@ -8,13 +8,13 @@ use std::cell::Cell;
 
 use kvbench_core::probes;
 use kvbench_core::runs;
-use serde_json::json;
 use worker::durable::State;
 use worker::{durable_object, DurableObject, Env, Method, Request, Response};
 
 use crate::keep::Archive;
 use crate::operations::kept_table::{KeptTable, Source};
-use crate::operations::probes::{at, now_ms, status_of};
+use crate::operations::probes::{at, get, now_ms};
+use kvbench_wire::object::ShardStatus;
 
 /// One shard of a run: its kept answers, and how long it keeps them (storage key `keep_s`).
 #[durable_object(alarm)]
@@ -78,12 +78,12 @@ impl RunArchive {
 
     fn status(&self) -> worker::Result<Response> {
         let count = self.kept.count()?;
-        Response::from_json(&json!({
-            "kept": count.kept,
-            "first_t_ms": count.first_t_ms,
-            "last_t_ms": count.last_t_ms,
-            "keep_failed": self.kept.failed()?,
-        }))
+        Response::from_json(&ShardStatus {
+            kept: count.kept,
+            first_t_ms: count.first_t_ms,
+            last_t_ms: count.last_t_ms,
+            keep_failed: self.kept.failed()?,
+        })
     }
 }
 
@@ -148,15 +148,10 @@ pub fn sources(archive: &Archive, run: &str) -> worker::Result<Vec<Source>> {
 pub async fn totals(archive: &Archive, run: &str) -> Result<(u64, u64), String> {
     let (mut kept, mut failed) = (0, 0);
     for k in 0..archive.shards {
-        let status = status_of(&archive.shard(run, k).map_err(|e| e.to_string())?).await?;
-        let n = |name: &str| {
-            status
-                .get(name)
-                .and_then(serde_json::Value::as_u64)
-                .unwrap_or(0)
-        };
-        kept += n("kept");
-        failed += n("keep_failed");
+        let shard = archive.shard(run, k).map_err(|e| e.to_string())?;
+        let status: ShardStatus = get(&shard, "status").await?;
+        kept += status.kept;
+        failed += status.keep_failed;
     }
     Ok((kept, failed))
 }

@@ -4,7 +4,8 @@
 //!   `answer_golden` test builds it the way a request does); here every line is read as kvbench
 //!   reads it and must write back byte for byte — the reader loses nothing the writer wrote;
 //! - `kept.jsonl`, the kept line (as a stream hands it out, `seq` first), and `control.jsonl`,
-//!   a stream's end and error lines, are written here and read back equal.
+//!   a stream's end and error lines, and `object.jsonl`, the messages between the worker and
+//!   its Durable Objects, are written here and read back equal.
 //!
 //! Refresh with `UPDATE_GOLDEN=1 cargo test -p kvbench-wire --test golden` after an intended
 //! change, review the diff, and run the readers' tests; never edit them by hand.
@@ -155,4 +156,92 @@ fn the_control_lines_are_the_golden_ones_and_read_back() {
         }
     );
     assert!(matches!(&frames[1], Frame::Stopped(m) if m.contains("after seq 500")));
+}
+
+/// The messages between the worker and its Durable Objects (`object`): each written once,
+/// read back equal.
+#[test]
+fn the_object_messages_are_the_golden_ones_and_read_back() {
+    use kvbench_wire::object::{Arm, ArmMember, Armed, PlacementCounts, ProbeStatus, ShardStatus};
+    let hint_arm = Arm {
+        hint: Some("weur".into()),
+        member: None,
+        every_s: 300,
+        keep_s: 604_800,
+    };
+    let member_arm = Arm {
+        hint: None,
+        member: Some(ArmMember {
+            label: "aws:us-east-1".into(),
+            url: "https://kvbench-aws-us-east-1.example.workers.dev".into(),
+        }),
+        every_s: 300,
+        keep_s: 604_800,
+    };
+    let armed = Armed {
+        armed: true,
+        stopped: false,
+    };
+    let hint_status = ProbeStatus {
+        hint: Some("weur".into()),
+        member: None,
+        colo: Some("LHR".into()),
+        every_s: 300,
+        keep_s: 604_800,
+        running: true,
+        stopped: false,
+        next_alarm_ms: Some(1_790_000_300_000),
+        kept: 288,
+        first_t_ms: Some(1_789_913_900_000),
+        last_t_ms: Some(1_790_000_000_000),
+        last_error: None,
+        keep_failed: 0,
+        expire_failed: 0,
+        placement: None,
+    };
+    let member_status = ProbeStatus {
+        hint: None,
+        member: Some("aws:us-east-1".into()),
+        colo: Some("IAD".into()),
+        last_error: Some("unplaced: the answer has no cf-placement header".into()),
+        keep_failed: 1,
+        expire_failed: 2,
+        placement: Some(PlacementCounts {
+            placed: 280,
+            unplaced: 3,
+            elsewhere: 1,
+            last: Some("remote-IAD".into()),
+        }),
+        ..hint_status.clone()
+    };
+    let shard = ShardStatus {
+        kept: 1_200,
+        first_t_ms: Some(1_790_000_000_000),
+        last_t_ms: Some(1_790_000_060_000),
+        keep_failed: 2,
+    };
+    let lines = [
+        serde_json::to_string(&hint_arm).unwrap(),
+        serde_json::to_string(&member_arm).unwrap(),
+        serde_json::to_string(&armed).unwrap(),
+        serde_json::to_string(&hint_status).unwrap(),
+        serde_json::to_string(&member_status).unwrap(),
+        serde_json::to_string(&shard).unwrap(),
+    ];
+    check("object.jsonl", &(lines.join("\n") + "\n"));
+    assert_eq!(serde_json::from_str::<Arm>(&lines[0]).unwrap(), hint_arm);
+    assert_eq!(serde_json::from_str::<Arm>(&lines[1]).unwrap(), member_arm);
+    assert_eq!(serde_json::from_str::<Armed>(&lines[2]).unwrap(), armed);
+    assert_eq!(
+        serde_json::from_str::<ProbeStatus>(&lines[3]).unwrap(),
+        hint_status
+    );
+    assert_eq!(
+        serde_json::from_str::<ProbeStatus>(&lines[4]).unwrap(),
+        member_status
+    );
+    assert_eq!(
+        serde_json::from_str::<ShardStatus>(&lines[5]).unwrap(),
+        shard
+    );
 }

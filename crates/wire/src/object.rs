@@ -1,0 +1,130 @@
+//! What the worker and its Durable Objects say to each other, one type per message: the worker
+//! arms a probe ([`Arm`], `POST /start` and the cron's `POST /tick`; [`Armed`] back) and asks its
+//! state ([`ProbeStatus`], `GET /status`), and asks a run archive's shard what it keeps
+//! ([`ShardStatus`], `GET /status`). The object writes each with these types and the worker
+//! reads it with them, so a renamed field fails to compile instead of reading as a silent `0`.
+//! `GET /probes` shows a [`ProbeStatus`] as it is, beside the probe's description.
+
+use serde::{Deserialize, Serialize};
+
+/// A probe's arming: a hint probe's location hint, or a fleet member probe's member, with the
+/// interval and how long its answers are kept.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Arm {
+    pub hint: Option<String>,
+    pub member: Option<ArmMember>,
+    pub every_s: u32,
+    pub keep_s: u32,
+}
+
+/// The member a member probe calls: its label and base URL.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArmMember {
+    pub label: String,
+    pub url: String,
+}
+
+/// What an arming did: whether the alarm was set now (a tick leaves a live chain alone), and
+/// whether the probe is stopped (a tick never re-arms a stopped probe).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Armed {
+    pub armed: bool,
+    pub stopped: bool,
+}
+
+/// A probe's state as `GET /status` gives it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProbeStatus {
+    /// A hint probe's location hint.
+    pub hint: Option<String>,
+    /// A member probe's member label.
+    pub member: Option<String>,
+    /// The colo of its latest answer.
+    pub colo: Option<String>,
+    /// Its interval and keep, as its last start set them (0: never started).
+    pub every_s: u32,
+    pub keep_s: u32,
+    /// Started and not stopped: an alarm is set, or the alarm is measuring now.
+    pub running: bool,
+    pub stopped: bool,
+    /// When its alarm is due, epoch ms (`null`: none set).
+    pub next_alarm_ms: Option<i64>,
+    /// Answers (and failure lines) it keeps now, and the times of the first and latest.
+    pub kept: u64,
+    pub first_t_ms: Option<i64>,
+    pub last_t_ms: Option<i64>,
+    /// Why its latest wake did not go as it should (a store's error, a failed keep, a stop).
+    pub last_error: Option<String>,
+    /// Answers it measured and could not keep.
+    pub keep_failed: u64,
+    /// Deletions of its expired answers that failed (those answers stay until one succeeds).
+    pub expire_failed: u64,
+    /// A member probe's answers by placement since it started (`null` for a hint probe).
+    pub placement: Option<PlacementCounts>,
+}
+
+/// A member probe's kept answers by placement check, and the latest `cf-placement`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PlacementCounts {
+    pub placed: u64,
+    pub unplaced: u64,
+    pub elsewhere: u64,
+    pub last: Option<String>,
+}
+
+impl ProbeStatus {
+    /// Whether the probe runs or still keeps answers: a probe that does neither is gone.
+    /// Started and not stopped counts as running even with no alarm set (while the alarm
+    /// measures, none is).
+    pub fn lives(&self) -> bool {
+        let started = !self.stopped && self.every_s > 0;
+        self.running || started || self.kept > 0
+    }
+}
+
+/// A run archive shard's state as `GET /status` gives it: what it keeps, and the answers of
+/// its run it could not keep.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ShardStatus {
+    pub kept: u64,
+    pub first_t_ms: Option<i64>,
+    pub last_t_ms: Option<i64>,
+    pub keep_failed: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_without_fields_reads_as_a_probe_that_never_ran() {
+        let s: ProbeStatus = serde_json::from_str("{}").unwrap();
+        assert_eq!(s, ProbeStatus::default());
+        assert!(!s.lives());
+        let kept = ProbeStatus {
+            kept: 3,
+            stopped: true,
+            ..ProbeStatus::default()
+        };
+        assert!(kept.lives(), "a stopped probe keeping answers lives on");
+        let running = ProbeStatus {
+            running: true,
+            ..ProbeStatus::default()
+        };
+        assert!(running.lives());
+        // Started, not stopped, measuring now (no alarm set meanwhile), nothing kept yet.
+        let started = ProbeStatus {
+            every_s: 300,
+            ..ProbeStatus::default()
+        };
+        assert!(started.lives());
+        let stopped = ProbeStatus {
+            stopped: true,
+            ..started
+        };
+        assert!(!stopped.lives());
+    }
+}
