@@ -494,13 +494,13 @@ async fn report_call(
         window.since_ms, window.until_ms
     );
     // What the page names as its provenance: this worker's build and settings, as its GET / says.
-    let describe = serde_json::json!({
-        "provenance": crate::respond::provenance(
+    let describe = format!(
+        r#"{{"provenance":{},"defaults":{}}}"#,
+        crate::respond::provenance(
             crate::bindings::env_raw(env, crate::respond::PROVENANCE_VAR).as_deref()
         ),
-        "defaults": crate::respond::defaults_json(crate::bindings::defaults(env)),
-    })
-    .to_string();
+        crate::respond::defaults_json(crate::bindings::defaults(env)),
+    );
     let request = crate::bindings::js_request(
         "POST",
         &url,
@@ -571,7 +571,7 @@ fn report_query_of(req: &Request, keep_s: u32) -> std::result::Result<(u32, Form
                     other => {
                         return Err(ParamError::new(
                             "format",
-                            format!("expected html or json, got {other:?}"),
+                            format!("expected html or json, got \"{other}\""),
                         ))
                     }
                 };

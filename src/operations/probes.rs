@@ -1018,13 +1018,16 @@ impl Point {
     }
 }
 
-/// An object's `/status` (a probe's, or a run's `kept`).
+/// A probe object's `/status`.
 pub async fn status_of(stub: &Stub) -> Result<ProbeStatus, String> {
-    get(stub, "status").await
+    get_json(stub, "status")
+        .await
+        .map(|v| ProbeStatus::read(&v))
 }
 
-/// `GET ORIGIN/<path>` of an object, read as the message `T` it answers.
-pub async fn get<T: serde::de::DeserializeOwned>(stub: &Stub, path: &str) -> Result<T, String> {
+/// `GET ORIGIN/<path>` of an object: its JSON answer, a message of `kvbench_wire::object` for
+/// that message's own reader (`ProbeStatus::read`, `ShardStatus::read`).
+pub async fn get_json(stub: &Stub, path: &str) -> Result<serde_json::Value, String> {
     let mut r = stub
         .fetch_with_str(&format!("{ORIGIN}/{path}"))
         .await

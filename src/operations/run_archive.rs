@@ -13,7 +13,7 @@ use worker::{durable_object, DurableObject, Env, Method, Request, Response};
 
 use crate::keep::Archive;
 use crate::operations::kept_table::{KeptTable, Source};
-use crate::operations::probes::{at, get, now_ms};
+use crate::operations::probes::{at, get_json, now_ms};
 use kvbench_wire::object::ShardStatus;
 
 /// One shard of a run: its kept answers, and how long it keeps them (storage key `keep_s`).
@@ -149,7 +149,7 @@ pub async fn totals(archive: &Archive, run: &str) -> Result<(u64, u64), String> 
     let (mut kept, mut failed) = (0, 0);
     for k in 0..archive.shards {
         let shard = archive.shard(run, k).map_err(|e| e.to_string())?;
-        let status: ShardStatus = get(&shard, "status").await?;
+        let status = ShardStatus::read(&get_json(&shard, "status").await?);
         kept += status.kept;
         failed += status.keep_failed;
     }
