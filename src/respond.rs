@@ -10,6 +10,12 @@ pub fn json(status: u16, body: &str) -> Result<Response> {
     json_with(status, body, &[])
 }
 
+/// A message to the worker from one of its objects (`kvbench_wire::object`), as a 200 JSON
+/// answer.
+pub fn message<T: serde::Serialize>(message: &T) -> Result<Response> {
+    json(200, &serde_json::to_string(message)?)
+}
+
 /// JSON with `extra` headers, built as one JS `Response` (its header set made once per isolate,
 /// `js_strings::headers`) instead of the SDK's, which copies the body into wasm bytes and each
 /// header across on its own.

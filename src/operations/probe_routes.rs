@@ -150,11 +150,11 @@ pub async fn list(req: Request, env: &Env) -> Result<Response> {
     for (point, status) in points.iter().zip(statuses) {
         let mut entry = point.describe();
         now.push(crate::operations::probes::probe_now(
-            status.as_ref().ok(),
+            status.as_ref().ok().map(|r| &r.status),
             true,
         ));
         match status {
-            Ok(status) => merge(&mut entry, json!(status)),
+            Ok(read) => merge(&mut entry, read.shown),
             Err(e) => merge(&mut entry, json!({ "error": e })),
         }
         list.push(entry);
@@ -172,8 +172,11 @@ pub async fn list(req: Request, env: &Env) -> Result<Response> {
             ),
         };
         merge(&mut entry, json!({ "outside": outside }));
-        now.push(crate::operations::probes::probe_now(Some(&status), false));
-        merge(&mut entry, json!(status));
+        now.push(crate::operations::probes::probe_now(
+            Some(&status.status),
+            false,
+        ));
+        merge(&mut entry, status.shown);
         list.push(entry);
     }
     let bill = bill(env, &probes, &origin_of(&req)).await;
@@ -473,7 +476,7 @@ async fn report_call(
     let mut sources = Vec::new();
     let mut first: Option<i64> = None;
     for (point, status) in probes.every_status().await {
-        if let Some(t) = status.ok().and_then(|s| s.first_t_ms) {
+        if let Some(t) = status.ok().and_then(|s| s.status.first_t_ms) {
             first = Some(first.map_or(t, |f| f.min(t)));
         }
         sources.push(Source {

@@ -131,7 +131,7 @@ impl ProbeObject {
     async fn arm(&self, arm: Arm, force: bool) -> worker::Result<Response> {
         let mut s = self.load().await?;
         if s.stopped && !force {
-            return Response::from_json(&Armed {
+            return crate::respond::message(&Armed {
                 armed: false,
                 stopped: true,
             });
@@ -151,7 +151,7 @@ impl ProbeObject {
         if armed {
             storage.set_alarm(at(now_ms())).await?;
         }
-        Response::from_json(&Armed {
+        crate::respond::message(&Armed {
             armed,
             stopped: false,
         })
@@ -182,7 +182,7 @@ impl ProbeObject {
         let s = self.load().await?;
         let count = self.kept.count()?;
         let alarm = self.state.storage().get_alarm().await?;
-        Response::from_json(&ProbeStatus {
+        crate::respond::message(&ProbeStatus {
             member: s.member.as_ref().map(|m| m.label.clone()),
             colo: s.last_colo,
             every_s: s.every_s,
@@ -892,13 +892,13 @@ impl Probes {
         (futures::future::join_all(calls).await, directory)
     }
 
-    pub async fn status(&self, point: &Point) -> Result<ProbeStatus, String> {
+    pub async fn status(&self, point: &Point) -> Result<StatusRead, String> {
         status_of(&self.stub(point).map_err(|e| e.to_string())?).await
     }
 
     /// [`Self::status`] of each point, asked all at once (the objects are spread over the
     /// world: one after the other, 31 of them took seconds), in the points' order.
-    pub async fn statuses(&self, points: &[Point]) -> Vec<Result<ProbeStatus, String>> {
+    pub async fn statuses(&self, points: &[Point]) -> Vec<Result<StatusRead, String>> {
         futures::future::join_all(points.iter().map(|p| self.status(p))).await
     }
 
@@ -915,7 +915,7 @@ impl Probes {
 
     /// Every probe with its status: this configuration's (asked now), then
     /// [`Self::outside`]'s (the status that found them: each object is asked once).
-    pub async fn every_status(&self) -> Vec<(Point, Result<ProbeStatus, String>)> {
+    pub async fn every_status(&self) -> Vec<(Point, Result<StatusRead, String>)> {
         let points = self.points();
         let statuses = self.statuses(&points).await;
         let mut all: Vec<_> = points.into_iter().zip(statuses).collect();
@@ -931,7 +931,7 @@ impl Probes {
             .await
             .into_iter()
             .enumerate()
-            .map(|(i, (_, status))| probe_now(status.as_ref().ok(), i < configured))
+            .map(|(i, (_, read))| probe_now(read.as_ref().ok().map(|r| &r.status), i < configured))
             .collect()
     }
 
@@ -947,7 +947,7 @@ impl Probes {
     /// of the directory no longer in `FLEET` — listed, stopped and read like the others, never
     /// left re-arming unseen or keeping answers no route shows. A directory member whose probe
     /// neither runs nor keeps anything is forgotten.
-    pub async fn outside(&self) -> Vec<(Point, ProbeStatus)> {
+    pub async fn outside(&self) -> Vec<(Point, StatusRead)> {
         let mut candidates: Vec<Point> = LocationHint::ALL
             .into_iter()
             .filter(|hint| !self.config.hints.contains(hint))
@@ -971,7 +971,7 @@ impl Probes {
             let Ok(status) = status else {
                 continue;
             };
-            if status.lives() {
+            if status.status.lives() {
                 out.push((point, status));
             } else if let Point::Member(m) = point {
                 forget.push(m.label);
@@ -1019,10 +1019,19 @@ impl Point {
 }
 
 /// A probe object's `/status`.
-pub async fn status_of(stub: &Stub) -> Result<ProbeStatus, String> {
-    get_json(stub, "status")
-        .await
-        .map(|v| ProbeStatus::read(&v))
+pub async fn status_of(stub: &Stub) -> Result<StatusRead, String> {
+    let shown = get_json(stub, "status").await?;
+    Ok(StatusRead {
+        status: ProbeStatus::read(&shown),
+        shown,
+    })
+}
+
+/// A probe's status as the worker reads it, and as the object sent it (`GET /probes` shows
+/// that, beside the probe's description).
+pub struct StatusRead {
+    pub status: ProbeStatus,
+    pub shown: serde_json::Value,
 }
 
 /// `GET ORIGIN/<path>` of an object: its JSON answer, a message of `kvbench_wire::object` for
@@ -1032,11 +1041,7 @@ pub async fn get_json(stub: &Stub, path: &str) -> Result<serde_json::Value, Stri
         .fetch_with_str(&format!("{ORIGIN}/{path}"))
         .await
         .map_err(|e| e.to_string())?;
-    let text = r.text().await.map_err(|e| e.to_string())?;
-    if r.status_code() >= 300 {
-        return Err(format!("{}: {text}", r.status_code()));
-    }
-    serde_json::from_str(&text).map_err(|e| format!("{path}: {e}"))
+    super::json_of(r.text().await).map_err(|e| format!("{path}: {e}"))
 }
 
 /// `POST ORIGIN/<path>` with `body`; a non-2xx answer is an error with its status and text.

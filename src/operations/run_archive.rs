@@ -78,7 +78,7 @@ impl RunArchive {
 
     fn status(&self) -> worker::Result<Response> {
         let count = self.kept.count()?;
-        Response::from_json(&ShardStatus {
+        crate::respond::message(&ShardStatus {
             kept: count.kept,
             first_t_ms: count.first_t_ms,
             last_t_ms: count.last_t_ms,
