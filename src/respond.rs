@@ -12,6 +12,7 @@ pub fn json(status: u16, body: &str) -> Result<Response> {
 
 /// A message to the worker from one of its objects (`kvbench_wire::object`), as a 200 JSON
 /// answer.
+#[cfg(feature = "main-worker")]
 pub fn message<T: serde::Serialize>(message: &T) -> Result<Response> {
     json(200, &serde_json::to_string(message)?)
 }
