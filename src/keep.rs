@@ -214,8 +214,18 @@ pub async fn keep_answer(archive: &Archive, run: &str, t_ms: i64, line: &str) {
     let writer = WRITER.with(|w| *w);
     let shards = Shards { archive, run };
     let tick = || worker::Delay::from(std::time::Duration::from_millis(TICK_MS));
+    // Within `waitUntil`'s limit: past it what still waits is counted, not cut off uncounted.
+    let started_ms = js_sys::Date::now();
+    let expired = || js_sys::Date::now() - started_ms > runs::KEEP_DEADLINE_MS;
     let outcomes = writer
-        .keep_batched(&shards, run, archive.shards, append_line(t_ms, line), tick)
+        .keep_batched(
+            &shards,
+            run,
+            archive.shards,
+            append_line(t_ms, line),
+            tick,
+            expired,
+        )
         .await;
     for kept in outcomes {
         match kept {

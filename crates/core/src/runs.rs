@@ -152,6 +152,11 @@ pub const MAX_PARALLEL_APPENDS: u32 = 8;
 const MAX_ROUNDS: usize = 4;
 /// Answers of a run waiting in an isolate at most; past it an answer is kept on its own.
 pub const MAX_BUFFERED_LINES: usize = 4 * MAX_BATCH_LINES;
+/// How long a keep waits for the appends under way before it gives up on the answers still
+/// waiting behind them and counts them as failed keeps: a keep runs in `waitUntil`, which the
+/// platform cuts 30 s after the response, and an answer cut off there would be neither kept nor
+/// counted. What is left of the 30 s records the count in a shard.
+pub const KEEP_DEADLINE_MS: f64 = 20_000.0;
 
 /// A run's answers waiting in the isolate for an append, in the order they came. `id`s count the
 /// lines pushed since the buffer was made (`made` tells buffers of one run apart).
@@ -206,7 +211,10 @@ impl Writer {
     /// lines are taken in order, so the last line's keep outlives every line before it, and
     /// only it ticks (a tick per waiting answer cost more CPU than the keep itself at 2,000
     /// answers a second, docs/probes.md "Kept runs"). The outcomes are those of the appends this caller
-    /// made. A full buffer keeps the line on its own.
+    /// made. A full buffer keeps the line on its own. Once `expired` (the keep's deadline,
+    /// [`KEEP_DEADLINE_MS`]), a caller still waiting for an append under way stops: the lines
+    /// still waiting behind it are taken out and counted as failed keeps (recorded in a shard,
+    /// or held), so none is lost uncounted when the platform cuts the wait.
     pub async fn keep_batched<F: Future<Output = ()>>(
         &self,
         sink: &impl ShardSink,
@@ -214,6 +222,7 @@ impl Writer {
         shards: u32,
         line: String,
         tick: impl Fn() -> F,
+        expired: impl Fn() -> bool,
     ) -> Vec<Keep> {
         let Some(ticket) = self.push(run, &line) else {
             return vec![self.keep(sink, run, shards, &line, 1).await];
@@ -223,6 +232,10 @@ impl Writer {
         loop {
             match self.state(run, ticket, parallel) {
                 Waiting::Done | Waiting::HandedOn => return outcomes,
+                Waiting::Flushing if expired() => {
+                    outcomes.extend(self.give_up(sink, run, shards).await);
+                    return outcomes;
+                }
                 Waiting::Flushing => tick().await,
                 Waiting::Free => {
                     // A few appends, then the line's own wait again: a caller does not append
@@ -320,6 +333,41 @@ impl Writer {
         buffer.taken += n as u64;
         buffer.flushing += 1;
         Some((body, n as u64))
+    }
+
+    /// The lines of `run` still waiting for an append, counted as failed keeps (recorded in a
+    /// shard with what the isolate held, or held); `None` when none waits.
+    async fn give_up(&self, sink: &impl ShardSink, run: &str, shards: u32) -> Option<Keep> {
+        let lines = {
+            let mut buffers = self.buffers.borrow_mut();
+            let buffer = buffers.get_mut(run)?;
+            let n = buffer.lines.len() as u64;
+            buffer.lines.clear();
+            buffer.taken += n;
+            buffer.done = (buffer.done + n).min(buffer.taken);
+            n
+        };
+        if lines == 0 {
+            return None;
+        }
+        let before = self.pending(run);
+        let recorded = sink
+            .record_failed(self.picker.pick(shards), before + lines)
+            .await
+            .is_ok();
+        if recorded {
+            self.release(run, before);
+        } else {
+            self.hold(run, lines);
+        }
+        Some(Keep::Failed {
+            lines,
+            errors: vec![format!(
+                "still waiting for an append under way after {} s: counted as failed keeps",
+                KEEP_DEADLINE_MS / 1000.0
+            )],
+            recorded,
+        })
     }
 
     /// An append of `n` lines is over (kept, or counted): they are done.
@@ -604,7 +652,16 @@ mod writer_tests {
     /// `n` answers of run `r` kept at once by as many callers; what each call returned.
     fn keep_many(w: &Writer, sink: &Slow, n: usize) -> Vec<Vec<Keep>> {
         let calls: Vec<_> = (0..n)
-            .map(|i| w.keep_batched(sink, "r", 4, format!("{i}\n"), || YieldOnce(false)))
+            .map(|i| {
+                w.keep_batched(
+                    sink,
+                    "r",
+                    4,
+                    format!("{i}\n"),
+                    || YieldOnce(false),
+                    || false,
+                )
+            })
             .collect();
         run(futures::future::join_all(calls))
     }
@@ -660,7 +717,7 @@ mod writer_tests {
             YieldOnce(false)
         };
         let calls: Vec<_> = (0..300)
-            .map(|i| w.keep_batched(&sink, "r", 4, format!("{i}\n"), tick))
+            .map(|i| w.keep_batched(&sink, "r", 4, format!("{i}\n"), tick, || false))
             .collect();
         run(futures::future::join_all(calls));
         let lines: Vec<String> = sink
@@ -707,7 +764,16 @@ mod writer_tests {
             let sink = Counting::default();
             let w = Writer::new(0);
             let calls: Vec<_> = (0..n)
-                .map(|i| w.keep_batched(&sink, "r", shards, format!("{i}\n"), || YieldOnce(false)))
+                .map(|i| {
+                    w.keep_batched(
+                        &sink,
+                        "r",
+                        shards,
+                        format!("{i}\n"),
+                        || YieldOnce(false),
+                        || false,
+                    )
+                })
                 .collect();
             run(futures::future::join_all(calls));
             assert_eq!(sink.most.get(), want, "{shards} shards");
@@ -730,7 +796,16 @@ mod writer_tests {
         let sink = Counting::default();
         let w = Writer::new(0);
         let calls: Vec<_> = (0..151)
-            .map(|i| w.keep_batched(&sink, "r", 8, format!("{i}\n"), || YieldOnce(false)))
+            .map(|i| {
+                w.keep_batched(
+                    &sink,
+                    "r",
+                    8,
+                    format!("{i}\n"),
+                    || YieldOnce(false),
+                    || false,
+                )
+            })
             .collect();
         run(futures::future::join_all(calls));
         assert_eq!(sink.most.get(), 1, "one append at a time");
@@ -754,7 +829,16 @@ mod writer_tests {
         let long = Slow(Script::default());
         let w = Writer::new(0);
         let calls: Vec<_> = (0..10)
-            .map(|_| w.keep_batched(&long, "r", 4, "x".repeat(200 << 10), || YieldOnce(false)))
+            .map(|_| {
+                w.keep_batched(
+                    &long,
+                    "r",
+                    4,
+                    "x".repeat(200 << 10),
+                    || YieldOnce(false),
+                    || false,
+                )
+            })
             .collect();
         run(futures::future::join_all(calls));
         let sizes: Vec<usize> = long
@@ -791,8 +875,14 @@ mod writer_tests {
         let sink = Slow(Script::default());
         let w = Writer::new(0);
         {
-            let mut call =
-                Box::pin(w.keep_batched(&sink, "r", 4, "a\n".into(), || YieldOnce(false)));
+            let mut call = Box::pin(w.keep_batched(
+                &sink,
+                "r",
+                4,
+                "a\n".into(),
+                || YieldOnce(false),
+                || false,
+            ));
             let waker = futures::task::noop_waker();
             let mut cx = std::task::Context::from_waker(&waker);
             assert!(
@@ -807,6 +897,78 @@ mod writer_tests {
         );
         keep_many(&w, &sink, 1);
         assert_eq!(*sink.0.appended.borrow(), [(1, "0\n".to_string(), 1)]);
+    }
+
+    /// An append that outlasts the keep's deadline: the caller still waiting stops, and every
+    /// line that waited behind the append is counted as a failed keep, recorded in a shard; the
+    /// append's own lines are kept when it ends. Nothing is lost uncounted, nothing counted twice.
+    #[test]
+    fn past_the_deadline_what_still_waits_is_counted_not_lost() {
+        let sink = Slower(Script::default(), 50);
+        let w = Writer::new(0);
+        let ticks = Cell::new(0u32);
+        let tick = || {
+            ticks.set(ticks.get() + 1);
+            YieldOnce(false)
+        };
+        // The deadline passes after 10 ticks: during the first append.
+        let expired = || ticks.get() >= 10;
+        let calls: Vec<_> = (0..300)
+            .map(|i| w.keep_batched(&sink, "r", 1, format!("{i}\n"), tick, expired))
+            .collect();
+        let outcomes = run(futures::future::join_all(calls));
+        let kept: usize = sink
+            .0
+            .appended
+            .borrow()
+            .iter()
+            .map(|(_, body, _)| body.lines().count())
+            .sum();
+        let counted: u64 = sink.0.recorded.borrow().iter().map(|(_, n)| n).sum();
+        assert!(kept > 0 && counted > 0, "kept {kept}, counted {counted}");
+        assert_eq!(
+            kept as u64 + counted,
+            300,
+            "every answer kept or counted, once"
+        );
+        let failed: u64 = outcomes
+            .iter()
+            .flatten()
+            .map(|k| match k {
+                Keep::Failed { lines, .. } => *lines,
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(failed, counted);
+        assert_eq!(w.pending("r"), 0, "recorded, none held");
+        assert!(w.buffers.borrow().is_empty(), "the buffer goes");
+        // A shard that cannot record it: the count is held for the run's next keep.
+        let down = Slower(Script::default(), 50);
+        let w = Writer::new(0);
+        let ticks = Cell::new(0u32);
+        let tick = || {
+            ticks.set(ticks.get() + 1);
+            YieldOnce(false)
+        };
+        let expired = || {
+            let past = ticks.get() >= 10;
+            if past {
+                down.0.down.borrow_mut().push(0);
+            }
+            past
+        };
+        let calls: Vec<_> = (0..300)
+            .map(|i| w.keep_batched(&down, "r", 1, format!("{i}\n"), tick, expired))
+            .collect();
+        run(futures::future::join_all(calls));
+        let kept: usize = down
+            .0
+            .appended
+            .borrow()
+            .iter()
+            .map(|(_, body, _)| body.lines().count())
+            .sum();
+        assert_eq!(kept as u64 + w.pending("r"), 300);
     }
 
     #[test]
