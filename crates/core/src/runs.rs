@@ -707,15 +707,20 @@ mod writer_tests {
         }
     }
 
+    /// A tick that counts itself in `ticks`.
+    fn counted_tick(ticks: &Cell<u32>) -> impl Fn() -> YieldOnce + Copy + '_ {
+        move || {
+            ticks.set(ticks.get() + 1);
+            YieldOnce(false)
+        }
+    }
+
     #[test]
     fn while_an_append_is_under_way_only_the_last_line_waits() {
         let sink = Slower(Script::default(), 50);
         let w = Writer::new(0);
         let ticks = Cell::new(0u32);
-        let tick = || {
-            ticks.set(ticks.get() + 1);
-            YieldOnce(false)
-        };
+        let tick = counted_tick(&ticks);
         let calls: Vec<_> = (0..300)
             .map(|i| w.keep_batched(&sink, "r", 4, format!("{i}\n"), tick, || false))
             .collect();
@@ -907,10 +912,7 @@ mod writer_tests {
         let sink = Slower(Script::default(), 50);
         let w = Writer::new(0);
         let ticks = Cell::new(0u32);
-        let tick = || {
-            ticks.set(ticks.get() + 1);
-            YieldOnce(false)
-        };
+        let tick = counted_tick(&ticks);
         // The deadline passes after 10 ticks: during the first append.
         let expired = || ticks.get() >= 10;
         let calls: Vec<_> = (0..300)
@@ -946,10 +948,7 @@ mod writer_tests {
         let down = Slower(Script::default(), 50);
         let w = Writer::new(0);
         let ticks = Cell::new(0u32);
-        let tick = || {
-            ticks.set(ticks.get() + 1);
-            YieldOnce(false)
-        };
+        let tick = counted_tick(&ticks);
         let expired = || {
             let past = ticks.get() >= 10;
             if past {

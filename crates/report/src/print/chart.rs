@@ -190,12 +190,7 @@ fn timeline_panel(area: &Area<'_>, title: &str, x_max: f64, lines: &[Line]) -> F
         .margin_right(20)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(
-            0.0..x_max,
-            (y_min..y_max)
-                .log_scale()
-                .with_key_points(log_ticks(y_min, y_max)),
-        )?;
+        .build_cartesian_2d(0.0..x_max, log_axis(y_min, y_max))?;
     chart
         .configure_mesh()
         .x_desc("time since start (s)")
@@ -351,12 +346,7 @@ fn distribution_panel(
         .margin_right(40)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(
-            0.0..x_max,
-            (y_min..y_max)
-                .log_scale()
-                .with_key_points(log_ticks(y_min, y_max)),
-        )?;
+        .build_cartesian_2d(0.0..x_max, log_axis(y_min, y_max))?;
     chart
         .configure_mesh()
         .x_desc("percentile (log scale of 1 - q)")
@@ -401,6 +391,14 @@ fn log_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
     let y_min = lo.max(0.001) * 0.8;
     let y_max = hi.max(y_min * 2.0) * 1.25;
     (y_min, y_max)
+}
+
+/// A log-scaled latency axis over [lo, hi] ms with its 1-2-5 ticks.
+fn log_axis(
+    lo: f64,
+    hi: f64,
+) -> plotters::coord::combinators::WithKeyPoints<plotters::coord::combinators::LogCoord<f64>> {
+    (lo..hi).log_scale().with_key_points(log_ticks(lo, hi))
 }
 
 /// 1-2-5 ticks across [lo, hi] for a log axis, always including one at or below `lo`'s decade
