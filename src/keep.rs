@@ -59,24 +59,7 @@ pub fn keep_run_answer(
         answer: None,
         failure: None,
     };
-    let line = match (
-        reply.status,
-        kvbench_core::probes::Embedded::new(&reply.body),
-    ) {
-        (200, Some(answer)) => Kept {
-            answer: Some(answer),
-            ..line
-        },
-        (status, _) => Kept {
-            failure: Some(kvbench_core::probes::Failure {
-                kind: kvbench_core::probes::FailureKind::Status,
-                status: Some(status),
-                detail: kvbench_core::probes::clean_detail(&reply.body, 300).into(),
-            }),
-            ..line
-        },
-    }
-    .to_line();
+    let line = line.with_reply(reply.status, &reply.body).to_line();
     let run = run.to_string();
     let t_ms = started_ms as i64;
     let visit = crate::in_flight().enter();

@@ -369,23 +369,10 @@ impl ProbeObject {
         let reply = self.run_test(&colo, hint).await;
         let duration_ms = kvbench_core::answer::round_ms(now_ms() - t_ms);
         let concurrent = self.concurrent.get();
-        // A /test that did not answer 200 (the isolate's budget, a bad var) is kept as a
-        // failure of this vantage point, never a gap.
-        let answer = (reply.status == 200)
-            .then(|| Embedded::new(&reply.body))
-            .flatten();
-        let failure = answer.is_none().then(|| Failure {
-            kind: if reply.status == 200 {
-                FailureKind::Malformed
-            } else {
-                FailureKind::Status
-            },
-            status: (reply.status != 200).then_some(reply.status),
-            detail: probes::clean_detail(&reply.body, 300).into(),
-        });
-        let cold = answer.is_some() && !self.warm.replace(true);
         let colo_changed = last_colo.is_some_and(|c| c != colo);
-        let line = Kept {
+        // A /test that did not answer 200 (the isolate's budget, a bad var) is kept as a
+        // failure of this vantage point, never a gap (`Kept::with_reply`).
+        let kept = Kept {
             seq: None,
             t_ms: t_ms as i64,
             label: hint.into(),
@@ -394,15 +381,18 @@ impl ProbeObject {
             colo: colo.as_str().into(),
             placement: None,
             placement_check: None,
-            cold,
+            cold: false,
             colo_changed,
             concurrent,
             duration_ms,
             call_ms: None,
-            answer,
-            failure,
+            answer: None,
+            failure: None,
         }
-        .to_line();
+        .with_reply(reply.status, &reply.body);
+        // Cold: this object's first answer.
+        let cold = kept.answer.is_some() && !self.warm.replace(true);
+        let line = Kept { cold, ..kept }.to_line();
         Ok(Measured {
             t_ms,
             line,

@@ -165,6 +165,29 @@ pub struct Kept<'a> {
 }
 
 impl<'a> Kept<'a> {
+    /// This line with a `/test` reply in it, the one rule every vantage point that measures
+    /// `/test` itself keeps by (a hint probe in its object, a run's request): a 200 with a JSON
+    /// body is its `answer`, as it was sent; anything else its `failure` — `status` (not a 200,
+    /// with the status) or `malformed` (a 200 that is no JSON) — with the body, cleaned and
+    /// shortened to [`DETAIL_MAX`], as what happened. Never a gap.
+    pub fn with_reply(self, status: u16, body: &'a str) -> Kept<'a> {
+        let answer = (status == 200).then(|| Embedded::new(body)).flatten();
+        let failure = answer.is_none().then(|| Failure {
+            kind: if status == 200 {
+                FailureKind::Malformed
+            } else {
+                FailureKind::Status
+            },
+            status: (status != 200).then_some(status),
+            detail: clean_detail(body, DETAIL_MAX).into(),
+        });
+        Kept {
+            answer,
+            failure,
+            ..self
+        }
+    }
+
     /// One NDJSON line, without its newline.
     pub fn to_line(&self) -> String {
         // Plain strings, numbers and an already valid raw answer: this cannot fail.
@@ -206,6 +229,9 @@ impl PartialEq for Embedded<'_> {
 
 /// `text` fit for a kept line and a report: control characters (terminal escapes among them)
 /// replaced, at most `max` characters.
+/// The longest `failure.detail` a kept line carries of a reply's body, in characters.
+pub const DETAIL_MAX: usize = 300;
+
 pub fn clean_detail(text: &str, max: usize) -> String {
     let mut out: String = text
         .chars()
@@ -287,5 +313,42 @@ mod tests {
     fn details_lose_control_characters() {
         assert_eq!(clean_detail("a\u{1b}[31mb\nc", 100), "a [31mb c");
         assert_eq!(clean_detail("abcdef", 3), "abc…");
+    }
+
+    #[test]
+    fn a_reply_is_its_answer_or_its_failure_never_a_gap() {
+        let base = |t_ms| Kept {
+            seq: None,
+            t_ms,
+            label: "weur".into(),
+            vantage: Some(Vantage::Hint),
+            hint: Some("weur".into()),
+            colo: "LHR".into(),
+            placement: None,
+            placement_check: None,
+            cold: false,
+            colo_changed: false,
+            concurrent: 0,
+            duration_ms: 1.0,
+            call_ms: None,
+            answer: None,
+            failure: None,
+        };
+        let ok = base(1).with_reply(200, r#"{"key":"1"}"#);
+        assert_eq!(ok.answer.map(|a| a.get()), Some(r#"{"key":"1"}"#));
+        assert_eq!(ok.failure, None);
+        let busy = base(2).with_reply(503, "busy\n\u{1b}[2J");
+        let f = busy.failure.unwrap();
+        assert_eq!((f.kind, f.status), (FailureKind::Status, Some(503)));
+        assert!(!f.detail.contains('\u{1b}'), "control characters cleaned");
+        assert!(busy.answer.is_none());
+        let not_json = base(3).with_reply(200, "<html>");
+        let f = not_json.failure.unwrap();
+        assert_eq!((f.kind, f.status), (FailureKind::Malformed, None));
+        let body = "x".repeat(10_000);
+        let long = base(4).with_reply(500, &body);
+        assert!(long.failure.unwrap().detail.chars().count() <= DETAIL_MAX + 3);
+        // A 200 that is JSON but no /test answer is still kept as it came: the reader judges.
+        assert!(base(5).with_reply(200, "[1]").answer.is_some());
     }
 }
