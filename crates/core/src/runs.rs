@@ -156,7 +156,8 @@ pub const MAX_BUFFERED_LINES: usize = 4 * MAX_BATCH_LINES;
 /// waiting behind them and counts them as failed keeps: a keep runs in `waitUntil`, which the
 /// platform cuts 30 s after the response, and an answer cut off there would be neither kept nor
 /// counted. What is left of the 30 s records the count in a shard.
-pub const KEEP_DEADLINE_MS: f64 = 20_000.0;
+pub const KEEP_DEADLINE_MS: f64 = KEEP_DEADLINE_S as f64 * 1000.0;
+const KEEP_DEADLINE_S: u32 = 20;
 
 /// A run's answers waiting in the isolate for an append, in the order they came. `id`s count the
 /// lines pushed since the buffer was made (`made` tells buffers of one run apart).
@@ -363,8 +364,7 @@ impl Writer {
         Some(Keep::Failed {
             lines,
             errors: vec![format!(
-                "still waiting for an append under way after {} s: counted as failed keeps",
-                KEEP_DEADLINE_MS / 1000.0
+                "still waiting for an append under way after {KEEP_DEADLINE_S} s: counted as failed keeps"
             )],
             recorded,
         })
