@@ -396,6 +396,22 @@ pub fn parse_url(s: &str) -> Result<Uri, String> {
     Ok(uri)
 }
 
+/// Refuses a `--url` with credentials (`user:password@`): kvbench never sends them, and they
+/// would be written into report.json's `url`. Checked after parsing, so the message does not
+/// echo the URL (clap repeats a refused value).
+pub fn refuse_credentials(urls: &[Uri]) -> Result<(), String> {
+    match urls
+        .iter()
+        .position(|u| u.authority().is_some_and(|a| a.as_str().contains('@')))
+    {
+        Some(i) => Err(format!(
+            "--url #{}: has credentials (user:password@), which kvbench does not send and would write into the report; pass a token with --header 'Authorization: Bearer ...'",
+            i + 1
+        )),
+        None => Ok(()),
+    }
+}
+
 pub fn parse_rate(s: &str) -> Result<f64, String> {
     let rate: f64 = s
         .trim()

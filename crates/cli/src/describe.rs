@@ -39,10 +39,12 @@ pub async fn index(
     url: &Uri,
     headers: &[(HeaderName, HeaderValue)],
 ) -> Result<serde_json::Value, String> {
+    // Host and port only: never userinfo.
     let shown = format!(
-        "{}://{}/",
+        "{}://{}{}/",
         url.scheme_str().unwrap_or("http"),
-        url.authority().map_or("", |a| a.as_str())
+        url.host().unwrap_or(""),
+        url.port_u16().map(|p| format!(":{p}")).unwrap_or_default()
     );
     let fetch = async {
         let root: Uri = shown.parse().map_err(|e| format!("{e}"))?;

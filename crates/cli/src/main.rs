@@ -44,6 +44,10 @@ fn publish(r: &Report, dir: &Path) -> anyhow::Result<()> {
 }
 
 fn run_command(a: RunArgs) -> anyhow::Result<ExitCode> {
+    if let Err(e) = kvbench::args::refuse_credentials(&a.urls) {
+        eprintln!("kvbench: error: {e}");
+        return Ok(ExitCode::from(2));
+    }
     let headers = match a.parsed_headers() {
         Ok(h) => h,
         Err(e) => {

@@ -559,6 +559,13 @@ fn bad_flags_name_the_flag() {
     }
     let o = kvbench(&["run", "--url", "ftp://x/test"]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("--url"));
+    let o = kvbench(&["run", "--url", "http://me:s3cret@127.0.0.1:9/test"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && stderr.contains("--url") && stderr.contains("credentials"));
+    assert!(
+        !stderr.contains("s3cret"),
+        "the password was echoed: {stderr}"
+    );
     let o = kvbench(&["run"]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("--url"));
 }
