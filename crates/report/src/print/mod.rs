@@ -37,7 +37,7 @@ pub fn write_files(report: &Report, dir: &Path) -> anyhow::Result<()> {
 pub fn where_line(report: &Report, p: &crate::report::Provenance) -> String {
     let stack = match p.stack.as_str() {
         "local" => "the local stack (this machine)".to_string(),
-        "deployed" => "deployed on Cloudflare".to_string(),
+        "deployed" => "Cloudflare (deployed)".to_string(),
         other => other.to_string(),
     };
     // The local stack's worker answers as colo `local`: no place to name.
@@ -65,4 +65,42 @@ pub fn where_line(report: &Report, p: &crate::report::Provenance) -> String {
         let _ = write!(line, " · kvbench {commit}");
     }
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{ColoStats, Provenance};
+
+    #[test]
+    fn the_where_line_names_the_stack_colos_window_update_and_commit() {
+        let mut r = Report::empty();
+        for (colo, n) in [("LHR", 9), ("AMS", 3), ("local", 50), ("unknown", 1)] {
+            let stats = ColoStats {
+                answered: n,
+                ..ColoStats::default()
+            };
+            r.colos.insert(colo.into(), stats);
+        }
+        let p = Provenance {
+            stack: "deployed".into(),
+            updated_at: "2026-12-06T01:00:00Z".into(),
+            window: Some(("2026-12-05T01:00:00Z".into(), "2026-12-06T01:00:00Z".into())),
+            build: [("commit".to_string(), "0123abc".to_string())].into(),
+            ..Provenance::default()
+        };
+        assert_eq!(
+            where_line(&r, &p),
+            "Measured on Cloudflare (deployed), in LHR, AMS · answers from 2026-12-05T01:00:00Z to 2026-12-06T01:00:00Z · updated 2026-12-06T01:00:00Z · kvbench 0123abc"
+        );
+        let local = Provenance {
+            stack: "local".into(),
+            updated_at: "t".into(),
+            ..Provenance::default()
+        };
+        assert_eq!(
+            where_line(&r, &local),
+            "Measured on the local stack (this machine), in LHR, AMS · updated t"
+        );
+    }
 }
