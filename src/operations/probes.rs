@@ -19,6 +19,9 @@ use kvbench_core::probes::{
 use kvbench_core::spec::env::PROBES;
 use kvbench_core::{handle, Call, Clock, ErrorKind, Isolate, MetadataCache};
 use kvbench_core::{StoreError, ValueGen};
+use kvbench_wire::object::{
+    Arm, ArmMember as MemberArm, Armed, PlacementCounts as Placement, ProbeStatus,
+};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
 use worker::durable::{ObjectNamespace, ScheduledTime, State, Stub};
@@ -71,10 +74,6 @@ impl PlacementCounts {
         }
     }
 }
-
-use kvbench_wire::object::{
-    Arm, ArmMember as MemberArm, Armed, PlacementCounts as Placement, ProbeStatus,
-};
 
 /// How long a member's `/test` may take: its own stores' timeouts bound it (TIMEOUT_MS per call,
 /// at most 60 s, a few calls per store); past this the member is reported as timed out.
