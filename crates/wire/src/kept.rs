@@ -317,23 +317,7 @@ mod tests {
 
     #[test]
     fn a_reply_is_its_answer_or_its_failure_never_a_gap() {
-        let base = |t_ms| Kept {
-            seq: None,
-            t_ms,
-            label: "weur".into(),
-            vantage: Some(Vantage::Hint),
-            hint: Some("weur".into()),
-            colo: "LHR".into(),
-            placement: None,
-            placement_check: None,
-            cold: false,
-            colo_changed: false,
-            concurrent: 0,
-            duration_ms: 1.0,
-            call_ms: None,
-            answer: None,
-            failure: None,
-        };
+        let base = |t_ms| Kept { t_ms, ..head() };
         let ok = base(1).with_reply(200, r#"{"key":"1"}"#);
         assert_eq!(ok.answer.map(|a| a.get()), Some(r#"{"key":"1"}"#));
         assert_eq!(ok.failure, None);
