@@ -212,12 +212,7 @@ fn group<'a>(
 
 /// The cheapest plan of `store` that is still offered, at the projection's rate.
 fn cheapest(cost: Option<&Estimate>, store: &str) -> Option<(f64, String)> {
-    cost?
-        .lines
-        .iter()
-        .filter(|l| l.store == store && !l.historical && l.over_limit.is_none())
-        .min_by(|a, b| a.monthly_usd.total_cmp(&b.monthly_usd))
-        .map(|l| (l.monthly_usd, l.plan.clone()))
+    crate::cost::cheapest_line(cost?, store).map(|l| (l.monthly_usd, l.plan.clone()))
 }
 
 #[cfg(test)]

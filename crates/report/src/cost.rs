@@ -486,18 +486,22 @@ pub struct Month {
     pub parts: Vec<String>,
 }
 
+/// `store`'s cheapest current plan that the month fits (the first of equals), if any.
+pub fn cheapest_line<'a>(e: &'a Estimate, store: &str) -> Option<&'a CostLine> {
+    e.lines
+        .iter()
+        .filter(|l| l.store == store && !l.historical && l.over_limit.is_none())
+        .min_by(|a, b| a.monthly_usd.total_cmp(&b.monthly_usd))
+}
+
 /// [`Month`] of an estimate; `None` when it prices nothing.
 pub fn cheapest_month(e: &Estimate) -> Option<Month> {
-    let mut best: std::collections::BTreeMap<&str, Option<&CostLine>> = Default::default();
-    for l in &e.lines {
-        let slot = best.entry(l.store.as_str()).or_default();
-        if l.historical || l.over_limit.is_some() {
-            continue;
-        }
-        if slot.is_none_or(|b| l.monthly_usd < b.monthly_usd) {
-            *slot = Some(l);
-        }
-    }
+    let stores: std::collections::BTreeSet<&str> =
+        e.lines.iter().map(|l| l.store.as_str()).collect();
+    let best: Vec<(&str, Option<&CostLine>)> = stores
+        .into_iter()
+        .map(|store| (store, cheapest_line(e, store)))
+        .collect();
     if best.is_empty() && e.worker.is_none() {
         return None;
     }
