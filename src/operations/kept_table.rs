@@ -5,6 +5,7 @@
 
 use std::cell::Cell;
 
+use kvbench_core::probe::{Answers, Count};
 use kvbench_core::probes::{self, Control, Window, PAGE_BYTES, PAGE_LINES};
 use kvbench_core::sql::kept::{
     ADD_FAILED, COUNT, CREATE, CREATE_FAILED, CREATE_FLOOR, DELETE_OLD, FAILED, FIRST, INSERT,
@@ -24,11 +25,17 @@ pub struct KeptTable {
     made: Cell<bool>,
 }
 
-/// How many answers an object keeps, and the first and last one's time.
-pub struct Count {
-    pub kept: u64,
-    pub first_t_ms: Option<i64>,
-    pub last_t_ms: Option<i64>,
+/// The table as the probe's state machine uses it.
+impl Answers for KeptTable {
+    fn keep(&self, t_ms: i64, line: &str) -> Result<(), String> {
+        KeptTable::keep(self, t_ms, line).map_err(|e| e.to_string())
+    }
+    fn expire(&self, now_ms: f64, keep_s: u32) -> Result<(), String> {
+        KeptTable::expire(self, now_ms, keep_s).map_err(|e| e.to_string())
+    }
+    fn next_expiry_ms(&self, keep_s: u32) -> Result<Option<f64>, String> {
+        KeptTable::next_expiry_ms(self, keep_s).map_err(|e| e.to_string())
+    }
 }
 
 impl KeptTable {

@@ -149,7 +149,7 @@ pub async fn list(req: Request, env: &Env) -> Result<Response> {
     let statuses = probes.statuses(&points).await;
     for (point, status) in points.iter().zip(statuses) {
         let mut entry = point.describe();
-        now.push(crate::operations::probes::probe_now(
+        now.push(kvbench_core::probe::probe_now(
             status.as_ref().ok().map(|r| &r.status),
             true,
         ));
@@ -172,10 +172,7 @@ pub async fn list(req: Request, env: &Env) -> Result<Response> {
             ),
         };
         merge(&mut entry, json!({ "outside": outside }));
-        now.push(crate::operations::probes::probe_now(
-            Some(&status.status),
-            false,
-        ));
+        now.push(kvbench_core::probe::probe_now(Some(&status.status), false));
         merge(&mut entry, status.shown);
         list.push(entry);
     }

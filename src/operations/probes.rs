@@ -13,16 +13,12 @@ use std::cell::{Cell, RefCell};
 
 use kvbench_core::durable::LocationHint;
 use kvbench_core::fleet::{Called, Member};
-use kvbench_core::probes::{
-    self, Embedded, Failure, FailureKind, Kept, PlacementCheck, ProbeConfig, Vantage,
-};
+use kvbench_core::probe::{self, Alarm, HintReply, Measured, ProbeState, Target, Wake};
+use kvbench_core::probes::{self, FailureKind, ProbeConfig};
 use kvbench_core::spec::env::PROBES;
 use kvbench_core::{handle, Call, Clock, ErrorKind, Isolate, MetadataCache};
 use kvbench_core::{StoreError, ValueGen};
-use kvbench_wire::object::{
-    Arm, ArmMember as MemberArm, Armed, PlacementCounts as Placement, ProbeStatus,
-};
-use serde::{Deserialize, Serialize};
+use kvbench_wire::object::{Arm, ArmMember as MemberArm, ProbeStatus};
 use wasm_bindgen::JsValue;
 use worker::durable::{ObjectNamespace, ScheduledTime, State, Stub};
 use worker::{durable_object, DurableObject, Env, Method, Request, Response};
@@ -32,49 +28,6 @@ use crate::operations::kept_table::{KeptTable, ORIGIN};
 use crate::operations::probe_directory;
 use crate::stores::Stores;
 
-/// What a probe object keeps besides its answers (Durable Object storage, key `probe`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
-struct ProbeState {
-    hint: Option<String>,
-    /// A member probe's member (label and base URL).
-    member: Option<MemberArm>,
-    every_s: u32,
-    keep_s: u32,
-    /// Set by `POST /probes/stop`; the cron does not re-arm a stopped probe.
-    stopped: bool,
-    last_colo: Option<String>,
-    last_t_ms: Option<i64>,
-    last_error: Option<String>,
-    /// Answers this probe measured and could not keep (its SQLite write failed).
-    keep_failed: u64,
-    /// Deletions of expired answers that failed (they stay until a later one succeeds).
-    expire_failed: u64,
-    /// A member probe's answers by placement: only the placed ones count in its row.
-    placement: PlacementCounts,
-    /// The `cf-placement` of the member's latest answer.
-    last_placement: Option<String>,
-}
-
-/// A member's kept answers by [`PlacementCheck`], since its probe started.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
-#[serde(default)]
-struct PlacementCounts {
-    placed: u64,
-    unplaced: u64,
-    elsewhere: u64,
-}
-
-impl PlacementCounts {
-    fn count(&mut self, check: PlacementCheck) {
-        match check {
-            PlacementCheck::Placed => self.placed += 1,
-            PlacementCheck::Elsewhere => self.elsewhere += 1,
-            PlacementCheck::Unplaced | PlacementCheck::Other => self.unplaced += 1,
-        }
-    }
-}
-
 /// How long a member's `/test` may take: its own stores' timeouts bound it (TIMEOUT_MS per call,
 /// at most 60 s, a few calls per store); past this the member is reported as timed out.
 const MEMBER_TIMEOUT_MS: u64 = 150_000;
@@ -83,7 +36,7 @@ const MEMBER_TIMEOUT_MS: u64 = 150_000;
 pub struct ProbeObject {
     state: State,
     env: Env,
-    /// This instance has answered once: the next answer is hot.
+    /// This instance has answered once: the next answer is warm (`probe::hint_answer`).
     warm: Cell<bool>,
     /// The colo, asked once per instance (an object does not move while it runs).
     colo: RefCell<Option<String>>,
@@ -95,15 +48,6 @@ pub struct ProbeObject {
     requests: Cell<u64>,
     gen: RefCell<ValueGen>,
     deno_meta: MetadataCache,
-}
-
-/// How long a probe keeps its answers: its start's `keep`, the default before any start.
-fn keep_of(s: &ProbeState) -> u32 {
-    if s.keep_s == 0 {
-        probes::DEFAULT_KEEP_S
-    } else {
-        s.keep_s
-    }
 }
 
 pub(crate) fn now_ms() -> f64 {
@@ -125,85 +69,44 @@ impl ProbeObject {
         super::save(&self.state.storage(), "probe", s).await
     }
 
-    /// `start` (arm now, clear a stop) or `tick` (the cron: arm only a live probe whose alarm
-    /// chain died).
-    async fn arm(&self, arm: Arm, force: bool) -> worker::Result<Response> {
-        let mut s = self.load().await?;
-        if s.stopped && !force {
-            return crate::respond::message(&Armed {
-                armed: false,
-                stopped: true,
-            });
-        }
-        s.stopped = false;
-        s.hint = arm.hint;
-        s.member = arm.member;
-        // A start's interval and keep persist until the next start or stop: the cron's tick
-        // (which carries the vars') only fills them in for a probe that never had any.
-        if force || s.every_s == 0 {
-            s.every_s = arm.every_s;
-            s.keep_s = arm.keep_s;
-        }
-        self.save(&s).await?;
+    /// Does what the machine decided with the alarm.
+    async fn set_alarm(&self, alarm: Alarm) -> worker::Result<()> {
         let storage = self.state.storage();
-        let armed = force || storage.get_alarm().await?.is_none();
-        if armed {
-            storage.set_alarm(at(now_ms())).await?;
+        match alarm {
+            Alarm::Unchanged => Ok(()),
+            Alarm::At(ms) => storage.set_alarm(at(ms)).await,
+            Alarm::Delete => storage.delete_alarm().await,
         }
-        crate::respond::message(&Armed {
-            armed,
-            stopped: false,
-        })
     }
 
-    /// Stops measuring. The alarm stays only to delete what the probe kept: it is set for when
-    /// the oldest answer is due ([`Self::arm_expiry`]), none when nothing is kept, so a stopped
-    /// probe's answers still go `keep` plus the grace after they were kept.
+    /// `start` or `tick` ([`ProbeState::arm`]).
+    async fn arm(&self, arm: Arm, start: bool) -> worker::Result<Response> {
+        let mut s = self.load().await?;
+        // A start arms whatever is set; only a tick asks.
+        let alarm_set = !start && self.state.storage().get_alarm().await?.is_some();
+        let (armed, alarm) = s.arm(arm, start, alarm_set, now_ms());
+        // A refused tick (a stopped probe) changed nothing.
+        if !armed.stopped {
+            self.save(&s).await?;
+        }
+        self.set_alarm(alarm).await?;
+        crate::respond::message(&armed)
+    }
+
+    /// [`ProbeState::stop`].
     async fn stop(&self) -> worker::Result<Response> {
         let mut s = self.load().await?;
-        s.stopped = true;
+        let alarm = s.stop(&self.kept, now_ms());
         self.save(&s).await?;
-        self.arm_expiry(&s).await?;
+        self.set_alarm(alarm).await?;
         Response::from_json(&serde_json::json!({ "stopped": true }))
-    }
-
-    /// The alarm of an object with nothing to measure: for when its oldest answer is due, or
-    /// none when it keeps nothing.
-    async fn arm_expiry(&self, s: &ProbeState) -> worker::Result<()> {
-        let storage = self.state.storage();
-        match self.kept.next_expiry_ms(keep_of(s))? {
-            Some(due) => storage.set_alarm(at(due.max(now_ms() + 1000.0))).await,
-            None => storage.delete_alarm().await,
-        }
     }
 
     async fn status(&self) -> worker::Result<Response> {
         let s = self.load().await?;
         let count = self.kept.count()?;
         let alarm = self.state.storage().get_alarm().await?;
-        crate::respond::message(&ProbeStatus {
-            member: s.member.as_ref().map(|m| m.label.clone()),
-            colo: s.last_colo,
-            every_s: s.every_s,
-            keep_s: s.keep_s,
-            // While the alarm measures, no alarm is set (it re-arms after): still running.
-            running: !s.stopped && (alarm.is_some() || self.measuring.get()),
-            stopped: s.stopped,
-            next_alarm_ms: alarm,
-            kept: count.kept,
-            first_t_ms: count.first_t_ms,
-            last_t_ms: count.last_t_ms.or(s.last_t_ms),
-            last_error: s.last_error,
-            keep_failed: s.keep_failed,
-            expire_failed: s.expire_failed,
-            placement: s.member.is_some().then_some(Placement {
-                placed: s.placement.placed,
-                unplaced: s.placement.unplaced,
-                elsewhere: s.placement.elsewhere,
-                last: s.last_placement,
-            }),
-            hint: s.hint,
-        })
+        crate::respond::message(&s.status(count, alarm, self.measuring.get()))
     }
 
     /// The colo this object runs in, from `PROBE_COLO_URL` (Cloudflare's trace), asked once
@@ -224,281 +127,82 @@ impl ProbeObject {
         colo
     }
 
-    /// The alarm of an object with nothing to measure (a stopped probe; a run object of a
-    /// deployment before `RunArchive`): deletes what is due and re-arms for when the oldest
-    /// answer left is due, so what it kept still expires.
-    async fn expire_idle(&self, s: &ProbeState) -> worker::Result<()> {
-        // A deletion that fails is counted and the alarm is set again all the same: a chain
-        // that ended here would leave what is kept for ever.
-        if let Err(e) = self.kept.expire(now_ms(), keep_of(s)) {
-            let mut s = s.clone();
-            s.expire_failed += 1;
-            s.last_error = Some(format!("deleting expired answers failed: {e}"));
-            self.save(&s).await?;
-        }
-        self.arm_expiry(s).await
-    }
-
-    /// Arms the next wake of a live probe `every_s` from now.
-    async fn rearm(&self, s: &ProbeState) -> worker::Result<()> {
-        let every_ms = f64::from(s.every_s.max(probes::MIN_EVERY_S)) * 1000.0;
-        self.state
-            .storage()
-            .set_alarm(at(now_ms() + every_ms))
-            .await
-    }
-
-    /// The alarm: measure and keep, then re-arm — no storage write is pending while the
+    /// A wake of the alarm ([`ProbeState::wake`]): measure until warm and keep
+    /// ([`ProbeState::record`]), or only expire. No storage write is pending while the
     /// measurement's spans run (an awaited write would hold the output gate inside the first
-    /// span). A measurement that fails still re-arms (`alarm`), and the cron re-arms a chain
-    /// that died.
-    async fn measure(&self) -> worker::Result<()> {
+    /// span).
+    async fn wake(&self) -> worker::Result<()> {
         let mut s = self.load().await?;
-        if s.stopped || (s.hint.is_none() && s.member.is_none()) {
-            return self.expire_idle(&s).await;
-        }
-        // A member taken out of FLEET stops with its next wake (nothing else would stop it: the
-        // worker only calls the members it is configured with).
-        if let Some(member) = &s.member {
-            let fleet = env_text(&self.env, kvbench_core::fleet::FLEET_VAR)
-                .map(|v| kvbench_core::fleet::parse_members(kvbench_core::fleet::FLEET_VAR, &v));
-            let listed = match &fleet {
-                Some(Ok(members)) => members.iter().any(|m| m.label == member.label),
-                // No FLEET (or one that does not parse, which GET /probes reports): not listed.
-                _ => false,
-            };
-            if !listed {
-                s.stopped = true;
-                s.last_error = Some(format!(
-                    "stopped: {} is no longer in {}",
-                    member.label,
-                    kvbench_core::fleet::FLEET_VAR
-                ));
-                self.save(&s).await?;
-                return self.arm_expiry(&s).await;
+        let fleet = env_text(&self.env, kvbench_core::fleet::FLEET_VAR);
+        let target = match s.wake(fleet.as_deref(), &self.kept, now_ms()) {
+            Wake::Measure(target) => target,
+            Wake::Idle { save, alarm } => {
+                if save {
+                    self.save(&s).await?;
+                }
+                return self.set_alarm(alarm).await;
             }
-        }
+            Wake::Retired { alarm } => {
+                self.save(&s).await?;
+                return self.set_alarm(alarm).await;
+            }
+        };
         if self.measuring.replace(true) {
             return Ok(());
         }
-        let (kept, failed) = self.measure_until_warm(&s).await;
+        let measured = probe::measure_until_warm(s.last_colo.clone(), |last_colo| {
+            self.measure_one(&target, last_colo)
+        })
+        .await;
         self.measuring.set(false);
         // The state again: a stop (or start) may have come in while the probe measured, and
         // must not be undone by saving what was read before.
         let mut s = self.load().await?;
-        for m in kept {
-            // A keep that fails is counted (GET /probes, the answers stream's end line), and the
-            // probe goes on.
-            if let Err(e) = self.kept.keep(m.t_ms as i64, &m.line) {
-                s.keep_failed += 1;
-                s.last_error = Some(format!("keeping an answer failed: {e}"));
-                continue;
-            }
-            s.last_colo = Some(m.colo);
-            s.last_t_ms = Some(m.t_ms as i64);
-            s.last_error = m.last_error;
-            if let Some((check, header)) = m.placement {
-                s.placement.count(check);
-                s.last_placement = header;
-            }
-            // The answer is kept; an expiry that fails leaves old ones a while longer (the next
-            // keep or the expiry alarm deletes them) and must not drop this wake's other
-            // answers: said in last_error, and the loop goes on.
-            if let Err(e) = self.kept.expire(m.t_ms, s.keep_s) {
-                s.expire_failed += 1;
-                s.last_error = Some(format!("deleting expired answers failed: {e}"));
-            }
-        }
-        if let Some(e) = failed {
-            s.last_error = Some(e);
-        }
+        let alarm = s.record(measured, &self.kept, now_ms());
         self.save(&s).await?;
-        if s.stopped {
-            // Stopped while it measured: what it kept (now too) still expires.
-            self.arm_expiry(&s).await?;
-        } else {
-            self.rearm(&s).await?;
-        }
-        Ok(())
+        self.set_alarm(alarm).await
     }
 
-    /// This wake's answers: one, or — when it was cold (a new instance: connections, Deno KV's
-    /// metadata exchange and the value generator all start afresh) — a warm one at once after
-    /// it, both kept and marked, so the default five-minute schedule still yields a warm answer
-    /// every wake. A failure ends the wake with what it measured so far, and why.
-    async fn measure_until_warm(&self, s: &ProbeState) -> (Vec<Measured>, Option<String>) {
-        let mut kept = Vec::new();
-        let mut failed = None;
-        let mut last_colo = s.last_colo.clone();
-        for _ in 0..2 {
-            let one = match (&s.hint, &s.member) {
-                (Some(hint), _) => self.measure_hint(hint, last_colo.as_deref()).await,
-                (None, Some(member)) => self.measure_member(member, last_colo.as_deref()).await,
-                (None, None) => break,
-            };
-            match one {
-                Ok(measured) => {
-                    let cold = measured.cold;
-                    last_colo = Some(measured.colo.clone());
-                    kept.push(measured);
-                    if !cold {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    failed = Some(e);
-                    break;
-                }
-            }
+    async fn measure_one(&self, target: &Target, last_colo: Option<String>) -> Measured {
+        match target {
+            Target::Hint(hint) => self.measure_hint(hint, last_colo.as_deref()).await,
+            Target::Member(member) => self.measure_member(member, last_colo.as_deref()).await,
         }
-        (kept, failed)
     }
 
-    /// A hint probe's measurement: `/test` in this object's isolate, kept whatever it answered.
-    /// `last_colo`: where the previous answer ran.
-    async fn measure_hint(
-        &self,
-        hint: &str,
-        last_colo: Option<&str>,
-    ) -> std::result::Result<Measured, String> {
+    /// A hint probe's measurement: `/test` in this object's isolate ([`probe::hint_answer`]).
+    async fn measure_hint(&self, hint: &str, last_colo: Option<&str>) -> Measured {
         let colo = self.colo().await;
         self.concurrent.set(0);
         self.requests.set(self.requests.get() + 1);
         let t_ms = now_ms();
         let reply = self.run_test(&colo, hint).await;
         let duration_ms = kvbench_core::answer::round_ms(now_ms() - t_ms);
-        let concurrent = self.concurrent.get();
-        let colo_changed = last_colo.is_some_and(|c| c != colo);
-        // A /test that did not answer 200 (the isolate's budget, a bad var) is kept as a
-        // failure of this vantage point, never a gap (`Kept::with_reply`).
-        let kept = Kept {
-            seq: None,
-            t_ms: t_ms as i64,
-            label: hint.into(),
-            vantage: Some(Vantage::Hint),
-            hint: Some(hint.into()),
-            colo: colo.as_str().into(),
-            placement: None,
-            placement_check: None,
-            cold: false,
-            colo_changed,
-            concurrent,
-            duration_ms,
-            call_ms: None,
-            answer: None,
-            failure: None,
-        }
-        .with_reply(reply.status, &reply.body);
-        // Cold: this object's first answer.
-        let cold = kept.answer.is_some() && !self.warm.replace(true);
-        let line = Kept { cold, ..kept }.to_line();
-        Ok(Measured {
+        let reply = HintReply {
+            hint,
+            colo: &colo,
+            last_colo,
             t_ms,
-            line,
-            placement: None,
-            last_error: match reply.status {
-                200 => store_errors(&reply.body),
-                status => Some(format!(
-                    "/test answered {status}: {}",
-                    probes::clean_detail(&reply.body, 300)
-                )),
-            },
-            colo,
-            cold,
-        })
+            duration_ms,
+            concurrent: self.concurrent.get(),
+            status: reply.status,
+            body: &reply.body,
+        };
+        probe::hint_answer(reply, &self.warm)
     }
 
-    /// A member probe's measurement: the member's `/test` over HTTP, with `BENCH_TOKEN`. Its
-    /// answer is kept as it came, with the member's own handler time (its `Server-Timing`),
-    /// the call's round trip apart, its `cf-placement` and whether that is where the label
-    /// says; anything else is kept as a failure line (never a gap).
-    async fn measure_member(
-        &self,
-        member: &MemberArm,
-        last_colo: Option<&str>,
-    ) -> std::result::Result<Measured, String> {
-        let target = Member {
-            label: member.label.clone(),
-            url: member.url.clone(),
-        };
+    /// A member probe's measurement: the member's `/test` over HTTP, with `BENCH_TOKEN`
+    /// ([`probe::member_answer`]).
+    async fn measure_member(&self, member: &MemberArm, last_colo: Option<&str>) -> Measured {
+        let url = probe::member_of(member).test_url();
         let token = env_text(&self.env, kvbench_core::auth::TOKEN_VAR);
         let t_ms = now_ms();
-        let called = call_member(&target.test_url(), token.as_deref(), MEMBER_TIMEOUT_MS).await;
+        let called = call_member(&url, token.as_deref(), MEMBER_TIMEOUT_MS).await;
         let call_ms = kvbench_core::answer::round_ms(now_ms() - t_ms);
-        let (reply, placement, handler_ms, body) = match &called {
-            Ok(c) => (
-                kvbench_core::fleet::member_reply(c.status, &c.body, c.handler_ms),
-                c.placement.as_deref(),
-                c.handler_ms,
-                c.body.as_str(),
-            ),
-            Err((kind, detail)) => (
-                kvbench_core::fleet::MemberReply {
-                    colo: "unknown".into(),
-                    cold: false,
-                    failure: Some((*kind, None, probes::clean_detail(detail, 300))),
-                },
-                None,
-                None,
-                "",
-            ),
-        };
-        let (answer, failure, mut last_error) = match &reply.failure {
-            None => (Embedded::new(body), None, store_errors(body)),
-            Some((kind, status, detail)) => (
-                None,
-                Some(Failure {
-                    kind: *kind,
-                    status: *status,
-                    detail: detail.as_str().into(),
-                }),
-                Some(match status {
-                    Some(status) => format!("member answered {status}: {detail}"),
-                    None => format!("member {}: {detail}", kind.as_str()),
-                }),
-            ),
-        };
-        // Only an answer has a placement to check; a failure is the member's failure wherever
-        // it ran.
-        let check = answer.is_some().then(|| {
-            let expected = kvbench_core::fleet::region(&member.label).map(|r| r.colos.as_slice());
-            kvbench_core::fleet::classify(placement, expected)
-        });
-        if let Some(e) =
-            check.and_then(|c| kvbench_core::fleet::placement_error(&member.label, placement, c))
-        {
-            last_error = Some(match last_error {
-                Some(stores) => format!("{e}; {stores}"),
-                None => e,
-            });
-        }
-        let line = Kept {
-            seq: None,
-            t_ms: t_ms as i64,
-            label: member.label.as_str().into(),
-            vantage: Some(Vantage::Member),
-            hint: None,
-            colo: reply.colo.as_str().into(),
-            placement: placement.map(Into::into),
-            placement_check: check,
-            cold: reply.cold,
-            colo_changed: last_colo.is_some_and(|c| c != reply.colo),
-            concurrent: 0,
-            // The member's handler, like every other vantage's; a failure: the wait.
-            duration_ms: handler_ms.filter(|_| answer.is_some()).unwrap_or(call_ms),
-            call_ms: answer.is_some().then_some(call_ms),
-            answer,
-            failure,
-        }
-        .to_line();
-        Ok(Measured {
-            t_ms,
-            line,
-            placement: check.map(|c| (c, placement.map(str::to_string))),
-            last_error,
-            cold: reply.cold,
-            colo: reply.colo,
-        })
+        let called = called
+            .as_ref()
+            .map_err(|(kind, detail)| (*kind, detail.as_str()));
+        probe::member_answer(member, called, t_ms, call_ms, last_colo)
     }
 
     /// `/test` with no query: the deployment's defaults and stores. The Cache API is reported
@@ -541,42 +245,9 @@ impl ProbeObject {
     }
 }
 
-/// What a measurement leaves to keep.
-struct Measured {
-    /// Its start, epoch ms.
-    t_ms: f64,
-    /// The kept line.
-    line: String,
-    /// A member answer's placement check and `cf-placement`.
-    placement: Option<(PlacementCheck, Option<String>)>,
-    /// Its stores' failures, or why it produced no answer.
-    last_error: Option<String>,
-    /// Where it ran.
-    colo: String,
-    /// A cold answer (another, warm one follows at once).
-    cold: bool,
-}
-
 /// The most of a member's answer that is kept (a `/test` answer is a few KiB; the rest of a
 /// longer body is dropped, not stored).
 const MEMBER_BODY_MAX: usize = 1 << 20;
-
-/// A probe as the budget counts it, from its status (`None`: it could not be read, counted as
-/// if it would run); `armed_here`: one of the probes an arming is for.
-pub fn probe_now(status: Option<&ProbeStatus>, armed_here: bool) -> probes::ProbeNow {
-    let Some(v) = status else {
-        return probes::ProbeNow {
-            armed_here,
-            ..probes::ProbeNow::unknown()
-        };
-    };
-    probes::ProbeNow {
-        armed_here,
-        running: v.running,
-        stopped: v.stopped,
-        every_s: v.every_s,
-    }
-}
 
 /// `GET url` with the token as a bearer header, within [`MEMBER_TIMEOUT_MS`]: the status, the
 /// checked `cf-placement` and the body. A failure is its kind (`timeout`, `connect`,
@@ -695,28 +366,6 @@ async fn read_member_body(
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// The failed stores of an answer, other than those not configured: `kv: timeout (...)`.
-fn store_errors(body: &str) -> Option<String> {
-    let v: serde_json::Value = serde_json::from_str(body).ok()?;
-    let text = |e: &serde_json::Value, k: &str| {
-        e.get(k)
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
-    let errors: Vec<String> = v
-        .get("stores")?
-        .as_object()?
-        .iter()
-        .filter_map(|(store, r)| {
-            let e = r.get("error").filter(|e| !e.is_null())?;
-            let kind = text(e, "kind");
-            (kind != "not_configured").then(|| format!("{store}: {kind} ({})", text(e, "message")))
-        })
-        .collect();
-    (!errors.is_empty()).then(|| errors.join("; "))
-}
-
 /// `colo=` of a trace URL, within 5 s.
 async fn trace(url: &str) -> Option<String> {
     let request = crate::bindings::js_request("GET", url, &[], None, false).ok()?;
@@ -773,17 +422,19 @@ impl DurableObject for ProbeObject {
     }
 
     async fn alarm(&self) -> worker::Result<Response> {
-        if let Err(e) = self.measure().await {
+        if let Err(e) = self.wake().await {
             self.measuring.set(false);
-            // Kept for GET /probes; the chain goes on.
-            let mut s = self.load().await.unwrap_or_default();
-            s.last_error = Some(format!("probe failed: {e}"));
-            let _ = self.save(&s).await;
-            if (s.hint.is_some() || s.member.is_some()) && !s.stopped {
-                let _ = self.rearm(&s).await;
-            } else {
-                let _ = self.arm_expiry(&s).await;
-            }
+            // Said in GET /probes, and the chain goes on ([`ProbeState::wake_failed`]); a state
+            // that cannot be read is not saved over: the wake is tried again.
+            let alarm = match self.load().await {
+                Ok(mut s) => {
+                    let alarm = s.wake_failed(&e.to_string(), &self.kept, now_ms());
+                    let _ = self.save(&s).await;
+                    alarm
+                }
+                Err(_) => Alarm::At(now_ms() + probe::UNREAD_RETRY_MS),
+            };
+            let _ = self.set_alarm(alarm).await;
         }
         Response::ok("")
     }
@@ -920,7 +571,9 @@ impl Probes {
             .await
             .into_iter()
             .enumerate()
-            .map(|(i, (_, read))| probe_now(read.as_ref().ok().map(|r| &r.status), i < configured))
+            .map(|(i, (_, read))| {
+                probe::probe_now(read.as_ref().ok().map(|r| &r.status), i < configured)
+            })
             .collect()
     }
 

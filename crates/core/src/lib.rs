@@ -30,6 +30,7 @@ pub mod measure;
 pub mod parameter;
 pub mod params;
 pub mod postgres;
+pub mod probe;
 pub mod probes;
 pub mod redis;
 pub mod runs;
