@@ -18,6 +18,8 @@ export const BINDINGS = {
   probesClass: "ProbeObject",
   runs: "BENCH_RUNS",
   runsClass: "RunArchive",
+  directory: "BENCH_DIRECTORY",
+  directoryClass: "FleetDirectory",
   d1: "BENCH_D1",
   r2: "BENCH_R2",
 };
@@ -152,6 +154,7 @@ export function workerOptions(allBindings, extra = {}) {
       [BINDINGS.durableObject]: { className: BINDINGS.durableObjectClass, useSQLite: true },
       [BINDINGS.probes]: { className: BINDINGS.probesClass, useSQLite: true },
       [BINDINGS.runs]: { className: BINDINGS.runsClass, useSQLite: true },
+      [BINDINGS.directory]: { className: BINDINGS.directoryClass, useSQLite: true },
     },
     d1Databases: [BINDINGS.d1],
     r2Buckets: [BINDINGS.r2],

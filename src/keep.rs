@@ -29,7 +29,7 @@ pub fn keep_run_answer(
     // When the request started, how long its handler took, and whether it was the isolate's
     // first (counted then: by the time it ends, requests that came in meanwhile have been
     // counted too).
-    (started_ms, duration_ms, cold): (f64, f64, bool),
+    (started_ms, handler_ms, cold): (f64, f64, bool),
     reply: &kvbench_core::endpoint::Reply,
     colo: &str,
 ) {
@@ -53,8 +53,7 @@ pub fn keep_run_answer(
         placement_check: None,
         cold,
         colo_changed: false,
-        concurrent: 0,
-        duration_ms,
+        handler_ms: Some(handler_ms),
         call_ms: None,
         answer: None,
         failure: None,

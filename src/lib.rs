@@ -46,7 +46,9 @@ use crate::stores::Stores;
 #[cfg(feature = "main-worker")]
 pub use crate::durable::BenchObject;
 #[cfg(feature = "main-worker")]
-pub use crate::operations::{probes::ProbeObject, run_archive::RunArchive};
+pub use crate::operations::{
+    directory::FleetDirectory, probes::ProbeObject, run_archive::RunArchive,
+};
 
 thread_local! {
     static REQUESTS: Cell<u64> = const { Cell::new(0) };
@@ -79,7 +81,11 @@ async fn fetch(
     // The measured route on the runtime's own request and response objects: no SDK request
     // (its method, path, headers and `cf` read across JS up front) and no SDK response (rebuilt
     // as a second JS `Response` on the way out). Its CPU is every answer's noise floor.
-    let response = match routes::route(&method, routes::path_of(&url), OPERATIONS) {
+    let route = routes::route(&method, routes::path_of(&url), OPERATIONS);
+    // Every route is a request in flight of the isolate, so an answer's `concurrent` sees it;
+    // `/test` enters in `handle`, which reads its own visit.
+    let _visit = (!matches!(route, Route::Test)).then(|| in_flight().enter());
+    let response = match route {
         Route::Test => return test(&req, &url, &env, &ctx, head).await,
         Route::Index => handle_index(&url, &env)?,
         Route::Healthz => respond::text("ok")?,
@@ -109,6 +115,7 @@ const OPERATIONS: bool = cfg!(feature = "main-worker");
 #[cfg(feature = "main-worker")]
 #[event(scheduled)]
 async fn scheduled(_event: worker::ScheduledEvent, env: Env, _ctx: worker::ScheduleContext) {
+    let _visit = in_flight().enter();
     futures::join!(operations::probe_routes::tick(&env), r2::sweep::run(&env));
 }
 

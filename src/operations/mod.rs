@@ -1,10 +1,10 @@
 //! The operations plane, the main worker's only (a fleet member is built without it, feature
 //! `main-worker`): the probes and their Durable Object class (`probes`), their routes and the
-//! report route (`probe_routes`), the fleet's directory (`probe_directory`), the run archive's
+//! report route (`probe_routes`), the fleet's directory and its Durable Object class (`directory`), the run archive's
 //! class and reads (`run_archive`), and the kept-answers table both classes hold (`kept_table`).
 
+pub mod directory;
 pub mod kept_table;
-pub mod probe_directory;
 pub mod probe_routes;
 pub mod probes;
 pub mod run_archive;

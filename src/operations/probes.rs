@@ -24,8 +24,8 @@ use worker::durable::{ObjectNamespace, ScheduledTime, State, Stub};
 use worker::{durable_object, DurableObject, Env, Method, Request, Response};
 
 use crate::bindings::{env_text, seeded_gen, JsClock, JsTimer};
+use crate::operations::directory::Members;
 use crate::operations::kept_table::{KeptTable, ORIGIN};
-use crate::operations::probe_directory;
 use crate::stores::Stores;
 
 /// How long a member's `/test` may take: its own stores' timeouts bound it (TIMEOUT_MS per call,
@@ -42,8 +42,6 @@ pub struct ProbeObject {
     colo: RefCell<Option<String>>,
     /// A measurement is running (alarms are at-least-once: a retry must not overlap it).
     measuring: Cell<bool>,
-    /// Requests this instance served while a measurement ran.
-    concurrent: Cell<u32>,
     kept: KeptTable,
     requests: Cell<u64>,
     gen: RefCell<ValueGen>,
@@ -132,6 +130,9 @@ impl ProbeObject {
     /// measurement's spans run (an awaited write would hold the output gate inside the first
     /// span).
     async fn wake(&self) -> worker::Result<()> {
+        // The wake is a request in flight of the isolate, but for a hint's `/test`, which
+        // enters on its own: its answer's `concurrent` counts others, never its own wake.
+        let visit = crate::in_flight().enter();
         let mut s = self.load().await?;
         let fleet = env_text(&self.env, kvbench_core::fleet::FLEET_VAR);
         let target = match s.wake(fleet.as_deref(), &self.kept, now_ms()) {
@@ -150,11 +151,13 @@ impl ProbeObject {
         if self.measuring.replace(true) {
             return Ok(());
         }
+        drop(visit);
         let measured = probe::measure_until_warm(s.last_colo.clone(), |last_colo| {
             self.measure_one(&target, last_colo)
         })
         .await;
         self.measuring.set(false);
+        let _visit = crate::in_flight().enter();
         // The state again: a stop (or start) may have come in while the probe measured, and
         // must not be undone by saving what was read before.
         let mut s = self.load().await?;
@@ -173,18 +176,16 @@ impl ProbeObject {
     /// A hint probe's measurement: `/test` in this object's isolate ([`probe::hint_answer`]).
     async fn measure_hint(&self, hint: &str, last_colo: Option<&str>) -> Measured {
         let colo = self.colo().await;
-        self.concurrent.set(0);
         self.requests.set(self.requests.get() + 1);
         let t_ms = now_ms();
         let reply = self.run_test(&colo, hint).await;
-        let duration_ms = kvbench_core::answer::round_ms(now_ms() - t_ms);
+        let handler_ms = kvbench_core::answer::round_ms(now_ms() - t_ms);
         let reply = HintReply {
             hint,
             colo: &colo,
             last_colo,
             t_ms,
-            duration_ms,
-            concurrent: self.concurrent.get(),
+            handler_ms,
             status: reply.status,
             body: &reply.body,
         };
@@ -196,6 +197,7 @@ impl ProbeObject {
     async fn measure_member(&self, member: &MemberArm, last_colo: Option<&str>) -> Measured {
         let url = probe::member_of(member).test_url();
         let token = env_text(&self.env, kvbench_core::auth::TOKEN_VAR);
+        let _visit = crate::in_flight().enter();
         let t_ms = now_ms();
         let called = call_member(&url, token.as_deref(), MEMBER_TIMEOUT_MS).await;
         let call_ms = kvbench_core::answer::round_ms(now_ms() - t_ms);
@@ -391,7 +393,6 @@ impl DurableObject for ProbeObject {
             warm: Cell::new(false),
             colo: RefCell::new(None),
             measuring: Cell::new(false),
-            concurrent: Cell::new(0),
             kept,
             requests: Cell::new(0),
             gen: RefCell::new(seeded_gen()),
@@ -400,18 +401,15 @@ impl DurableObject for ProbeObject {
     }
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
-        if self.measuring.get() {
-            self.concurrent.set(self.concurrent.get() + 1);
-        }
+        // A request in flight of the isolate: a measurement under way counts it in its
+        // answer's `concurrent`.
+        let _visit = crate::in_flight().enter();
         let url = req.url()?;
         let answer = match (req.method(), url.path()) {
             (Method::Post, "/start") => self.arm(super::json_of(req.text().await)?, true).await,
             (Method::Post, "/tick") => self.arm(super::json_of(req.text().await)?, false).await,
             (Method::Post, "/stop") => self.stop().await,
             (Method::Get, "/status") => self.status().await,
-            (Method::Get | Method::Post, "/directory") => {
-                probe_directory::serve(&self.state, req).await
-            }
             (Method::Get, "/answers") => match self.load().await {
                 Ok(s) => self.kept.page(&url, s.keep_failed),
                 Err(e) => Err(e),
@@ -423,6 +421,7 @@ impl DurableObject for ProbeObject {
 
     async fn alarm(&self) -> worker::Result<Response> {
         if let Err(e) = self.wake().await {
+            let _visit = crate::in_flight().enter();
             self.measuring.set(false);
             // Said in GET /probes, and the chain goes on ([`ProbeState::wake_failed`]); a state
             // that cannot be read is not saved over: the wake is tried again.
@@ -443,6 +442,8 @@ impl DurableObject for ProbeObject {
 /// The worker's side: the probe objects of this deployment.
 pub struct Probes {
     namespace: ObjectNamespace,
+    /// The fleet directory (`crate::operations::directory`).
+    directory: Members,
     pub config: ProbeConfig,
 }
 
@@ -451,9 +452,19 @@ impl Probes {
         let namespace = env
             .durable_object(PROBES)
             .map_err(|_| format!("the Durable Object binding {PROBES} is missing"))?;
+        let directory = Members::from_env(env).map_err(|_| {
+            format!(
+                "the Durable Object binding {} is missing",
+                kvbench_core::spec::env::DIRECTORY
+            )
+        })?;
         let config = ProbeConfig::from_vars(|name| env_text(env, name))
             .map_err(|e| format!("{}: {}", e.parameter, e.message))?;
-        Ok(Probes { namespace, config })
+        Ok(Probes {
+            namespace,
+            directory,
+            config,
+        })
     }
 
     /// Every vantage point of this configuration: the hints, then the fleet's members.
@@ -502,7 +513,7 @@ impl Probes {
 
     /// `POST <call>` to each probe (`start`, `tick`, `stop`), all at once; each probe's JSON
     /// answer, or its error as text, by vantage point, in the points' order. A start or tick
-    /// first records the members it arms in the directory (`crate::operations::probe_directory`); the
+    /// first records the members it arms in the directory (`crate::operations::directory`); the
     /// second value says why that failed.
     pub async fn each(
         &self,
@@ -542,15 +553,9 @@ impl Probes {
         futures::future::join_all(points.iter().map(|p| self.status(p))).await
     }
 
-    /// The directory's object (`crate::operations::probe_directory`).
-    fn directory(&self) -> worker::Result<Stub> {
-        self.namespace.get_by_name(probe_directory::OBJECT)
-    }
-
     /// Records this configuration's members in the directory.
     async fn record_members(&self) -> Result<(), String> {
-        let stub = self.directory().map_err(|e| e.to_string())?;
-        probe_directory::record(&stub, &self.config.members).await
+        self.directory.record(&self.config.members).await
     }
 
     /// Every probe with its status: this configuration's (asked now), then
@@ -595,16 +600,13 @@ impl Probes {
             .filter(|hint| !self.config.hints.contains(hint))
             .map(Point::Hint)
             .collect();
-        let directory = self.directory().ok();
-        if let Some(stub) = &directory {
-            if let Ok(members) = probe_directory::members(stub).await {
-                candidates.extend(
-                    members
-                        .into_iter()
-                        .filter(|m| self.config.members.iter().all(|c| c.label != m.label))
-                        .map(Point::Member),
-                );
-            }
+        if let Ok(members) = self.directory.members().await {
+            candidates.extend(
+                members
+                    .into_iter()
+                    .filter(|m| self.config.members.iter().all(|c| c.label != m.label))
+                    .map(Point::Member),
+            );
         }
         let statuses = self.statuses(&candidates).await;
         let mut out = Vec::new();
@@ -619,10 +621,8 @@ impl Probes {
                 forget.push(m.label);
             }
         }
-        if let Some(stub) = &directory {
-            if let Err(e) = probe_directory::forget(stub, forget).await {
-                worker::console_error!("probe directory: forgetting members failed: {e}");
-            }
+        if let Err(e) = self.directory.forget(forget).await {
+            worker::console_error!("fleet directory: forgetting members failed: {e}");
         }
         out
     }

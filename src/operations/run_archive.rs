@@ -98,6 +98,7 @@ impl DurableObject for RunArchive {
     }
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
+        let _visit = crate::in_flight().enter();
         let url = req.url()?;
         let answer = match (req.method(), url.path()) {
             (Method::Post, "/append") => self.append(&url, &req.text().await?).await,
@@ -118,6 +119,7 @@ impl DurableObject for RunArchive {
     /// Deletes what is due, re-arms for when the oldest answer left is due (so an answer lives
     /// `keep` plus the grace, not up to twice `keep`).
     async fn alarm(&self) -> worker::Result<Response> {
+        let _visit = crate::in_flight().enter();
         let storage = self.state.storage();
         let keep_s = storage
             .get::<u32>("keep_s")

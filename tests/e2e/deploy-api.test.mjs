@@ -24,7 +24,7 @@ const envName = (region) => region.replace(/[^a-z0-9]+/g, "-");
 const PG_PASSWORD = `deploy-pg-${crypto.randomBytes(8).toString("hex")}`;
 const API_TOKEN = `cf-api-token-${crypto.randomBytes(12).toString("hex")}`;
 const WRANGLER_TOML = fs.readFileSync(path.join(ROOT, "wrangler.toml"));
-const MAIN_CLASSES = ["BenchObject", "ProbeObject", "RunArchive"];
+const MAIN_CLASSES = ["BenchObject", "FleetDirectory", "ProbeObject", "RunArchive"];
 /** The sizes of the wasm modules an upload carried. */
 const wasmSizes = (script) => Object.entries(script.moduleSizes ?? {}).filter(([p]) => p.endsWith(".wasm")).map(([, size]) => size);
 
@@ -132,12 +132,12 @@ function checkMain(api, dir, out, { postgres: pg = false } = {}) {
   assert.equal(binding(main, "BENCH_D1").id, db.uuid);
   assert.equal(binding(main, "BENCH_R2").bucket_name, "kvbench");
   assert.equal(binding(main, "REPORT").service, "kvbench-report");
-  for (const [name, cls] of [["BENCH_DO", "BenchObject"], ["BENCH_PROBES", "ProbeObject"], ["BENCH_RUNS", "RunArchive"]]) {
+  for (const [name, cls] of [["BENCH_DO", "BenchObject"], ["BENCH_PROBES", "ProbeObject"], ["BENCH_RUNS", "RunArchive"], ["BENCH_DIRECTORY", "FleetDirectory"]]) {
     assert.equal(binding(main, name)?.class_name, cls, name);
   }
   assert.deepEqual([...main.classes].sort(), MAIN_CLASSES);
   assert.deepEqual(wasmSizes(main), [fs.statSync(path.join(ROOT, "build/index_bg.wasm")).size], "the main worker uploads the main build");
-  assert.equal(main.migrationTag, "v3");
+  assert.equal(main.migrationTag, "v4");
   assert.deepEqual(main.schedules.map((s) => s.cron), ["*/5 * * * *"]);
   assert.equal(main.secrets.get("BENCH_TOKEN"), token);
   // The build reports name (GET /'s provenance): this checkout's commit and wrangler's version.

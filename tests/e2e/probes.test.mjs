@@ -351,7 +351,7 @@ test("/test?run= keeps exactly the answers sent, after the response", async () =
   const seqs = got.map((l) => l.seq);
   assert.deepEqual([...seqs].sort((a, b) => a - b), seqs, "seq rises through the stream");
   assert.equal(new Set(seqs).size, seqs.length, "seq is unique");
-  for (const l of got) assert.ok(l.label === l.answer.colo && l.hint === null && l.duration_ms >= 0, JSON.stringify({ ...l, answer: undefined }));
+  for (const l of got) assert.ok(l.label === l.answer.colo && l.hint === null && l.handler_ms >= 0, JSON.stringify({ ...l, answer: undefined }));
   const unknown = await json("GET", "/runs/never-ran/answers");
   assert.equal(unknown.status, 404);
   assert.equal(unknown.body.error.parameter, "run");

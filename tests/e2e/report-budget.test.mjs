@@ -73,8 +73,7 @@ function* fleet(origin, points, every_s, span_s) {
           vantage: p < 31 ? "member" : "hint",
           colo,
           cold: i % 2 === 0,
-          concurrent: 0,
-          duration_ms: 20 + Math.floor(r() * 200),
+          handler_ms: 20 + Math.floor(r() * 200),
           answer: { key: String(Math.floor(r() * 1000)), colo, isolate_requests: 2, stores },
         }) + "\n";
       n++;

@@ -54,6 +54,7 @@ before(async () => {
       durableObjects: {
         [BINDINGS.durableObject]: { className: BINDINGS.durableObjectClass, useSQLite: true },
         [BINDINGS.probes]: { className: BINDINGS.probesClass, useSQLite: true },
+        [BINDINGS.directory]: { className: BINDINGS.directoryClass, useSQLite: true },
         [BINDINGS.runs]: { className: "FaultyRunArchive", useSQLite: true },
       },
     },

@@ -363,9 +363,7 @@ pub struct HintReply<'a> {
     /// The start, epoch ms.
     pub t_ms: f64,
     /// The handler's wall time.
-    pub duration_ms: f64,
-    /// Other requests the object served meanwhile.
-    pub concurrent: u32,
+    pub handler_ms: f64,
     pub status: u16,
     pub body: &'a str,
 }
@@ -386,8 +384,7 @@ pub fn hint_answer(reply: HintReply<'_>, warm: &Cell<bool>) -> Measured {
         placement_check: None,
         cold: false,
         colo_changed: reply.last_colo.is_some_and(|c| c != reply.colo),
-        concurrent: reply.concurrent,
-        duration_ms: reply.duration_ms,
+        handler_ms: Some(reply.handler_ms),
         call_ms: None,
         answer: None,
         failure: None,
@@ -411,7 +408,7 @@ pub fn hint_answer(reply: HintReply<'_>, warm: &Cell<bool>) -> Measured {
 }
 
 /// A member probe's kept line: the member's answer as it came, with its own handler time (its
-/// `Server-Timing`), the call's round trip apart, its `cf-placement` and whether that is where
+/// `Server-Timing`, whenever it sent one), the call's round trip apart (the wait, for a failure), its `cf-placement` and whether that is where
 /// the label says; anything else (`called` failed, or answered no `/test` answer) a failure
 /// line — never a gap. `t_ms`: the call's start; `call_ms`: its round trip.
 pub fn member_answer(
@@ -477,10 +474,10 @@ pub fn member_answer(
         placement_check: check,
         cold: reply.cold,
         colo_changed: last_colo.is_some_and(|c| c != reply.colo),
-        concurrent: 0,
-        // The member's handler, like every other vantage's; a failure: the wait.
-        duration_ms: handler_ms.filter(|_| answer.is_some()).unwrap_or(call_ms),
-        call_ms: answer.is_some().then_some(call_ms),
+        // The member's own handler time, on any status it sent it with (like every other
+        // vantage's); the round trip apart, also the wait of a failure.
+        handler_ms,
+        call_ms: Some(call_ms),
         answer,
         failure,
     }
@@ -889,8 +886,7 @@ mod tests {
             colo: "LHR",
             last_colo: Some("CDG"),
             t_ms: NOW,
-            duration_ms: 12.5,
-            concurrent: 3,
+            handler_ms: 12.5,
             status: 503,
             body: "over budget",
         };
@@ -928,12 +924,8 @@ mod tests {
             (Some("weur"), Some("hint"), Some("weur"))
         );
         assert_eq!(
-            (
-                v["colo_changed"] == true,
-                v["concurrent"].as_u64(),
-                v["duration_ms"].as_f64()
-            ),
-            (true, Some(3), Some(12.5))
+            (v["colo_changed"] == true, v["handler_ms"].as_f64()),
+            (true, Some(12.5))
         );
         assert_eq!(v["answer"]["colo"], "LHR");
         assert_eq!(
@@ -980,7 +972,7 @@ mod tests {
         let a = member_answer(&m, Ok(&c), NOW, 95.0, Some("IAD"));
         let v = line(&a);
         assert_eq!(
-            (v["duration_ms"].as_f64(), v["call_ms"].as_f64()),
+            (v["handler_ms"].as_f64(), v["call_ms"].as_f64()),
             (Some(40.0), Some(95.0))
         );
         assert_eq!(
@@ -1023,8 +1015,9 @@ mod tests {
         let v = line(&a);
         assert_eq!(v["failure"]["kind"], "timeout");
         assert_eq!(
-            (v["duration_ms"].as_f64(), v.get("call_ms")),
-            (Some(150_000.0), None)
+            (v.get("handler_ms"), v["call_ms"].as_f64()),
+            (None, Some(150_000.0)),
+            "no handler answered: the wait is the call's"
         );
         assert!(v.get("answer").is_none() && v.get("placement_check").is_none());
         assert_eq!(
@@ -1041,11 +1034,17 @@ mod tests {
         c.handler_ms = None;
         let v = line(&member_answer(&m, Ok(&c), NOW, 95.0, None));
         assert_eq!(
-            (v["failure"]["kind"].as_str(), v["duration_ms"].as_f64()),
-            (Some("malformed"), Some(95.0))
+            (
+                v["failure"]["kind"].as_str(),
+                v.get("handler_ms"),
+                v["call_ms"].as_f64()
+            ),
+            (Some("malformed"), None, Some(95.0))
         );
+        // A refusal that says its handler time keeps it: the handler answered.
         let c = called(401, None, "unauthorized");
         let a = member_answer(&m, Ok(&c), NOW, 5.0, None);
+        assert_eq!(line(&a)["handler_ms"].as_f64(), Some(40.0));
         assert_eq!(
             a.last_error.as_deref(),
             Some("member answered 401: unauthorized")

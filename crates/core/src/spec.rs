@@ -315,6 +315,9 @@ pub mod env {
     /// The run archive's Durable Object namespace (`RunArchive`: a run's shards, not a store).
     pub const RUNS: &str = "BENCH_RUNS";
     pub const RUNS_CLASS: &str = "RunArchive";
+    /// The fleet directory's Durable Object namespace (`FleetDirectory`, not a store).
+    pub const DIRECTORY: &str = "BENCH_DIRECTORY";
+    pub const DIRECTORY_CLASS: &str = "FleetDirectory";
 }
 
 const fn binding(name: &'static str, kind: BindingKind) -> Binding {

@@ -167,7 +167,7 @@ fn push_answers(agg: &mut Aggregate, labels: u64, every: u64, window: u64, origi
                 (format!("remote-{colo}"), "placed")
             };
             line.push_str(&format!(
-                r#"{{"seq":{i},"t_ms":{t},"label":"{label}","vantage":"member","colo":"{colo}","placement":"{placement}","placement_check":"{check}","cold":{},"concurrent":0,"duration_ms":{},"answer":{{"key":"{}","colo":"{colo}","isolate_requests":2,"stores":{{"#,
+                r#"{{"seq":{i},"t_ms":{t},"label":"{label}","vantage":"member","colo":"{colo}","placement":"{placement}","placement_check":"{check}","cold":{},"handler_ms":{},"answer":{{"key":"{}","colo":"{colo}","isolate_requests":2,"stores":{{"#,
                 i % 2 == 0,
                 20 + next() % 200,
                 next() % 1000

@@ -244,7 +244,7 @@ mod tests {
     /// A kept line of `label` with a `kv` hit and a `redis` miss that wrote.
     fn line(seq: i64, t_ms: i64, label: &str, cold: bool) -> String {
         format!(
-            r#"{{"seq":{seq},"t_ms":{t_ms},"label":"{label}","vantage":"hint","hint":"{label}","colo":"LHR","cold":{cold},"concurrent":0,"duration_ms":40,"answer":{{"key":"7","colo":"LHR","stores":{{"kv":{{"read_ms":2,"hit":true,"value_bytes":4096,"write_ms":null,"error":null}},"redis":{{"read_ms":3,"hit":false,"value_bytes":null,"write_ms":4,"error":null}}}}}}}}"#
+            r#"{{"seq":{seq},"t_ms":{t_ms},"label":"{label}","vantage":"hint","hint":"{label}","colo":"LHR","cold":{cold},"handler_ms":40,"answer":{{"key":"7","colo":"LHR","stores":{{"kv":{{"read_ms":2,"hit":true,"value_bytes":4096,"write_ms":null,"error":null}},"redis":{{"read_ms":3,"hit":false,"value_bytes":null,"write_ms":4,"error":null}}}}}}}}"#
         )
     }
 

@@ -133,9 +133,6 @@ impl Aggregate {
         let outcome = match (line.answer, &line.failure) {
             (Some(answer), _) => match crate::answer::parse(answer.get().as_bytes()) {
                 Ok(mut answer) => {
-                    // What shared the measuring isolate: the answer's own count, or the probe
-                    // object's (a hint probe measures in its object, whose answer says 0).
-                    answer.concurrent = answer.concurrent.max(Some(line.concurrent));
                     // Cold as the vantage point counts it: a probe's new object, a member's or
                     // a run's new isolate (the line's, not the answer's `isolate_requests`: a
                     // hint probe's object can be new in an isolate that answered before).
@@ -167,7 +164,10 @@ impl Aggregate {
         }
         self.count_vantage(line, &outcome);
         let intended_us = (t.saturating_sub(self.origin_ms).max(0) as u64) * 1000;
-        let latency_us = (line.duration_ms.max(0.0) * 1000.0) as u64;
+        // The handler's time, the same quantity for every vantage; where no handler answered
+        // (a member out of reach), the wait.
+        let latency_ms = line.handler_ms.or(line.call_ms).unwrap_or(0.0);
+        let latency_us = (latency_ms.max(0.0) * 1000.0) as u64;
         if self.last_label.as_deref() != Some(label) {
             if let Some(previous) = self.last_label.take() {
                 if let Some(run) = self.runs.get_mut(&previous) {
@@ -411,7 +411,7 @@ mod tests {
 
     fn line(seq: i64, t_ms: i64, label: &str, read_ms: f64) -> String {
         format!(
-            r#"{{"seq":{seq},"t_ms":{t_ms},"label":"{label}","hint":"{label}","colo":"LHR","cold":false,"colo_changed":false,"concurrent":0,"duration_ms":12.5,"answer":{{"key":"7","colo":"LHR","order":["kv"],"isolate_requests":1,"stores":{{"kv":{{"read_ms":{read_ms},"hit":true,"value_bytes":4096,"write_ms":null,"error":null}}}},"kvLatency":{read_ms},"redisLatency":null}}}}"#
+            r#"{{"seq":{seq},"t_ms":{t_ms},"label":"{label}","hint":"{label}","colo":"LHR","cold":false,"colo_changed":false,"handler_ms":12.5,"answer":{{"key":"7","colo":"LHR","order":["kv"],"isolate_requests":1,"stores":{{"kv":{{"read_ms":{read_ms},"hit":true,"value_bytes":4096,"write_ms":null,"error":null}}}},"kvLatency":{read_ms},"redisLatency":null}}}}"#
         )
     }
 
@@ -425,7 +425,7 @@ mod tests {
             "{\"seq\":3,\"label\":\"weur\"}".to_string(),
             line(4, i64::MIN, "weur", 1.0),
             line(5, i64::MAX, "weur", 1.0),
-            r#"{"seq":1,"t_ms":1000900,"label":"aws:us-east-1","vantage":"member","hint":null,"colo":"unknown","placement":null,"cold":false,"colo_changed":false,"concurrent":0,"duration_ms":150000,"failure":{"kind":"timeout","status":null,"detail":"no answer within 150 s"}}"#.to_string(),
+            r#"{"seq":1,"t_ms":1000900,"label":"aws:us-east-1","vantage":"member","hint":null,"colo":"unknown","placement":null,"cold":false,"colo_changed":false,"handler_ms":150000,"failure":{"kind":"timeout","status":null,"detail":"no answer within 150 s"}}"#.to_string(),
             r#"{"seq":2,"t_ms":1000950,"label":"aws:us-east-1","vantage":"member","failure":{"kind":"status","status":503,"detail":"busy"}}"#.to_string(),
         ];
         for l in &lines {
@@ -527,9 +527,8 @@ mod tests {
         assert_eq!(r.total.failures.get("http_503"), Some(&1));
         let labels: Vec<_> = r.labels.keys().map(String::as_str).collect();
         assert_eq!(labels, ["FRA", "aws:us-east-1", "weur"]);
-        // The member's line counts 2 others in flight, more than its answer's 1: the larger
-        // reaches the report; the hint's and the run's answers say 1.
-        assert_eq!(r.total.concurrent, BTreeMap::from([(1, 2), (2, 1)]));
+        // `concurrent` is the answer's own: each of the three answers says 1.
+        assert_eq!(r.total.concurrent, BTreeMap::from([(1, 3)]));
         let member = &r.vantages["aws:us-east-1"];
         assert_eq!(
             (

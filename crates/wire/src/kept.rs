@@ -138,23 +138,25 @@ pub struct Kept<'a> {
     /// member's failure lines: a failure has no placement to check).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement_check: Option<PlacementCheck>,
-    /// The first answer since the object (probes) or isolate (runs) started.
+    /// Nothing was warm: the first answer measured with the stores' clients (connections, Deno
+    /// KV's metadata, the value generator) new — they live in the probe object for a hint, in
+    /// the isolate for a run or a member, so it is the object's first answer or the isolate's
+    /// (`isolate_requests` 1).
     #[serde(default)]
     pub cold: bool,
     /// The colo differs from the previous answer's (probes).
     #[serde(default)]
     pub colo_changed: bool,
-    /// Other requests the measuring object served meanwhile (their CPU may share the clock).
-    #[serde(default)]
-    pub concurrent: u32,
     /// Wall milliseconds of the `/test` handler that answered, as its runtime's clock saw it —
-    /// the same quantity for every vantage: a hint probe's `/test` in its own isolate, a run's
-    /// request, a member's own handler (its `Server-Timing: kvbench;dur=`). A failure line: how
-    /// long the vantage point waited for nothing.
-    #[serde(default)]
-    pub duration_ms: f64,
+    /// the same quantity for every vantage: a hint probe's `/test` in its own object, a run's
+    /// request, a member's own handler (its `Server-Timing: kvbench;dur=`), on any status.
+    /// `None` when no handler answered (a member that could not be reached, or answered
+    /// without its handler time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handler_ms: Option<f64>,
     /// A member's line: the probe's whole HTTP call to the member (connection, TLS, WAN both
-    /// ways, the member's handler), ms. Never mixed with `duration_ms`.
+    /// ways, the member's handler), ms; on a failure line, how long it waited. Never mixed
+    /// with `handler_ms`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_ms: Option<f64>,
     /// The `/test` answer exactly as it was sent; `None` when there is a `failure` instead.
@@ -268,8 +270,7 @@ mod tests {
             placement_check: None,
             cold: true,
             colo_changed: false,
-            concurrent: 1,
-            duration_ms: 12.5,
+            handler_ms: Some(12.5),
             call_ms: None,
             answer: None,
             failure: None,
@@ -300,8 +301,8 @@ mod tests {
         assert_eq!(k.vantage, Some(Vantage::Other));
         assert_eq!(k.failure.unwrap().kind, FailureKind::Other);
         assert_eq!(
-            (k.colo.as_str(), k.cold, k.concurrent),
-            ("unknown", false, 0)
+            (k.colo.as_str(), k.cold, k.handler_ms),
+            ("unknown", false, None)
         );
         assert!(
             Kept::parse(br#"{"label":"x"}"#).is_err(),

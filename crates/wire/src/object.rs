@@ -1,9 +1,13 @@
 //! What the worker and its Durable Objects say to each other, one type per message: the worker
-//! arms a probe ([`Arm`], `POST /start` and the cron's `POST /tick`; [`Armed`] back) and asks its
-//! state ([`ProbeStatus`], `GET /status`), and asks a run archive's shard what it keeps
-//! ([`ShardStatus`], `GET /status`). The object writes each with these types and the worker
+//! arms a probe ([`Arm`], `POST /start` and the cron's `POST /tick`; [`Armed`] back), stops it
+//! (`POST /stop`, [`Stopped`] back) and asks its state ([`ProbeStatus`], `GET /status`); asks a
+//! run archive's shard what it keeps ([`ShardStatus`], `GET /status`); and records in the fleet
+//! directory the members it arms or forgets ([`DirectoryChange`], `POST /members`) and reads
+//! them ([`Directory`], the answer of both `GET` and `POST /members`). The object writes each with these types and the worker
 //! reads it with them, so a renamed field fails to compile instead of reading as a silent `0`.
 //! `GET /probes` shows a [`ProbeStatus`] as it is, beside the probe's description.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +34,43 @@ pub struct ArmMember {
 pub struct Armed {
     pub armed: bool,
     pub stopped: bool,
+}
+
+/// What a stop did: the probe is stopped (its alarm stays only to delete what it keeps).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stopped {
+    pub stopped: bool,
+}
+
+/// The fleet directory: every member a start or the cron armed and whose probe still runs or
+/// keeps answers, label → base URL.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Directory {
+    pub members: BTreeMap<String, String>,
+}
+
+/// A change to the fleet directory: members armed (added, or their URL updated) and labels
+/// forgotten.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DirectoryChange {
+    pub armed: BTreeMap<String, String>,
+    pub forget: Vec<String>,
+}
+
+impl Directory {
+    /// `change` applied; `true` when it changed something (so the object writes only then,
+    /// and the cron's tick costs a row read, not a write). A label both armed and forgotten
+    /// is forgotten.
+    pub fn apply(&mut self, change: DirectoryChange) -> bool {
+        let before = self.members.clone();
+        self.members.extend(change.armed);
+        for label in &change.forget {
+            self.members.remove(label);
+        }
+        self.members != before
+    }
 }
 
 /// A probe's state as `GET /status` gives it.
@@ -153,6 +194,41 @@ impl ShardStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_directory_change_says_whether_it_changed_anything() {
+        let mut d = Directory::default();
+        let arm = |label: &str, url: &str| DirectoryChange {
+            armed: [(label.to_string(), url.to_string())].into(),
+            forget: Vec::new(),
+        };
+        assert!(d.apply(arm("a", "https://a")));
+        assert!(
+            !d.apply(arm("a", "https://a")),
+            "the cron's tick re-arms: no write"
+        );
+        assert!(d.apply(arm("a", "https://a2")), "a new URL is a change");
+        assert!(d.apply(arm("b", "https://b")));
+        let forget = |labels: &[&str]| DirectoryChange {
+            armed: BTreeMap::new(),
+            forget: labels.iter().map(|l| l.to_string()).collect(),
+        };
+        assert!(
+            !d.apply(forget(&["c"])),
+            "forgetting what it never held changes nothing"
+        );
+        assert!(d.apply(forget(&["a"])));
+        assert_eq!(d.members.keys().collect::<Vec<_>>(), ["b"]);
+        let both = DirectoryChange {
+            armed: [("b".to_string(), "https://b".to_string())].into(),
+            forget: vec!["b".into()],
+        };
+        assert!(d.apply(both));
+        assert!(
+            d.members.is_empty(),
+            "armed and forgotten at once: forgotten"
+        );
+    }
 
     #[test]
     fn a_status_without_fields_reads_as_a_probe_that_never_ran() {

@@ -51,8 +51,7 @@ fn kept_lines() -> Vec<Kept<'static>> {
         placement_check: None,
         cold: true,
         colo_changed: false,
-        concurrent: 0,
-        duration_ms: 41.25,
+        handler_ms: Some(41.25),
         call_ms: None,
         answer: Embedded::new(ANSWER),
         failure: None,
@@ -65,8 +64,7 @@ fn kept_lines() -> Vec<Kept<'static>> {
         placement: Some("remote-IAD".into()),
         placement_check: Some(PlacementCheck::Placed),
         cold: false,
-        concurrent: 2,
-        duration_ms: 38.5,
+        handler_ms: Some(38.5),
         call_ms: Some(112.75),
         ..hint.clone()
     };
@@ -79,8 +77,8 @@ fn kept_lines() -> Vec<Kept<'static>> {
         colo: "unknown".into(),
         placement: None,
         placement_check: None,
-        duration_ms: 150_000.0,
-        call_ms: None,
+        handler_ms: None,
+        call_ms: Some(150_000.0),
         answer: None,
         failure: Some(Failure {
             kind: FailureKind::Timeout,
@@ -162,7 +160,10 @@ fn the_control_lines_are_the_golden_ones_and_read_back() {
 /// read back equal.
 #[test]
 fn the_object_messages_are_the_golden_ones_and_read_back() {
-    use kvbench_wire::object::{Arm, ArmMember, Armed, PlacementCounts, ProbeStatus, ShardStatus};
+    use kvbench_wire::object::{
+        Arm, ArmMember, Armed, Directory, DirectoryChange, PlacementCounts, ProbeStatus,
+        ShardStatus, Stopped,
+    };
     let hint_arm = Arm {
         hint: Some("weur".into()),
         member: None,
@@ -220,6 +221,18 @@ fn the_object_messages_are_the_golden_ones_and_read_back() {
         last_t_ms: Some(1_790_000_060_000),
         keep_failed: 2,
     };
+    let stopped = Stopped { stopped: true };
+    let change = DirectoryChange {
+        armed: [(
+            "aws:us-east-1".to_string(),
+            "https://kvbench-aws-us-east-1.example.workers.dev".to_string(),
+        )]
+        .into(),
+        forget: vec!["gcp:asia-east1".into()],
+    };
+    let directory = Directory {
+        members: change.armed.clone(),
+    };
     let lines = [
         serde_json::to_string(&hint_arm).unwrap(),
         serde_json::to_string(&member_arm).unwrap(),
@@ -227,6 +240,9 @@ fn the_object_messages_are_the_golden_ones_and_read_back() {
         serde_json::to_string(&hint_status).unwrap(),
         serde_json::to_string(&member_status).unwrap(),
         serde_json::to_string(&shard).unwrap(),
+        serde_json::to_string(&stopped).unwrap(),
+        serde_json::to_string(&change).unwrap(),
+        serde_json::to_string(&directory).unwrap(),
     ];
     check("object.jsonl", &(lines.join("\n") + "\n"));
     assert_eq!(serde_json::from_str::<Arm>(&lines[0]).unwrap(), hint_arm);
@@ -243,5 +259,14 @@ fn the_object_messages_are_the_golden_ones_and_read_back() {
     assert_eq!(
         serde_json::from_str::<ShardStatus>(&lines[5]).unwrap(),
         shard
+    );
+    assert_eq!(serde_json::from_str::<Stopped>(&lines[6]).unwrap(), stopped);
+    assert_eq!(
+        serde_json::from_str::<DirectoryChange>(&lines[7]).unwrap(),
+        change
+    );
+    assert_eq!(
+        serde_json::from_str::<Directory>(&lines[8]).unwrap(),
+        directory
     );
 }

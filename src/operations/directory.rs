@@ -1,0 +1,121 @@
+//! The fleet directory (`FleetDirectory`, a Durable Object class of its own, binding
+//! `BENCH_DIRECTORY`; one object, [`OBJECT`]): every member a start or the cron armed, label →
+//! base URL, in its storage (key `members`). A member taken out of `FLEET` is no longer in the
+//! worker's configuration, but its probe object still holds answers (and stops itself at its next
+//! wake); through the directory it is still listed by `GET /probes`, stopped by
+//! `POST /probes/stop` and read by `/probes/answers` and `/report` until it keeps nothing, when
+//! it is forgotten. Its messages are `kvbench_wire::object`'s [`Directory`] and
+//! [`DirectoryChange`].
+
+use kvbench_core::fleet::Member;
+use kvbench_core::spec::env::DIRECTORY;
+use kvbench_wire::object::{Directory, DirectoryChange};
+use worker::durable::{State, Stub};
+use worker::{durable_object, DurableObject, Env, Method, Request, Response};
+
+use crate::operations::kept_table::ORIGIN;
+use crate::operations::probes::post;
+
+/// The directory's one object.
+pub const OBJECT: &str = "members";
+
+/// Its storage key.
+const KEY: &str = "members";
+
+#[durable_object]
+pub struct FleetDirectory {
+    state: State,
+}
+
+impl FleetDirectory {
+    /// `POST /members` applies a [`DirectoryChange`] (written only when it changes something,
+    /// so the cron's tick costs a row read, not a write); both `GET` and `POST` answer the
+    /// [`Directory`] after the call.
+    async fn serve(&self, mut req: Request) -> worker::Result<Response> {
+        let storage = self.state.storage();
+        let mut directory: Directory = super::load(&storage, KEY).await?.unwrap_or_default();
+        if req.method() == Method::Post {
+            let change: DirectoryChange = super::json_of(req.text().await)?;
+            if directory.apply(change) {
+                super::save(&storage, KEY, &directory).await?;
+            }
+        }
+        crate::respond::message(&directory)
+    }
+}
+
+impl DurableObject for FleetDirectory {
+    fn new(state: State, _env: Env) -> Self {
+        FleetDirectory { state }
+    }
+
+    async fn fetch(&self, req: Request) -> worker::Result<Response> {
+        let _visit = crate::in_flight().enter();
+        let known = matches!(req.method(), Method::Get | Method::Post) && req.path() == "/members";
+        let answer = if known {
+            self.serve(req).await
+        } else {
+            Response::error("no such directory call", 404)
+        };
+        answer.or_else(|e| Response::error(format!("fleet directory: {e}"), 500))
+    }
+}
+
+/// The worker's side: the directory's object.
+pub struct Members(Stub);
+
+impl Members {
+    pub fn from_env(env: &Env) -> worker::Result<Members> {
+        Ok(Members(env.durable_object(DIRECTORY)?.get_by_name(OBJECT)?))
+    }
+
+    /// Records `members` as armed (a start's or a tick's members).
+    pub async fn record(&self, members: &[Member]) -> Result<(), String> {
+        if members.is_empty() {
+            return Ok(());
+        }
+        let change = DirectoryChange {
+            armed: members
+                .iter()
+                .map(|m| (m.label.clone(), m.url.clone()))
+                .collect(),
+            forget: Vec::new(),
+        };
+        self.change(&change).await
+    }
+
+    /// Forgets `labels` (members that keep nothing and no longer run).
+    pub async fn forget(&self, labels: Vec<String>) -> Result<(), String> {
+        if labels.is_empty() {
+            return Ok(());
+        }
+        let change = DirectoryChange {
+            armed: Default::default(),
+            forget: labels,
+        };
+        self.change(&change).await
+    }
+
+    async fn change(&self, change: &DirectoryChange) -> Result<(), String> {
+        let body = serde_json::to_string(change).map_err(|e| e.to_string())?;
+        post(&self.0, "members", &body).await.map(drop)
+    }
+
+    /// Every member the directory holds.
+    pub async fn members(&self) -> Result<Vec<Member>, String> {
+        let mut r = self
+            .0
+            .fetch_with_str(&format!("{ORIGIN}/members"))
+            .await
+            .map_err(|e| e.to_string())?;
+        if r.status_code() != 200 {
+            return Err(format!("fleet directory: {}", r.status_code()));
+        }
+        let directory: Directory = super::json_of(r.text().await).map_err(|e| e.to_string())?;
+        Ok(directory
+            .members
+            .into_iter()
+            .map(|(label, url)| Member { label, url })
+            .collect())
+    }
+}
