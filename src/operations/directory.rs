@@ -14,7 +14,7 @@ use worker::durable::{State, Stub};
 use worker::{durable_object, DurableObject, Env, Method, Request, Response};
 
 use crate::operations::kept_table::ORIGIN;
-use crate::operations::probes::post;
+use crate::operations::object::{self, post};
 
 /// The directory's one object.
 pub const OBJECT: &str = "members";
@@ -33,11 +33,11 @@ impl FleetDirectory {
     /// [`Directory`] after the call.
     async fn serve(&self, mut req: Request) -> worker::Result<Response> {
         let storage = self.state.storage();
-        let mut directory: Directory = super::load(&storage, KEY).await?.unwrap_or_default();
+        let mut directory: Directory = object::load(&storage, KEY).await?.unwrap_or_default();
         if req.method() == Method::Post {
-            let change: DirectoryChange = super::json_of(req.text().await)?;
+            let change: DirectoryChange = object::json_of(req.text().await)?;
             if directory.apply(change) {
-                super::save(&storage, KEY, &directory).await?;
+                object::save(&storage, KEY, &directory).await?;
             }
         }
         crate::respond::message(&directory)
@@ -111,7 +111,7 @@ impl Members {
         if r.status_code() != 200 {
             return Err(format!("fleet directory: {}", r.status_code()));
         }
-        let directory: Directory = super::json_of(r.text().await).map_err(|e| e.to_string())?;
+        let directory: Directory = object::json_of(r.text().await).map_err(|e| e.to_string())?;
         Ok(directory
             .members
             .into_iter()

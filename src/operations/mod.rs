@@ -5,13 +5,11 @@
 
 pub mod directory;
 pub mod kept_table;
+pub mod object;
 pub mod probe_routes;
 pub mod probes;
 pub mod run_archive;
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
-use worker::durable::Storage;
 use worker::{Env, Request, Response, Result};
 
 use crate::routes::Route;
@@ -32,27 +30,4 @@ pub async fn serve(route: Route<'_>, req: Request, env: &Env) -> Result<Response
         | Route::MethodNotAllowed(_)
         | Route::NotFound => Response::error("Not Found", 404),
     }
-}
-
-/// A value an object keeps in its storage, as JSON text: the one serializer of the object's
-/// messages (`serde_json`) for its storage too, not a second one (`serde_wasm_bindgen`) compiled
-/// for each stored type.
-pub async fn load<T: DeserializeOwned>(storage: &Storage, key: &str) -> Result<Option<T>> {
-    match storage.get::<String>(key).await? {
-        Some(text) => serde_json::from_str(&text)
-            .map(Some)
-            .map_err(|e| worker::Error::RustError(format!("stored {key}: {e}"))),
-        None => Ok(None),
-    }
-}
-
-/// Keeps `value` under `key` ([`load`] reads it).
-pub async fn save<T: Serialize>(storage: &Storage, key: &str, value: &T) -> Result<()> {
-    storage.put(key, serde_json::to_string(value)?).await
-}
-
-/// A JSON body, read as text and parsed by `serde_json` (the SDK's `json()` goes through a JS
-/// object and `serde_wasm_bindgen`).
-pub fn json_of<T: DeserializeOwned>(text: Result<String>) -> Result<T> {
-    Ok(serde_json::from_str(&text?)?)
 }

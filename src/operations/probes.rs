@@ -16,16 +16,16 @@ use kvbench_core::fleet::{Called, Member};
 use kvbench_core::probe::{self, Alarm, HintReply, Measured, ProbeState, Target, Wake};
 use kvbench_core::probes::{self, FailureKind, ProbeConfig};
 use kvbench_core::spec::env::PROBES;
-use kvbench_core::{handle, Call, Clock, ErrorKind, Isolate, MetadataCache};
+use kvbench_core::{handle, Call, ErrorKind, Isolate, MetadataCache};
 use kvbench_core::{StoreError, ValueGen};
 use kvbench_wire::object::{Arm, ArmMember as MemberArm, ProbeStatus};
-use wasm_bindgen::JsValue;
-use worker::durable::{ObjectNamespace, ScheduledTime, State, Stub};
+use worker::durable::{ObjectNamespace, State, Stub};
 use worker::{durable_object, DurableObject, Env, Method, Request, Response};
 
 use crate::bindings::{env_text, seeded_gen, JsClock, JsTimer};
 use crate::operations::directory::Members;
-use crate::operations::kept_table::{KeptTable, ORIGIN};
+use crate::operations::kept_table::KeptTable;
+use crate::operations::object::{self, at, get_json, now_ms, post};
 use crate::stores::Stores;
 
 /// How long a member's `/test` may take: its own stores' timeouts bound it (TIMEOUT_MS per call,
@@ -48,23 +48,15 @@ pub struct ProbeObject {
     deno_meta: MetadataCache,
 }
 
-pub(crate) fn now_ms() -> f64 {
-    JsClock.now_ms()
-}
-
-pub(crate) fn at(epoch_ms: f64) -> ScheduledTime {
-    ScheduledTime::new(js_sys::Date::new(&JsValue::from(epoch_ms)))
-}
-
 impl ProbeObject {
     async fn load(&self) -> worker::Result<ProbeState> {
-        Ok(super::load(&self.state.storage(), "probe")
+        Ok(object::load(&self.state.storage(), "probe")
             .await?
             .unwrap_or_default())
     }
 
     async fn save(&self, s: &ProbeState) -> worker::Result<()> {
-        super::save(&self.state.storage(), "probe", s).await
+        object::save(&self.state.storage(), "probe", s).await
     }
 
     /// Does what the machine decided with the alarm.
@@ -406,8 +398,8 @@ impl DurableObject for ProbeObject {
         let _visit = crate::in_flight().enter();
         let url = req.url()?;
         let answer = match (req.method(), url.path()) {
-            (Method::Post, "/start") => self.arm(super::json_of(req.text().await)?, true).await,
-            (Method::Post, "/tick") => self.arm(super::json_of(req.text().await)?, false).await,
+            (Method::Post, "/start") => self.arm(object::json_of(req.text().await)?, true).await,
+            (Method::Post, "/tick") => self.arm(object::json_of(req.text().await)?, false).await,
             (Method::Post, "/stop") => self.stop().await,
             (Method::Get, "/status") => self.status().await,
             (Method::Get, "/answers") => match self.load().await {
@@ -674,34 +666,4 @@ pub async fn status_of(stub: &Stub) -> Result<StatusRead, String> {
 pub struct StatusRead {
     pub status: ProbeStatus,
     pub shown: serde_json::Value,
-}
-
-/// `GET ORIGIN/<path>` of an object: its JSON answer, a message of `kvbench_wire::object` for
-/// that message's own reader (`ProbeStatus::read`, `ShardStatus::read`).
-pub async fn get_json(stub: &Stub, path: &str) -> Result<serde_json::Value, String> {
-    let mut r = stub
-        .fetch_with_str(&format!("{ORIGIN}/{path}"))
-        .await
-        .map_err(|e| e.to_string())?;
-    super::json_of(r.text().await).map_err(|e| format!("{path}: {e}"))
-}
-
-/// `POST ORIGIN/<path>` with `body`; a non-2xx answer is an error with its status and text.
-pub async fn post(stub: &Stub, path: &str, body: &str) -> Result<Response, String> {
-    let request = crate::bindings::js_request(
-        "POST",
-        &format!("{ORIGIN}/{path}"),
-        &[],
-        Some(&JsValue::from_str(body)),
-        false,
-    )?;
-    let mut response = stub
-        .fetch_with_request(request)
-        .await
-        .map_err(|e| e.to_string())?;
-    if response.status_code() >= 300 {
-        let text = response.text().await.unwrap_or_default();
-        return Err(format!("{}: {text}", response.status_code()));
-    }
-    Ok(response)
 }

@@ -13,7 +13,7 @@ use worker::{durable_object, DurableObject, Env, Method, Request, Response};
 
 use crate::keep::Archive;
 use crate::operations::kept_table::{KeptTable, Source};
-use crate::operations::probes::{at, get_json, now_ms};
+use crate::operations::object::{at, get_json, now_ms};
 use kvbench_wire::object::ShardStatus;
 
 /// One shard of a run: its kept answers, and how long it keeps them (storage key `keep_s`).

@@ -7,7 +7,7 @@
 
 use crate::durable::LocationHint;
 use crate::params::ParamError;
-use kvbench_wire::kept::{FailureKind, PlacementCheck};
+use kvbench_wire::kept::{clean_detail, FailureKind, PlacementCheck};
 
 /// Var: the members the probes call, `label=url` pairs separated by commas or whitespace
 /// (`npm run deploy` sets it; `npm run dev` points it at its local members).
@@ -96,7 +96,7 @@ impl Member {
 
 /// A label: 1-64 of `A-Z a-z 0-9 : . _ -` (a region id is one).
 pub fn parse_label(parameter: &str, text: &str) -> Result<String, ParamError> {
-    crate::probes::parse_name(parameter, "member label", text, MAX_LABEL_LEN, b":._-")
+    crate::params::parse_name(parameter, "member label", text, MAX_LABEL_LEN, b":._-")
 }
 
 /// A member's base URL: `http(s)://host[:port][/path]`, no credentials, query or fragment (the
@@ -184,7 +184,7 @@ pub fn member_reply(status: u16, body: &str, handler_ms: Option<f64>) -> MemberR
         .to_string();
     let cold = field("isolate_requests").and_then(serde_json::Value::as_u64) == Some(1);
     let is_answer = field("stores").is_some_and(serde_json::Value::is_object);
-    let detail = || crate::probes::clean_detail(body, 300);
+    let detail = || clean_detail(body, 300);
     let failure = match (status, is_answer) {
         (200, true) if handler_ms.is_some() => None,
         (200, true) => Some((
@@ -327,7 +327,7 @@ pub fn check(
             out.problem = Some(format!(
                 "unreachable ({}): {}",
                 kind.as_str(),
-                crate::probes::clean_detail(detail, 300)
+                clean_detail(detail, 300)
             ));
             return out;
         }

@@ -35,6 +35,7 @@ pub mod probes;
 pub mod redis;
 pub mod runs;
 pub mod scram;
+pub mod secret;
 pub mod spec;
 pub mod sql;
 pub mod store;

@@ -5,11 +5,6 @@
 
 use serde::Serialize;
 
-use crate::params::{
-    BYTES_MAX, CACHE_TTL_MAX_S, CACHE_TTL_MIN_S, KEYS_MAX, TIMEOUT_MAX_MS, TIMEOUT_MIN_MS,
-    TTL_MAX_S, TTL_MIN_S,
-};
-
 /// What a parameter's value may be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "type")]
@@ -42,6 +37,22 @@ pub struct Parameter {
     /// What it does.
     pub doc: &'static str,
 }
+
+// The bounds of the numeric parameters, which the parser checks.
+pub const KEYS_MAX: u32 = 1_000_000;
+pub const BYTES_MAX: u32 = 1_048_576;
+/// The benchmark's own TTL bounds; a measured store may raise the minimum
+/// ([`crate::spec::StoreSpec::ttl_min_s`]: Cloudflare KV refuses an `expirationTtl` below 60 s).
+pub const TTL_MIN_S: u32 = 1;
+pub const TTL_MAX_S: u32 = 86_400;
+/// Cloudflare KV's smallest `cacheTtl`.
+pub const CACHE_TTL_MIN_S: u32 = 30;
+pub const CACHE_TTL_MAX_S: u32 = 31_536_000;
+/// Longest `key` any measurement accepts, in bytes; a measured store may lower it
+/// ([`crate::spec::StoreSpec::key_max_bytes`], namespace included).
+pub const KEY_MAX_BYTES: usize = 2048;
+pub const TIMEOUT_MIN_MS: u32 = 100;
+pub const TIMEOUT_MAX_MS: u32 = 60_000;
 
 /// The names `consistency` accepts.
 pub const CONSISTENCIES: &[&str] = &["strong", "eventual"];

@@ -4,25 +4,10 @@
 use serde::Serialize;
 
 use crate::durable::{DoScope, LocationHint};
-use crate::parameter::{self, Accepts, Parameter};
+use crate::parameter::{self, Accepts, Parameter, KEY_MAX_BYTES, TTL_MAX_S, TTL_MIN_S};
 use crate::spec::{StoreSpec, RESERVED_PREFIX};
 use crate::sql::D1Session;
 use crate::store::{Consistency, Options, StoreId};
-
-pub const KEYS_MAX: u32 = 1_000_000;
-pub const BYTES_MAX: u32 = 1_048_576;
-/// The benchmark's own TTL bounds; a measured store may raise the minimum
-/// ([`StoreSpec::ttl_min_s`]: Cloudflare KV refuses an `expirationTtl` below 60 s).
-pub const TTL_MIN_S: u32 = 1;
-pub const TTL_MAX_S: u32 = 86_400;
-/// Cloudflare KV's smallest `cacheTtl`.
-pub const CACHE_TTL_MIN_S: u32 = 30;
-pub const CACHE_TTL_MAX_S: u32 = 31_536_000;
-/// Longest `key` any measurement accepts, in bytes; a measured store may lower it
-/// ([`StoreSpec::key_max_bytes`], namespace included).
-pub const KEY_MAX_BYTES: usize = 2048;
-pub const TIMEOUT_MIN_MS: u32 = 100;
-pub const TIMEOUT_MAX_MS: u32 = 60_000;
 
 /// A parameter that failed validation; `parameter` is the query parameter (or `[vars]` name).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
@@ -501,6 +486,37 @@ fn valid_key(key: &str, specs: &[&StoreSpec]) -> Result<String, ParamError> {
         return Err(ParamError::new("key", "must not be \".\" or \"..\""));
     }
     Ok(key.to_string())
+}
+
+/// A name that becomes part of an object's name (a run id, a member label): 1 to `max`
+/// characters of `A-Z a-z 0-9` and `extra`.
+pub fn parse_name(
+    parameter: &str,
+    what: &str,
+    text: &str,
+    max: usize,
+    extra: &[u8],
+) -> Result<String, ParamError> {
+    let allowed: Vec<String> = extra.iter().map(|b| format!("'{}'", *b as char)).collect();
+    if text.is_empty() || text.len() > max {
+        return Err(ParamError::new(
+            parameter,
+            format!("a {what} is 1 to {max} characters"),
+        ));
+    }
+    if !text
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || extra.contains(&b))
+    {
+        return Err(ParamError::new(
+            parameter,
+            format!(
+                "a {what} is made of A-Z, a-z, 0-9 and {}",
+                allowed.join(", ")
+            ),
+        ));
+    }
+    Ok(text.to_string())
 }
 
 #[cfg(test)]

@@ -26,8 +26,9 @@ use postgres_protocol::message::backend::{ErrorResponseBody, Message};
 use postgres_protocol::message::frontend;
 use postgres_protocol::IsNull;
 
-use crate::error::{quote, redact, ErrorKind, StoreError};
+use crate::error::{quote, ErrorKind, StoreError};
 use crate::redis::{Connection, Connector};
+use crate::secret::redact;
 use crate::store::{Deferred, Fetched, Options, Store};
 use crate::value::Value;
 

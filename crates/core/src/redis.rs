@@ -10,7 +10,8 @@ use std::cell::RefCell;
 use async_trait::async_trait;
 use percent_encoding::percent_decode_str;
 
-use crate::error::{quote, redact, ErrorKind, StoreError};
+use crate::error::{quote, ErrorKind, StoreError};
+use crate::secret::redact;
 use crate::store::{Deferred, Fetched, Options, Store};
 use crate::value::Value;
 

@@ -10,8 +10,9 @@ use async_trait::async_trait;
 use base64::Engine as _;
 use serde_json::{json, Value};
 
-use crate::error::{quote, redact, ErrorKind, StoreError};
+use crate::error::{quote, ErrorKind, StoreError};
 use crate::http::{HttpRequest, HttpResponse, HttpTransport};
+use crate::secret::redact;
 use crate::store::{Deferred, Fetched, Options, Store};
 use crate::value::Value as WriteValue;
 

@@ -11,7 +11,7 @@
 //! requirepass` would even reveal its password). Server administration (SHUTDOWN, REPLICAOF,
 //! SAVE, DEBUG, CLIENT ...) was never part of the REST surface.
 
-use crate::command::display_name;
+use crate::name::display_name;
 
 /// Commands forwarded whatever their arguments (names in upper case).
 const ALLOWED: &[&str] = &[

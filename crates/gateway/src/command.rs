@@ -8,15 +8,13 @@ use serde_json::value::RawValue;
 
 use crate::allowlist;
 use crate::error::ApiError;
+use crate::name::display_name;
 
 /// One Redis command: the name first, then its arguments, all as raw bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Command {
     pub args: Vec<Vec<u8>>,
 }
-
-/// Longest command name quoted in logs and error messages.
-const MAX_NAME_CHARS: usize = 40;
 
 impl Command {
     /// The command name in upper case, for checks (never the arguments: they may be secrets).
@@ -136,24 +134,6 @@ impl Command {
             ApiError::bad_request(refusal.message(&self.args))
         })
     }
-}
-
-/// Printable, bounded rendering of a command (or subcommand) name.
-pub fn display_name(name: &[u8]) -> String {
-    let mut out = String::new();
-    for (i, &b) in name.iter().enumerate() {
-        if i == MAX_NAME_CHARS {
-            out.push('…');
-            break;
-        }
-        let upper = b.to_ascii_uppercase();
-        if upper.is_ascii_graphic() {
-            out.push(char::from(upper));
-        } else {
-            out.push_str(&format!("\\x{b:02x}"));
-        }
-    }
-    out
 }
 
 fn parse_raw(body: &[u8]) -> Result<&RawValue, ApiError> {

@@ -17,8 +17,9 @@ use serde_json::Value;
 
 use super::proto;
 use crate::clock::Clock;
-use crate::error::{quote, redact, ErrorKind, StoreError};
+use crate::error::{quote, ErrorKind, StoreError};
 use crate::http::{Body, HttpRequest, HttpResponse, HttpTransport};
+use crate::secret::redact;
 use crate::store::Consistency;
 
 /// The protocol versions this client speaks (1 and 2 differ only in headers; 3 adds `status`).

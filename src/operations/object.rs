@@ -1,0 +1,74 @@
+//! Talking to a Durable Object and keeping its state: the worker's calls to an object (`GET` and
+//! `POST` on [`ORIGIN`], JSON answers read by `serde_json`), an object's values in its storage as
+//! JSON text, and the times its alarm is set for.
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use wasm_bindgen::JsValue;
+use worker::durable::{ScheduledTime, Storage, Stub};
+use worker::{Response, Result};
+
+use crate::bindings::JsClock;
+use crate::operations::kept_table::ORIGIN;
+use kvbench_core::Clock;
+
+/// A value an object keeps in its storage, as JSON text: the one serializer of the object's
+/// messages (`serde_json`) for its storage too, not a second one (`serde_wasm_bindgen`) compiled
+/// for each stored type.
+pub async fn load<T: DeserializeOwned>(storage: &Storage, key: &str) -> Result<Option<T>> {
+    match storage.get::<String>(key).await? {
+        Some(text) => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| worker::Error::RustError(format!("stored {key}: {e}"))),
+        None => Ok(None),
+    }
+}
+
+/// Keeps `value` under `key` ([`load`] reads it).
+pub async fn save<T: Serialize>(storage: &Storage, key: &str, value: &T) -> Result<()> {
+    storage.put(key, serde_json::to_string(value)?).await
+}
+
+/// A JSON body, read as text and parsed by `serde_json` (the SDK's `json()` goes through a JS
+/// object and `serde_wasm_bindgen`).
+pub fn json_of<T: DeserializeOwned>(text: Result<String>) -> Result<T> {
+    Ok(serde_json::from_str(&text?)?)
+}
+
+pub(crate) fn now_ms() -> f64 {
+    JsClock.now_ms()
+}
+
+pub(crate) fn at(epoch_ms: f64) -> ScheduledTime {
+    ScheduledTime::new(js_sys::Date::new(&JsValue::from(epoch_ms)))
+}
+
+/// `GET ORIGIN/<path>` of an object: its JSON answer, a message of `kvbench_wire::object` for
+/// that message's own reader (`ProbeStatus::read`, `ShardStatus::read`).
+pub async fn get_json(stub: &Stub, path: &str) -> Result<serde_json::Value, String> {
+    let mut r = stub
+        .fetch_with_str(&format!("{ORIGIN}/{path}"))
+        .await
+        .map_err(|e| e.to_string())?;
+    json_of(r.text().await).map_err(|e| format!("{path}: {e}"))
+}
+
+/// `POST ORIGIN/<path>` with `body`; a non-2xx answer is an error with its status and text.
+pub async fn post(stub: &Stub, path: &str, body: &str) -> Result<Response, String> {
+    let request = crate::bindings::js_request(
+        "POST",
+        &format!("{ORIGIN}/{path}"),
+        &[],
+        Some(&JsValue::from_str(body)),
+        false,
+    )?;
+    let mut response = stub
+        .fetch_with_request(request)
+        .await
+        .map_err(|e| e.to_string())?;
+    if response.status_code() >= 300 {
+        let text = response.text().await.unwrap_or_default();
+        return Err(format!("{}: {text}", response.status_code()));
+    }
+    Ok(response)
+}
