@@ -1,4 +1,4 @@
--- The `d1` store's table (crates/core/src/sql.rs CREATE; a test keeps the two equal). An expired
+-- The `d1` store's table (crates/core/src/stores/sql.rs CREATE; a test keeps the two equal). An expired
 -- row is a miss, overwritten by the next write of its key or deleted by a write of another
 -- (0002_expiry_index.sql). WITHOUT ROWID: one row written
 -- per write instead of two (a rowid table plus its primary-key index).

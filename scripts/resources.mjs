@@ -131,7 +131,7 @@ function r2Bucket(name) {
 }
 
 /** The benchmark's lifecycle rule on its bucket: the backstop of the worker's sweep of expired
- * objects (src/r2/sweep.rs), whatever the write rate — R2 deletes every object under the `r2`
+ * objects (src/stores/r2/sweep.rs), whatever the write rate — R2 deletes every object under the `r2`
  * store's namespace a day after its last write (the longest TTL is a day, so no live value
  * goes). Added once: `lifecycle add` appends a rule, so an existing one is looked up first. */
 export const R2_LIFECYCLE = { rule: "kvbench-r2-expired", prefix: "kvbench:r2:", days: 1 };

@@ -4,16 +4,17 @@
 //! sets, its errors' kinds, and a missing binding as `not_configured`.
 
 use kvbench_core::spec::env::{BENCH_D1, BENCH_DO, BENCH_KV, BENCH_R2};
-use kvbench_core::{durable, ErrorKind, Store};
+use kvbench_core::stores::durable;
+use kvbench_core::{ErrorKind, Store};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::wasm_bindgen_test;
 
 use crate::bindings::{env_text, JsClock, KvBinding};
-use crate::cache::CacheBinding;
-use crate::d1::D1Binding;
-use crate::durable::DoBinding;
-use crate::r2::R2Binding;
-use crate::socket::redis_store;
+use crate::stores::cache::CacheBinding;
+use crate::stores::d1::D1Binding;
+use crate::stores::durable::DoBinding;
+use crate::stores::r2::R2Binding;
+use crate::stores::socket::redis_store;
 use crate::testing::{
     allocated_during, empty_env, env, miss_put_hit, read, unique_key, value, write,
 };
@@ -180,7 +181,7 @@ async fn r2_miss_put_hit_and_expiry_metadata() {
         .unwrap()
         .expect("the object");
     let meta = object.custom_metadata().unwrap();
-    let at: f64 = meta[crate::r2::EXPIRES_AT].parse().unwrap();
+    let at: f64 = meta[crate::stores::r2::EXPIRES_AT].parse().unwrap();
     assert!(
         at >= before + 74_000.0 && at <= before + 76_000.0,
         "{at} vs {before}"
@@ -195,14 +196,14 @@ async fn cache_miss_put_hit_and_max_age() {
     miss_put_hit(&store, "cache", &SIZES).await;
     let key = unique_key("cache-ttl");
     write(&store, &key, &value(64), 45).await.expect("write");
-    let url = kvbench_core::cache::url("https://kvbench.example.com", &key);
+    let url = kvbench_core::stores::cache::url("https://kvbench.example.com", &key);
     let response = worker::Cache::default()
         .get(url, false)
         .await
         .unwrap()
         .expect("cached");
     let control = response.headers().get("Cache-Control").unwrap().unwrap();
-    assert_eq!(control, kvbench_core::cache::cache_control(45));
+    assert_eq!(control, kvbench_core::stores::cache::cache_control(45));
 }
 
 #[wasm_bindgen_test]
@@ -225,8 +226,8 @@ async fn redis_over_tcp_miss_put_hit() {
 
 #[wasm_bindgen_test]
 async fn postgres_over_tcp_miss_put_hit() {
-    let store =
-        crate::postgres::postgres_store(&env()).expect("POSTGRES_URL (the runner's server)");
+    let store = crate::stores::postgres::postgres_store(&env())
+        .expect("POSTGRES_URL (the runner's server)");
     assert!(
         store.connect().await.expect("connect + SCRAM"),
         "a new request connects"
@@ -238,7 +239,8 @@ async fn postgres_over_tcp_miss_put_hit() {
 #[wasm_bindgen_test]
 async fn hyperdrive_binding_miss_put_hit() {
     // Miniflare's local Hyperdrive: the binding's address leads to the runner's server.
-    let store = crate::postgres::hyperdrive_store(&env()).expect("BENCH_HYPERDRIVE (the runner's)");
+    let store =
+        crate::stores::postgres::hyperdrive_store(&env()).expect("BENCH_HYPERDRIVE (the runner's)");
     assert!(
         store.connect().await.expect("connect"),
         "a new request connects"
@@ -252,7 +254,7 @@ async fn postgres_refused_connection_and_wrong_password_are_errors_not_crashes()
     let store_for = |url: &str| {
         let vars = js_sys::Object::new();
         js_sys::Reflect::set(&vars, &"POSTGRES_URL".into(), &url.into()).unwrap();
-        crate::postgres::postgres_store(&wasm_bindgen::JsCast::unchecked_into(vars))
+        crate::stores::postgres::postgres_store(&wasm_bindgen::JsCast::unchecked_into(vars))
     };
     let refused = store_for("postgres://u:p@127.0.0.1:1/db?sslmode=disable").expect("configured");
     let kind = kind(refused.connect().await);
@@ -337,12 +339,13 @@ async fn reads_copy_no_value_into_wasm_inside_their_span() {
             .await
             .expect("write");
         let (fetched, bytes) =
-            allocated_during(store.get(&key, &kvbench_core::store::Options::default())).await;
+            allocated_during(store.get(&key, &kvbench_core::stores::store::Options::default()))
+                .await;
         assert!(
             bytes < NO_COPY,
             "{name}: the read allocated {bytes} bytes in wasm inside its span (a copy of the value)"
         );
-        let kvbench_core::store::Fetched::Hit(decode) = fetched.expect("read") else {
+        let kvbench_core::stores::store::Fetched::Hit(decode) = fetched.expect("read") else {
             panic!("{name}: a miss after the write");
         };
         assert_eq!(
@@ -359,14 +362,16 @@ async fn reads_copy_no_value_into_wasm_inside_their_span() {
         let key = unique_key("copy-upstash");
         write(&upstash, &key, &value(MIB), 60).await.unwrap();
         let mut full = 0;
-        for _ in 0..kvbench_core::upstash::FULL_CHECK_EVERY {
-            let (fetched, bytes) =
-                allocated_during(upstash.get(&key, &kvbench_core::store::Options::default())).await;
+        for _ in 0..kvbench_core::stores::upstash::FULL_CHECK_EVERY {
+            let (fetched, bytes) = allocated_during(
+                upstash.get(&key, &kvbench_core::stores::store::Options::default()),
+            )
+            .await;
             assert!(
                 bytes < NO_COPY,
                 "upstash: the read allocated {bytes} bytes in wasm inside its span"
             );
-            let kvbench_core::store::Fetched::Hit(decode) = fetched.expect("read") else {
+            let kvbench_core::stores::store::Fetched::Hit(decode) = fetched.expect("read") else {
                 panic!("upstash: a miss after the write");
             };
             let (size, bytes) = allocated_during(async { decode.finish() }).await;
@@ -394,7 +399,7 @@ async fn reads_copy_no_value_into_wasm_inside_their_span() {
             v.bytes(),
             60,
             body,
-            &kvbench_core::store::Options::default(),
+            &kvbench_core::stores::store::Options::default(),
         ))
         .await;
         put.expect("put");
@@ -409,7 +414,7 @@ async fn reads_copy_no_value_into_wasm_inside_their_span() {
     let key = unique_key("copy-redis");
     write(&redis, &key, &value(MIB), 60).await.unwrap();
     let (_, bytes) =
-        allocated_during(redis.get(&key, &kvbench_core::store::Options::default())).await;
+        allocated_during(redis.get(&key, &kvbench_core::stores::store::Options::default())).await;
     assert!(
         bytes >= MIB,
         "redis reads its reply into wasm ({bytes} bytes)"
@@ -431,7 +436,7 @@ async fn writes_copy_no_value_out_of_wasm_inside_their_span() {
             v.bytes(),
             60,
             body,
-            &kvbench_core::store::Options::default(),
+            &kvbench_core::stores::store::Options::default(),
         ))
         .await;
         put.expect("put");
@@ -457,7 +462,7 @@ async fn one_js_copy_of_the_value_serves_every_write() {
     let origin = worker::Url::parse("https://kvbench.example.com/test").unwrap();
     let meta = kvbench_core::MetadataCache::default();
     let v = value(300_000);
-    let copy = crate::prepared::JsCopy::of(&v).bytes;
+    let copy = crate::stores::prepared::JsCopy::of(&v).bytes;
     let ids = [
         kvbench_core::StoreId::Kv,
         kvbench_core::StoreId::Do,
@@ -475,7 +480,7 @@ async fn one_js_copy_of_the_value_serves_every_write() {
         }
     }
     assert!(
-        js_sys::Object::is(&copy, &crate::prepared::JsCopy::of(&v).bytes),
+        js_sys::Object::is(&copy, &crate::stores::prepared::JsCopy::of(&v).bytes),
         "the value kept its one copy"
     );
     assert_eq!(copy.length() as usize, v.len(), "and the copy is whole");
@@ -519,7 +524,7 @@ async fn one_js_copy_of_the_value_serves_every_write() {
                 .unwrap(),
             kvbench_core::StoreId::Cache => worker::Cache::default()
                 .get(
-                    kvbench_core::cache::url(
+                    kvbench_core::stores::cache::url(
                         origin.origin().ascii_serialization().as_str(),
                         &store_key,
                     ),

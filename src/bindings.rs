@@ -5,13 +5,15 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use kvbench_core::http::{body_too_large, Body, OutsideBody, PreparedBody, MAX_RESPONSE_BYTES};
-use kvbench_core::params::ParamError;
+use kvbench_core::error::ParamError;
 use kvbench_core::spec::env::{
     BENCH_KV as KV_BINDING, DENO_KV_ACCESS_TOKEN, DENO_KV_URL,
     UPSTASH_REDIS_REST_TOKEN as UPSTASH_TOKEN, UPSTASH_REDIS_REST_URL as UPSTASH_URL,
 };
-use kvbench_core::store::{Deferred, Fetched, Options};
+use kvbench_core::stores::http::{
+    body_too_large, Body, OutsideBody, PreparedBody, MAX_RESPONSE_BYTES,
+};
+use kvbench_core::stores::store::{Deferred, Fetched, Options};
 use kvbench_core::{
     Clock, Defaults, DenoKvStore, ErrorKind, HttpRequest, HttpResponse, HttpTransport,
     MetadataCache, Store, StoreError, Timer, UpstashStore, Value, ValueGen,
@@ -151,7 +153,7 @@ pub fn seeded_gen() -> ValueGen {
 pub struct KvBinding {
     namespace: KvNamespace,
     /// The write's value as a JS copy, taken before the first span (`encode_put`).
-    write: crate::prepared::PreparedWrite<js_sys::Uint8Array>,
+    write: crate::stores::prepared::PreparedWrite<js_sys::Uint8Array>,
 }
 
 #[wasm_bindgen::prelude::wasm_bindgen]
@@ -298,7 +300,8 @@ impl Store for KvBinding {
     }
 
     fn encode_put(&self, _key: &str, value: &Value, _ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        self.write.set(crate::prepared::JsCopy::of(value).bytes);
+        self.write
+            .set(crate::stores::prepared::JsCopy::of(value).bytes);
         Ok(Vec::new())
     }
 
@@ -478,7 +481,7 @@ impl HttpTransport for FetchTransport {
 
     fn prepare_value(&self, value: &Value) -> Option<PreparedBody> {
         Some(PreparedBody(std::rc::Rc::new(
-            crate::prepared::JsCopy::of(value).bytes,
+            crate::stores::prepared::JsCopy::of(value).bytes,
         )))
     }
 }

@@ -1,17 +1,19 @@
 //! Keeping a `/test` answer under its run id (`/test?run=<id>` or the `Kvbench-Run` header) in
 //! the deployment's run archive, the `BENCH_RUNS` Durable Object namespace (its class,
 //! `RunArchive`, is the main worker's: a fleet member binds it by script name), across
-//! `RUN_SHARDS` objects per run (`run:<id>#<k>`, `kvbench_core::runs`): one object's SQLite
+//! `RUN_SHARDS` objects per run (`run:<id>#<k>`, `kvbench_core::operations::runs`): one object's SQLite
 //! writes serialize, so a run that sends thousands of answers a second spreads them. Each answer
 //! is kept from `waitUntil` after its response ([`keep_answer`]), in the shard its isolate picks,
 //! the next one when that fails; an answer no shard took is counted, and the count recorded in a
 //! shard (or carried by the run's next keep), so `GET /runs/<id>/answers` says how many keeps
 //! failed.
 
-use kvbench_core::probes::{self, Kept, KEEP_VAR};
-use kvbench_core::runs::{self, Keep, ShardSink, Writer};
+use kvbench_core::operations::probes::{self, KEEP_VAR};
+use kvbench_core::operations::runs::{self, Keep, ShardSink, Writer};
+use kvbench_core::operations::window::parse_seconds;
 use kvbench_core::spec::env::RUNS;
 use kvbench_core::ParamError;
+use kvbench_wire::kept::Kept;
 use worker::durable::ObjectNamespace;
 use worker::{Context, Env};
 
@@ -30,7 +32,7 @@ pub fn keep_run_answer(
     // first (counted then: by the time it ends, requests that came in meanwhile have been
     // counted too).
     (started_ms, handler_ms, cold): (f64, f64, bool),
-    reply: &kvbench_core::endpoint::Reply,
+    reply: &kvbench_core::measurement::endpoint::Reply,
     colo: &str,
 ) {
     let archive = match Archive::from_env(env) {
@@ -46,7 +48,7 @@ pub fn keep_run_answer(
         seq: None,
         t_ms: started_ms as i64,
         label: colo.into(),
-        vantage: Some(kvbench_core::probes::Vantage::Run),
+        vantage: Some(kvbench_wire::kept::Vantage::Run),
         hint: None,
         colo: colo.into(),
         placement: None,
@@ -89,7 +91,7 @@ impl Archive {
             None => runs::DEFAULT_SHARDS,
         };
         let keep_s = match env_text(env, KEEP_VAR) {
-            Some(v) => probes::parse_seconds(KEEP_VAR, &v, probes::MIN_KEEP_S, probes::MAX_KEEP_S)?,
+            Some(v) => parse_seconds(KEEP_VAR, &v, probes::MIN_KEEP_S, probes::MAX_KEEP_S)?,
             None => probes::DEFAULT_KEEP_S,
         };
         Ok(Archive {

@@ -16,26 +16,19 @@
 )]
 
 mod bindings;
-mod cache;
-mod d1;
-mod durable;
 mod js_strings;
 mod keep;
 mod microtasks;
 #[cfg(feature = "main-worker")]
 mod operations;
-mod postgres;
-mod prepared;
-mod r2;
 mod respond;
 pub mod routes;
-mod socket;
 mod stores;
 
 use std::cell::{Cell, RefCell};
 
-use kvbench_core::budget::ISOLATE_BUDGET_BYTES;
-use kvbench_core::probes::RUN_HEADER;
+use kvbench_core::measurement::budget::ISOLATE_BUDGET_BYTES;
+use kvbench_core::operations::runs::RUN_HEADER;
 use kvbench_core::{handle, Budget, Call, Clock, InFlight, Isolate, MetadataCache, ValueGen};
 use worker::{event, Context, Env, Response, Result};
 
@@ -44,11 +37,11 @@ use crate::routes::Route;
 use crate::stores::Stores;
 
 #[cfg(feature = "main-worker")]
-pub use crate::durable::BenchObject;
-#[cfg(feature = "main-worker")]
 pub use crate::operations::{
     directory::FleetDirectory, probes::ProbeObject, run_archive::RunArchive,
 };
+#[cfg(feature = "main-worker")]
+pub use crate::stores::durable::BenchObject;
 
 thread_local! {
     static REQUESTS: Cell<u64> = const { Cell::new(0) };
@@ -116,7 +109,10 @@ const OPERATIONS: bool = cfg!(feature = "main-worker");
 #[event(scheduled)]
 async fn scheduled(_event: worker::ScheduledEvent, env: Env, _ctx: worker::ScheduleContext) {
     let _visit = in_flight().enter();
-    futures::join!(operations::probe_routes::tick(&env), r2::sweep::run(&env));
+    futures::join!(
+        operations::probe_routes::tick(&env),
+        stores::r2::sweep::run(&env)
+    );
 }
 
 /// `GET /test`: one measurement (`kvbench_core::handle`); `head` answers it without the body.
@@ -131,15 +127,15 @@ async fn test(
     let headers = req.headers();
     let authorization = headers.get("Authorization").ok().flatten();
     let run_header = headers.get(RUN_HEADER).ok().flatten();
-    let token = env_raw(env, kvbench_core::auth::TOKEN_VAR);
+    let token = env_raw(env, kvbench_core::operations::auth::TOKEN_VAR);
     let call = Call {
         query,
         authorization: authorization.as_deref(),
         token: token.as_deref(),
         defaults: crate::bindings::defaults(env),
         run_header: run_header.as_deref(),
-        open: kvbench_core::auth::open_from_raw(
-            env_raw(env, kvbench_core::auth::OPEN_VAR).as_deref(),
+        open: kvbench_core::operations::auth::open_from_raw(
+            env_raw(env, kvbench_core::operations::auth::OPEN_VAR).as_deref(),
         ),
         keeping: &|| keep::Archive::from_env(env).map(|_| ()),
     };
@@ -158,7 +154,7 @@ async fn test(
     stores.finish().await;
     // The handler's time, the quantity every vantage keeps (a run's line here, a member's
     // through its Server-Timing, a hint probe's in its object).
-    let handler_ms = kvbench_core::answer::round_ms(JsClock.now_ms() - started_ms);
+    let handler_ms = kvbench_core::measurement::answer::round_ms(JsClock.now_ms() - started_ms);
     if let Some(run) = &reply.run {
         let cold = isolate.requests == 1;
         keep::keep_run_answer(
@@ -170,7 +166,7 @@ async fn test(
             &isolate.colo,
         );
     }
-    let timing = kvbench_core::fleet::server_timing(handler_ms);
+    let timing = kvbench_core::operations::fleet::server_timing(handler_ms);
     let mut extra = vec![("Server-Timing", timing.as_str())];
     match reply.status {
         401 => extra.push(("WWW-Authenticate", "Bearer realm=\"kvbench\"")),
@@ -192,10 +188,12 @@ fn handle_index(url: &str, env: &Env) -> Result<Response> {
     let body = respond::index(
         defaults,
         &configured,
-        kvbench_core::auth::TokenConfig::from_raw(
-            env_raw(env, kvbench_core::auth::TOKEN_VAR).as_deref(),
+        kvbench_core::operations::auth::TokenConfig::from_raw(
+            env_raw(env, kvbench_core::operations::auth::TOKEN_VAR).as_deref(),
         ),
-        kvbench_core::auth::open_from_raw(env_raw(env, kvbench_core::auth::OPEN_VAR).as_deref()),
+        kvbench_core::operations::auth::open_from_raw(
+            env_raw(env, kvbench_core::operations::auth::OPEN_VAR).as_deref(),
+        ),
         isolate_state(),
         OPERATIONS,
         respond::provenance(env_raw(env, respond::PROVENANCE_VAR).as_deref()),

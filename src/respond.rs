@@ -1,7 +1,7 @@
 //! HTTP answers of the worker: JSON with `Cache-Control: no-store`, and the shapes of its errors.
 
-use kvbench_core::auth::TokenConfig;
-use kvbench_core::params::ParamError;
+use kvbench_core::error::ParamError;
+use kvbench_core::operations::auth::TokenConfig;
 use kvbench_core::{Defaults, Order, StoreError, StoreId};
 use serde_json::json;
 use worker::{Response, Result};
@@ -167,9 +167,9 @@ pub fn index(
         // The main worker, or a fleet member's build (only /, /healthz and /test).
         "build": if operations { "main" } else { "member" },
         "routes": routes,
-        "parameters": kvbench_core::parameter::ALL.iter().map(|p| p.name).collect::<Vec<_>>(),
-        "parameter_table": kvbench_core::parameter::ALL,
-        "vars": kvbench_core::params::vars().map(|(v, _)| v).collect::<Vec<_>>(),
+        "parameters": kvbench_core::measurement::parameter::ALL.iter().map(|p| p.name).collect::<Vec<_>>(),
+        "parameter_table": kvbench_core::measurement::parameter::ALL,
+        "vars": kvbench_core::measurement::params::vars().map(|(v, _)| v).collect::<Vec<_>>(),
         "defaults": defaults,
         "provenance": provenance,
         "stores": stores,

@@ -5,7 +5,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use kvbench_core::store::{Fetched, Options};
+use kvbench_core::stores::store::{Fetched, Options};
 use kvbench_core::{Store, StoreError, Value};
 use wasm_bindgen::{JsCast, JsValue};
 

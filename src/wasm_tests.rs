@@ -1,8 +1,8 @@
 //! What only runs on wasm32: the CSPRNG seed through getrandom's `crypto.getRandomValues`
 //! backend, value generation at sizes past its 64 KiB chunk, and the answers the worker builds.
 
-use kvbench_core::answer::{Answer, StoreResult};
-use kvbench_core::params::Defaults;
+use kvbench_core::measurement::answer::{Answer, StoreResult};
+use kvbench_core::measurement::params::Defaults;
 use kvbench_core::{ErrorKind, StoreError, StoreId};
 use wasm_bindgen_test::wasm_bindgen_test;
 
@@ -79,7 +79,7 @@ fn index_describes_config_without_secrets() {
     let body = respond::index(
         Ok(Defaults::default()),
         &all_but(&[StoreId::Upstash, StoreId::DenoKv]),
-        kvbench_core::auth::TokenConfig::Required("t".into()),
+        kvbench_core::operations::auth::TokenConfig::Required("t".into()),
         false,
         serde_json::json!({ "requests": 1 }),
         true,
@@ -115,7 +115,7 @@ fn index_describes_config_without_secrets() {
     let blank = respond::index(
         Ok(Defaults::default()),
         &all_but(&[]),
-        kvbench_core::auth::TokenConfig::Blank,
+        kvbench_core::operations::auth::TokenConfig::Blank,
         false,
         serde_json::Value::Null,
         true,
@@ -130,7 +130,7 @@ fn index_describes_config_without_secrets() {
     let closed = respond::index(
         Ok(Defaults::default()),
         &all_but(&[]),
-        kvbench_core::auth::TokenConfig::Open,
+        kvbench_core::operations::auth::TokenConfig::Open,
         false,
         serde_json::Value::Null,
         true,
@@ -150,7 +150,7 @@ fn index_describes_config_without_secrets() {
     let open = respond::index(
         Ok(Defaults::default()),
         &all_but(&[]),
-        kvbench_core::auth::TokenConfig::Open,
+        kvbench_core::operations::auth::TokenConfig::Open,
         true,
         serde_json::Value::Null,
         true,
@@ -175,17 +175,20 @@ fn colo_is_local_without_cf() {
 fn d1_values_are_sized_as_stored() {
     use wasm_bindgen::JsValue;
     // Text (how this worker writes), a BLOB (D1 returns an array of byte values), an ArrayBuffer.
-    assert_eq!(crate::d1::stored_len(&JsValue::from_str("héllo")), Ok(6));
+    assert_eq!(
+        crate::stores::d1::stored_len(&JsValue::from_str("héllo")),
+        Ok(6)
+    );
     let blob = js_sys::Array::new();
     for b in [1, 2, 255] {
         blob.push(&JsValue::from(b));
     }
-    assert_eq!(crate::d1::stored_len(&blob.into()), Ok(3));
+    assert_eq!(crate::stores::d1::stored_len(&blob.into()), Ok(3));
     assert_eq!(
-        crate::d1::stored_len(&js_sys::ArrayBuffer::new(7).into()),
+        crate::stores::d1::stored_len(&js_sys::ArrayBuffer::new(7).into()),
         Ok(7)
     );
-    assert!(crate::d1::stored_len(&JsValue::from(5)).is_err());
+    assert!(crate::stores::d1::stored_len(&JsValue::from(5)).is_err());
 }
 
 #[wasm_bindgen_test]
@@ -254,8 +257,8 @@ async fn the_executor_does_not_call_queue_microtask() {
 /// decomposed letters, Hangul.
 #[wasm_bindgen_test]
 fn saslprep_with_the_runtimes_nfkc() {
-    use kvbench_core::scram::{nfkc_tables, saslprep};
-    let nfkc = crate::postgres::nfkc;
+    use kvbench_core::stores::scram::{nfkc_tables, saslprep};
+    let nfkc = crate::stores::postgres::nfkc;
     assert_eq!(saslprep("I\u{00AD}X", nfkc).as_deref(), Some("IX"));
     assert_eq!(saslprep("\u{00AA}", nfkc).as_deref(), Some("a"));
     assert_eq!(saslprep("\u{2168}", nfkc).as_deref(), Some("IX"));

@@ -7,7 +7,7 @@
 //! it is forgotten. Its messages are `kvbench_wire::object`'s [`Directory`] and
 //! [`DirectoryChange`].
 
-use kvbench_core::fleet::Member;
+use kvbench_core::operations::fleet::Member;
 use kvbench_core::spec::env::DIRECTORY;
 use kvbench_wire::object::{Directory, DirectoryChange};
 use worker::durable::{State, Stub};

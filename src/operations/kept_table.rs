@@ -1,16 +1,19 @@
-//! A Durable Object's kept answers: the table (`kvbench_core::sql::kept`) that both the probes
+//! A Durable Object's kept answers: the table (`kvbench_core::stores::sql::kept`) that both the probes
 //! (`ProbeObject`) and a run's shards (`RunArchive`) hold, its pages and expiry, the count of
 //! keeps that failed, and the stream that reads the pages of several objects as one NDJSON
 //! stream with one end line.
 
 use std::cell::Cell;
 
-use kvbench_core::probe::{Answers, Count};
-use kvbench_core::probes::{self, Control, Window, PAGE_BYTES, PAGE_LINES};
-use kvbench_core::sql::kept::{
+use kvbench_core::operations::probe::{Answers, Count};
+use kvbench_core::operations::probes;
+use kvbench_core::operations::window::{Window, PAGE_BYTES, PAGE_LINES};
+use kvbench_core::stores::sql::kept::{
     ADD_FAILED, COUNT, CREATE, CREATE_FAILED, CREATE_FLOOR, DELETE_OLD, FAILED, FIRST, INSERT,
     INSERT_MANY, PAGE, RAISE_FLOOR,
 };
+use kvbench_wire::kept::with_seq;
+use kvbench_wire::stream::Control;
 use wasm_bindgen::JsValue;
 use worker::durable::Stub;
 use worker::{Response, SqlCursor, SqlStorage};
@@ -60,7 +63,7 @@ impl KeptTable {
     fn read(&self, query: &str, args: Vec<JsValue>) -> worker::Result<Option<SqlCursor>> {
         match self.sql.exec_raw(query, args) {
             Ok(cursor) => Ok(Some(cursor)),
-            Err(e) if kvbench_core::sql::is_no_table(&e.to_string()) => Ok(None),
+            Err(e) if kvbench_core::stores::sql::is_no_table(&e.to_string()) => Ok(None),
             Err(e) => Err(e),
         }
     }
@@ -178,7 +181,7 @@ impl KeptTable {
             let line = js_sys::Reflect::get(&row, &"line".into())?
                 .as_string()
                 .unwrap_or_default();
-            body.push_str(&probes::with_seq(base + seq, &line));
+            body.push_str(&with_seq(base + seq, &line));
             body.push('\n');
             last = seq;
             n += 1;
@@ -247,7 +250,7 @@ pub fn answers_stream(
         keep_failed: u64,
         done: bool,
         /// The stream is a request in flight of the isolate until it ends.
-        _visit: kvbench_core::in_flight::Visit<'static>,
+        _visit: kvbench_core::measurement::in_flight::Visit<'static>,
     }
     let mut sources = sources.into_iter();
     let current = sources.next();

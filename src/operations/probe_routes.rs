@@ -2,9 +2,12 @@
 //! `/probes/stop`, `GET /probes/answers`, `GET /runs/<id>/answers`, and the Cron Trigger that
 //! keeps the probes alive. All behind `BENCH_TOKEN` when it is set, like `/test`.
 
-use kvbench_core::auth::{self, TOKEN_VAR};
-use kvbench_core::params::{parse_query, ParamError};
-use kvbench_core::probes::{self, Arming, Projection, Window};
+use kvbench_core::error::ParamError;
+use kvbench_core::measurement::params::parse_query;
+use kvbench_core::operations::auth::{self, TOKEN_VAR};
+use kvbench_core::operations::runs::parse_run;
+use kvbench_core::operations::spend::{self, Arming, ProbeNow, Projection};
+use kvbench_core::operations::window::{self, Window};
 use kvbench_core::Clock;
 use serde_json::json;
 use worker::{Env, Request, Response, Result};
@@ -97,8 +100,8 @@ pub async fn check(req: Request, env: &Env) -> Result<Response> {
 /// The members a check names (`members=a,b`), or all of `FLEET`.
 fn chosen_members(
     query: &[(String, String)],
-    fleet: &[kvbench_core::fleet::Member],
-) -> std::result::Result<Vec<kvbench_core::fleet::Member>, ParamError> {
+    fleet: &[kvbench_core::operations::fleet::Member],
+) -> std::result::Result<Vec<kvbench_core::operations::fleet::Member>, ParamError> {
     let mut chosen = None;
     for (name, value) in query {
         if name != "members" || chosen.is_some() {
@@ -116,7 +119,7 @@ fn chosen_members(
                         "members",
                         format!(
                             "{label:?} is not a member of {}",
-                            kvbench_core::fleet::FLEET_VAR
+                            kvbench_core::operations::fleet::FLEET_VAR
                         ),
                     ))
                 }
@@ -149,7 +152,7 @@ pub async fn list(req: Request, env: &Env) -> Result<Response> {
     let statuses = probes.statuses(&points).await;
     for (point, status) in points.iter().zip(statuses) {
         let mut entry = point.describe();
-        now.push(kvbench_core::probe::probe_now(
+        now.push(kvbench_core::operations::probe::probe_now(
             status.as_ref().ok().map(|r| &r.status),
             true,
         ));
@@ -164,15 +167,18 @@ pub async fn list(req: Request, env: &Env) -> Result<Response> {
         let outside = match point {
             Point::Hint(_) => format!(
                 "started beyond {} (POST /probes/stop stops it)",
-                kvbench_core::probes::HINTS_VAR
+                kvbench_core::operations::probes::HINTS_VAR
             ),
             Point::Member(_) => format!(
                 "no longer in {} (it stops at its next wake, or POST /probes/stop; listed while it keeps answers)",
-                kvbench_core::fleet::FLEET_VAR
+                kvbench_core::operations::fleet::FLEET_VAR
             ),
         };
         merge(&mut entry, json!({ "outside": outside }));
-        now.push(kvbench_core::probe::probe_now(Some(&status.status), false));
+        now.push(kvbench_core::operations::probe::probe_now(
+            Some(&status.status),
+            false,
+        ));
         merge(&mut entry, status.shown);
         list.push(entry);
     }
@@ -186,7 +192,7 @@ pub async fn list(req: Request, env: &Env) -> Result<Response> {
             on.then(|| u32::try_from(every).unwrap_or(u32::MAX))
         })
         .collect();
-    let projection = probes::project(
+    let projection = spend::project(
         running.iter().copied(),
         probes.config.budget_usd,
         per_answer_usd(&bill),
@@ -272,9 +278,9 @@ pub async fn control(req: Request, env: &Env, call: &str) -> Result<Response> {
 async fn cron_budget(
     env: &Env,
     probes: &Probes,
-    now: &[probes::ProbeNow],
+    now: &[ProbeNow],
 ) -> std::result::Result<Option<Projection>, ParamError> {
-    if !now.iter().any(probes::ProbeNow::tick_arms) {
+    if !now.iter().any(ProbeNow::tick_arms) {
         return Ok(None);
     }
     // The bill's links are not used here: no request, no origin.
@@ -397,7 +403,7 @@ pub async fn run_answers(req: Request, env: &Env, id: &str) -> Result<Response> 
         Ok(w) => w,
         Err(e) => return error(400, &e),
     };
-    let run = match probes::parse_run("run", id) {
+    let run = match parse_run("run", id) {
         Ok(r) => r,
         Err(e) => return error(400, &e),
     };
@@ -589,9 +595,9 @@ fn report_query_of(req: &Request, keep_s: u32) -> std::result::Result<(u32, Form
         }
     }
     let window_text = window_text.unwrap_or_else(|| DEFAULT_WINDOW.to_string());
-    let asked_s = probes::parse_seconds("window", &window_text, 60, keep_s)?;
+    let asked_s = window::parse_seconds("window", &window_text, 60, keep_s)?;
     Ok((
-        probes::report_window(asked_s, keep_s),
+        window::report_window(asked_s, keep_s),
         format.unwrap_or(Format::Html),
     ))
 }

@@ -4,20 +4,22 @@
 //! (`kvbench_core::handle` over the same stores and vars), one measurement at a time, and keeps
 //! the answer; `member:<label>` wakes the same way and calls a placed fleet member's `/test` over
 //! HTTP (only a fetch handler is placed), keeping its answer — or, when it did not answer, why, as
-//! a line of its own. Both keep NDJSON lines (`kvbench_core::probes::Kept`) in their SQLite
+//! a line of its own. Both keep NDJSON lines (`kvbench_wire::kept::Kept`) in their SQLite
 //! database ([`KeptTable`]) and hand them out in pages, which the worker's routes stream; answers
 //! older than `PROBE_KEEP` are deleted by the probe's alarm. A load run's answers are kept by a
 //! class of their own (`crate::operations::run_archive`).
 
 use std::cell::{Cell, RefCell};
 
-use kvbench_core::durable::LocationHint;
-use kvbench_core::fleet::{Called, Member};
-use kvbench_core::probe::{self, Alarm, HintReply, Measured, ProbeState, Target, Wake};
-use kvbench_core::probes::{self, FailureKind, ProbeConfig};
+use kvbench_core::operations::fleet::{Called, Member};
+use kvbench_core::operations::probe::{self, Alarm, HintReply, Measured, ProbeState, Target, Wake};
+use kvbench_core::operations::probes::{self, ProbeConfig};
+use kvbench_core::operations::spend::ProbeNow;
 use kvbench_core::spec::env::PROBES;
+use kvbench_core::stores::durable::LocationHint;
 use kvbench_core::{handle, Call, ErrorKind, Isolate, MetadataCache};
 use kvbench_core::{StoreError, ValueGen};
+use kvbench_wire::kept::FailureKind;
 use kvbench_wire::object::{Arm, ArmMember as MemberArm, ProbeStatus};
 use worker::durable::{ObjectNamespace, State, Stub};
 use worker::{durable_object, DurableObject, Env, Method, Request, Response};
@@ -126,7 +128,7 @@ impl ProbeObject {
         // enters on its own: its answer's `concurrent` counts others, never its own wake.
         let visit = crate::in_flight().enter();
         let mut s = self.load().await?;
-        let fleet = env_text(&self.env, kvbench_core::fleet::FLEET_VAR);
+        let fleet = env_text(&self.env, kvbench_core::operations::fleet::FLEET_VAR);
         let target = match s.wake(fleet.as_deref(), &self.kept, now_ms()) {
             Wake::Measure(target) => target,
             Wake::Idle { save, alarm } => {
@@ -171,7 +173,7 @@ impl ProbeObject {
         self.requests.set(self.requests.get() + 1);
         let t_ms = now_ms();
         let reply = self.run_test(&colo, hint).await;
-        let handler_ms = kvbench_core::answer::round_ms(now_ms() - t_ms);
+        let handler_ms = kvbench_core::measurement::answer::round_ms(now_ms() - t_ms);
         let reply = HintReply {
             hint,
             colo: &colo,
@@ -188,11 +190,11 @@ impl ProbeObject {
     /// ([`probe::member_answer`]).
     async fn measure_member(&self, member: &MemberArm, last_colo: Option<&str>) -> Measured {
         let url = probe::member_of(member).test_url();
-        let token = env_text(&self.env, kvbench_core::auth::TOKEN_VAR);
+        let token = env_text(&self.env, kvbench_core::operations::auth::TOKEN_VAR);
         let _visit = crate::in_flight().enter();
         let t_ms = now_ms();
         let called = call_member(&url, token.as_deref(), MEMBER_TIMEOUT_MS).await;
-        let call_ms = kvbench_core::answer::round_ms(now_ms() - t_ms);
+        let call_ms = kvbench_core::measurement::answer::round_ms(now_ms() - t_ms);
         let called = called
             .as_ref()
             .map_err(|(kind, detail)| (*kind, detail.as_str()));
@@ -247,19 +249,19 @@ const MEMBER_BODY_MAX: usize = 1 << 20;
 /// checked `cf-placement` and the body. A failure is its kind (`timeout`, `connect`,
 /// `transport`) and what happened.
 /// One member checked as a deploy check sees it (`POST /probes/check`): one call of its
-/// `/test`, read by [`kvbench_core::fleet::check`]; nothing is kept.
+/// `/test`, read by [`kvbench_core::operations::fleet::check`]; nothing is kept.
 pub async fn check_member(
     member: &Member,
     token: Option<&str>,
-) -> kvbench_core::fleet::MemberCheck {
+) -> kvbench_core::operations::fleet::MemberCheck {
     let t_ms = now_ms();
     let called = call_member(&member.test_url(), token, CHECK_TIMEOUT_MS).await;
-    let call_ms = kvbench_core::answer::round_ms(now_ms() - t_ms);
+    let call_ms = kvbench_core::measurement::answer::round_ms(now_ms() - t_ms);
     let called = match &called {
         Ok(c) => Ok(c),
         Err((kind, detail)) => Err((*kind, detail.as_str())),
     };
-    kvbench_core::fleet::check(&member.label, called, call_ms)
+    kvbench_core::operations::fleet::check(&member.label, called, call_ms)
 }
 
 /// How long a deploy check waits for one member (all are asked at once).
@@ -292,8 +294,10 @@ async fn call_member(
             .map_err(|e| (FailureKind::Connect, e.to_string()))?;
         let status = response.status_code();
         let header = |name: &str| response.headers().get(name).ok().flatten();
-        let placement = kvbench_core::fleet::placement(header("cf-placement").as_deref());
-        let handler_ms = kvbench_core::fleet::server_timing_ms(header("server-timing").as_deref());
+        let placement =
+            kvbench_core::operations::fleet::placement(header("cf-placement").as_deref());
+        let handler_ms =
+            kvbench_core::operations::fleet::server_timing_ms(header("server-timing").as_deref());
         if (300..400).contains(&status) {
             let to = header("location").unwrap_or_default();
             let body =
@@ -562,7 +566,7 @@ impl Probes {
 
     /// Every probe as the budget counts it ([`probes::ProbeNow`]): this configuration's — the
     /// ones a start or a tick arms — then those outside it, which keep running as they are.
-    pub async fn budget_view(&self) -> Vec<probes::ProbeNow> {
+    pub async fn budget_view(&self) -> Vec<ProbeNow> {
         let configured = self.points().len();
         self.every_status()
             .await
@@ -646,7 +650,7 @@ impl Point {
                 "label": m.label,
                 "vantage": "member",
                 "hint": null,
-                "region": kvbench_core::fleet::region(&m.label).map(|r| serde_json::json!({ "metro": r.metro, "colo": r.colo(), "colos": r.colos, "continent": r.continent, "probe_hint": r.hint().map(|h| h.as_str()) })),
+                "region": kvbench_core::operations::fleet::region(&m.label).map(|r| serde_json::json!({ "metro": r.metro, "colo": r.colo(), "colos": r.colos, "continent": r.continent, "probe_hint": r.hint().map(|h| h.as_str()) })),
             }),
         }
     }

@@ -6,8 +6,8 @@
 
 use std::cell::Cell;
 
-use kvbench_core::probes;
-use kvbench_core::runs;
+use kvbench_core::operations::probes;
+use kvbench_core::operations::runs;
 use worker::durable::State;
 use worker::{durable_object, DurableObject, Env, Method, Request, Response};
 

@@ -12,7 +12,7 @@ import { startWorker } from "./procs.mjs";
 const CRON = { cron: "*/5 * * * *" };
 const PREFIX = "kvbench:r2:";
 const EXPIRES_AT = "expires-at-ms";
-// The sweep's bounds (crates/core/src/sweep.rs) and its place (src/r2/sweep.rs).
+// The sweep's bounds (crates/core/src/stores/sweep.rs) and its place (src/stores/r2/sweep.rs).
 const PAGES_PER_TICK = 10;
 const PLACE = "kvbench-sweep/r2";
 

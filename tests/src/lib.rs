@@ -9,11 +9,11 @@ use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
 use async_trait::async_trait;
-use kvbench_core::denokv::proto;
-use kvbench_core::durable::LocationHint;
-use kvbench_core::redis::{Connection, Connector};
-use kvbench_core::sql::D1Session;
-use kvbench_core::store::{Deferred, Fetched, Options};
+use kvbench_core::stores::denokv::proto;
+use kvbench_core::stores::durable::LocationHint;
+use kvbench_core::stores::redis::{Connection, Connector};
+use kvbench_core::stores::sql::D1Session;
+use kvbench_core::stores::store::{Deferred, Fetched, Options};
 use kvbench_core::{
     Clock, ErrorKind, HttpRequest, HttpResponse, HttpTransport, Store, StoreError, StoreId, Timer,
 };
@@ -123,7 +123,7 @@ struct ServerBody {
     dropped: Rc<RefCell<Vec<Vec<u8>>>>,
 }
 
-impl kvbench_core::http::OutsideBody for ServerBody {
+impl kvbench_core::stores::http::OutsideBody for ServerBody {
     fn copy_in(&self) -> Vec<u8> {
         self.bytes.clone()
     }
@@ -196,7 +196,7 @@ impl FakeClock {
             drop(response);
             HttpResponse {
                 status,
-                body: kvbench_core::http::Body::outside(
+                body: kvbench_core::stores::http::Body::outside(
                     bytes.len(),
                     Box::new(ServerBody {
                         bytes,

@@ -3,8 +3,8 @@
 //! server can fail — none of which may leak a token.
 
 use futures::executor::block_on;
-use kvbench_core::denokv::{proto, DenoKvStore, MetadataCache};
-use kvbench_core::store::Options;
+use kvbench_core::stores::denokv::{proto, DenoKvStore, MetadataCache};
+use kvbench_core::stores::store::Options;
 use kvbench_core::{Consistency, ErrorKind, Store, StoreError};
 use kvbench_tests::{read, rfc3339, write, FakeClock, MockDenoKv};
 use prost::Message;
@@ -401,7 +401,7 @@ fn expiry_dates_round_trip_through_the_mock_formatter() {
     assert_eq!(rfc3339(0.0), "1970-01-01T00:00:00.000Z");
     assert_eq!(rfc3339(NOW_MS + 1.0), "2023-11-14T22:13:20.001Z");
     assert_eq!(
-        kvbench_core::denokv::client::parse_rfc3339_ms(&rfc3339(NOW_MS + 1.0)),
+        kvbench_core::stores::denokv::client::parse_rfc3339_ms(&rfc3339(NOW_MS + 1.0)),
         Some(NOW_MS + 1.0)
     );
 }

@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use futures::executor::block_on;
-use kvbench_core::denokv::{DenoKvStore, MetadataCache};
-use kvbench_core::store::Options;
+use kvbench_core::stores::denokv::{DenoKvStore, MetadataCache};
+use kvbench_core::stores::store::Options;
 use kvbench_core::{
     Clock, Consistency, ErrorKind, HttpRequest, HttpResponse, HttpTransport, Store, StoreError,
 };
@@ -186,7 +186,7 @@ fn reads_and_writes_against_a_real_denokv() {
     );
 
     // Stored as raw bytes (VE_BYTES = 3), expiring 120 s (not 120 ms) after the write.
-    let hex_key: String = kvbench_core::denokv::key::encode(&[key])
+    let hex_key: String = kvbench_core::stores::denokv::key::encode(&[key])
         .iter()
         .map(|b| format!("{b:02X}"))
         .collect();

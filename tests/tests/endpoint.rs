@@ -4,7 +4,7 @@
 
 use std::cell::{Cell, RefCell};
 
-use kvbench_core::params::Defaults;
+use kvbench_core::measurement::params::Defaults;
 use kvbench_core::{
     handle, Budget, Call, DenoKvStore, ErrorKind, Isolate, MetadataCache, PgUrl, PostgresStore,
     RedisStore, RedisUrl, Reply, Store, StoreError, StoreId, StoreList, UpstashStore, ValueGen,
@@ -108,7 +108,7 @@ impl<'a> World<'a> {
             unconfigured: RefCell::default(),
             gen: RefCell::new(ValueGen::from_seed([42; 32])),
             requests: Cell::new(0),
-            budget: Budget::new(kvbench_core::budget::ISOLATE_BUDGET_BYTES),
+            budget: Budget::new(kvbench_core::measurement::budget::ISOLATE_BUDGET_BYTES),
             in_flight: Default::default(),
             keeping: RefCell::new(Ok(())),
             open: Cell::new(true),
@@ -155,14 +155,14 @@ impl<'a> World<'a> {
             PgUrl::parse(&pg_url, "POSTGRES_URL").unwrap(),
             &self.postgres,
             "Postgres",
-            kvbench_core::scram::nfkc_tables,
+            kvbench_core::stores::scram::nfkc_tables,
         );
         let hd_url = "postgres://kvbench@hyperdrive.mock:5432/kvbench?sslmode=disable";
         let hyperdrive = PostgresStore::new(
             PgUrl::parse(hd_url, "BENCH_HYPERDRIVE").unwrap(),
             &self.hyperdrive,
             "Hyperdrive",
-            kvbench_core::scram::nfkc_tables,
+            kvbench_core::stores::scram::nfkc_tables,
         );
         let mut unconfigured = self.unconfigured.borrow().clone();
         if !upstash_configured {
@@ -659,7 +659,7 @@ fn a_run_the_deployment_cannot_keep_is_refused_before_it_is_measured() {
     assert_eq!(status, 200);
     // A bad RUN_SHARDS: refused, naming the var, nothing measured — never answered and then
     // dropped on the way to the archive.
-    *w.keeping.borrow_mut() = Err(kvbench_core::runs::parse_shards("65").unwrap_err());
+    *w.keeping.borrow_mut() = Err(kvbench_core::operations::runs::parse_shards("65").unwrap_err());
     let before = w.touched();
     let (status, body) = w.call_with("run=r1", auth.0, auth.1, ok(), true);
     assert_eq!(
@@ -1189,7 +1189,7 @@ fn do_scope_and_location_choose_the_object() {
         .calls
         .borrow()
         .iter()
-        .all(|c| c.location == Some(kvbench_core::durable::LocationHint::Weur)));
+        .all(|c| c.location == Some(kvbench_core::stores::durable::LocationHint::Weur)));
     let (_, body) = w.call("key=a&stores=do");
     assert!(body["stores"]["do"].get("location_hint").is_none());
 
@@ -1198,7 +1198,10 @@ fn do_scope_and_location_choose_the_object() {
     for key in ["a", "b", "a"] {
         w.call(&format!("key={key}&stores=do&do_scope=shared"));
     }
-    assert_eq!(w.durable.objects(), [kvbench_core::durable::SHARED_OBJECT]);
+    assert_eq!(
+        w.durable.objects(),
+        [kvbench_core::stores::durable::SHARED_OBJECT]
+    );
     assert!(w
         .durable
         .calls
@@ -1245,7 +1248,7 @@ fn d1_session_reaches_every_query() {
     w.call("key=t&stores=d1");
     let calls = w.d1.calls.borrow();
     assert_eq!(calls.len(), 4, "a read and a write per request");
-    use kvbench_core::sql::D1Session::FirstUnconstrained;
+    use kvbench_core::stores::sql::D1Session::FirstUnconstrained;
     assert_eq!(calls[0].session, Some(FirstUnconstrained));
     assert_eq!(calls[1].session, Some(FirstUnconstrained));
     assert!(calls[1].put);
@@ -1405,7 +1408,7 @@ mod query_properties {
     use proptest::prelude::*;
 
     fn name() -> impl Strategy<Value = String> {
-        let known: Vec<&'static str> = kvbench_core::parameter::ALL
+        let known: Vec<&'static str> = kvbench_core::measurement::parameter::ALL
             .iter()
             .map(|p| p.name)
             .collect();

@@ -1,9 +1,9 @@
-//! The probe and run objects' SQL (`kvbench_core::sql::kept`) against a real SQLite, as a
+//! The probe and run objects' SQL (`kvbench_core::stores::sql::kept`) against a real SQLite, as a
 //! Durable Object runs it: `seq` never repeats, even after every row expired; expiry deletes
 //! only rows older than its cutoff (never a newer one, even when answers were kept out of time
 //! order, as a run's `waitUntil` keeps do); pages read every row once.
 
-use kvbench_core::sql::kept::{
+use kvbench_core::stores::sql::kept::{
     ADD_FAILED, COUNT, CREATE, CREATE_FAILED, CREATE_FLOOR, DELETE_OLD, FAILED, FIRST, INSERT,
     INSERT_MANY, PAGE, RAISE_FLOOR,
 };
@@ -151,7 +151,7 @@ fn many_lines_in_one_statement_are_numbered_in_order_after_the_floor() {
 /// `keep` plus the grace, the chain ends once nothing is kept, and no answer goes early.
 #[test]
 fn a_stopped_probes_alarms_delete_every_answer_when_due_and_end() {
-    use kvbench_core::probes::expiry_after_ms;
+    use kvbench_core::operations::probes::expiry_after_ms;
     let keep_s = 60;
     let after = expiry_after_ms(keep_s) as i64;
     let c = object();

@@ -1,4 +1,4 @@
-//! The `postgres` store's client (`kvbench_core::postgres`) against a real PostgreSQL server,
+//! The `postgres` store's client (`kvbench_core::stores::postgres`) against a real PostgreSQL server,
 //! started by `scripts/postgres.sh` (what the local stack uses) on a free loopback port with
 //! SCRAM password authentication and the migration applied, over plain blocking TCP: miss,
 //! write, hit at exact sizes (checked by the server's own md5 of the bytes), expiry, the
@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use futures::executor::block_on;
-use kvbench_core::store::Options;
+use kvbench_core::stores::store::Options;
 use kvbench_core::{ErrorKind, PgUrl, PostgresStore, Store, Value};
 use kvbench_tests::{free_port, read, write, Tcp};
 
@@ -89,7 +89,12 @@ impl Drop for Server {
 }
 
 fn store(url: PgUrl) -> PostgresStore<Tcp> {
-    PostgresStore::new(url, Tcp, "Postgres", kvbench_core::scram::nfkc_tables)
+    PostgresStore::new(
+        url,
+        Tcp,
+        "Postgres",
+        kvbench_core::stores::scram::nfkc_tables,
+    )
 }
 
 /// A value of `n` bytes with every byte value in it (bytea carries them all).

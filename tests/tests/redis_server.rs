@@ -8,8 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use futures::executor::block_on;
-use kvbench_core::redis::command;
-use kvbench_core::store::Options;
+use kvbench_core::stores::redis::command;
+use kvbench_core::stores::store::Options;
 use kvbench_core::{ErrorKind, RedisStore, RedisUrl, Store};
 use kvbench_tests::{free_port, read, write, Tcp};
 

@@ -488,7 +488,7 @@ pub fn worst_case_timeout(url: &Uri) -> (Duration, String) {
             "the worker's default stores, if the deployment kept them",
         ),
     };
-    let drain_ms = timeout_ms.min(u64::from(kvbench_core::measure::DRAIN_MAX_MS));
+    let drain_ms = timeout_ms.min(u64::from(kvbench_core::measurement::measure::DRAIN_MAX_MS));
     let ms = (timeout_ms * CALLS_PER_STORE + drain_ms) * stores as u64 + 5_000;
     let why = format!(
         "{stores} store(s) ({stores_from}) x ({CALLS_PER_STORE} calls x {timeout_ms} ms ({ms_from}) + {drain_ms} ms waiting for a timed-out call) + 5 s"

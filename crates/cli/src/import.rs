@@ -27,7 +27,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context as _;
 use serde::Deserialize;
 
-use kvbench_core::parameter::BYTES_MAX;
+use kvbench_core::measurement::parameter::BYTES_MAX;
 use kvbench_report::answer::{Answer, StoreError, StoreResult};
 use kvbench_report::collect::{auto_interval, Collector};
 use kvbench_report::hist::ms_to_us;

@@ -140,7 +140,7 @@ fn main_inner() -> anyhow::Result<ExitCode> {
             ImportSource::Worker(w) => {
                 PriceTable::load(w.price.prices.as_deref())?;
                 if let Some(run) = &w.run {
-                    kvbench_core::probes::parse_run("--run", run)
+                    kvbench_core::operations::runs::parse_run("--run", run)
                         .map_err(|e| anyhow::anyhow!("{}: {}", e.parameter, e.message))?;
                 }
                 let import = WorkerImport {

@@ -3,6 +3,23 @@
 
 use serde::Serialize;
 
+/// A parameter that failed validation; `parameter` is the query parameter (or `[vars]` name).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, thiserror::Error)]
+#[error("invalid parameter `{parameter}`: {message}")]
+pub struct ParamError {
+    pub parameter: String,
+    pub message: String,
+}
+
+impl ParamError {
+    pub fn new(parameter: &str, message: impl Into<String>) -> Self {
+        Self {
+            parameter: parameter.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
 /// What went wrong, in a small closed vocabulary that load tools can count by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]

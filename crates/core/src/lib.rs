@@ -1,5 +1,8 @@
 //! Platform-free core of the benchmark worker: everything that decides *what* a `/test` call
 //! measures lives here, behind traits, so it compiles for wasm32 and is tested natively with mocks.
+//! Three planes: the store clients (`stores`), one measurement and its parameters
+//! (`measurement`), and the operations around it — probes, fleet, run archive, who may call what
+//! (`operations`); `spec` describes each store once, `error` and `clock` are shared by all.
 
 // A panic in a wasm worker ends the instance and every request in flight in it (panic = abort:
 // catching it needs panic = unwind, which on wasm32 takes a nightly toolchain). So the request
@@ -14,48 +17,26 @@
     )
 )]
 
-pub mod answer;
-pub mod auth;
-pub mod budget;
-pub mod cache;
 pub mod clock;
-pub mod denokv;
-pub mod durable;
-pub mod endpoint;
 pub mod error;
-pub mod fleet;
-pub mod http;
-pub mod in_flight;
-pub mod measure;
-pub mod parameter;
-pub mod params;
-pub mod postgres;
-pub mod probe;
-pub mod probes;
-pub mod redis;
-pub mod runs;
-pub mod scram;
-pub mod secret;
+pub mod measurement;
+pub mod operations;
 pub mod spec;
-pub mod sql;
-pub mod store;
-pub mod sweep;
-pub mod upstash;
-pub mod value;
+pub mod stores;
 
-pub use answer::{Answer, ErrorBody, StoreResult};
-pub use budget::Budget;
 pub use clock::{Clock, Timer};
-pub use denokv::{DenoKvStore, MetadataCache};
-pub use endpoint::{handle, Call, Reply};
-pub use error::{ErrorKind, StoreError};
-pub use http::{HttpRequest, HttpResponse, HttpTransport};
-pub use in_flight::InFlight;
-pub use measure::{measure, Isolate, StoreList, StoreSet};
-pub use params::{Defaults, Order, ParamError, Params};
-pub use postgres::{PgUrl, PostgresStore};
-pub use redis::{Connection, Connector, RedisStore, RedisUrl};
+pub use error::{ErrorKind, ParamError, StoreError};
+pub use measurement::answer::{Answer, ErrorBody, StoreResult};
+pub use measurement::budget::Budget;
+pub use measurement::endpoint::{handle, Call, Reply};
+pub use measurement::in_flight::InFlight;
+pub use measurement::measure::{measure, Isolate, StoreList, StoreSet};
+pub use measurement::params::{Defaults, Order, Params};
 pub use spec::{StoreSpec, STORES};
-pub use store::{Consistency, Options, Store, StoreId};
-pub use upstash::UpstashStore;
-pub use value::{Value, ValueGen};
+pub use stores::denokv::{DenoKvStore, MetadataCache};
+pub use stores::http::{HttpRequest, HttpResponse, HttpTransport};
+pub use stores::postgres::{PgUrl, PostgresStore};
+pub use stores::redis::{Connection, Connector, RedisStore, RedisUrl};
+pub use stores::store::{Consistency, Options, Store, StoreId};
+pub use stores::upstash::UpstashStore;
+pub use stores::value::{Value, ValueGen};

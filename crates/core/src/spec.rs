@@ -5,7 +5,7 @@
 
 use serde::{Serialize, Serializer};
 
-use crate::denokv::key as deno_key;
+use crate::stores::denokv::key as deno_key;
 
 /// The stores this benchmark knows. The wire id ([`StoreId::as_str`]) is what appears in
 /// `stores`, `order` and the answer.
@@ -250,10 +250,10 @@ pub struct StoreSpec {
     /// Prepended to the benchmark key in this store (`""`: the bare key).
     pub key_namespace: &'static str,
     /// The store's own limit on a key (namespace included), measured as `key_encoding` says;
-    /// `None`: nothing below the benchmark's own [`crate::parameter::KEY_MAX_BYTES`].
+    /// `None`: nothing below the benchmark's own [`crate::measurement::parameter::KEY_MAX_BYTES`].
     pub key_max_bytes: Option<u32>,
     pub key_encoding: KeyEncoding,
-    /// The store's limit on one value; `None`: nothing below [`crate::parameter::BYTES_MAX`].
+    /// The store's limit on one value; `None`: nothing below [`crate::measurement::parameter::BYTES_MAX`].
     pub value_max_bytes: Option<u64>,
     /// The shortest TTL the store accepts, seconds.
     pub ttl_min_s: u32,

@@ -12,7 +12,7 @@
 
 use std::path::Path;
 
-use kvbench_core::answer::{failed, round_ms, Abandoned, Answer, Op, StoreResult};
+use kvbench_core::measurement::answer::{failed, round_ms, Abandoned, Answer, Op, StoreResult};
 use kvbench_core::{ErrorKind, StoreError, StoreId};
 
 fn ok(read_ms: f64, hit: bool, value_bytes: u64, write_ms: Option<f64>) -> StoreResult {

@@ -21,7 +21,7 @@ pub struct ProbeUsage {
     /// Seconds between a probe's wakes.
     pub every_s: f64,
     /// Seconds an answer is kept, plus the grace before it is deleted
-    /// (`kvbench_core::probes::expiry_after_ms`).
+    /// (`kvbench_core::operations::probes::expiry_after_ms`).
     pub stored_s: f64,
     /// Mean bytes of a kept line (the answer and its context), as the stream carried them.
     pub line_bytes: f64,

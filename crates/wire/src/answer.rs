@@ -67,7 +67,7 @@ impl ErrorBody<'_> {
     }
 }
 
-/// What became of a call after its timeout (see `kvbench_core::measure`).
+/// What became of a call after its timeout (see `kvbench_core::measurement::measure`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Abandoned {
     /// It completed within the wait; `false`: still running when the wait ended (dropped then).

@@ -38,7 +38,7 @@ impl Vantage {
 }
 
 /// Whether a member's answer ran where its label says, from its `cf-placement` header and the
-/// colos of its region's metro (`kvbench_core::fleet::classify`). Only a placed answer counts
+/// colos of its region's metro (`kvbench_core::operations::fleet::classify`). Only a placed answer counts
 /// in the member's row; the others are counted apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

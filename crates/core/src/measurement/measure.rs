@@ -1,0 +1,598 @@
+//! One `/test` call: pick the key and the order, read every store, write on a miss, time each
+//! awaited call. Stores run one after another, never concurrently, so they do not compete for the
+//! isolate's network; the shuffled order keeps any first-call advantage from favouring one store.
+//!
+//! A deployed worker's clock only moves at I/O (workerd syncs it when control re-enters the
+//! isolate; timers cannot refresh it, see docs/measuring.md), so CPU spent between two store calls
+//! is counted in the next call's time. The measurement therefore keeps CPU out of the gaps: the
+//! value is generated
+//! after the previous request's last I/O (`ValueGen::prepare`), every write body is encoded before
+//! the first span, and decoding a hit is deferred until the last span is over.
+
+use std::cell::RefCell;
+use std::future::Future;
+
+use futures::FutureExt;
+
+use crate::clock::{Clock, Timer};
+use crate::error::{ErrorKind, StoreError};
+use crate::measurement::answer::{failed, round_ms, Abandoned, Answer, Op, StoreResult};
+use crate::measurement::params::{Order, Params};
+use crate::stores::store::{Deferred, Fetched, Options, Store, StoreId};
+use crate::stores::value::ValueGen;
+
+/// The stores of this deployment, looked up by id when a request measures them (so a deployment
+/// builds only the stores a request selects); an `Err` is a store that is not configured (and
+/// why).
+pub trait StoreSet {
+    fn store(&self, id: StoreId) -> Result<&dyn Store, StoreError>;
+}
+
+/// Stores listed up front (tests, and anything that has them all at hand).
+pub type StoreList<'a> = Vec<(StoreId, Result<&'a dyn Store, StoreError>)>;
+
+impl StoreSet for StoreList<'_> {
+    fn store(&self, id: StoreId) -> Result<&dyn Store, StoreError> {
+        match self.iter().find(|(s, _)| *s == id) {
+            Some((_, Ok(store))) => Ok(*store),
+            Some((_, Err(e))) => Err(e.clone()),
+            None => Err(StoreError::new(
+                ErrorKind::NotConfigured,
+                "store not available",
+            )),
+        }
+    }
+}
+
+/// Per-isolate state a measurement needs. The generator sits in a `RefCell` because one isolate may
+/// interleave several requests: it is only borrowed between awaits, never across one.
+pub struct Isolate<'a> {
+    pub gen: &'a RefCell<ValueGen>,
+    pub clock: &'a dyn Clock,
+    pub timer: &'a dyn Timer,
+    /// Requests this isolate has served, this one included.
+    pub requests: u64,
+    pub colo: String,
+    /// Value bytes this isolate may hold in flight (see [`crate::measurement::budget`]).
+    pub budget: &'a crate::measurement::budget::Budget,
+    /// This isolate's requests in flight (see [`crate::measurement::in_flight`]).
+    pub in_flight: &'a crate::measurement::in_flight::InFlight,
+}
+
+/// One store's part of the answer while the request runs: its result so far and the decoding
+/// of a hit, if one is pending.
+struct Measured {
+    id: StoreId,
+    result: StoreResult,
+    pending: Option<Deferred>,
+}
+
+/// Runs one measurement. Never fails: every store failure is data in the answer.
+pub async fn measure(
+    params: &Params,
+    stores: &dyn StoreSet,
+    isolate: &Isolate<'_>,
+    visit: &crate::measurement::in_flight::Visit<'_>,
+) -> Answer {
+    let (key, order, value) = draw(params, isolate);
+    let mut options = params.options();
+    if options.do_scope == crate::stores::durable::DoScope::Colo {
+        options.colo = Some(isolate.colo.clone());
+    }
+    let resolved: Vec<(StoreId, Result<&dyn Store, StoreError>)> =
+        order.iter().map(|&id| (id, stores.store(id))).collect();
+    // Each store's own key (its namespace + the key) and write body, made before the first span
+    // (most bodies are a copy of the value).
+    let store_keys: Vec<String> = resolved
+        .iter()
+        .map(|(id, _)| id.spec().store_key(&key))
+        .collect();
+    let bodies: Vec<Result<Vec<u8>, StoreError>> = resolved
+        .iter()
+        .zip(&store_keys)
+        .map(|((_, store), store_key)| match store {
+            Ok(store) => store.encode_put(store_key, &value, params.ttl_s),
+            Err(_) => Ok(Vec::new()),
+        })
+        .collect();
+
+    let deadlines = Deadlines::new(isolate);
+    let mut measured = Vec::with_capacity(resolved.len());
+    let mut wrote = false;
+    for (((id, store), body), store_key) in resolved.into_iter().zip(bodies).zip(&store_keys) {
+        let m = match store {
+            Err(e) => Measured {
+                id,
+                result: not_configured(e),
+                pending: None,
+            },
+            Ok(store) => {
+                let (result, pending) = measure_store(
+                    params,
+                    isolate,
+                    &deadlines,
+                    store,
+                    store_key,
+                    &options,
+                    value.bytes(),
+                    body,
+                )
+                .await;
+                wrote |= result.write_ms.is_some();
+                let mut result = result;
+                if id == StoreId::Do {
+                    result.location_hint = options.do_location.map(|h| h.as_str().into());
+                    result.near_colo = options.colo.clone().map(Into::into);
+                }
+                Measured {
+                    id,
+                    result,
+                    pending,
+                }
+            }
+        };
+        measured.push(m);
+    }
+
+    // Every span is over: decode the hits, then prepare the next request's value.
+    let answer = decoded(
+        Answer::new(key, isolate.colo.clone(), isolate.requests),
+        measured,
+    );
+    refill(params, isolate, visit, value, wrote);
+    answer
+}
+
+/// After the last span: the value goes back to the isolate's pool unless a store wrote it, and
+/// values for the next requests are made, as many as this isolate has had in flight at once —
+/// only while no other request is in flight: otherwise this CPU would land in their open spans.
+fn refill(
+    params: &Params,
+    isolate: &Isolate<'_>,
+    visit: &crate::measurement::in_flight::Visit<'_>,
+    value: crate::Value,
+    wrote: bool,
+) {
+    let mut gen = isolate.gen.borrow_mut();
+    if !wrote {
+        gen.keep(params.min_bytes, params.max_bytes, value);
+    }
+    if visit.alone() {
+        let want = isolate.in_flight.peak() as usize;
+        gen.prepare(params.min_bytes, params.max_bytes, want);
+    }
+}
+
+/// The request's key, its store order and the value a miss writes (the same bytes for every store).
+fn draw(params: &Params, isolate: &Isolate<'_>) -> (String, Vec<StoreId>, crate::Value) {
+    let mut gen = isolate.gen.borrow_mut();
+    let key = params.key.clone().unwrap_or_else(|| gen.key(params.keys));
+    let order = match &params.order {
+        Order::Fixed(list) => list.clone(),
+        Order::Random => {
+            let mut list = params.stores.clone();
+            gen.shuffle(&mut list);
+            list
+        }
+    };
+    let value = gen.take_value(params.min_bytes, params.max_bytes);
+    (key, order, value)
+}
+
+/// The answer of the measured stores, each hit decoded now that no span is open.
+fn decoded(mut answer: Answer, measured: Vec<Measured>) -> Answer {
+    for Measured {
+        id,
+        mut result,
+        pending,
+    } in measured
+    {
+        if let Some(decode) = pending {
+            match decode.finish() {
+                Ok(bytes) => result.value_bytes = Some(bytes),
+                Err(e) => {
+                    result.hit = None;
+                    result.error = Some(failed(e, Op::Read));
+                }
+            }
+        }
+        answer.push(id, result);
+    }
+    answer
+}
+
+/// One store: setup if due, the read, and on a miss the write of `body`. Returns the result and
+/// the decoding of a hit, still to run.
+#[allow(clippy::too_many_arguments)]
+async fn measure_store(
+    params: &Params,
+    isolate: &Isolate<'_>,
+    deadlines: &Deadlines<'_>,
+    store: &dyn Store,
+    key: &str,
+    options: &Options,
+    value: &[u8],
+    body: Result<Vec<u8>, StoreError>,
+) -> (StoreResult, Option<Deferred>) {
+    let mut result = StoreResult::default();
+    let done = |result: StoreResult, pending| (result, pending);
+    // Setup (Deno KV's metadata exchange, Redis's connection) is timed apart, so reads and
+    // writes stay comparable.
+    if let Err(e) = connect(isolate, deadlines, params.timeout_ms, store, &mut result).await {
+        result.error = Some(failed(e, Op::Read));
+        return done(result, None);
+    }
+    let (read, read_ms, abandoned) = timed(
+        isolate,
+        deadlines,
+        params.timeout_ms,
+        store.get(key, options),
+    )
+    .await;
+    result.read_ms = Some(read_ms);
+    result.abandoned = abandoned;
+    match read {
+        Err(e) => {
+            result.error = Some(failed(e, Op::Read));
+            done(result, None)
+        }
+        Ok(Fetched::Hit(decode)) => {
+            result.hit = Some(true);
+            done(result, Some(decode))
+        }
+        Ok(Fetched::Miss) => {
+            result.hit = Some(false);
+            result.value_bytes = Some(value.len() as u64);
+            let body = match body {
+                Ok(body) => body,
+                Err(e) => {
+                    result.error = Some(failed(e, Op::Write));
+                    return done(result, None);
+                }
+            };
+            if let Err(e) = connect(isolate, deadlines, params.timeout_ms, store, &mut result).await
+            {
+                result.error = Some(failed(e, Op::Write));
+                return done(result, None);
+            }
+            let (write, write_ms, abandoned) = timed(
+                isolate,
+                deadlines,
+                params.timeout_ms,
+                store.put(key, value, params.ttl_s, body, options),
+            )
+            .await;
+            result.write_ms = Some(write_ms);
+            result.abandoned = abandoned;
+            if let Err(e) = write {
+                result.error = Some(failed(e, Op::Write));
+            }
+            done(result, None)
+        }
+    }
+}
+
+/// Runs the store's setup if due, adding its time to `connect_ms` when it did any work (a failed
+/// setup is reported with its time too).
+async fn connect(
+    isolate: &Isolate<'_>,
+    deadlines: &Deadlines<'_>,
+    timeout_ms: u32,
+    store: &dyn Store,
+    result: &mut StoreResult,
+) -> Result<(), StoreError> {
+    let start = isolate.clock.now_ms();
+    let mut setup = store.connect();
+    // Most stores have no setup, or none due: `Ok(false)` on the first poll, with no I/O awaited
+    // and nothing to report (no timer is armed for it). Anything else is timed from `start`.
+    let (outcome, ms, abandoned) = match (&mut setup).now_or_never() {
+        Some(Ok(false)) => return Ok(()),
+        Some(outcome) => {
+            let ms = round_ms((isolate.clock.now_ms() - start).max(0.0));
+            (outcome, ms, None)
+        }
+        None => timed_from(isolate, deadlines, timeout_ms, start, setup).await,
+    };
+    if abandoned.is_some() {
+        result.abandoned = abandoned;
+    }
+    if !matches!(outcome, Ok(false)) {
+        result.connect_ms = Some(round_ms(result.connect_ms.unwrap_or(0.0) + ms));
+    }
+    outcome.map(|_| ())
+}
+
+fn not_configured(e: StoreError) -> StoreResult {
+    StoreResult {
+        error: Some(failed(e, Op::Read)),
+        ..Default::default()
+    }
+}
+
+/// A request's per-call timeouts on one timer. A JS timer per store call (`setTimeout`, then
+/// `clearTimeout` when the call wins) costs two JS calls per store call; here the first call's timer
+/// stays armed after its call returns, and a later call, whose deadline is later, waits on it
+/// and re-arms only if it fires before that call is done (a request that runs longer than one
+/// timeout). So a request sets one timer and clears it when it ends.
+struct Deadlines<'a> {
+    timer: &'a dyn Timer,
+    clock: &'a dyn Clock,
+    /// The armed timer and when it fires (clock ms).
+    armed: RefCell<Option<(f64, Sleep<'a>)>>,
+}
+
+type Sleep<'a> = std::pin::Pin<Box<dyn Future<Output = ()> + 'a>>;
+
+impl<'a> Deadlines<'a> {
+    fn new(isolate: &Isolate<'a>) -> Deadlines<'a> {
+        Deadlines {
+            timer: isolate.timer,
+            clock: isolate.clock,
+            armed: RefCell::new(None),
+        }
+    }
+
+    /// Resolves once the clock reads `deadline` or later.
+    async fn until(&self, deadline: f64) {
+        loop {
+            let now = self.clock.now_ms();
+            if now >= deadline {
+                return;
+            }
+            {
+                let mut armed = self.armed.borrow_mut();
+                if armed.as_ref().is_none_or(|(at, _)| *at > deadline) {
+                    let ms = (deadline - now).ceil().max(1.0);
+                    *armed = Some((now + ms, self.timer.sleep_ms(ms as u64)));
+                }
+            }
+            // Borrowed only within a poll, never across an await.
+            futures::future::poll_fn(|cx| {
+                let mut armed = self.armed.borrow_mut();
+                let fired = match armed.as_mut() {
+                    Some((_, sleep)) => sleep.as_mut().poll(cx).is_ready(),
+                    None => true,
+                };
+                if fired {
+                    *armed = None;
+                    std::task::Poll::Ready(())
+                } else {
+                    std::task::Poll::Pending
+                }
+            })
+            .await;
+        }
+    }
+}
+
+/// The longest a store's abandoned call (one that timed out) is waited for before the next
+/// store starts.
+pub const DRAIN_MAX_MS: u32 = 5_000;
+
+/// Awaits `op` under the per-store timeout and returns its outcome with the elapsed milliseconds.
+///
+/// On timeout the span ends there, but the call is not simply dropped: dropping the future of a
+/// binding call (KV, Durable Objects, D1, R2, Cache) does not cancel it, so it would keep running
+/// while the next store is timed. It is awaited on, outside any span, for up to
+/// `min(timeout_ms, DRAIN_MAX_MS)`; what happened is reported in `abandoned` (a fetch-based call
+/// still running then is aborted when its future is dropped).
+async fn timed<T>(
+    isolate: &Isolate<'_>,
+    deadlines: &Deadlines<'_>,
+    timeout_ms: u32,
+    op: impl Future<Output = Result<T, StoreError>>,
+) -> (Result<T, StoreError>, f64, Option<Abandoned>) {
+    timed_from(isolate, deadlines, timeout_ms, isolate.clock.now_ms(), op).await
+}
+
+/// [`timed`] for a call that began at `start` (clock ms).
+async fn timed_from<T>(
+    isolate: &Isolate<'_>,
+    deadlines: &Deadlines<'_>,
+    timeout_ms: u32,
+    start: f64,
+    op: impl Future<Output = Result<T, StoreError>>,
+) -> (Result<T, StoreError>, f64, Option<Abandoned>) {
+    let mut op = std::pin::pin!(op);
+    let deadline = start + f64::from(timeout_ms);
+    let idle = deadlines.until(deadline);
+    match by_deadline(isolate.clock, deadline, op.as_mut(), idle).await {
+        Some(result) => {
+            let elapsed = round_ms((isolate.clock.now_ms() - start).max(0.0));
+            (result, elapsed, None)
+        }
+        None => {
+            let timed_out_at = isolate.clock.now_ms();
+            let elapsed = round_ms((timed_out_at - start).max(0.0));
+            let drain_ms = timeout_ms.min(DRAIN_MAX_MS);
+            let drain = isolate.timer.sleep_ms(u64::from(drain_ms));
+            let finished = by_deadline(
+                isolate.clock,
+                timed_out_at + f64::from(drain_ms),
+                op.as_mut(),
+                drain,
+            )
+            .await
+            .is_some();
+            let abandoned = Abandoned {
+                finished,
+                waited_ms: round_ms((isolate.clock.now_ms() - timed_out_at).max(0.0)),
+            };
+            let error = StoreError::new(
+                ErrorKind::Timeout,
+                format!("no answer within {timeout_ms} ms"),
+            );
+            (Err(error), elapsed, Some(abandoned))
+        }
+    }
+}
+
+/// `op`'s output, or `None` once the clock reads `deadline` (clock ms) or later.
+///
+/// Two ways to end, because either alone can miss: `idle`, a timer due at the deadline, ends a
+/// call whose I/O has gone quiet; and the clock is read at every poll of `op`, which ends a call
+/// whose I/O never pauses — a server streaming without end keeps every read ready, each read
+/// resumes the call as a microtask, and a timer (a macrotask) may then never get to run. A
+/// deployed clock moves at each I/O, so it is read fresh at every one of those polls.
+async fn by_deadline<T>(
+    clock: &dyn Clock,
+    deadline: f64,
+    mut op: std::pin::Pin<&mut impl Future<Output = T>>,
+    idle: impl Future<Output = ()>,
+) -> Option<T> {
+    let mut idle = std::pin::pin!(idle);
+    futures::future::poll_fn(|cx| {
+        // The call first: one that completes at its deadline has made it.
+        if let std::task::Poll::Ready(out) = op.as_mut().poll(cx) {
+            return std::task::Poll::Ready(Some(out));
+        }
+        if clock.now_ms() >= deadline || idle.as_mut().poll(cx).is_ready() {
+            return std::task::Poll::Ready(None);
+        }
+        std::task::Poll::Pending
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    /// A clock the timer moves, and a timer that counts the timers set and fires at its due
+    /// time once nothing else moves the clock (a round of polls in which the clock stood still),
+    /// moving it there unless it is past it.
+    #[derive(Default)]
+    struct Fake {
+        now: Cell<f64>,
+        set: Cell<u32>,
+    }
+
+    impl Clock for Fake {
+        fn now_ms(&self) -> f64 {
+            self.now.get()
+        }
+    }
+
+    #[async_trait::async_trait(?Send)]
+    impl Timer for Fake {
+        async fn sleep_ms(&self, ms: u64) {
+            self.set.set(self.set.get() + 1);
+            let due = self.now.get() + ms as f64;
+            loop {
+                let seen = self.now.get();
+                yield_now().await;
+                if self.now.get() == seen {
+                    break;
+                }
+            }
+            self.now.set(self.now.get().max(due));
+        }
+    }
+
+    async fn yield_now() {
+        let mut yielded = false;
+        futures::future::poll_fn(|cx| {
+            if std::mem::replace(&mut yielded, true) {
+                std::task::Poll::Ready(())
+            } else {
+                cx.waker().wake_by_ref();
+                std::task::Poll::Pending
+            }
+        })
+        .await;
+    }
+
+    /// What an [`Isolate`] borrows, besides its clock and timer.
+    struct Parts {
+        gen: RefCell<ValueGen>,
+        budget: crate::measurement::budget::Budget,
+        in_flight: crate::measurement::in_flight::InFlight,
+    }
+
+    impl Default for Parts {
+        fn default() -> Self {
+            Parts {
+                gen: RefCell::new(ValueGen::from_seed([0; 32])),
+                budget: crate::measurement::budget::Budget::new(1 << 20),
+                in_flight: crate::measurement::in_flight::InFlight::default(),
+            }
+        }
+    }
+
+    impl Parts {
+        fn isolate<'a>(&'a self, fake: &'a Fake) -> Isolate<'a> {
+            Isolate {
+                gen: &self.gen,
+                clock: fake,
+                timer: fake,
+                requests: 1,
+                colo: "test".into(),
+                budget: &self.budget,
+                in_flight: &self.in_flight,
+            }
+        }
+    }
+
+    /// A store call that is pending once (as real I/O is), then done `ms` later.
+    async fn call(clock: &Fake, ms: f64) -> Result<(), StoreError> {
+        yield_now().await;
+        clock.now.set(clock.now.get() + ms);
+        Ok(())
+    }
+
+    #[test]
+    fn a_request_sets_one_timer_and_every_call_keeps_its_own_timeout() {
+        let (fake, parts) = (Fake::default(), Parts::default());
+        let isolate = parts.isolate(&fake);
+        let deadlines = Deadlines::new(&isolate);
+        futures::executor::block_on(async {
+            for _ in 0..5 {
+                let (result, ms, abandoned) =
+                    timed(&isolate, &deadlines, 100, call(&fake, 30.0)).await;
+                assert!(result.is_ok() && abandoned.is_none());
+                assert_eq!(ms, 30.0);
+            }
+            assert_eq!(fake.set.get(), 1, "five calls, one timer");
+            // 150 ms in: the armed timer (due at 100) fires during this call, which re-arms for
+            // its own deadline and still times out exactly 100 ms after it began.
+            let hung = futures::future::pending::<Result<(), StoreError>>();
+            let (result, ms, abandoned) = timed(&isolate, &deadlines, 100, hung).await;
+            assert_eq!(result.map_err(|e| e.kind), Err(ErrorKind::Timeout));
+            assert_eq!(ms, 100.0, "timed out at its own deadline");
+            assert!(abandoned.is_some());
+        });
+    }
+
+    /// A call whose I/O never pauses (a server streaming without end): every poll finds more
+    /// to read, moves the clock 1 ms and asks to be polled again, so the fake timer, which
+    /// fires only once nothing else moves the clock, never does (a starved JS timer).
+    async fn endless(clock: &Fake) -> Result<(), StoreError> {
+        loop {
+            clock.now.set(clock.now.get() + 1.0);
+            yield_now().await;
+        }
+    }
+
+    #[test]
+    fn a_call_whose_io_never_pauses_still_ends_at_its_deadline_and_its_drain_too() {
+        let (fake, parts) = (Fake::default(), Parts::default());
+        let isolate = parts.isolate(&fake);
+        let deadlines = Deadlines::new(&isolate);
+        futures::executor::block_on(async {
+            let (result, ms, abandoned) = timed(&isolate, &deadlines, 100, endless(&fake)).await;
+            assert_eq!(result.map_err(|e| e.kind), Err(ErrorKind::Timeout));
+            assert_eq!(
+                ms, 100.0,
+                "ended at the deadline, not when the stream ended"
+            );
+            let abandoned = abandoned.expect("the call was abandoned");
+            assert!(!abandoned.finished);
+            assert_eq!(
+                abandoned.waited_ms, 100.0,
+                "the drain ends at its own deadline too"
+            );
+        });
+        assert_eq!(fake.now.get(), 200.0, "nothing ran past the drain");
+    }
+}

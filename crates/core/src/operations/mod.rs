@@ -1,0 +1,13 @@
+//! The operations around the measurement: who may call what (`auth`), the probes' configuration
+//! (`probes`), one probe's state machine (`probe`), what the probes may spend (`spend`), the
+//! fleet of placed members (`fleet`), the run archive (`runs`), and reading kept answers by
+//! window and page (`window`), and the names that become part of an object's name (`name`).
+
+pub mod auth;
+pub mod fleet;
+pub mod name;
+pub mod probe;
+pub mod probes;
+pub mod runs;
+pub mod spend;
+pub mod window;

@@ -1,0 +1,19 @@
+//! The stores' clients and what they share: the store traits (`store`), one client per store
+//! over HTTP (`upstash`, `denokv`, `durable`, `cache`), SQL (`sql`) or a socket (`redis`,
+//! `postgres` with `scram`), the HTTP transport they use (`http`), the forms of a secret they
+//! redact (`secret`), R2's expiry sweep (`sweep`), and the values they hold and the generator of
+//! the values a measurement writes (`value`).
+
+pub mod cache;
+pub mod denokv;
+pub mod durable;
+pub mod http;
+pub mod postgres;
+pub mod redis;
+pub mod scram;
+pub mod secret;
+pub mod sql;
+pub mod store;
+pub mod sweep;
+pub mod upstash;
+pub mod value;

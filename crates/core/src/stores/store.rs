@@ -1,0 +1,126 @@
+//! The store seam: one read and one write per store, whatever the protocol behind it.
+
+use crate::error::StoreError;
+use crate::stores::durable::{DoScope, LocationHint};
+use crate::stores::sql::D1Session;
+use crate::stores::value::Value;
+use async_trait::async_trait;
+
+pub use crate::spec::StoreId;
+
+/// Consistency of a Deno KV read (`?consistency=`); strong is Deno's own default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Consistency {
+    #[default]
+    Strong,
+    Eventual,
+}
+
+impl Consistency {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Consistency::Strong => "strong",
+            Consistency::Eventual => "eventual",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Consistency> {
+        [Consistency::Strong, Consistency::Eventual]
+            .into_iter()
+            .find(|c| c.as_str() == name)
+    }
+}
+
+/// Per-request options that only some stores understand, given to every read and write.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Cloudflare KV `cacheTtl` in seconds.
+    pub cache_ttl_s: Option<u32>,
+    /// Deno KV read consistency.
+    pub consistency: Consistency,
+    /// Which Durable Object holds a key.
+    pub do_scope: DoScope,
+    /// Where a new Durable Object should be placed.
+    pub do_location: Option<LocationHint>,
+    /// D1 Sessions API constraint; `None`: plain queries, no session.
+    pub d1_session: Option<D1Session>,
+    /// The colo the request runs in, for `do_scope=colo` (`None` for the other scopes).
+    pub colo: Option<String>,
+}
+
+impl Options {
+    /// The `do` store's object for `store_key` under these options.
+    pub fn object_name(&self, store_key: &str) -> String {
+        crate::stores::durable::object_name(
+            self.do_scope,
+            self.do_location,
+            self.colo.as_deref(),
+            store_key,
+        )
+    }
+}
+
+/// The CPU-heavy rest of a read (decoding a large answer), run only after every timed span of the
+/// request: a deployed worker's clock moves only at I/O, so CPU spent between two store calls
+/// would be counted in the next call's time.
+pub struct Deferred(Box<dyn FnOnce() -> Result<u64, StoreError>>);
+
+impl Deferred {
+    /// A hit whose size is already known.
+    pub fn ready(value_bytes: u64) -> Deferred {
+        Deferred(Box::new(move || Ok(value_bytes)))
+    }
+
+    /// A hit whose answer still has to be decoded: `decode` yields the value's size in bytes.
+    pub fn later(decode: impl FnOnce() -> Result<u64, StoreError> + 'static) -> Deferred {
+        Deferred(Box::new(decode))
+    }
+
+    /// Runs the deferred decoding.
+    pub fn finish(self) -> Result<u64, StoreError> {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for Deferred {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Deferred")
+    }
+}
+
+/// What a read found. Deciding hit or miss is cheap and happens at once (a miss is followed by a
+/// write); measuring a hit's value may be deferred.
+#[derive(Debug)]
+pub enum Fetched {
+    Miss,
+    Hit(Deferred),
+}
+
+/// A key-value store as the benchmark sees it.
+#[async_trait(?Send)]
+pub trait Store {
+    /// Setup the store needs before its timed calls (Deno KV's per-isolate metadata exchange,
+    /// Redis's per-request connection), done only when due. `Ok(true)` = it did network work in
+    /// this call, so the measurement reports that time as `connect_ms` instead of counting it in the
+    /// read or write.
+    async fn connect(&self) -> Result<bool, StoreError> {
+        Ok(false)
+    }
+    /// Reads `key` until the whole answer is in hand; decoding a hit may be deferred.
+    async fn get(&self, key: &str, options: &Options) -> Result<Fetched, StoreError>;
+    /// Encodes the request body that writes `value` under `key` (CPU), before any timed span;
+    /// stores that need no body (a binding taking the bytes as they are) keep the default.
+    fn encode_put(&self, _key: &str, _value: &Value, _ttl_s: u32) -> Result<Vec<u8>, StoreError> {
+        Ok(Vec::new())
+    }
+    /// Writes `value` under `key`, expiring after `ttl_s` seconds; `body` is what
+    /// [`Store::encode_put`] returned for the same arguments.
+    async fn put(
+        &self,
+        key: &str,
+        value: &[u8],
+        ttl_s: u32,
+        body: Vec<u8>,
+        options: &Options,
+    ) -> Result<(), StoreError>;
+}

@@ -1,0 +1,111 @@
+//! The `do` store on both sides of the hop: the worker's client (a stub's `fetch` per call,
+//! the object chosen by `do_scope` and placed by `do_location`) and the Durable Object itself,
+//! `BenchObject`, keeping `(key, value, expires_at)` rows in its own SQLite database. The
+//! protocol between them is `kvbench_core::stores::durable`; the SQL is `kvbench_core::stores::sql`.
+
+use async_trait::async_trait;
+use kvbench_core::spec::env::BENCH_DO;
+use kvbench_core::stores::durable;
+use kvbench_core::stores::store::{Deferred, Fetched, Options};
+use kvbench_core::{Store, StoreError, Value};
+use worker::durable::{ObjectNamespace, Stub};
+use worker::{Env, Request, Response};
+
+use crate::bindings::{body_len, missing_binding, runtime};
+use crate::stores::prepared::{JsCopy, PreparedWrite};
+
+// The class lives in the main worker; a fleet member binds it by script name.
+#[cfg(feature = "main-worker")]
+mod object;
+#[cfg(feature = "main-worker")]
+pub use object::BenchObject;
+
+/// The worker's side: one stub `fetch` per read or write.
+pub struct DoBinding {
+    namespace: ObjectNamespace,
+    /// The write's request, built before the first span (it holds a copy of the value).
+    write: PreparedWrite<Request>,
+}
+
+impl DoBinding {
+    pub fn from_env(env: &Env) -> Result<Self, StoreError> {
+        let namespace = env
+            .durable_object(BENCH_DO)
+            .map_err(|_| missing_binding("Durable Object namespace", BENCH_DO))?;
+        Ok(DoBinding {
+            namespace,
+            write: PreparedWrite::default(),
+        })
+    }
+
+    fn stub(&self, key: &str, options: &Options) -> Result<Stub, StoreError> {
+        let name = options.object_name(key);
+        match options.do_location {
+            Some(hint) => self
+                .namespace
+                .get_by_name_with_location_hint(&name, hint.as_str()),
+            None => self.namespace.get_by_name(&name),
+        }
+        .map_err(runtime)
+    }
+
+    fn put_request(
+        key: &str,
+        value: &worker::js_sys::Uint8Array,
+        ttl_s: u32,
+    ) -> Result<Request, StoreError> {
+        let url = durable::url(key, Some(ttl_s));
+        crate::bindings::js_request("PUT", &url, &[], Some(value), false).map_err(runtime)
+    }
+}
+
+/// A non-success answer of the object, with its text.
+async fn failure(mut response: Response) -> StoreError {
+    let status = response.status_code();
+    let text = response.text().await.unwrap_or_default();
+    StoreError::http_status(status, &text)
+}
+
+#[async_trait(?Send)]
+impl Store for DoBinding {
+    async fn get(&self, key: &str, options: &Options) -> Result<Fetched, StoreError> {
+        let stub = self.stub(key, options)?;
+        let response = stub
+            .fetch_with_str(&durable::url(key, None))
+            .await
+            .map_err(runtime)?;
+        match response.status_code() {
+            200 => Ok(Fetched::Hit(Deferred::ready(body_len(response).await?))),
+            404 => Ok(Fetched::Miss),
+            _ => Err(failure(response).await),
+        }
+    }
+
+    fn encode_put(&self, key: &str, value: &Value, ttl_s: u32) -> Result<Vec<u8>, StoreError> {
+        self.write
+            .set(Self::put_request(key, &JsCopy::of(value).bytes, ttl_s)?);
+        Ok(Vec::new())
+    }
+
+    async fn put(
+        &self,
+        key: &str,
+        value: &[u8],
+        ttl_s: u32,
+        _body: Vec<u8>,
+        options: &Options,
+    ) -> Result<(), StoreError> {
+        let request = self
+            .write
+            .take_or(|| Self::put_request(key, &worker::js_sys::Uint8Array::from(value), ttl_s))?;
+        let response = self
+            .stub(key, options)?
+            .fetch_with_request(request)
+            .await
+            .map_err(runtime)?;
+        match response.status_code() {
+            200..=299 => Ok(()),
+            _ => Err(failure(response).await),
+        }
+    }
+}
