@@ -13,7 +13,6 @@ use kvbench_core::operations::runs::{self, Keep, ShardSink, Writer};
 use kvbench_core::operations::window::parse_seconds;
 use kvbench_core::spec::env::RUNS;
 use kvbench_core::ParamError;
-use kvbench_wire::kept::Kept;
 use worker::durable::ObjectNamespace;
 use worker::{Context, Env};
 
@@ -44,23 +43,14 @@ pub fn keep_run_answer(
             return;
         }
     };
-    let line = Kept {
-        seq: None,
-        t_ms: started_ms as i64,
-        label: colo.into(),
-        vantage: Some(kvbench_wire::kept::Vantage::Run),
-        hint: None,
-        colo: colo.into(),
-        placement: None,
-        placement_check: None,
+    let line = kvbench_core::operations::runs::run_line(
+        colo,
+        started_ms,
+        handler_ms,
         cold,
-        colo_changed: false,
-        handler_ms: Some(handler_ms),
-        call_ms: None,
-        answer: None,
-        failure: None,
-    };
-    let line = line.with_reply(reply.status, &reply.body).to_line();
+        reply.status,
+        &reply.body,
+    );
     let run = run.to_string();
     let t_ms = started_ms as i64;
     let visit = crate::in_flight().enter();

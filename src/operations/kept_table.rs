@@ -227,10 +227,9 @@ async fn page(source: &Source, url: &str) -> Result<(String, i64, bool, u64), St
         .and_then(|v| v.parse().ok())
         .ok_or("no kvbench-last-seq")?;
     let more = header("kvbench-more").as_deref() == Some("1");
-    // Objects of older deployments say nothing: none counted.
     let failed: u64 = header("kvbench-keep-failed")
         .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
+        .ok_or("no kvbench-keep-failed")?;
     let text = r.text().await.map_err(|e| e.to_string())?;
     Ok((text, last, more, failed))
 }

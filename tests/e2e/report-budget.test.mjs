@@ -129,7 +129,7 @@ test("a window past the report's budget is refused with a 413 naming the window"
     for (let i = 0; i < n; i += 10_000) {
       let chunk = "";
       for (let j = i; j < Math.min(n, i + 10_000); j++) {
-        chunk += `{"seq":${j + 1},"t_ms":${origin + j},"label":"x","failure":{"kind":"timeout","status":null,"detail":"none"}}\n`;
+        chunk += `{"seq":${j + 1},"t_ms":${origin + j},"label":"x","vantage":"member","failure":{"kind":"timeout","status":null,"detail":"none"}}\n`;
       }
       yield chunk;
     }

@@ -13,7 +13,7 @@ fn line(seq: u64, label: &str, t_ms: u64) -> String {
         r#""kv":{"read_ms":2.5,"hit":true,"value_bytes":4096,"write_ms":null,"error":null}"#,
     );
     format!(
-        r#"{{"seq":{seq},"t_ms":{t_ms},"label":"{label}","hint":"{label}","colo":"LHR","cold":false,"colo_changed":false,"handler_ms":12.5,"answer":{answer}}}"#
+        r#"{{"seq":{seq},"t_ms":{t_ms},"label":"{label}","vantage":"hint","hint":"{label}","colo":"LHR","cold":false,"colo_changed":false,"handler_ms":12.5,"answer":{answer}}}"#
     )
 }
 

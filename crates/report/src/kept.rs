@@ -217,13 +217,7 @@ impl Aggregate {
     /// A new vantage point for `line`'s label.
     fn new_vantage(line: &Kept<'_>) -> VantagePoint {
         VantagePoint {
-            // Lines kept before the fleet say no vantage: a hint's, or a run's.
-            vantage: match (line.vantage, &line.hint) {
-                (Some(v), _) => v.as_str(),
-                (None, Some(_)) => "hint",
-                (None, None) => "run",
-            }
-            .to_string(),
+            vantage: line.vantage.as_str().to_string(),
             hint: line.hint.as_ref().map(ToString::to_string),
             ..VantagePoint::default()
         }
@@ -411,7 +405,7 @@ mod tests {
 
     fn line(seq: i64, t_ms: i64, label: &str, read_ms: f64) -> String {
         format!(
-            r#"{{"seq":{seq},"t_ms":{t_ms},"label":"{label}","hint":"{label}","colo":"LHR","cold":false,"colo_changed":false,"handler_ms":12.5,"answer":{{"key":"7","colo":"LHR","order":["kv"],"isolate_requests":1,"stores":{{"kv":{{"read_ms":{read_ms},"hit":true,"value_bytes":4096,"write_ms":null,"error":null}}}},"kvLatency":{read_ms},"redisLatency":null}}}}"#
+            r#"{{"seq":{seq},"t_ms":{t_ms},"label":"{label}","vantage":"hint","hint":"{label}","colo":"LHR","cold":false,"colo_changed":false,"handler_ms":12.5,"answer":{{"key":"7","colo":"LHR","order":["kv"],"isolate_requests":1,"stores":{{"kv":{{"read_ms":{read_ms},"hit":true,"value_bytes":4096,"write_ms":null,"error":null}}}},"kvLatency":{read_ms},"redisLatency":null}}}}"#
         )
     }
 

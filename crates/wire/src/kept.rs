@@ -122,9 +122,8 @@ pub struct Kept<'a> {
     /// for runs.
     #[serde(borrow)]
     pub label: Name<'a>,
-    /// Always written (absent in lines kept before the fleet: a hint or a run).
-    #[serde(default)]
-    pub vantage: Option<Vantage>,
+    /// Who made the answer.
+    pub vantage: Vantage,
     /// The probe's location hint (`None` for members and runs).
     #[serde(default, borrow)]
     pub hint: Option<Name<'a>>,
@@ -263,7 +262,7 @@ mod tests {
             seq: None,
             t_ms: 1_700_000_000_000,
             label: "weur".into(),
-            vantage: Some(Vantage::Hint),
+            vantage: Vantage::Hint,
             hint: Some("weur".into()),
             colo: "LHR".into(),
             placement: None,
@@ -298,15 +297,19 @@ mod tests {
     fn names_a_newer_writer_may_use_are_read() {
         let line = br#"{"t_ms":1,"label":"x","vantage":"satellite","failure":{"kind":"dns"}}"#;
         let k = Kept::parse(line).unwrap();
-        assert_eq!(k.vantage, Some(Vantage::Other));
+        assert_eq!(k.vantage, Vantage::Other);
         assert_eq!(k.failure.unwrap().kind, FailureKind::Other);
         assert_eq!(
             (k.colo.as_str(), k.cold, k.handler_ms),
             ("unknown", false, None)
         );
         assert!(
-            Kept::parse(br#"{"label":"x"}"#).is_err(),
+            Kept::parse(br#"{"label":"x","vantage":"run"}"#).is_err(),
             "t_ms is required"
+        );
+        assert!(
+            Kept::parse(br#"{"t_ms":1,"label":"x"}"#).is_err(),
+            "vantage is required"
         );
     }
 

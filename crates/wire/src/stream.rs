@@ -278,7 +278,7 @@ impl Reader {
 mod tests {
     use super::*;
 
-    const A: &str = r#"{"seq":1,"t_ms":5,"label":"weur","answer":{"stores":{}}}"#;
+    const A: &str = r#"{"seq":1,"t_ms":5,"label":"weur","vantage":"hint","answer":{"stores":{}}}"#;
 
     fn read(chunks: &[&[u8]]) -> Result<(Vec<String>, Ending), ReadError> {
         let mut r = Reader::new(200);

@@ -44,7 +44,7 @@ fn kept_lines() -> Vec<Kept<'static>> {
         seq: None,
         t_ms: 1_764_547_200_000,
         label: "weur".into(),
-        vantage: Some(Vantage::Hint),
+        vantage: Vantage::Hint,
         hint: Some("weur".into()),
         colo: "LHR".into(),
         placement: None,
@@ -58,7 +58,7 @@ fn kept_lines() -> Vec<Kept<'static>> {
     };
     let member = Kept {
         label: "aws:us-east-1".into(),
-        vantage: Some(Vantage::Member),
+        vantage: Vantage::Member,
         hint: None,
         colo: "IAD".into(),
         placement: Some("remote-IAD".into()),
@@ -97,7 +97,7 @@ fn kept_lines() -> Vec<Kept<'static>> {
     };
     let run = Kept {
         label: "FRA".into(),
-        vantage: Some(Vantage::Run),
+        vantage: Vantage::Run,
         hint: None,
         colo: "FRA".into(),
         colo_changed: false,

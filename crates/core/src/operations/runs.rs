@@ -490,9 +490,82 @@ pub fn parse_run(parameter: &str, text: &str) -> Result<String, ParamError> {
     crate::operations::name::parse_name(parameter, "run id", text, MAX_RUN_LEN, b"._-")
 }
 
+/// A run's kept line: one `/test` request as it answered — its answer, or its failure with the
+/// status and what it said (`Kept::with_reply`, the rule every vantage that measures `/test`
+/// itself keeps by) — labelled by the colo it ran in. `started_ms`: the request's start;
+/// `handler_ms`: its handler's time; `cold`: the isolate's first request.
+pub fn run_line(
+    colo: &str,
+    started_ms: f64,
+    handler_ms: f64,
+    cold: bool,
+    status: u16,
+    body: &str,
+) -> String {
+    kvbench_wire::kept::Kept {
+        seq: None,
+        t_ms: started_ms as i64,
+        label: colo.into(),
+        vantage: kvbench_wire::kept::Vantage::Run,
+        hint: None,
+        colo: colo.into(),
+        placement: None,
+        placement_check: None,
+        cold,
+        colo_changed: false,
+        handler_ms: Some(handler_ms),
+        call_ms: None,
+        answer: None,
+        failure: None,
+    }
+    .with_reply(status, body)
+    .to_line()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_runs_line_is_its_answer_or_its_failure() {
+        let line = |status, body| -> serde_json::Value {
+            serde_json::from_str(&run_line("FRA", 1_000.0, 12.5, true, status, body)).unwrap()
+        };
+        let v = line(200, r#"{"colo":"FRA","stores":{}}"#);
+        assert_eq!(
+            (
+                v["label"].as_str(),
+                v["vantage"].as_str(),
+                v["colo"].as_str()
+            ),
+            (Some("FRA"), Some("run"), Some("FRA"))
+        );
+        assert_eq!(
+            (
+                v["t_ms"].as_i64(),
+                v["handler_ms"].as_f64(),
+                v["cold"].as_bool()
+            ),
+            (Some(1_000), Some(12.5), Some(true))
+        );
+        assert_eq!(v["answer"]["colo"], "FRA");
+        assert!(v.get("failure").is_none());
+        let v = line(503, "over the isolate's budget");
+        assert!(v.get("answer").is_none());
+        assert_eq!(
+            (
+                v["failure"]["kind"].as_str(),
+                v["failure"]["status"].as_u64()
+            ),
+            (Some("status"), Some(503))
+        );
+        assert_eq!(
+            v["handler_ms"].as_f64(),
+            Some(12.5),
+            "a refusal is timed like an answer"
+        );
+        assert_eq!(line(200, "<html>")["failure"]["kind"], "malformed");
+    }
 
     #[test]
     fn run_ids() {
