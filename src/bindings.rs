@@ -433,8 +433,8 @@ impl HttpTransport for FetchTransport {
         init.set_signal(Some(&controller.signal()));
         let mut guard = AbortOnDrop(Some(controller));
         // `fetch(url, init)` itself, not `fetch(new Request(url, init))`: the runtime builds the
-        // request once, where a `Request` object passed in is built and then copied (~50 µs of
-        // workerd CPU per call, profiled).
+        // request once, where a `Request` object passed in is built and then copied (its cost:
+        // docs/measured.md, "Figures behind the code").
         let response =
             worker::wasm_bindgen_futures::JsFuture::from(global_fetch(&request.url, &init))
                 .await
@@ -451,8 +451,8 @@ impl HttpTransport for FetchTransport {
             // Over the limit by its own account: refused unread (the guard aborts the fetch).
             Some(n) if n > MAX_RESPONSE_BYTES as u64 => return Err(body_too_large(Some(n))),
             // The body in one piece (`arrayBuffer()`): the SDK's `.bytes()` reads a stream body
-            // chunk by chunk across JS and wasm (a reader, a lock, a microtask per chunk), which
-            // profiled at ~0.4 ms of workerd CPU per Upstash request. HTTP's framing stops it at
+            // chunk by chunk across JS and wasm (a reader, a lock, a microtask per chunk), CPU on
+            // every request (docs/measured.md). HTTP's framing stops it at
             // the announced length. It stays a JS `ArrayBuffer` until the store asks for its
             // bytes (`http::Body`): a large hit's after every span of the request.
             Some(_) => {

@@ -119,9 +119,8 @@ impl ShardSink for Shards<'_> {
 impl Archive {
     /// `POST <path>` with `body` to shard `k` of `run` on the runtime's own objects: the SDK's
     /// `Stub::fetch_with_request` reads the request's and the answer's `cf` across JS into
-    /// objects of its own, which profiled at ~0.8 ms of workerd CPU per kept answer with the
-    /// archive in a workerd of its own (`bench/runs.mjs --split --profile`). A non-2xx answer is
-    /// an error with its status and text.
+    /// objects of its own, CPU on every kept answer (docs/measured.md, "Figures behind the code", `bench/runs.mjs --split --profile`).
+    /// A non-2xx answer is an error with its status and text.
     async fn post_raw(&self, run: &str, k: u32, path: &str, body: &str) -> Result<(), String> {
         use wasm_bindgen::JsCast;
         let js = |e: wasm_bindgen::JsValue| crate::bindings::js_text(&e);

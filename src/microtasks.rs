@@ -3,9 +3,8 @@
 //! js-sys's executor (behind `wasm_bindgen_futures`) schedules each round of task polls with
 //! the global `queueMicrotask` when there is one, else with `Promise.resolve().then(...)`: both
 //! run the round as a microtask. In workerd `queueMicrotask` wraps every callback in a new
-//! function first (to carry the async context): ~1.6 µs a call in plain JS against ~0.1 µs for
-//! `then`, and 4% of `/test`'s workerd CPU (`bench/cpu.mjs`, kv,upstash: 1.25× → 1.21× the
-//! floor), since every awaited promise wakes the task once.
+//! function first (to carry the async context), dearer than `then`, and every awaited promise
+//! wakes the task once: what it cost `/test` is in docs/measured.md, "Figures behind the code" (`bench/cpu.mjs`).
 //!
 //! The executor looks for `queueMicrotask` once, when it is first used. So at startup this hides
 //! it for exactly that look and then puts it back: everything else sees the runtime's own.

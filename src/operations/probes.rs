@@ -544,7 +544,7 @@ impl Probes {
     }
 
     /// [`Self::status`] of each point, asked all at once (the objects are spread over the
-    /// world: one after the other, 31 of them took seconds), in the points' order.
+    /// world: one after the other, their round trips would add up), in the points' order.
     pub async fn statuses(&self, points: &[Point]) -> Vec<Result<StatusRead, String>> {
         futures::future::join_all(points.iter().map(|p| self.status(p))).await
     }

@@ -16,8 +16,7 @@ use kvbench_report::hist::Hist;
 use kvbench_report::sample::FailureKind;
 
 /// Shortest wait between two releases: at 30,000 req/s a batch of about fifteen requests. A
-/// wake-up is not free (measured here: 200 µs ticks cost a third more CPU per request than 1 ms
-/// ones at 20,000 req/s); 500 µs releases every request within half a millisecond of its
+/// wake-up is not free (shorter ticks cost CPU per request: docs/measured.md, "Figures behind the code"); 500 µs releases every request within half a millisecond of its
 /// intended start while waking at most 2,000 times a second. Latency still counts from each
 /// request's own intended start.
 pub const TICK: Duration = Duration::from_micros(500);

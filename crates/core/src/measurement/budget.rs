@@ -7,19 +7,18 @@
 
 use std::cell::Cell;
 
-/// Bytes of values one isolate may hold in flight across its concurrent requests: with the
-/// isolate's own ~3 MiB (wasm memory and heap when idle), under the 128 MB isolate limit with
-/// ~30 MB to spare.
+/// Bytes of values one isolate may hold in flight across its concurrent requests: with what the
+/// isolate holds idle (wasm memory and heap, docs/measured.md), under the 128 MB isolate limit
+/// with room to spare.
 pub const ISOLATE_BUDGET_BYTES: u64 = 96 << 20;
 
 /// What a request holds per store measured, in quarters of `max_bytes`, besides the value
 /// itself. A request holds the value (wasm) and its one JS copy, the write bodies made before
 /// the first span (the Durable Object's request, the Cache API's response, D1's text, Deno KV's
 /// protobuf in JS, Redis's command in wasm), the hits waiting to be sized after the last span
-/// (Deno KV's answer, D1's text, an Upstash answer being checked, in JS) and the read in flight. Measured with `bench/memory.mjs` (200 simultaneous
-/// requests, all eight stores, 4–64 KiB values, one isolate; wasm memory + the heap live after
-/// a forced GC): 240–290 KiB per request in flight (330–420 KiB before the value's JS copy was
-/// kept with it), under the 448 KiB (7 × 64 KiB) this counts.
+/// (Deno KV's answer, D1's text, an Upstash answer being checked, in JS) and the read in flight.
+/// What a request holds, measured with `bench/memory.mjs`, stays under what this counts (7 × 64
+/// KiB at the defaults): docs/measured.md, "Figures behind the code".
 const QUARTERS_PER_STORE: u64 = 3;
 
 /// What a request with these parameters may hold at its peak, bytes.

@@ -5,12 +5,12 @@
 
 /// Var: the most a start of the probes may project to cost a month, in USD.
 pub const BUDGET_VAR: &str = "PROBE_BUDGET_USD";
-/// The default fleet (11 hints and 31 members) at 300 s projects to $36.29 a month before any
-/// answer was measured ([`ANSWER_USD_CEILING`]), about $19 once measured.
+/// Room for the default fleet (11 hints and 31 members) at 300 s, projected before any answer
+/// was measured ([`ANSWER_USD_CEILING`]) and after (docs/measured.md).
 pub const DEFAULT_BUDGET_USD: f64 = 50.0;
 pub const MAX_BUDGET_USD: f64 = 1_000_000.0;
 /// What one answer is taken to cost before any was measured: about twice what one costs with
-/// every store configured ($0.000026 measured, docs/cost.md's probe bill).
+/// every store configured (docs/measured.md).
 pub const ANSWER_USD_CEILING: f64 = 0.00005;
 /// Seconds in the 30-day month every bill is projected over.
 const MONTH_S: f64 = 2_592_000.0;
