@@ -142,12 +142,7 @@ fn take_run(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
-        list.iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect()
-    }
+    use crate::measurement::params::pairs;
 
     #[test]
     fn run_ids_come_from_the_query_or_the_header() {

@@ -472,6 +472,14 @@ fn valid_key(key: &str, specs: &[&StoreSpec]) -> Result<String, ParamError> {
     Ok(key.to_string())
 }
 
+/// Query pairs for a test, as [`parse_query`] gives them.
+#[cfg(test)]
+pub(crate) fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -235,12 +235,7 @@ pub fn trace_colo(body: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
-        list.iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect()
-    }
+    use crate::measurement::params::pairs;
 
     #[test]
     fn config_from_vars_and_query() {

@@ -130,12 +130,7 @@ fn instant(parameter: &str, text: &str, now_ms: i64) -> Result<i64, ParamError> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
-        list.iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect()
-    }
+    use crate::measurement::params::pairs;
 
     #[test]
     fn windows() {
