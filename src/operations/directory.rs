@@ -22,7 +22,7 @@ pub const OBJECT: &str = "members";
 /// Its storage key.
 const KEY: &str = "members";
 
-#[durable_object]
+#[durable_object(fetch)]
 pub struct FleetDirectory {
     state: State,
 }

@@ -20,7 +20,7 @@ use kvbench_core::stores::durable::LocationHint;
 use kvbench_core::{handle, Call, ErrorKind, Isolate, MetadataCache};
 use kvbench_core::{StoreError, ValueGen};
 use kvbench_wire::kept::FailureKind;
-use kvbench_wire::object::{Arm, ArmMember as MemberArm, ProbeStatus};
+use kvbench_wire::object::{Arm, ArmMember as MemberArm, ProbeStatus, Stopped};
 use worker::durable::{ObjectNamespace, State, Stub};
 use worker::{durable_object, DurableObject, Env, Method, Request, Response};
 
@@ -52,9 +52,9 @@ pub struct ProbeObject {
 
 impl ProbeObject {
     async fn load(&self) -> worker::Result<ProbeState> {
-        Ok(object::load(&self.state.storage(), "probe")
-            .await?
-            .unwrap_or_default())
+        let stored: Option<serde_json::Value> =
+            object::load(&self.state.storage(), "probe").await?;
+        Ok(stored.as_ref().map(ProbeState::read).unwrap_or_default())
     }
 
     async fn save(&self, s: &ProbeState) -> worker::Result<()> {
@@ -91,7 +91,7 @@ impl ProbeObject {
         let alarm = s.stop(&self.kept, now_ms());
         self.save(&s).await?;
         self.set_alarm(alarm).await?;
-        Response::from_json(&serde_json::json!({ "stopped": true }))
+        crate::respond::message(&Stopped { stopped: true })
     }
 
     async fn status(&self) -> worker::Result<Response> {

@@ -115,6 +115,19 @@ pub struct PlacementCounts {
     pub last: Option<String>,
 }
 
+impl PlacementCounts {
+    /// Reads counts out of parsed JSON as their `Deserialize` does (see [`ProbeStatus::read`]).
+    pub fn read(p: &serde_json::Value) -> PlacementCounts {
+        let n = |k: &str| p.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+        PlacementCounts {
+            placed: n("placed"),
+            unplaced: n("unplaced"),
+            elsewhere: n("elsewhere"),
+            last: p.get("last").and_then(|x| x.as_str()).map(str::to_string),
+        }
+    }
+}
+
 impl ProbeStatus {
     /// Reads a status out of parsed JSON as its `Deserialize` does (absent or mistyped fields
     /// take their default), without a deserializer of its own: the worker that reads it is
@@ -145,15 +158,10 @@ impl ProbeStatus {
             last_error: text("last_error"),
             keep_failed: count("keep_failed"),
             expire_failed: count("expire_failed"),
-            placement: v.get("placement").filter(|p| p.is_object()).map(|p| {
-                let n = |k: &str| p.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
-                PlacementCounts {
-                    placed: n("placed"),
-                    unplaced: n("unplaced"),
-                    elsewhere: n("elsewhere"),
-                    last: p.get("last").and_then(|x| x.as_str()).map(str::to_string),
-                }
-            }),
+            placement: v
+                .get("placement")
+                .filter(|p| p.is_object())
+                .map(PlacementCounts::read),
         }
     }
 

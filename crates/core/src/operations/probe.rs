@@ -93,6 +93,42 @@ pub const EXPIRY_RETRY_MS: f64 = 3_600_000.0;
 const EXPIRY_MIN_WAIT_MS: f64 = 1000.0;
 
 impl ProbeState {
+    /// Reads a stored state out of parsed JSON as its `Deserialize` does (absent or mistyped
+    /// fields take their default), without a deserializer of its own: the object that reads it
+    /// is in the bundle shipped to every colo, and a derived one costs it kilobytes
+    /// (`kvbench_wire::object::ProbeStatus::read` does the same; tested against `Deserialize`).
+    pub fn read(v: &serde_json::Value) -> ProbeState {
+        let text = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_string);
+        let count = |k: &str| v.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+        let seconds = |k: &str| u32::try_from(count(k)).unwrap_or(u32::MAX);
+        let member = v.get("member").and_then(|m| {
+            let field = |k: &str| m.get(k).and_then(|x| x.as_str()).map(str::to_string);
+            Some(ArmMember {
+                label: field("label")?,
+                url: field("url")?,
+            })
+        });
+        ProbeState {
+            hint: text("hint"),
+            member,
+            every_s: seconds("every_s"),
+            keep_s: seconds("keep_s"),
+            stopped: v
+                .get("stopped")
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false),
+            last_colo: text("last_colo"),
+            last_t_ms: v.get("last_t_ms").and_then(serde_json::Value::as_i64),
+            last_error: text("last_error"),
+            keep_failed: count("keep_failed"),
+            expire_failed: count("expire_failed"),
+            placement: v
+                .get("placement")
+                .map(PlacementCounts::read)
+                .unwrap_or_default(),
+        }
+    }
+
     /// How long it keeps its answers: its start's `keep`, the default before any start.
     pub fn keep_s(&self) -> u32 {
         if self.keep_s == 0 {
@@ -623,6 +659,37 @@ mod tests {
             colo: colo.into(),
             cold,
         }
+    }
+
+    #[test]
+    fn a_stored_state_reads_back_as_its_deserialize_reads_it() {
+        let mut full = member_state("aws:us-east-1");
+        full.stopped = true;
+        full.last_colo = Some("IAD".into());
+        full.last_t_ms = Some(1_790_000_000_000);
+        full.last_error = Some("placed elsewhere".into());
+        full.keep_failed = 2;
+        full.expire_failed = 3;
+        count_placement(
+            &mut full.placement,
+            PlacementCheck::Placed,
+            Some("remote-IAD".into()),
+        );
+        let mut hint = ProbeState::default();
+        hint.arm(hint_arm(300, 604_800), true, false, NOW);
+        for state in [full, hint, ProbeState::default()] {
+            let v = serde_json::to_value(&state).unwrap();
+            assert_eq!(ProbeState::read(&v), state);
+            assert_eq!(serde_json::from_value::<ProbeState>(v).unwrap(), state);
+        }
+        // A field of the wrong type reads as absent (the derived reader would refuse the whole
+        // state, and the probe would start afresh).
+        let odd = serde_json::json!({ "every_s": "x", "member": { "label": "a" }, "stopped": 1 });
+        assert_eq!(ProbeState::read(&odd), ProbeState::default());
+        assert_eq!(
+            ProbeState::read(&serde_json::json!({})),
+            ProbeState::default()
+        );
     }
 
     #[test]
