@@ -172,11 +172,6 @@ thread_local! {
     )));
 }
 
-/// One line as an append carries it.
-pub fn append_line(t_ms: i64, line: &str) -> String {
-    format!("{t_ms}\t{line}\n")
-}
-
 /// How long a keep waiting for another's append sleeps before it looks again.
 const TICK_MS: u64 = 2;
 
@@ -195,7 +190,7 @@ pub async fn keep_answer(archive: &Archive, run: &str, t_ms: i64, line: &str) {
             &shards,
             run,
             archive.shards,
-            append_line(t_ms, line),
+            kvbench_wire::object::append_row(t_ms, line),
             tick,
             expired,
         )

@@ -33,9 +33,11 @@ impl FleetDirectory {
     /// [`Directory`] after the call.
     async fn serve(&self, mut req: Request) -> worker::Result<Response> {
         let storage = self.state.storage();
-        let mut directory: Directory = object::load(&storage, KEY).await?.unwrap_or_default();
+        let stored: Option<serde_json::Value> = object::load(&storage, KEY).await?;
+        let mut directory = stored.as_ref().map(Directory::read).unwrap_or_default();
         if req.method() == Method::Post {
-            let change: DirectoryChange = object::json_of(req.text().await)?;
+            let change: serde_json::Value = object::json_of(req.text().await)?;
+            let change = DirectoryChange::read(&change);
             if directory.apply(change) {
                 object::save(&storage, KEY, &directory).await?;
             }
@@ -74,13 +76,10 @@ impl Members {
         if members.is_empty() {
             return Ok(());
         }
-        let change = DirectoryChange {
-            armed: members
-                .iter()
-                .map(|m| (m.label.clone(), m.url.clone()))
-                .collect(),
-            forget: Vec::new(),
-        };
+        let mut change = DirectoryChange::default();
+        for m in members {
+            change.armed.insert(m.label.clone(), m.url.clone());
+        }
         self.change(&change).await
     }
 
@@ -111,7 +110,9 @@ impl Members {
         if r.status_code() != 200 {
             return Err(format!("fleet directory: {}", r.status_code()));
         }
-        let directory: Directory = object::json_of(r.text().await).map_err(|e| e.to_string())?;
+        let directory: serde_json::Value =
+            object::json_of(r.text().await).map_err(|e| e.to_string())?;
+        let directory = Directory::read(&directory);
         Ok(directory
             .members
             .into_iter()

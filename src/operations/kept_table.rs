@@ -13,6 +13,7 @@ use kvbench_core::stores::sql::kept::{
     INSERT_MANY, PAGE, RAISE_FLOOR,
 };
 use kvbench_wire::kept::with_seq;
+use kvbench_wire::object::PageHead;
 use kvbench_wire::stream::Control;
 use wasm_bindgen::JsValue;
 use worker::durable::Stub;
@@ -187,18 +188,16 @@ impl KeptTable {
             n += 1;
         }
         let failed = self.failed()? + failed_elsewhere;
+        let head = PageHead {
+            last_seq: last,
+            more: full || f64::from(n) >= limit,
+            keep_failed: failed,
+        };
         let mut response = Response::ok(body)?;
         let headers = response.headers_mut();
-        headers.set("kvbench-last-seq", &last.to_string())?;
-        headers.set(
-            "kvbench-more",
-            if full || f64::from(n) >= limit {
-                "1"
-            } else {
-                "0"
-            },
-        )?;
-        headers.set("kvbench-keep-failed", &failed.to_string())?;
+        for (name, value) in head.headers() {
+            headers.set(name, &value)?;
+        }
         Ok(response)
     }
 }
@@ -222,16 +221,9 @@ async fn page(source: &Source, url: &str) -> Result<(String, i64, bool, u64), St
     if r.status_code() != 200 {
         return Err(format!("status {}", r.status_code()));
     }
-    let header = |name: &str| r.headers().get(name).ok().flatten();
-    let last: i64 = header("kvbench-last-seq")
-        .and_then(|v| v.parse().ok())
-        .ok_or("no kvbench-last-seq")?;
-    let more = header("kvbench-more").as_deref() == Some("1");
-    let failed: u64 = header("kvbench-keep-failed")
-        .and_then(|v| v.parse().ok())
-        .ok_or("no kvbench-keep-failed")?;
+    let head = PageHead::read(|name| r.headers().get(name).ok().flatten())?;
     let text = r.text().await.map_err(|e| e.to_string())?;
-    Ok((text, last, more, failed))
+    Ok((text, head.last_seq, head.more, head.keep_failed))
 }
 
 /// The kept answers of `sources` within `window`, as a stream of NDJSON chunks (one page each)

@@ -36,14 +36,7 @@ impl RunArchive {
     /// (all or none: a keep retried in another shard is never kept twice), then the failed
     /// keeps it carries are recorded.
     async fn append(&self, url: &worker::Url, body: &str) -> worker::Result<Response> {
-        let rows = body
-            .lines()
-            .filter(|l| !l.is_empty())
-            .map(|row| {
-                row.split_once('\t')
-                    .and_then(|(t, line)| Some((t.parse::<i64>().ok()?, line)))
-            })
-            .collect::<Option<Vec<_>>>()
+        let rows = kvbench_wire::object::read_append(body)
             .ok_or_else(|| worker::Error::RustError("an append line is <t_ms>\\t<line>".into()))?;
         self.kept.keep_many(&rows)?;
         self.kept

@@ -59,7 +59,50 @@ pub struct DirectoryChange {
     pub forget: Vec<String>,
 }
 
+/// `label → url` of a parsed JSON object, the entries whose value is text (inserted one by one:
+/// a `collect` into the map would ship a sort).
+fn text_map(v: Option<&serde_json::Value>) -> BTreeMap<String, String> {
+    let mut map = BTreeMap::new();
+    for (k, v) in v
+        .and_then(serde_json::Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(url) = v.as_str() {
+            map.insert(k.clone(), url.to_string());
+        }
+    }
+    map
+}
+
+impl DirectoryChange {
+    /// Reads a change out of parsed JSON as its `Deserialize` does, without a deserializer of
+    /// its own (see [`ProbeStatus::read`]).
+    pub fn read(v: &serde_json::Value) -> DirectoryChange {
+        DirectoryChange {
+            armed: text_map(v.get("armed")),
+            forget: v
+                .get("forget")
+                .and_then(serde_json::Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|l| Some(l.as_str()?.to_string()))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+}
+
 impl Directory {
+    /// Reads the directory out of parsed JSON as its `Deserialize` does (see
+    /// [`ProbeStatus::read`]).
+    pub fn read(v: &serde_json::Value) -> Directory {
+        Directory {
+            members: text_map(v.get("members")),
+        }
+    }
+
     /// `change` applied; `true` when it changed something (so the object writes only then,
     /// and the cron's tick costs a row read, not a write). A label both armed and forgotten
     /// is forgotten.
@@ -199,9 +242,108 @@ impl ShardStatus {
     }
 }
 
+/// A page of kept answers (`GET /answers` of a probe or a run's shard): the NDJSON lines are the
+/// body; the headers say the last `seq` the page holds, whether more follow, and the keeps the
+/// object counted as failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageHead {
+    pub last_seq: i64,
+    pub more: bool,
+    pub keep_failed: u64,
+}
+
+impl PageHead {
+    pub const LAST_SEQ: &'static str = "kvbench-last-seq";
+    pub const MORE: &'static str = "kvbench-more";
+    pub const KEEP_FAILED: &'static str = "kvbench-keep-failed";
+
+    /// The headers that carry it.
+    pub fn headers(&self) -> [(&'static str, String); 3] {
+        [
+            (Self::LAST_SEQ, self.last_seq.to_string()),
+            (Self::MORE, if self.more { "1" } else { "0" }.to_string()),
+            (Self::KEEP_FAILED, self.keep_failed.to_string()),
+        ]
+    }
+
+    /// Reads it from a page's headers (`header`: a header's value by name); a count missing or
+    /// not a number is an error naming its header.
+    pub fn read(header: impl Fn(&str) -> Option<String>) -> Result<PageHead, &'static str> {
+        let last_seq = header(Self::LAST_SEQ).and_then(|v| v.trim().parse().ok());
+        let keep_failed = header(Self::KEEP_FAILED).and_then(|v| v.trim().parse().ok());
+        match (last_seq, keep_failed) {
+            (Some(last_seq), Some(keep_failed)) => Ok(PageHead {
+                last_seq,
+                more: header(Self::MORE).as_deref() == Some("1"),
+                keep_failed,
+            }),
+            (None, _) => Err("no kvbench-last-seq"),
+            (_, None) => Err("no kvbench-keep-failed"),
+        }
+    }
+}
+
+/// One row of an append (`POST /append?keep=..&failed=..` to a run's shard): when the answer
+/// was measured and its kept line, `<t_ms>\t<line>\n`.
+pub fn append_row(t_ms: i64, line: &str) -> String {
+    format!("{t_ms}\t{line}\n")
+}
+
+/// The rows of an append's body, `None` when one is not `<t_ms>\t<line>` (the append is then
+/// refused whole).
+pub fn read_append(body: &str) -> Option<Vec<(i64, &str)>> {
+    body.lines()
+        .filter(|l| !l.is_empty())
+        .map(|row| {
+            let (t, line) = row.split_once('\t')?;
+            Some((t.parse::<i64>().ok()?, line))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_page_head_reads_back_from_its_headers() {
+        let head = PageHead {
+            last_seq: 1_099_511_627_777,
+            more: true,
+            keep_failed: 3,
+        };
+        let headers = head.headers();
+        let get = |name: &str| {
+            headers
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(PageHead::read(get), Ok(head));
+        let missing = |name: &str| (name != PageHead::KEEP_FAILED).then(|| "1".to_string());
+        assert_eq!(PageHead::read(missing), Err("no kvbench-keep-failed"));
+        let negative = |name: &str| {
+            Some(
+                if name == PageHead::KEEP_FAILED {
+                    "-1"
+                } else {
+                    "0"
+                }
+                .to_string(),
+            )
+        };
+        assert!(PageHead::read(negative).is_err());
+    }
+
+    #[test]
+    fn an_append_is_rows_of_a_time_and_a_line_or_refused_whole() {
+        let line = r#"{"t_ms":5,"label":"FRA","vantage":"run","detail":"a\tb"}"#;
+        let body = append_row(5, line) + &append_row(6, "{}");
+        assert_eq!(read_append(&body), Some(vec![(5, line), (6, "{}")]));
+        assert_eq!(read_append(""), Some(vec![]));
+        assert_eq!(read_append("5\t{}\nnot a row\n"), None);
+        assert_eq!(read_append("x\t{}\n"), None);
+    }
 
     #[test]
     fn a_directory_change_says_whether_it_changed_anything() {

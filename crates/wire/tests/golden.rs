@@ -269,4 +269,12 @@ fn the_object_messages_are_the_golden_ones_and_read_back() {
         serde_json::from_str::<Directory>(&lines[8]).unwrap(),
         directory
     );
+    // The lean readers the worker uses read what `Deserialize` reads.
+    let value = |i: usize| serde_json::from_str::<serde_json::Value>(&lines[i]).unwrap();
+    assert_eq!(DirectoryChange::read(&value(7)), change);
+    assert_eq!(Directory::read(&value(8)), directory);
+    assert_eq!(
+        Directory::read(&serde_json::json!({})),
+        Directory::default()
+    );
 }
