@@ -46,6 +46,9 @@ test("GET /healthz and GET / describe the worker without secrets", async () => {
   assert.equal(index.json.stores.kv.configured, true);
   assert.equal(index.json.stores.upstash.configured, true);
   assert.equal(index.json.defaults.ttl, 60);
+  // Every route is a request in flight of the isolate (a /test's `concurrent` counts it): GET /
+  // counts itself, alone.
+  assert.equal(index.json.isolate.in_flight, 1, JSON.stringify(index.json.isolate));
 });
 
 test("a miss writes the same value to both stores with a 60 s TTL; the next call hits", async () => {
