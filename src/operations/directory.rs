@@ -13,8 +13,7 @@ use kvbench_wire::object::{Directory, DirectoryChange};
 use worker::durable::{State, Stub};
 use worker::{durable_object, DurableObject, Env, Method, Request, Response};
 
-use crate::operations::kept_table::ORIGIN;
-use crate::operations::object::{self, post};
+use crate::operations::object::{self, get_json, post};
 
 /// The directory's one object.
 pub const OBJECT: &str = "members";
@@ -102,17 +101,7 @@ impl Members {
 
     /// Every member the directory holds.
     pub async fn members(&self) -> Result<Vec<Member>, String> {
-        let mut r = self
-            .0
-            .fetch_with_str(&format!("{ORIGIN}/members"))
-            .await
-            .map_err(|e| e.to_string())?;
-        if r.status_code() != 200 {
-            return Err(format!("fleet directory: {}", r.status_code()));
-        }
-        let directory: serde_json::Value =
-            object::json_of(r.text().await).map_err(|e| e.to_string())?;
-        let directory = Directory::read(&directory);
+        let directory = Directory::read(&get_json(&self.0, "members").await?);
         Ok(directory
             .members
             .into_iter()

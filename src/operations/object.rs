@@ -35,10 +35,12 @@ pub fn json_of<T: DeserializeOwned>(text: Result<String>) -> Result<T> {
     Ok(serde_json::from_str(&text?)?)
 }
 
+/// Now, epoch ms, on the runtime's clock.
 pub(crate) fn now_ms() -> f64 {
     JsClock.now_ms()
 }
 
+/// An alarm's time.
 pub(crate) fn at(epoch_ms: f64) -> ScheduledTime {
     ScheduledTime::new(js_sys::Date::new(&JsValue::from(epoch_ms)))
 }
