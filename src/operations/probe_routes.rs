@@ -148,6 +148,8 @@ pub async fn list(req: Request, env: &Env) -> Result<Response> {
     let mut list = Vec::new();
     // Every probe as the budget counts it, from the statuses read here (the cron's verdict).
     let mut now = Vec::new();
+    // The interval of each probe that runs now.
+    let mut running: Vec<u32> = Vec::new();
     let points = probes.points();
     let statuses = probes.statuses(&points).await;
     for (point, status) in points.iter().zip(statuses) {
@@ -157,7 +159,10 @@ pub async fn list(req: Request, env: &Env) -> Result<Response> {
             true,
         ));
         match status {
-            Ok(read) => merge(&mut entry, read.shown),
+            Ok(read) => {
+                running.extend(read.status.running.then_some(read.status.every_s));
+                merge(&mut entry, read.shown);
+            }
             Err(e) => merge(&mut entry, json!({ "error": e })),
         }
         list.push(entry);
@@ -179,19 +184,12 @@ pub async fn list(req: Request, env: &Env) -> Result<Response> {
             Some(&status.status),
             false,
         ));
+        running.extend(status.status.running.then_some(status.status.every_s));
         merge(&mut entry, status.shown);
         list.push(entry);
     }
     let bill = bill(env, &probes, &origin_of(&req)).await;
     // The projection of what runs (each running probe at its own interval), not of the vars.
-    let running: Vec<u32> = list
-        .iter()
-        .filter_map(|p| {
-            let on = p.get("running").and_then(serde_json::Value::as_bool) == Some(true);
-            let every = p.get("every_s").and_then(serde_json::Value::as_u64)?;
-            on.then(|| u32::try_from(every).unwrap_or(u32::MAX))
-        })
-        .collect();
     let projection = spend::project(
         running.iter().copied(),
         probes.config.budget_usd,
