@@ -21,7 +21,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { Miniflare } from "miniflare";
-import { ROOT, workerOptions } from "../scripts/worker-options.mjs";
+import { ROOT, compatibilityDate, workerOptions } from "../scripts/worker-options.mjs";
 import { floorOptions } from "./floor.mjs";
 
 const { values } = parseArgs({ options: { rounds: { type: "string", default: "9" } } });
@@ -58,7 +58,7 @@ const workers = [
         { type: "ESModule", include: ["**/*.js"] },
         { type: "CompiledWasm", include: ["**/*.wasm"] },
       ],
-      compatibilityDate: "2026-04-01",
+      compatibilityDate: compatibilityDate(),
       // The floor's bindings (unused), so that each worker's start sets up the same local
       // services but for the Durable Object classes (ours 3, the floor 1, this one none).
       kvNamespaces: ["BENCH_KV"],

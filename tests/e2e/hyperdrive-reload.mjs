@@ -4,6 +4,7 @@
 // the reload" and exits 0 when the process survives; Miniflare's proxy, unguarded, does not.
 import net from "node:net";
 import { Miniflare } from "miniflare";
+import { compatibilityDate } from "../../scripts/worker-options.mjs";
 
 const WORKER = `
 import { connect } from "cloudflare:sockets";
@@ -29,7 +30,7 @@ await new Promise((resolve) => db.listen(0, "127.0.0.1", resolve));
 const options = {
   modules: true,
   script: WORKER,
-  compatibilityDate: "2026-04-01",
+  compatibilityDate: compatibilityDate(),
   hyperdrives: { BENCH_HYPERDRIVE: `postgres://kvbench:pw@127.0.0.1:${db.address().port}/kvbench?sslmode=disable` },
 };
 const mf = new Miniflare(options);
