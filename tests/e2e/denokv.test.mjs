@@ -8,7 +8,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import { openKv } from "@deno/kv";
 import { startFixture } from "./upstash-fixture.mjs";
-import { startDenoKv, startWorker } from "./procs.mjs";
+import { startDenoKv, startWorker, assertMs } from "./procs.mjs";
 
 const UPSTASH_TOKEN = "e2e-upstash-token-d3n0kv";
 const DENO_TOKEN = "e2e-denokv-access-token-7a41c9";
@@ -87,11 +87,12 @@ test("miss → write → hit in all three stores in one request; @deno/kv reads 
     const s = first.stores[name];
     assert.equal(s.error, null, `${name}: ${JSON.stringify(s.error)}`);
     assert.equal(s.hit, false, name);
-    assert.ok(s.read_ms >= 0 && s.write_ms >= 0, name);
+    assertMs(s.read_ms, `${name} read_ms`);
+    assertMs(s.write_ms, `${name} write_ms`);
     assert.equal(s.value_bytes, first.stores.kv.value_bytes, name);
   }
   // First request of this isolate: the metadata exchange is reported apart, for denokv only.
-  assert.ok(first.stores.denokv.connect_ms >= 0, JSON.stringify(first.stores.denokv));
+  assertMs(first.stores.denokv.connect_ms, JSON.stringify(first.stores.denokv));
   assert.equal(first.stores.kv.connect_ms, undefined);
 
   const entry = await client.get([key]);
@@ -173,7 +174,7 @@ test("a stopped denokv is an error for that store only", async () => {
   try {
     const { json: answer } = await get(cold, "/test?key=e2e-deno-down-cold&stores=denokv");
     assert.match(answer.stores.denokv.error.message, /^metadata exchange: /);
-    assert.ok(answer.stores.denokv.connect_ms >= 0);
+    assertMs(answer.stores.denokv.connect_ms, "denokv connect_ms");
   } finally {
     await cold.dispose();
   }

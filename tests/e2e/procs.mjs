@@ -2,6 +2,7 @@
 // loopback ports, started and stopped by PID, and the built worker under Miniflare. Env:
 // GATEWAY_BIN (default target/debug/upstash-gateway), REDIS_SERVER_BIN (default redis-server on
 // PATH).
+import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import fs, { existsSync } from "node:fs";
 import net from "node:net";
@@ -17,6 +18,15 @@ export const REDIS_SERVER_BIN = process.env.REDIS_SERVER_BIN ?? "redis-server";
 export const DENOKV_BIN = process.env.DENOKV_BIN || "denokv";
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Asserts `x` is a duration: a finite number ≥ 0. (`null >= 0` and `undefined`-free arithmetic
+ * are true or NaN in JavaScript: a missing field must fail, not pass as zero.) Returns `x`. */
+export function assertMs(x, what = "a duration") {
+  if (typeof x !== "number" || !Number.isFinite(x) || x < 0) {
+    throw new assert.AssertionError({ message: `${what}: ${JSON.stringify(x)} is not a finite number ≥ 0`, actual: x, expected: "a finite number ≥ 0", operator: "assertMs" });
+  }
+  return x;
+}
 
 export { freePort };
 

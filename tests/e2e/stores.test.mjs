@@ -7,7 +7,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import net from "node:net";
-import { redisCommand, sleep, startGateway, startRedis, startWorker, stop } from "./procs.mjs";
+import { redisCommand, sleep, startGateway, startRedis, startWorker, stop, assertMs } from "./procs.mjs";
 
 const PASSWORD = "e2e-redis-password-5d1c7a";
 const TOKEN = "e2e-stores-upstash-token-8b2f";
@@ -110,9 +110,10 @@ test("miss → write → hit in do, d1, r2, cache and redis: the same bytes, und
     assert.equal(s.error, null, `${name}: ${JSON.stringify(s.error)}`);
     assert.equal(s.hit, false, name);
     assert.equal(s.value_bytes, value.length, name);
-    assert.ok(s.read_ms >= 0 && s.write_ms >= 0, name);
+    assertMs(s.read_ms, `${name} read_ms`);
+    assertMs(s.write_ms, `${name} write_ms`);
   }
-  assert.ok(first.stores.redis.connect_ms >= 0, "Redis's setup is connect_ms");
+  assertMs(first.stores.redis.connect_ms, "Redis's setup is connect_ms");
 
   // Durable Object: the per-key object holds the row, with the alarm at its expiry.
   const row = await doFetch(`kvbench:do:${key}`, `/${encodeURIComponent(`kvbench:do:${key}`)}`);
@@ -146,7 +147,7 @@ test("miss → write → hit in do, d1, r2, cache and redis: the same bytes, und
     assert.equal(second.stores[name].write_ms, null, name);
     assert.equal(second.stores[name].value_bytes, value.length, name);
   }
-  assert.ok(second.stores.redis.connect_ms >= 0, "a connection per request");
+  assertMs(second.stores.redis.connect_ms, "a connection per request");
 });
 
 test("1 MiB values are written and read whole in every new store", async () => {
@@ -180,7 +181,7 @@ test("an expired value is a miss and is overwritten; the object's alarm deletes 
     assert.equal(second.stores[name].error, null, name);
     assert.equal(second.stores[name].hit, false, `${name} after its TTL`);
     assert.equal(second.stores[name].value_bytes, 100, name);
-    assert.ok(second.stores[name].write_ms >= 0, `${name} rewrote`);
+    assertMs(second.stores[name].write_ms, `${name} rewrote`);
   }
   // D1 has no alarm: the expired row was overwritten in place.
   const row = await d1Row(`kvbench:d1:${key}`);
@@ -329,7 +330,7 @@ test("Redis over TCP: a wrong password is auth, a stopped server is runtime, a s
   try {
     const { json } = await get(refused, "/test?key=e2e-redis-gone&stores=redis,kv");
     assert.equal(json.stores.redis.error.kind, "connect", JSON.stringify(json.stores.redis));
-    assert.ok(json.stores.redis.connect_ms >= 0);
+    assertMs(json.stores.redis.connect_ms, "redis connect_ms");
     assert.equal(json.stores.kv.error, null);
   } finally {
     await refused.dispose();

@@ -6,7 +6,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startFixture } from "./upstash-fixture.mjs";
-import { startWorker } from "./procs.mjs";
+import { startWorker, assertMs } from "./procs.mjs";
 
 const TOKEN = "e2e-upstash-token-9d7c1f";
 const BENCH_TOKEN = "e2e-bench-token-3a8e55";
@@ -65,7 +65,8 @@ test("a miss writes the same value to both stores with a 60 s TTL; the next call
     const s = a.stores[name];
     assert.equal(s.error, null, `${name}: ${JSON.stringify(s.error)}`);
     assert.equal(s.hit, false);
-    assert.ok(s.read_ms >= 0 && s.write_ms >= 0);
+    assertMs(s.read_ms, "read_ms");
+    assertMs(s.write_ms, "write_ms");
     assert.ok(s.value_bytes >= 4096 && s.value_bytes <= 65536, `${s.value_bytes}`);
   }
   assert.equal(a.stores.kv.value_bytes, a.stores.upstash.value_bytes);
