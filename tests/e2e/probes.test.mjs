@@ -308,6 +308,34 @@ test("the cron re-arms probes that are not stopped; a restart keeps every answer
   for (const l of before.filter((l) => HINTS.includes(l.label))) assert.ok(now.has(key(l)), `lost ${key(l)}`);
 });
 
+test("the cron arms nothing over budget, and the same tick under budget arms the probe", async () => {
+  // `oc`: a hint no earlier test started, so it has no state and no alarm; every=1 s costs far
+  // more than $0.01 a month.
+  await mf.dispose();
+  mf = await startWorker({ ...vars, PROBE_HINTS: "oc", PROBE_BUDGET_USD: "0.01" }, { durableObjectsPersist: persist });
+  const { body: view } = await json("GET", "/probes");
+  assert.equal(view.cron.arms, false, JSON.stringify(view.cron));
+  assert.match(view.cron.why, /PROBE_BUDGET_USD/, JSON.stringify(view.cron));
+  await (await mf.getWorker()).scheduled({ cron: "*/5 * * * *" });
+  // An armed probe at every=1 s keeps its first answer within a second or two.
+  await sleep(4000);
+  const held = (await json("GET", "/probes")).body.probes.find((p) => p.hint === "oc");
+  assert.ok(held, "oc is listed");
+  assert.equal(held.running, false, `the tick over budget armed oc: ${JSON.stringify(held)}`);
+  assert.equal(held.kept, 0, `the tick over budget measured: ${JSON.stringify(held)}`);
+  // The same tick, the budget raised: the check is what held it back.
+  await mf.dispose();
+  mf = await startWorker({ ...vars, PROBE_HINTS: "oc" }, { durableObjectsPersist: persist });
+  await (await mf.getWorker()).scheduled({ cron: "*/5 * * * *" });
+  await waitFor("an oc answer from the cron under budget", 120, async () => {
+    const oc = (await json("GET", "/probes")).body.probes.find((p) => p.hint === "oc");
+    return oc?.kept >= 1 && oc;
+  });
+  assert.equal((await json("POST", "/probes/stop")).status, 200);
+  await mf.dispose();
+  mf = await startWorker(vars, { durableObjectsPersist: persist, host: "127.0.0.1", port: 0 });
+});
+
 test("a start's interval persists: the cron's tick does not put the vars' back", async () => {
   const started = await json("POST", "/probes/start?every=7&keep=2d");
   assert.equal(started.status, 200, JSON.stringify(started.body));

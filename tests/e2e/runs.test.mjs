@@ -3,8 +3,8 @@
 // sent (every request that got an answer, 200 or not), counted on the stream's end line, with no
 // failed keep; the run spread over RUN_SHARDS shard objects, `seq` unique and rising through the
 // stream, kept by two isolates (the worker in two workerd processes, as deployed many isolates
-// keep into the same shards); then the keep path alone at 2,000 answers a second
-// (KVBENCH_RUNS_KEEP_RATE). Bounded and on loopback: 1,000 req/s for 10 s by default (KVBENCH_RUNS_RATE,
+// keep into the same shards); then the keep path alone, offered 2,000 answers a second
+// (KVBENCH_RUNS_KEEP_RATE). Bounded and on loopback: 1,000 req/s offered for 10 s by default (KVBENCH_RUNS_RATE,
 // KVBENCH_RUNS_DURATION and KVBENCH_RUNS_SHARDS measure other figures, docs/probes.md: "Kept runs"), the
 // run archive's objects in a workerd of their own (procs.mjs `splitArchive`): in the stack's
 // workerd each shard's SQLite commit waits for the disk on the thread every request needs.
@@ -77,8 +77,10 @@ async function keptRun(name, rate, duration, q, check = () => {}) {
     const answeredByWorker = report.total.answered + Object.entries(report.total.failures)
       .filter(([k]) => !clientSide.includes(k))
       .reduce((n, [, v]) => n + v, 0);
-    // A busy machine may not hold the rate (requests not sent are no answers of the worker's);
-    // a quarter of it is still a run worth keeping.
+    // The claim is about keeping, not throughput: the rate is offered (open loop), and a busy
+    // 2-core machine may not achieve it (requests not sent are no answers of the worker's). The
+    // achieved rate is printed below; a quarter of the offered answers is still a run worth
+    // checking every keep of.
     assert.ok(report.total.answered >= report.total.scheduled / 4, `answered ${report.total.answered}: ${JSON.stringify(report.total.failures)}`);
     // The keeps run after the responses (waitUntil): wait until the count stops moving.
     let kept;
@@ -116,7 +118,7 @@ async function keptRun(name, rate, duration, q, check = () => {}) {
   }
 }
 
-test(`a run at ${RATE} req/s keeps exactly the answers the worker sent`, { timeout: 600_000 }, async () => {
+test(`a run offered ${RATE} req/s keeps exactly the answers the worker sent, at whatever rate the machine achieved`, { timeout: 600_000 }, async () => {
   const report = await keptRun("kv", RATE, DURATION, "stores=kv&min_bytes=1024&max_bytes=1024&keys=1000", (lines) => {
     // Each isolate's first answer is cold (this is the stacks' first load): two isolates kept
     // into this run.
@@ -125,10 +127,10 @@ test(`a run at ${RATE} req/s keeps exactly the answers the worker sent`, { timeo
   assert.ok(report.total.stores.kv.reads > 0);
 });
 
-// The keep path alone at 2,000 answers a second: answers of a store this stack does not
+// The keep path alone, offered 2,000 answers a second: answers of a store this stack does not
 // configure (no POSTGRES_URL: each answer says `not_configured` and touches nothing), so the
 // rate is the archive's, not what Miniflare's KV emulation lets one machine serve.
-test(`the keep path at ${KEEP_RATE} answers a second keeps every one`, { timeout: 600_000 }, async () => {
+test(`the keep path offered ${KEEP_RATE} answers a second keeps every one the worker sent`, { timeout: 600_000 }, async () => {
   const one = await (await fetch(`${url}/test?stores=postgres&keys=1000`)).json();
   assert.equal(one.stores.postgres.error?.kind, "not_configured", JSON.stringify(one));
   await keptRun("keep-path", KEEP_RATE, DURATION, "stores=postgres&keys=1000", (lines) => {
