@@ -2,9 +2,8 @@
 // end, trickles, never answers), and one measured `/test` against it with workerd's memory
 // sampled. Every server is on loopback, started by the test and closed by `closeAll`.
 import assert from "node:assert/strict";
-import fs from "node:fs";
 import net from "node:net";
-import { childPids, startWorker } from "./procs.mjs";
+import { childPids, peakRssMiB, resetPeakRss, rssMiB, startWorker } from "./procs.mjs";
 
 const servers = [];
 
@@ -43,11 +42,9 @@ export function trickle(socket, bytes) {
   socket.on("close", () => clearInterval(t));
 }
 
-const rssMiB = (pid) => Number(fs.readFileSync(`/proc/${pid}/status`, "utf8").match(/VmRSS:\s+(\d+)/)[1]) / 1024;
-
 /**
  * Starts the built worker with `bindings`, warms it, then measures `/test?stores=kv,<store>`
- * once: the answer, how long it took, and how much workerd grew meanwhile (sampled every 50 ms).
+ * once: the answer, how long it took, and how much workerd grew meanwhile (its peak RSS, from the kernel's high-water mark).
  * The same isolate must still answer afterwards.
  */
 export async function measureHostile(store, bindings, timeoutMs) {
@@ -55,22 +52,14 @@ export async function measureHostile(store, bindings, timeoutMs) {
   try {
     await (await worker.dispatchFetch("http://localhost/test?stores=kv&key=warm")).text();
     const pids = childPids("workerd");
-    const before = Math.max(...pids.map(rssMiB));
-    let peak = before;
-    const sampler = setInterval(() => {
-      for (const pid of pids) {
-        try {
-          peak = Math.max(peak, rssMiB(pid));
-        } catch {
-          /* gone */
-        }
-      }
-    }, 50);
+    const before = Math.max(...pids.map((pid) => rssMiB(pid)));
+    for (const pid of pids) resetPeakRss(pid);
     const started = Date.now();
     const res = await worker.dispatchFetch(`http://localhost/test?stores=kv,${store}&key=hostile`, { signal: AbortSignal.timeout(4 * timeoutMs + 10_000) });
     const text = await res.text();
     const elapsed = Date.now() - started;
-    clearInterval(sampler);
+    // The kernel's high-water mark of each workerd since the reset: the peak, not a sample.
+    const peak = Math.max(...pids.map(peakRssMiB));
     const again = await worker.dispatchFetch("http://localhost/test?stores=kv&key=after");
     assert.equal(again.status, 200, "the isolate survived");
     await again.text();

@@ -19,6 +19,27 @@ export const DENOKV_BIN = process.env.DENOKV_BIN || "denokv";
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/** Resident memory of `pid` in MiB: `VmRSS` (now) or `VmHWM` (the peak since the last
+ * {@link resetPeakRss}, or since the process started). */
+export function rssMiB(pid, field = "VmRSS") {
+  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+  return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)[1]) / 1024;
+}
+/** The kernel's peak-RSS counter of `pid` set back to its current RSS (`/proc/PID/clear_refs` 5):
+ * what {@link peakRssMiB} reads next is the peak of what happened after this call. Returns false
+ * when the kernel refuses; the peak then runs from the process's start (an overestimate). */
+export function resetPeakRss(pid) {
+  try {
+    fs.writeFileSync(`/proc/${pid}/clear_refs`, "5");
+    return true;
+  } catch {
+    return false;
+  }
+}
+/** The peak resident memory of `pid` in MiB since {@link resetPeakRss}: the kernel's own high
+ * water mark, not a sample that a short spike between two reads could miss. */
+export const peakRssMiB = (pid) => rssMiB(pid, "VmHWM");
+
 /** Asserts `x` is a duration: a finite number ≥ 0. (`null >= 0` and `undefined`-free arithmetic
  * are true or NaN in JavaScript: a missing field must fail, not pass as zero.) Returns `x`. */
 export function assertMs(x, what = "a duration") {
