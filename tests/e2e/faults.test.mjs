@@ -74,8 +74,9 @@ before(async () => {
     {
       host: "127.0.0.1",
       port: 0,
-      handleRuntimeStdio(stdout, stderr) {
-        for (const s of [stdout, stderr]) s.on("data", (d) => (runtimeOutput = (runtimeOutput + d).slice(-20000)));
+      // workerd's output (a wasm panic, an isolate re-initialised) as Miniflare 5 hands it on.
+      handleStructuredLogs(log) {
+        runtimeOutput = `${runtimeOutput}${log.level}: ${log.message}\n`.slice(-20000);
       },
     },
   );
