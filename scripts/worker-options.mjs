@@ -55,7 +55,10 @@ const GONE = {
 
 /** Miniflare 5's options from ours, which are written in Miniflare 4's shape (one worker's
  * bindings as top-level fields, or `workers: [...]` of them) and mapped by Miniflare's own
- * `convertV4MiniflareOptions`. Throws on an option Miniflare 5 dropped (`GONE`). */
+ * `convertV4MiniflareOptions`. That converter refuses `modulesRules` (Miniflare 5 discovers no
+ * modules: its manifest lists each one), so a worker given as `scriptPath` + `modulesRoot` +
+ * `modulesRules` is first turned into the explicit `modules` list of what its folder holds.
+ * Throws on an option Miniflare 5 dropped (`GONE`). */
 export function miniflareOptions(options) {
   const check = (o, where) => {
     for (const key of Object.keys(o)) {
@@ -64,7 +67,37 @@ export function miniflareOptions(options) {
   };
   check(options, "shared");
   for (const [i, w] of (options.workers ?? []).entries()) check(w, `workers[${i}]`);
-  return convertV4MiniflareOptions(options);
+  const converted = options.workers
+    ? { ...options, workers: options.workers.map(listModules) }
+    : listModules({ name: MAIN_WORKER, ...options });
+  return convertV4MiniflareOptions(converted);
+}
+
+/** `worker` with `modulesRules` replaced by `modules`: every file under `modulesRoot` that a rule
+ * matches (each include a glob of one extension anywhere below the root, as ours are written),
+ * the entry (`scriptPath`) first. */
+function listModules(worker) {
+  const { modulesRules, ...rest } = worker;
+  if (!modulesRules) return worker;
+  if (!rest.scriptPath || !rest.modulesRoot) throw new Error("modulesRules needs scriptPath and modulesRoot");
+  const typeOf = (file) => {
+    for (const rule of modulesRules) {
+      for (const glob of rule.include) {
+        const ext = /^\*\*\/\*(\.[A-Za-z0-9]+)$/.exec(glob);
+        if (!ext) throw new Error(`module rule ${glob}: only **/*.ext is supported`);
+        if (file.endsWith(ext[1])) return rule.type;
+      }
+    }
+    return null;
+  };
+  const entry = path.resolve(rest.scriptPath);
+  const files = fs.readdirSync(rest.modulesRoot, { recursive: true }).map((f) => path.join(rest.modulesRoot, String(f)));
+  const modules = [entry, ...files.filter((f) => f !== entry).sort()]
+    .map((file) => ({ file, type: typeOf(file) }))
+    .filter((m) => m.type && fs.statSync(m.file).isFile())
+    .map((m) => ({ type: m.type, path: m.file }));
+  delete rest.scriptPath;
+  return { ...rest, modules };
 }
 
 /** `new Miniflare(...)` over {@link miniflareOptions}: every local runtime the scripts, tests and
