@@ -9,6 +9,7 @@
 
 pub mod answer;
 pub mod bill;
+pub mod block;
 pub mod collect;
 pub mod comparison;
 pub mod cost;
