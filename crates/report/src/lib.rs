@@ -19,6 +19,7 @@ pub mod kept;
 pub mod print;
 pub mod report;
 pub mod sample;
+pub mod stability;
 pub mod trouble;
 
 use crate::cost::{Deployment, PriceTable};
