@@ -65,7 +65,7 @@ pub fn span_count(windows: usize) -> usize {
     root.clamp(MIN_SPANS, MAX_SPANS).min(windows)
 }
 
-/// Pools `windows` (a store's non-empty timeline windows in time order, `count` of them) into
+/// Pools `windows` (the timeline windows with a store's reads, in time order, `count` of them) into
 /// spans, each measured against `estimates` (the pooled percentiles `ps`, µs). One window is
 /// held at a time besides the span being filled.
 pub fn spans<const N: usize>(
@@ -215,8 +215,8 @@ pub fn t_quantile(prob: f64, df: f64) -> f64 {
     z + g1 / v + g2 / (v * v) + g3 / v.powi(3) + g4 / v.powi(4)
 }
 
-/// The printed intervals of `ps` for a store: its pooled reads `h` and its windows (non-empty,
-/// in time order, `count` of them), with the spans the stability view reads too.
+/// The printed intervals of `ps` for a store: its pooled reads `h` and its windows (in time
+/// order, `count` of them), with the spans the stability view reads too.
 pub fn percentiles<const N: usize>(
     h: &Hist,
     count: usize,
@@ -357,6 +357,41 @@ mod tests {
             reference.add(&pooled(&run(rng, scenario)));
         }
         PS.map(|p| reference.quantile(p))
+    }
+
+    /// A histogram as an untrusted report.json could carry it: `count` reads at each value.
+    fn crafted(values: &[u64], count: u64) -> Hist {
+        use base64::Engine as _;
+        use hdrhistogram::serialization::Serializer as _;
+        let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+        h.auto(true);
+        for v in values {
+            h.record_n(*v, count).unwrap();
+        }
+        let mut bytes = Vec::new();
+        hdrhistogram::serialization::V2DeflateSerializer::new()
+            .serialize(&h, &mut bytes)
+            .unwrap();
+        Hist::decode(&base64::engine::general_purpose::STANDARD.encode(bytes)).unwrap()
+    }
+
+    #[test]
+    fn crafted_counts_are_bounded_in_time() {
+        let start = std::time::Instant::now();
+        for count in [10u64.pow(16), 4 * 10u64.pow(18), u64::MAX / 4] {
+            let windows: Vec<Hist> = (1..=12)
+                .map(|w| crafted(&[w * 1000, 50_000], count))
+                .collect();
+            let h = pooled(&windows);
+            let (got, spans) = percentiles(&h, windows.len(), windows.into_iter(), PS);
+            assert_eq!(spans.spans.len(), span_count(12));
+            for w in got {
+                let w = w.unwrap();
+                assert!(w.low <= w.within.low && w.within.high <= w.high, "{w:?}");
+            }
+        }
+        let elapsed = start.elapsed();
+        assert!(elapsed.as_secs_f64() < 2.0, "{elapsed:?}");
     }
 
     /// Over `runs` runs, per percentile: how often the within-run interval and the printed one
