@@ -312,7 +312,7 @@ fn comparison_row(report: &Report, row: &Row, out: &mut String) {
     });
     let _ = write!(
         out,
-        "<tr class=\"across\"><td></td><td colspan=\"7\" data-row=\"{}\" data-col=\"stability\">{}{flag}</td></tr>",
+        "<tr class=\"across\"><td></td><td colspan=\"7\" data-row=\"{}\" data-col=\"stability\" data-value=\"\">{}{flag}</td></tr>",
         esc(&key),
         esc(&row.note())
     );
