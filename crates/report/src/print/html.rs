@@ -112,11 +112,8 @@ fn header(report: &Report, summary: &Summary, out: &mut String) {
          <th>requested req/s</th><th>planned s</th><th>sent for s</th><th>pacer lag p99 ms</th></tr></thead><tbody>",
     );
     for r in &report.runs {
-        let lag = if r.pacer_lag_us.is_empty() {
-            "-".to_string()
-        } else {
-            crate::hist::fmt_ms(r.pacer_lag_us.quantile(0.99))
-        };
+        let lag = crate::report::Quantiles::of(&r.pacer_lag_us);
+        let lag = quantile_cell(lag.count, lag.p99_ms);
         let _ = write!(
             out,
             "<tr><td>{}</td><td>{}</td><td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.1}</td><td>{}</td></tr>",

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use crate::comparison::{Comparison, Row};
-use crate::hist::fmt_ms;
 use crate::report::{Estimate, Quantiles, Report, Section, Summary, UnitLine};
 use crate::sample::Side;
 use crate::trouble::Trouble;
@@ -196,12 +195,13 @@ fn render_runs(report: &Report, out: &mut impl Write) -> io::Result<()> {
             }
         )?;
         if !r.pacer_lag_us.is_empty() {
+            let lag = Quantiles::of(&r.pacer_lag_us);
             writeln!(
                 out,
                 "      pacer lag ms: p50 {} p99 {} max {}",
-                fmt_ms(r.pacer_lag_us.quantile(0.5)),
-                fmt_ms(r.pacer_lag_us.quantile(0.99)),
-                fmt_ms(r.pacer_lag_us.max())
+                quantile_cell(lag.count, lag.p50_ms),
+                quantile_cell(lag.count, lag.p99_ms),
+                quantile_cell(lag.count, lag.max_ms)
             )?;
         }
         if let Some(i) = &r.import {
