@@ -942,7 +942,9 @@ fn add_hists(
     field: &str,
 ) -> Result<(), AddError> {
     for (k, h) in from {
-        plus_hist(into.entry(k.clone()).or_default(), h, k).map_err(|e| e.under(field))?;
+        let mine = into.entry(k.clone()).or_default();
+        plus_hist(mine, h, k).map_err(|e| e.under(field))?;
+        mine.freeze();
     }
     Ok(())
 }
@@ -1049,10 +1051,14 @@ impl Section {
         self.achieved_rate += from.achieved_rate;
         self.send_window_s = self.send_window_s.max(from.send_window_s);
         plus_hist(&mut self.latency_us, &from.latency_us, "latency_us")?;
+        self.latency_us.freeze();
+        // Each store's sum goes back to rest before the next is added: a file may name any
+        // number of stores, and only one store's histograms are dense at a time.
         for (name, s) in &from.stores {
             let mine = self.stores.entry(name.clone()).or_default();
             mine.add(s)
                 .map_err(|e| e.under(&format!("stores.{name}")))?;
+            mine.freeze();
         }
         Ok(())
     }
@@ -1097,7 +1103,9 @@ impl ColoStats {
         plus(&mut self.answered, from.answered, "answered")?;
         plus(&mut self.cold, from.cold, "cold")?;
         plus_hist(&mut self.latency_us, &from.latency_us, "latency_us")?;
-        add_hists(&mut self.read_us, &from.read_us, "read_us")
+        add_hists(&mut self.read_us, &from.read_us, "read_us")?;
+        self.freeze();
+        Ok(())
     }
 }
 
@@ -1268,23 +1276,20 @@ impl Report {
         Ok(out)
     }
 
-    /// Adds everything of `r` but its timeline, which it hands back.
+    /// Adds everything of `r` but its timeline, which it hands back. What many runs add up to
+    /// stays at rest between additions (the add methods freeze each sum as they go): a fleet's
+    /// vantage points share colos, and a file may name any number of stores.
     fn add(&mut self, r: Report) -> Result<Timeline, AddError> {
         self.runs.extend(r.runs);
         self.total.add(&r.total).map_err(|e| e.under("total"))?;
-        // What many runs add up to stays at rest between additions (a fleet's vantage
-        // points share colos, and a file may name any number of stores).
-        self.total.freeze();
         for (label, s) in &r.labels {
             let mine = self.labels.entry(label.clone()).or_default();
             mine.add(s)
                 .map_err(|e| e.under(&format!("labels.{label}")))?;
-            mine.freeze();
         }
         for (colo, c) in &r.colos {
             let mine = self.colos.entry(colo.clone()).or_default();
             mine.add(c).map_err(|e| e.under(&format!("colos.{colo}")))?;
-            mine.freeze();
         }
         for (label, v) in &r.vantages {
             let mine = self.vantages.entry(label.clone()).or_default();
