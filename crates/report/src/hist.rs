@@ -576,11 +576,11 @@ mod tests {
         let cases = [
             (
                 craft(3, 2048, &[], Some(u32::MAX)),
-                "declares 4294967295 bytes of payload",
+                "declares 4294967295 bytes of payload, more than the 27648",
             ),
             (
                 craft(3, 2048, &[], Some(1 << 30)),
-                "declares 1073741824 bytes of payload",
+                "declares 1073741824 bytes of payload, more than the 27648",
             ),
             (
                 craft(5, 1 << 62, &payload, None),
