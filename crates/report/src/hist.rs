@@ -54,8 +54,9 @@ enum Repr {
     /// Values as recorded, in order.
     Few(Vec<u32>),
     Dense(Box<Histogram<u64>>),
-    /// An HdrHistogram at rest ([`Hist::freeze`]): its V2 bytes, a few KB however many
-    /// samples; read back for each figure, made dense again by the next change.
+    /// An HdrHistogram at rest ([`Hist::freeze`], or as read from a file by [`Hist::decode`]):
+    /// its V2 bytes, a few KB however many samples; read back for each figure, made dense again
+    /// by the next change.
     Frozen {
         bytes: Box<[u8]>,
         len: u64,
