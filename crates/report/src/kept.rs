@@ -95,6 +95,9 @@ pub struct Aggregate {
     vantages: BTreeMap<String, VantagePoint>,
     /// What the stream's end line says the worker measured but could not keep.
     keep_failed: Option<u64>,
+    /// The first timeline interval that could not be added (a count past 2^53): the report is
+    /// refused when it finishes.
+    overflow: Option<crate::report::AddError>,
 }
 
 impl Aggregate {
@@ -112,6 +115,7 @@ impl Aggregate {
             timeline: BTreeMap::new(),
             vantages: BTreeMap::new(),
             keep_failed: None,
+            overflow: None,
         }
     }
 
@@ -243,7 +247,10 @@ impl Aggregate {
             // By start, not by the collector's index: a collector that had to coarsen (samples
             // 10,000 intervals past the origin) still adds every sample, at its interval's start.
             let index = (iv.start_s / interval_s).round() as u64;
-            self.timeline.entry(index).or_default().add(&iv);
+            if let Err(e) = self.timeline.entry(index).or_default().add(&iv) {
+                self.overflow
+                    .get_or_insert(e.under(&format!("timeline.intervals[{index}]")));
+            }
         }
     }
 
@@ -303,6 +310,9 @@ impl Aggregate {
             let timeline = std::mem::take(&mut report.timeline);
             self.add_to_timeline(timeline.intervals);
             reports.push(report);
+        }
+        if let Some(e) = self.overflow.take() {
+            anyhow::bail!("the kept answers' timeline: {e}");
         }
         if reports.is_empty() {
             return Ok(None);

@@ -34,9 +34,15 @@ impl Stability {
         if spans.spans.is_empty() {
             return None;
         }
-        let spread = (0..N)
-            .filter_map(|i| {
-                let own: Vec<_> = spans.spans.iter().filter_map(|s| s.own[i]).collect();
+        let spread = ps
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &p)| {
+                let own: Vec<_> = spans
+                    .spans
+                    .iter()
+                    .filter_map(|s| s.own.get(i).copied().flatten())
+                    .collect();
                 if own.len() < 2 {
                     return None;
                 }
@@ -45,7 +51,7 @@ impl Stability {
                     own.iter().map(of).reduce(f).unwrap_or(0)
                 };
                 Some(Spread {
-                    p: ps[i],
+                    p,
                     spans: own.len() as u32,
                     min_ms: ms(fold(u64::min, |o| o.estimate)),
                     max_ms: ms(fold(u64::max, |o| o.estimate)),

@@ -175,6 +175,32 @@ fn header(report: &Report, summary: &Summary, out: &mut String) {
     }
 }
 
+/// Whether `href` may be a link: relative (no scheme: `report.json`, `../runs/a.csv`, `//host/x`)
+/// or `http:`/`https:`. Anything else — `javascript:`, `data:`, `vbscript:` — could run in the
+/// page, and so could a scheme a browser reads through white space or control characters
+/// (`java\tscript:`), so an href holding any of those is refused outright.
+pub fn safe_href(href: &str) -> bool {
+    if href.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return false;
+    }
+    // A scheme is what comes before the first `:`, if no `/`, `?` or `#` comes first.
+    match href.split_once(':') {
+        Some((scheme, _)) if !scheme.contains(['/', '?', '#']) => {
+            scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https")
+        }
+        _ => true,
+    }
+}
+
+/// A link to `href` labelled `text`, or, when `href` is not [`safe_href`], both as text.
+fn link(href: &str, text: &str) -> String {
+    if safe_href(href) {
+        format!(r#"<a href="{}">{}</a>"#, esc(href), esc(text))
+    } else {
+        format!("{} ({})", esc(text), esc(href))
+    }
+}
+
 /// How the figures were made: the builds, the settings and the raw data to download.
 fn provenance(p: &crate::report::Provenance, out: &mut String) {
     out.push_str("<h2>How this was measured</h2><table id=\"provenance\"><tbody>");
@@ -207,11 +233,7 @@ fn provenance(p: &crate::report::Provenance, out: &mut String) {
         row(out, "not known", e);
     }
     if !p.raw.is_empty() {
-        let links: Vec<String> = p
-            .raw
-            .iter()
-            .map(|r| format!(r#"<a href="{}">{}</a>"#, esc(&r.href), esc(&r.what)))
-            .collect();
+        let links: Vec<String> = p.raw.iter().map(|r| link(&r.href, &r.what)).collect();
         let _ = write!(
             out,
             r#"<tr><th class="text">raw data</th><td class="text">{}</td></tr>"#,
@@ -348,7 +370,11 @@ fn latency_table(report: &Report, summary: &Summary, out: &mut String) {
     for row in &summary.latency {
         let q = &row.quantiles;
         let name = match &row.store {
-            Some(store) => format!("{}{}", swatch(store, report), esc(&row.name[store.len()..])),
+            Some(store) => format!(
+                "{}{}",
+                swatch(store, report),
+                esc(row.name.get(store.len()..).unwrap_or(&row.name))
+            ),
             None => esc(&row.name),
         };
         let _ = write!(
@@ -380,7 +406,9 @@ fn charts(report: &Report, charts: &[Chart], out: &mut String) {
         // plotters writes a bare <svg> element: inline it as it is.
         let svg = c.svg.trim_start_matches(|ch: char| ch != '<');
         let svg = match svg.strip_prefix("<?xml") {
-            Some(rest) => &rest[rest.find("?>").map_or(0, |i| i + 2)..],
+            Some(rest) => rest
+                .get(rest.find("?>").map_or(0, |i| i + 2)..)
+                .unwrap_or(rest),
             None => svg,
         };
         let _ = write!(
@@ -763,5 +791,39 @@ mod tests {
             esc(r#"<a href="x">'&'</a>"#),
             "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
         );
+    }
+
+    /// Only relative and http(s) links are links; anything else is printed as text.
+    #[test]
+    fn only_relative_and_http_links_are_links() {
+        for ok in [
+            "report.json",
+            "../runs/a.csv",
+            "samples.csv?x=1:2",
+            "#summary",
+            "/abs/path:1",
+            "//example.com/x",
+            "http://example.com/a",
+            "HTTPS://example.com/a",
+        ] {
+            assert!(safe_href(ok), "{ok}");
+            assert!(link(ok, "t").starts_with("<a href="), "{ok}");
+        }
+        for bad in [
+            "javascript:alert(1)",
+            "JavaScript:alert(1)",
+            "java\tscript:alert(1)",
+            " javascript:alert(1)",
+            "java\nscript:alert(1)",
+            "data:text/html,<script>alert(1)</script>",
+            "vbscript:x",
+            "file:///etc/passwd",
+            "a b",
+        ] {
+            assert!(!safe_href(bad), "{bad:?}");
+            let printed = link(bad, "raw");
+            assert!(!printed.contains("<a"), "{bad:?}: {printed}");
+            assert!(printed.starts_with("raw ("), "{printed}");
+        }
     }
 }
