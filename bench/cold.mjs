@@ -5,7 +5,7 @@
 // (bench/floor-worker.js, its first `/?stores=kv`), side by side in one run: each round starts
 // each of them once in a new Miniflare (a new workerd process, so a new isolate that compiles
 // its script and wasm), in an order that alternates round by round, and times
-//   start  — `new Miniflare(...)` until it is ready (workerd up, the script and wasm compiled),
+//   start  — `newMiniflare(...)` until it is ready (workerd up, the script and wasm compiled),
 //   first  — from ready to the first answer read whole (the module's instantiation and start,
 //            the first request),
 //   total  — the two together: what a new isolate costs before it answers.
@@ -20,8 +20,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { Miniflare } from "miniflare";
-import { ROOT, compatibilityDate, workerOptions } from "../scripts/worker-options.mjs";
+import { compatibilityDate, newMiniflare, ROOT, workerOptions } from "../scripts/worker-options.mjs";
 import { floorOptions } from "./floor.mjs";
 
 const { values } = parseArgs({ options: { rounds: { type: "string", default: "9" } } });
@@ -74,7 +73,7 @@ const workers = [
 /** One cold start of `w`: { start, first } in ms. */
 async function once(w) {
   const t0 = performance.now();
-  const mf = new Miniflare({ ...w.options(), host: "127.0.0.1", port: 0 });
+  const mf = newMiniflare({ ...w.options(), host: "127.0.0.1", port: 0 });
   try {
     const url = (await mf.ready).toString().replace(/\/$/, "");
     const ready = performance.now();

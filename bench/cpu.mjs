@@ -16,8 +16,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
 import { parseArgs } from "node:util";
-import { Miniflare } from "miniflare";
-import { ROOT, workerOptions } from "../scripts/worker-options.mjs";
+import { newMiniflare, ROOT, workerOptions } from "../scripts/worker-options.mjs";
 import { childPids, freePort, startGateway, startRedis, stop } from "../tests/e2e/procs.mjs";
 import { applyMigrations } from "../scripts/worker-options.mjs";
 import { floorOptions as floorOptions_, floorPostgresOptions } from "./floor.mjs";
@@ -90,7 +89,7 @@ async function start(options, path_) {
   // As scripts/serve-worker.mjs runs the worker: requests straight to it (no Miniflare entry
   // worker), outbound fetch not re-issued through Miniflare's header-stripping worker.
   const before = new Set(childPids("workerd"));
-  const mf = new Miniflare({
+  const mf = newMiniflare({
     ...options,
     host: "127.0.0.1",
     port: 0,

@@ -13,8 +13,7 @@
 // Usage: node bench/memory.mjs [--requests 200] [--waves 3] [--query ""]   (npm run build first)
 import fs from "node:fs";
 import { parseArgs } from "node:util";
-import { Miniflare } from "miniflare";
-import { applyMigrations, workerOptions } from "../scripts/worker-options.mjs";
+import { applyMigrations, newMiniflare, workerOptions } from "../scripts/worker-options.mjs";
 import { freePort } from "../scripts/net.mjs";
 import { inspect } from "./inspector.mjs";
 import { childPids, startDenoKv, startGateway, startRedis, stop } from "../tests/e2e/procs.mjs";
@@ -108,7 +107,7 @@ const vars = {
   BENCH_OPEN: "true",
 };
 const inspectorPort = await freePort();
-const mf = new Miniflare(
+const mf = newMiniflare(
   workerOptions(vars, {
     cf: false,
     inspectorPort,

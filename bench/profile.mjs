@@ -10,8 +10,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { Miniflare } from "miniflare";
-import { ROOT, applyMigrations, workerOptions } from "../scripts/worker-options.mjs";
+import { applyMigrations, newMiniflare, ROOT, workerOptions } from "../scripts/worker-options.mjs";
 import { floorOptions, floorPostgresOptions } from "./floor.mjs";
 import { inspect } from "./inspector.mjs";
 import { freePort } from "../scripts/net.mjs";
@@ -44,7 +43,7 @@ if (pgDir) {
   vars.POSTGRES_URL = execFileSync("bash", [path.join(ROOT, "scripts/postgres.sh"), "start", pgDir, String(await freePort()), `profile-${process.pid}`], { encoding: "utf8" }).trim();
 }
 const floor = values.postgres ? floorPostgresOptions : floorOptions;
-const mf = new Miniflare({
+const mf = newMiniflare({
   ...(values.floor ? floor(vars) : workerOptions(vars)),
   host: "127.0.0.1",
   port: 0,

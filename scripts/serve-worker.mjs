@@ -10,10 +10,9 @@
 import fs from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { Miniflare } from "miniflare";
 // A reset Hyperdrive connection must not end this server (scripts/hyperdrive-guard.cjs).
 import "./hyperdrive-guard.cjs";
-import { ROOT, applyMigrations, stackOptions, tomlVars } from "./worker-options.mjs";
+import { ROOT, applyMigrations, newMiniflare, stackOptions, tomlVars } from "./worker-options.mjs";
 const { values } = parseArgs({
   options: { port: { type: "string", default: "8787" }, "env-file": { type: "string" }, member: { type: "boolean", default: false } },
 });
@@ -43,7 +42,7 @@ function dotenv(file) {
 //   `request.cf`, so answers say `"colo": "local"`. Miniflare's own entry socket still listens, on
 //   a random loopback port.
 // With the report worker behind GET /report, as deployed (a member has no /report).
-const mf = new Miniflare(
+const mf = newMiniflare(
   stackOptions(
     { ...tomlVars(path.join(ROOT, "wrangler.toml")), ...dotenv(values["env-file"]) },
     {

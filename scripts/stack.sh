@@ -144,7 +144,7 @@ apply_d1_migrations() {
 
 # wrangler dev with its local bindings (KV, Durable Objects, D1, R2) persisted under the state dir,
 # and BENCH_HYPERDRIVE on the stack's PostgreSQL when it runs one (what `npm run dev` runs).
-# Its devtools inspector runs code in the worker and has no auth. wrangler 4.86's CLI cannot turn
+# Its devtools inspector runs code in the worker and has no auth. wrangler's CLI (4.86 through 4.164) cannot turn
 # it off (only its programmatic API can), and by default it takes the well-known 127.0.0.1:9229.
 # So: KVBENCH_INSPECTOR_PORT when set (to attach devtools), else a random free loopback port that
 # nothing advertises. workerd's own inspector, which wrangler's proxy attaches to, stays on an

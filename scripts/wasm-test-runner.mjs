@@ -20,9 +20,8 @@ import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { Miniflare } from "miniflare";
 import { freePort, portOpen } from "./net.mjs";
-import { LOCAL_HYPERDRIVE, ROOT, applyMigrations, tomlVars, workerOptions } from "./worker-options.mjs";
+import { LOCAL_HYPERDRIVE, ROOT, applyMigrations, newMiniflare, tomlVars, workerOptions } from "./worker-options.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -191,7 +190,7 @@ async function startWorker(dir, vars) {
     host: "127.0.0.1",
     port: 0,
   });
-  const mf = new Miniflare(options);
+  const mf = newMiniflare(options);
   await mf.ready;
   await applyMigrations(mf);
   return mf;

@@ -121,7 +121,7 @@ before(async () => {
   down = await freePort();
   const fleet = [...proxies.filter((p) => p.url).map((p) => `${p.label}=${p.url}`), `gone=http://127.0.0.1:${down}`].join(",");
   mainVars = { ...stores, FLEET: fleet, PROBE_HINTS: "weur", PROBE_EVERY: "1", PROBE_COLO_URL: "none", PROBE_BUDGET_USD: "1000000" };
-  main = await startStack(mainVars, { host: "127.0.0.1", port: 0, durableObjectsPersist: persist });
+  main = await startStack(mainVars, { host: "127.0.0.1", port: 0, resourcePersistencePath: persist });
 });
 
 after(async () => {
@@ -272,7 +272,7 @@ test("a member taken out of FLEET stops itself at its next wake", { timeout: 180
   // A new deploy of the main worker, its probe objects as they were, local-3 gone from FLEET.
   await main.dispose();
   const fleet = mainVars.FLEET.split(",").filter((m) => !m.startsWith("local-3=")).join(",");
-  main = await startStack({ ...mainVars, FLEET: fleet }, { host: "127.0.0.1", port: 0, durableObjectsPersist: persist });
+  main = await startStack({ ...mainVars, FLEET: fleet }, { host: "127.0.0.1", port: 0, resourcePersistencePath: persist });
   // Still listed (the directory of members the starts armed), as outside FLEET.
   const listed = JSON.parse((await call("GET", "/probes")).text).probes;
   const outside = listed.find((p) => p.label === "local-3");

@@ -4,7 +4,7 @@
 // the reload" and exits 0 when the process survives; Miniflare's proxy, unguarded, does not.
 import net from "node:net";
 import { Miniflare } from "miniflare";
-import { compatibilityDate } from "../../scripts/worker-options.mjs";
+import { compatibilityDate, miniflareOptions } from "../../scripts/worker-options.mjs";
 
 const WORKER = `
 import { connect } from "cloudflare:sockets";
@@ -33,7 +33,7 @@ const options = {
   compatibilityDate: compatibilityDate(),
   hyperdrives: { BENCH_HYPERDRIVE: `postgres://kvbench:pw@127.0.0.1:${db.address().port}/kvbench?sslmode=disable` },
 };
-const mf = new Miniflare(options);
+const mf = new Miniflare(miniflareOptions(options));
 await mf.ready;
 mf.dispatchFetch("http://localhost/").catch(() => {});
 const deadline = setTimeout(() => {
@@ -43,7 +43,7 @@ const deadline = setTimeout(() => {
 await seen;
 clearTimeout(deadline);
 await new Promise((resolve) => setTimeout(resolve, 500)); // bytes reach workerd unread
-await mf.setOptions(options); // the reload: workerd restarts
+await mf.setOptions(miniflareOptions(options)); // the reload: workerd restarts
 await new Promise((resolve) => setTimeout(resolve, 1000)); // the reset, if it kills, kills here
 console.log("alive after the reload");
 await mf.dispose();

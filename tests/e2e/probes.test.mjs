@@ -51,7 +51,7 @@ before(async () => {
     // Loopback: nothing is billed, and every=1 is far over the default budget.
     PROBE_BUDGET_USD: "1000000",
   };
-  mf = await startWorker(vars, { durableObjectsPersist: persist, host: "127.0.0.1", port: 0 });
+  mf = await startWorker(vars, { resourcePersistencePath: persist, host: "127.0.0.1", port: 0 });
 });
 after(async () => {
   await mf?.dispose();
@@ -291,7 +291,7 @@ test("the cron re-arms probes that are not stopped; a restart keeps every answer
   const before = lines((await call("GET", "/probes/answers")).text);
   before.pop();
   await mf.dispose();
-  mf = await startWorker({ ...vars, PROBE_HINTS: "sam" }, { durableObjectsPersist: persist });
+  mf = await startWorker({ ...vars, PROBE_HINTS: "sam" }, { resourcePersistencePath: persist });
   await (await mf.getWorker()).scheduled({ cron: "*/5 * * * *" });
   await waitFor("a sam answer from the cron", 120, async () => {
     const { body } = await json("GET", "/probes");
@@ -300,7 +300,7 @@ test("the cron re-arms probes that are not stopped; a restart keeps every answer
   await json("POST", "/probes/stop");
   // Back to the first hints: everything kept before the restart is still there.
   await mf.dispose();
-  mf = await startWorker(vars, { durableObjectsPersist: persist, host: "127.0.0.1", port: 0 });
+  mf = await startWorker(vars, { resourcePersistencePath: persist, host: "127.0.0.1", port: 0 });
   const afterRestart = lines((await call("GET", "/probes/answers")).text);
   afterRestart.pop();
   const key = (l) => `${l.label}:${l.seq}`;
@@ -312,7 +312,7 @@ test("the cron arms nothing over budget, and the same tick under budget arms the
   // `oc`: a hint no earlier test started, so it has no state and no alarm; every=1 s costs far
   // more than $0.01 a month.
   await mf.dispose();
-  mf = await startWorker({ ...vars, PROBE_HINTS: "oc", PROBE_BUDGET_USD: "0.01" }, { durableObjectsPersist: persist });
+  mf = await startWorker({ ...vars, PROBE_HINTS: "oc", PROBE_BUDGET_USD: "0.01" }, { resourcePersistencePath: persist });
   const { body: view } = await json("GET", "/probes");
   assert.equal(view.cron.arms, false, JSON.stringify(view.cron));
   assert.match(view.cron.why, /PROBE_BUDGET_USD/, JSON.stringify(view.cron));
@@ -325,7 +325,7 @@ test("the cron arms nothing over budget, and the same tick under budget arms the
   assert.equal(held.kept, 0, `the tick over budget measured: ${JSON.stringify(held)}`);
   // The same tick, the budget raised: the check is what held it back.
   await mf.dispose();
-  mf = await startWorker({ ...vars, PROBE_HINTS: "oc" }, { durableObjectsPersist: persist });
+  mf = await startWorker({ ...vars, PROBE_HINTS: "oc" }, { resourcePersistencePath: persist });
   await (await mf.getWorker()).scheduled({ cron: "*/5 * * * *" });
   await waitFor("an oc answer from the cron under budget", 120, async () => {
     const oc = (await json("GET", "/probes")).body.probes.find((p) => p.hint === "oc");
@@ -333,7 +333,7 @@ test("the cron arms nothing over budget, and the same tick under budget arms the
   });
   assert.equal((await json("POST", "/probes/stop")).status, 200);
   await mf.dispose();
-  mf = await startWorker(vars, { durableObjectsPersist: persist, host: "127.0.0.1", port: 0 });
+  mf = await startWorker(vars, { resourcePersistencePath: persist, host: "127.0.0.1", port: 0 });
 });
 
 test("a start's interval persists: the cron's tick does not put the vars' back", async () => {
@@ -457,7 +457,7 @@ test("kvbench import worker --probes reads every kept probe answer, one label pe
   const reads = kept.filter((l) => l.answer.stores.kv.error === null).length;
   assert.equal(r.total.stores.kv.reads, reads);
   // A token set on the worker: refused without it, read with it from the env var, never printed.
-  const locked = await startWorker({ ...vars, BENCH_TOKEN: "import-token-77aa" }, { durableObjectsPersist: persist, host: "127.0.0.1", port: 0 });
+  const locked = await startWorker({ ...vars, BENCH_TOKEN: "import-token-77aa" }, { resourcePersistencePath: persist, host: "127.0.0.1", port: 0 });
   const saved = mf;
   mf = locked;
   try {

@@ -197,9 +197,8 @@ export function testVars(bindings) {
 /** The built worker (build/index.js + wasm) under Miniflare with its local bindings (KV, the
  * Durable Object class, D1 with migrations/ applied, R2, the Cache API), and `testVars(bindings)`. */
 export async function startWorker(bindings, extra = {}) {
-  const { Miniflare } = await import("miniflare");
-  const { applyMigrations, workerOptions } = await import("../../scripts/worker-options.mjs");
-  const mf = new Miniflare(workerOptions(testVars(bindings), { cf: false, ...extra }));
+  const { applyMigrations, newMiniflare, workerOptions } = await import("../../scripts/worker-options.mjs");
+  const mf = newMiniflare(workerOptions(testVars(bindings), { cf: false, ...extra }));
   await mf.ready;
   // `extra` may leave D1 out (a deployment without the binding).
   if (!extra.d1Databases || extra.d1Databases.length) await applyMigrations(mf);
@@ -218,22 +217,21 @@ export async function startWorker(bindings, extra = {}) {
 export async function startStack(bindings, extra = {}, { splitArchive = false, workers = 1, archiveInspectorPort, member = false } = {}) {
   if (workers > 1 && extra.port) throw new Error("startStack: several workers need port 0 (each its own)");
   bindings = testVars(bindings);
-  const { Miniflare } = await import("miniflare");
-  const { applyMigrations, archiveOptions, stackOptions } = await import("../../scripts/worker-options.mjs");
+  const { applyMigrations, archiveOptions, newMiniflare, stackOptions } = await import("../../scripts/worker-options.mjs");
   let archive = null;
   let registry;
   let archivePid;
   if (splitArchive || workers > 1) {
     registry = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-registry-"));
     const before = new Set(childPids("workerd"));
-    archive = new Miniflare(archiveOptions(bindings, registry, { inspectorPort: archiveInspectorPort }));
+    archive = newMiniflare(archiveOptions(bindings, registry, { inspectorPort: archiveInspectorPort }));
     await archive.ready;
     archivePid = childPids("workerd").find((p) => !before.has(p));
   }
   const stacks = [];
   try {
     for (let i = 0; i < workers; i++) {
-      const one = new Miniflare(stackOptions(bindings, { cf: false, ...extra }, { archiveRegistry: registry, member }));
+      const one = newMiniflare(stackOptions(bindings, { cf: false, ...extra }, { archiveRegistry: registry, member }));
       stacks.push(one);
       await one.ready;
       await applyMigrations(one);

@@ -2,13 +2,15 @@
 //! parser of `/test` answers ([`answer`]), kept answers of a deployed worker ([`kept`]), the
 //! collector that folds samples into a report
 //! ([`collect`], [`sample`]), the answer first with its intervals ([`comparison`] over
-//! [`interval`]) and what went wrong, explained ([`trouble`]), the cost model with its dated prices ([`cost`]) and the
+//! [`interval`], widened by the spread across the run's windows in [`block`], with each store's
+//! range across the run in [`stability`]) and what went wrong, explained ([`trouble`]), the cost model with its dated prices ([`cost`]) and the
 //! printers ([`print`]: text, SVG charts, the self-contained `report.html`). The kvbench CLI and
 //! the report worker (`crates/report-worker`, `GET /report`) both call this one renderer, so the
 //! report never exists twice.
 
 pub mod answer;
 pub mod bill;
+pub mod block;
 pub mod collect;
 pub mod comparison;
 pub mod cost;
@@ -18,6 +20,7 @@ pub mod kept;
 pub mod print;
 pub mod report;
 pub mod sample;
+pub mod stability;
 pub mod trouble;
 
 use crate::cost::{Deployment, PriceTable};

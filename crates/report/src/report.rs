@@ -686,8 +686,9 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
-/// Percentiles of one histogram in milliseconds (`null` when it is empty), as every printer
-/// shows them.
+/// Percentiles of one histogram in milliseconds, as every printer shows them: `null` when it is
+/// empty, and a percentile `null` when its count cannot support it at 95%
+/// ([`crate::interval::supports`]: p50 needs 6 values, p90 36, p95 72, p99 368).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Quantiles {
     pub count: u64,
@@ -706,12 +707,19 @@ impl Quantiles {
         }
         let ms = |us: u64| Some(us as f64 / 1000.0);
         let h = h.for_reading();
+        let n = h.len();
+        // A percentile its sample cannot bound at the report's level is no figure (the answer's
+        // rule): printed as `few`.
+        let at = |p: f64| {
+            crate::interval::supports(n, p, crate::interval::LEVEL)
+                .then(|| h.quantile(p) as f64 / 1000.0)
+        };
         Quantiles {
-            count: h.len(),
-            p50_ms: ms(h.quantile(0.50)),
-            p90_ms: ms(h.quantile(0.90)),
-            p95_ms: ms(h.quantile(0.95)),
-            p99_ms: ms(h.quantile(0.99)),
+            count: n,
+            p50_ms: at(0.50),
+            p90_ms: at(0.90),
+            p95_ms: at(0.95),
+            p99_ms: at(0.99),
             max_ms: ms(h.max()),
             // Rounded to the microsecond like the rest, so printed and stored values agree.
             mean_ms: Some((h.mean()).round() / 1000.0),
