@@ -390,10 +390,10 @@ pub struct StoreStats {
     pub cold_connect_us: Hist,
     /// The store's own time of the successful reads and writes of warm answers, where it
     /// reports one (D1's SQL time, no network), µs: beside `read_us`/`write_us`, what of them
-    /// was the store's. Empty for stores that report none.
-    #[serde(default)]
+    /// was the store's. Empty (and left out of report.json) for stores that report none.
+    #[serde(default, skip_serializing_if = "Hist::is_empty")]
     pub read_sql_us: Hist,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Hist::is_empty")]
     pub write_sql_us: Hist,
     /// Value sizes of successful reads and writes, bytes (a failed operation moved none that
     /// anyone bills).
