@@ -124,7 +124,7 @@ fn d1_js_error(e: JsValue) -> StoreError {
     StoreError::new(kvbench_core::error::classify_binding_error(&text), text)
 }
 
-/// A `D1Result`'s `meta` as JSON text (`null` when it has none), for
+/// A `D1Result`'s `meta` as JSON text (empty when it has none: nothing reported), for
 /// [`kvbench_core::stores::meta`].
 fn meta_json(result: &JsValue) -> String {
     Reflect::get(result, &name("meta"))
