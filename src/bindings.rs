@@ -149,11 +149,15 @@ pub fn seeded_gen() -> ValueGen {
 
 /// The `kv` store: the namespace object itself, called directly. Reads ask for an
 /// `ArrayBuffer` and only read its length — the SDK's `.bytes()` would copy the value into wasm
-/// after the read's I/O, CPU that a deployed clock counts in the next store's span.
+/// after the read's I/O, CPU that a deployed clock counts in the next store's span. A read is
+/// `getWithMetadata`, whose result also carries KV's `cacheStatus`, read after every span.
 pub struct KvBinding {
     namespace: KvNamespace,
     /// The write's value as a JS copy, taken before the first span (`encode_put`).
     write: crate::stores::prepared::PreparedWrite<js_sys::Uint8Array>,
+    /// This request's read result (`{ value, metadata, cacheStatus }`), kept unread until
+    /// `Store::reported`.
+    read: std::cell::RefCell<Option<JsValue>>,
 }
 
 #[wasm_bindgen::prelude::wasm_bindgen]
@@ -161,9 +165,13 @@ extern "C" {
     /// A KV namespace binding, as the runtime passes it in the environment.
     type KvNamespace;
 
-    /// `namespace.get(key, options)`.
-    #[wasm_bindgen(method, catch)]
-    fn get(this: &KvNamespace, key: &str, options: &JsValue) -> Result<js_sys::Promise, JsValue>;
+    /// `namespace.getWithMetadata(key, options)`.
+    #[wasm_bindgen(method, catch, js_name = getWithMetadata)]
+    fn get_with_metadata(
+        this: &KvNamespace,
+        key: &str,
+        options: &JsValue,
+    ) -> Result<js_sys::Promise, JsValue>;
 
     /// `namespace.put(key, value, options)`.
     #[wasm_bindgen(method, catch)]
@@ -184,6 +192,7 @@ impl KvBinding {
         Ok(KvBinding {
             namespace: namespace.unchecked_into(),
             write: Default::default(),
+            read: Default::default(),
         })
     }
 
@@ -194,7 +203,8 @@ impl KvBinding {
             .map_err(|e| kv_error(js_text(&e)))
     }
 
-    /// `namespace.get(key, { type: "arrayBuffer", cacheTtl })`.
+    /// `namespace.getWithMetadata(key, { type: "arrayBuffer", cacheTtl })`: `{ value, metadata,
+    /// cacheStatus }`.
     async fn get_buffer(&self, key: &str, options: &Options) -> Result<JsValue, StoreError> {
         let opts = kv_options(
             || {
@@ -206,7 +216,7 @@ impl KvBinding {
             },
             ("get", options.cache_ttl_s),
         )?;
-        Self::call(self.namespace.get(key, &opts)).await
+        Self::call(self.namespace.get_with_metadata(key, &opts)).await
     }
 }
 
@@ -287,7 +297,11 @@ fn kv_error(e: impl std::fmt::Display) -> StoreError {
 #[async_trait(?Send)]
 impl Store for KvBinding {
     async fn get(&self, key: &str, options: &Options) -> Result<Fetched, StoreError> {
-        let value = self.get_buffer(key, options).await?;
+        self.read.replace(None);
+        let result = self.get_buffer(key, options).await?;
+        let value =
+            js_sys::Reflect::get(&result, &name("value")).map_err(|e| kv_error(js_text(&e)))?;
+        self.read.replace(Some(result));
         if value.is_null() || value.is_undefined() {
             return Ok(Fetched::Miss);
         }
@@ -297,6 +311,14 @@ impl Store for KvBinding {
         Ok(Fetched::Hit(Deferred::ready(u64::from(
             buffer.byte_length(),
         ))))
+    }
+
+    fn reported(&self) -> kvbench_core::stores::meta::Reported {
+        let read = self.read.take().map(|result| {
+            let status = js_sys::Reflect::get(&result, &name("cacheStatus")).ok();
+            kvbench_core::stores::meta::kv(status.and_then(|s| s.as_string()))
+        });
+        kvbench_core::stores::meta::Reported { read, write: None }
     }
 
     fn encode_put(&self, _key: &str, value: &Value, _ttl_s: u32) -> Result<Vec<u8>, StoreError> {

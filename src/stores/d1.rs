@@ -4,18 +4,28 @@
 //! (`d1_session`). The value is bound as a JS string, built before the first span: D1 carries a
 //! BLOB parameter as a JSON array of numbers, several times the bytes and CPU inside the timed
 //! call.
+//!
+//! Queries go through the runtime's own `all()` and `batch()`, not the SDK's `raw()` and
+//! `D1Result`: their results carry D1's `meta` (where the query ran, its SQL time, D1's own
+//! attempts), which workers-rs 0.8.7's `D1ResultMeta` drops. The results are kept as they came
+//! until every span is over; only then is each `meta` turned into text and read
+//! (`kvbench_core::stores::meta`).
 
 use std::cell::RefCell;
 
 use async_trait::async_trait;
 use kvbench_core::spec::env::BENCH_D1;
+use kvbench_core::stores::meta::{self, Reported};
 use kvbench_core::stores::sql;
 use kvbench_core::stores::store::{Deferred, Fetched, Options};
 use kvbench_core::{ErrorKind, Store, StoreError, Value};
 use wasm_bindgen::{JsCast, JsValue};
+use worker::js_sys::{Array, Reflect, JSON};
+use worker::wasm_bindgen_futures::JsFuture;
 use worker::{D1Database, D1DatabaseSession, D1PreparedStatement, Env};
 
-use crate::bindings::{missing_binding, runtime, JsClock};
+use crate::bindings::{js_text, missing_binding, runtime, JsClock};
+use crate::js_strings::name;
 use crate::stores::prepared::PreparedWrite;
 
 pub struct D1Binding {
@@ -24,6 +34,18 @@ pub struct D1Binding {
     session: RefCell<Option<std::rc::Rc<D1DatabaseSession>>>,
     /// The value as a JS string, converted before the first span.
     value: PreparedWrite<JsValue>,
+    /// This request's read result and write results, as the runtime gave them: their `meta` is
+    /// read after every span (`Store::reported`).
+    results: RefCell<Results>,
+}
+
+/// The runtime's results of this request's calls, kept unread.
+#[derive(Default)]
+struct Results {
+    /// The read's `D1Result`.
+    read: Option<JsValue>,
+    /// The write's batch: one `D1Result` per statement.
+    write: Option<Array>,
 }
 
 impl D1Binding {
@@ -35,6 +57,7 @@ impl D1Binding {
             db,
             session: RefCell::new(None),
             value: PreparedWrite::default(),
+            results: RefCell::default(),
         })
     }
 
@@ -70,18 +93,45 @@ impl D1Binding {
     }
 
     /// Runs `statements` as one batch (one round trip, one transaction), in the session when
-    /// there is one.
+    /// there is one: the runtime's array of `D1Result`s, one per statement.
     async fn batch(
         &self,
         statements: Vec<D1PreparedStatement>,
         options: &Options,
-    ) -> Result<Vec<worker::D1Result>, StoreError> {
-        match self.session(options)? {
-            Some(session) => session.batch(statements).await,
-            None => self.db.batch(statements).await,
+    ) -> Result<Array, StoreError> {
+        let statements: Array = statements.iter().map(|s| s.inner().clone()).collect();
+        let promise = match self.session(options)? {
+            Some(session) => session
+                .as_ref()
+                .unchecked_ref::<worker::worker_sys::D1DatabaseSession>()
+                .session_batch(statements),
+            None => self
+                .db
+                .as_ref()
+                .unchecked_ref::<worker::worker_sys::D1Database>()
+                .batch(statements),
         }
-        .map_err(d1_error)
+        .map_err(d1_js_error)?;
+        let results = JsFuture::from(promise).await.map_err(d1_js_error)?;
+        Ok(results.unchecked_into())
     }
+}
+
+/// A D1 failure the runtime raised: its message (D1 errors carry their cause in the text, as
+/// `D1_ERROR: no such table: …`).
+fn d1_js_error(e: JsValue) -> StoreError {
+    let text = js_text(&e);
+    StoreError::new(kvbench_core::error::classify_binding_error(&text), text)
+}
+
+/// A `D1Result`'s `meta` as JSON text (empty when it has none: nothing reported), for
+/// [`kvbench_core::stores::meta`].
+fn meta_json(result: &JsValue) -> String {
+    Reflect::get(result, &name("meta"))
+        .ok()
+        .and_then(|meta| JSON::stringify(&meta).ok())
+        .and_then(|text| text.as_string())
+        .unwrap_or_default()
 }
 
 /// A D1 failure: the binding's message (D1 errors carry their cause in the text).
@@ -111,18 +161,38 @@ pub(crate) fn stored_len(value: &JsValue) -> Result<u64, StoreError> {
 #[async_trait(?Send)]
 impl Store for D1Binding {
     async fn get(&self, key: &str, options: &Options) -> Result<Fetched, StoreError> {
+        self.results.borrow_mut().read = None;
         let now = kvbench_core::Clock::now_ms(&JsClock);
         let statement = self
             .statement(sql::SELECT, options)?
             .bind(&[key.into(), now.into()])
             .map_err(runtime)?;
-        let rows = statement.raw_js_value().await.map_err(d1_error)?;
-        let Some(row) = rows.into_iter().next() else {
+        let promise = statement.inner().all().map_err(d1_js_error)?;
+        let result = JsFuture::from(promise).await.map_err(d1_js_error)?;
+        let rows: Array = Reflect::get(&result, &name("results"))
+            .map_err(d1_js_error)?
+            .dyn_into()
+            .map_err(|_| StoreError::new(ErrorKind::Decode, "D1 answered no rows array"))?;
+        self.results.borrow_mut().read = Some(result);
+        if rows.length() == 0 {
             return Ok(Fetched::Miss);
-        };
+        }
         // Sizing the text reads it into wasm: deferred until every span is over.
-        let value = worker::js_sys::Array::from(&row).get(0);
-        Ok(Fetched::Hit(Deferred::later(move || stored_len(&value))))
+        Ok(Fetched::Hit(Deferred::later(move || {
+            let value = Reflect::get(&rows.get(0), &name("value")).map_err(d1_js_error)?;
+            stored_len(&value)
+        })))
+    }
+
+    fn reported(&self) -> Reported {
+        let results = std::mem::take(&mut *self.results.borrow_mut());
+        Reported {
+            read: results.read.map(|result| meta::d1(&meta_json(&result))),
+            write: results.write.map(|batch| {
+                let metas: Vec<String> = batch.iter().map(|r| meta_json(&r)).collect();
+                meta::d1_batch(metas.iter().map(String::as_str))
+            }),
+        }
     }
 
     fn encode_put(&self, _key: &str, value: &Value, _ttl_s: u32) -> Result<Vec<u8>, StoreError> {
@@ -161,11 +231,17 @@ impl Store for D1Binding {
             .statement(sql::DELETE_EXPIRED_OTHERS, options)?
             .bind(&[now_ms.floor().into(), key.into()])
             .map_err(runtime)?;
-        for result in self.batch(vec![upsert, sweep], options).await? {
-            if let Some(e) = result.error().filter(|_| !result.success()) {
-                return Err(StoreError::new(ErrorKind::Http, e));
+        self.results.borrow_mut().write = None;
+        let results = self.batch(vec![upsert, sweep], options).await?;
+        for result in results.iter() {
+            let result = result.unchecked_into::<worker::worker_sys::D1Result>();
+            if let Some(e) = result.error().ok().flatten() {
+                if !result.success().unwrap_or(false) {
+                    return Err(StoreError::new(ErrorKind::Http, e));
+                }
             }
         }
+        self.results.borrow_mut().write = Some(results);
         Ok(())
     }
 }

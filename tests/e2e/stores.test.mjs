@@ -221,6 +221,38 @@ test("do_scope=colo measures the colo's own object of the key, and the answer na
   assert.equal(first.stores.do.near_colo, undefined);
 });
 
+/** A D1 call's report as Miniflare 5.20261117 gives it: the primary, one attempt, the SQL time
+ * in whole milliseconds (its emulated database times it with workerd's coarse clock), no colo. */
+function assertMiniflareD1Meta(meta, what) {
+  assert.equal(typeof meta, "object", `${what}: ${JSON.stringify(meta)}`);
+  assert.deepEqual(Object.keys(meta).sort(), ["attempts", "served_by_primary", "sql_ms"], what);
+  assert.equal(meta.served_by_primary, true, what);
+  assert.equal(meta.attempts, 1, what);
+  assert.ok(Number.isInteger(meta.sql_ms), `${what}: sql_ms ${meta.sql_ms} is a whole number of ms`);
+}
+
+test("D1 reports where and how long (read_meta, write_meta) as Miniflare gives it; KV's null cacheStatus and the other stores report nothing", async () => {
+  const key = "e2e-meta";
+  const first = (await get(mf, `/test?key=${key}&stores=kv,${NEW}`)).json;
+  const d1 = first.stores.d1;
+  assert.equal(d1.error, null, JSON.stringify(d1.error));
+  assert.equal(d1.hit, false);
+  assertMiniflareD1Meta(d1.read_meta, "the miss's read");
+  assertMiniflareD1Meta(d1.write_meta, "the write's batch");
+  assert.equal(d1.read_retried, undefined, "one attempt: not flagged");
+  // Miniflare's getWithMetadata gives cacheStatus null: nothing to carry, no made-up value.
+  assert.equal(first.stores.kv.error, null);
+  assert.equal(first.stores.kv.read_meta, undefined, JSON.stringify(first.stores.kv));
+  for (const name of NEW.filter((n) => n !== "d1")) {
+    assert.equal(first.stores[name].read_meta, undefined, name);
+    assert.equal(first.stores[name].write_meta, undefined, name);
+  }
+  const second = (await get(mf, `/test?key=${key}&stores=d1&d1_session=first-primary`)).json;
+  assert.equal(second.stores.d1.hit, true);
+  assertMiniflareD1Meta(second.stores.d1.read_meta, "a hit's read in a session");
+  assert.equal(second.stores.d1.write_meta, undefined, "no write, no write_meta");
+});
+
 test("d1_session runs the read and the write through the Sessions API", async () => {
   for (const session of ["first-unconstrained", "first-primary"]) {
     const key = `e2e-session-${session}`;

@@ -123,6 +123,51 @@ fn against_a_real_server() {
     miss_write_hit_at_exact_sizes(&server);
     expired_rows_are_never_read_and_writes_delete_them(&server);
     the_servers_refusals_are_errors_by_kind(&server);
+    the_read_is_of_the_kind_hyperdrive_never_caches(&server);
+}
+
+/// The functions a statement calls: every name written right before a `(`.
+fn functions_called(sql: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut word = String::new();
+    for c in sql.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            word.push(c);
+            continue;
+        }
+        if c == '(' && !word.is_empty() && !word.starts_with(|d: char| d.is_ascii_digit()) {
+            names.push(word.to_ascii_lowercase());
+        }
+        word.clear();
+    }
+    names
+}
+
+/// Hyperdrive caches a read unless it calls a function PostgreSQL marks volatile (every
+/// version of its docs) or stable (2026-07): the read must call a volatile one, and the
+/// server itself says which kind each function is (`pg_proc.provolatile`: `v`, `s`, `i`).
+fn the_read_is_of_the_kind_hyperdrive_never_caches(server: &Server) {
+    use kvbench_core::stores::postgres::READ_SQL;
+    assert!(READ_SQL.trim_start().starts_with("SELECT"), "{READ_SQL}");
+    let called = functions_called(READ_SQL);
+    assert!(!called.is_empty(), "the read calls no function: {READ_SQL}");
+    let list = called
+        .iter()
+        .map(|f| format!("'{f}'"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let kinds = server.psql(&format!(
+        "SELECT proname::text || ':' || provolatile::text FROM pg_proc WHERE proname IN ({list}) \
+         ORDER BY 1"
+    ));
+    let volatile: Vec<&str> = kinds.lines().filter_map(|l| l.strip_suffix(":v")).collect();
+    assert!(
+        !volatile.is_empty(),
+        "the read ({READ_SQL}) calls no volatile function, so Hyperdrive may answer it from \
+         its cache: {kinds}"
+    );
+    // The scan of names finds what a reader sees: `now()` alone was a stable function.
+    assert_eq!(functions_called("SELECT now(), f (1), 2(x)"), ["now"]);
 }
 
 fn miss_write_hit_at_exact_sizes(server: &Server) {

@@ -31,7 +31,7 @@ const ANSWER_FIELDS: [&str; 8] = [
     "kvLatency",
     "redisLatency",
 ];
-const STORE_FIELDS: [&str; 9] = [
+const STORE_FIELDS: [&str; 12] = [
     "read_ms",
     "hit",
     "value_bytes",
@@ -42,6 +42,11 @@ const STORE_FIELDS: [&str; 9] = [
     // Ignored: the kept line's label already says which probe (and so which hint or colo) measured.
     "location_hint",
     "near_colo",
+    // Read for their `sql_ms`; the rest stays in the kept answers.
+    "read_meta",
+    "write_meta",
+    // Ignored: `read_meta.attempts` says the same.
+    "read_retried",
 ];
 const ERROR_FIELDS: [&str; 3] = ["kind", "message", "op"];
 
@@ -71,6 +76,16 @@ fn check_store(line: usize, name: &str, wire: &Value, got: &StoreResult) {
         got.connect_us,
         wire.get("connect_ms").and_then(us),
         "{at}: connect_ms"
+    );
+    assert_eq!(
+        got.read_sql_us,
+        us(&wire["read_meta"]["sql_ms"]),
+        "{at}: read_meta.sql_ms"
+    );
+    assert_eq!(
+        got.write_sql_us,
+        us(&wire["write_meta"]["sql_ms"]),
+        "{at}: write_meta.sql_ms"
     );
     assert_eq!(got.hit, wire["hit"].as_bool(), "{at}: hit");
     assert_eq!(

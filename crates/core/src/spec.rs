@@ -631,8 +631,8 @@ pub static STORES: [StoreSpec; 10] = [
         notes: &[
             "the same database and table as postgres, keys of its own: the two never read \
              each other's values",
-            "reads use now(), which Hyperdrive never caches: the numbers are its pool, not its \
-             query cache",
+            "reads use clock_timestamp(), a volatile function, which Hyperdrive never caches: \
+             the numbers are its pool, not its query cache",
             "locally (Miniflare) the binding is a direct connection to the local server: no \
              pool, no cache; only an account shows Hyperdrive's pooling",
         ],

@@ -5,7 +5,8 @@
 //! them (`Answer::new`, then `push` per store in measurement order, times through `round_ms`)
 //! and cover every shape a store result takes: hit, miss with a write, a failed write, a failed
 //! read, a store that is not configured, a connection setup time (with and without a read after
-//! it), a shuffled order — for the original stores and for the bindings' and Redis's.
+//! it), a shuffled order — for the original stores and for the bindings' and Redis's — and what
+//! a store reported about its own calls (D1's meta, KV's cache status).
 //!
 //! Refresh with `UPDATE_GOLDEN=1 cargo test -p kvbench-core --test answer_golden` after an
 //! intended change, then review the diff and run kvbench's tests; never edit it by hand.
@@ -26,6 +27,9 @@ fn ok(read_ms: f64, hit: bool, value_bytes: u64, write_ms: Option<f64>) -> Store
         abandoned: None,
         location_hint: None,
         near_colo: None,
+        read_meta: None,
+        read_retried: None,
+        write_meta: None,
     }
 }
 
@@ -149,7 +153,44 @@ fn answers() -> Vec<Answer> {
             ..ok(3.25, true, 4096, None)
         },
     );
-    vec![first, second, third, fourth, fifth, sixth]
+    // What the stores reported about their own calls, read after the spans
+    // (`kvbench_core::stores::meta`): a D1 read that D1 ran twice on a replica, then its write
+    // on the primary (the batch's SQL time summed); a KV read with its cache status; a D1 read
+    // as Miniflare reports it (no colo, a SQL time of 0).
+    let d1_meta = |json: &str| Some(kvbench_core::stores::meta::d1(json));
+    let mut seventh = Answer::new("10".into(), "AMS".into(), 6);
+    seventh.push(
+        StoreId::D1,
+        StoreResult {
+            read_meta: d1_meta(
+                r#"{"served_by_colo":"AMS","served_by_primary":false,"timings":{"sql_duration_ms":0.2741},"total_attempts":2}"#,
+            ),
+            read_retried: Some(true),
+            write_meta: Some(kvbench_core::stores::meta::d1_batch([
+                r#"{"served_by_colo":"CDG","served_by_primary":true,"timings":{"sql_duration_ms":0.5},"total_attempts":1}"#,
+                r#"{"served_by_colo":"CDG","served_by_primary":true,"timings":{"sql_duration_ms":0.125},"total_attempts":1}"#,
+            ])),
+            ..ok(38.5, false, 4096, Some(61.25))
+        },
+    );
+    seventh.push(
+        StoreId::Kv,
+        StoreResult {
+            read_meta: Some(kvbench_core::stores::meta::kv(Some("HIT".into()))),
+            ..ok(1.5, true, 4096, None)
+        },
+    );
+    let mut eighth = Answer::new("11".into(), "local".into(), 2);
+    eighth.push(
+        StoreId::D1,
+        StoreResult {
+            read_meta: d1_meta(
+                r#"{"served_by":"miniflare.db","served_by_primary":true,"total_attempts":1,"timings":{"sql_duration_ms":0}}"#,
+            ),
+            ..ok(2.0, true, 4096, None)
+        },
+    );
+    vec![first, second, third, fourth, fifth, sixth, seventh, eighth]
 }
 
 #[test]

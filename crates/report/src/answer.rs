@@ -50,6 +50,10 @@ pub struct StoreResult {
     pub error: Option<StoreError>,
     /// A call that timed out was waited for before the next store (`Some(finished)`).
     pub abandoned: Option<bool>,
+    /// The store's own time of the read and of the write, when it reported one (D1's SQL time,
+    /// `read_meta.sql_ms` / `write_meta.sql_ms`), µs.
+    pub read_sql_us: Option<u64>,
+    pub write_sql_us: Option<u64>,
 }
 
 /// An answer as parsed, borrowing its names from the body (no allocation for them): what the
@@ -103,7 +107,13 @@ fn store_result(name: &str, wire: WireStoreResult<'_>) -> Result<StoreResult, An
         // Where the object was placed: the kept line's label already says which probe.
         location_hint: _,
         near_colo: _,
+        // Of what a store reported about its calls, the report shows its own time; where the
+        // call ran, its cache status and its retries stay in the kept answers.
+        read_meta,
+        read_retried: _,
+        write_meta,
     } = wire;
+    let sql_ms = |meta: &Option<kvbench_wire::answer::CallMeta>| meta.as_ref()?.sql_ms;
     Ok(StoreResult {
         read_us: time(name, "read_ms", read_ms)?,
         hit,
@@ -112,6 +122,8 @@ fn store_result(name: &str, wire: WireStoreResult<'_>) -> Result<StoreResult, An
         connect_us: time(name, "connect_ms", connect_ms)?,
         error: error.map(kvbench_wire::answer::ErrorBody::into_owned),
         abandoned: abandoned.map(|a| a.finished),
+        read_sql_us: time(name, "read_meta.sql_ms", sql_ms(&read_meta))?,
+        write_sql_us: time(name, "write_meta.sql_ms", sql_ms(&write_meta))?,
     })
 }
 

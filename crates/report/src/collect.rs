@@ -291,6 +291,16 @@ fn count_store(
         if let Some(us) = r.connect_us {
             s.connect_us.record(us);
         }
+        // The store's own share of the same successful calls.
+        let sql = [
+            (ok_read_us.and(r.read_sql_us), &mut s.read_sql_us),
+            (ok_write_us.and(r.write_sql_us), &mut s.write_sql_us),
+        ];
+        for (us, h) in sql {
+            if let Some(us) = us {
+                h.record(us);
+            }
+        }
     }
     if let Some(e) = &r.error {
         *s.errors.entry(e.key()).or_default() += 1;
@@ -1070,6 +1080,35 @@ mod tests {
         }
         let s = &c.section().stores["redis"];
         assert_eq!((s.answers, s.connected), (5, 2));
+    }
+
+    /// The store's own time (D1's `sql_ms`) is kept beside the measured time of the same
+    /// successful warm calls: not for a failed call, not for a store that reports none.
+    #[test]
+    fn a_stores_own_time_is_kept_for_its_successful_calls() {
+        let mut c = Collector::new(Duration::from_secs(1), Duration::from_secs(1));
+        for store in [
+            r#"{"read_ms":4,"hit":false,"write_ms":9,"value_bytes":3,"read_meta":{"sql_ms":0.25,"attempts":1},"write_meta":{"sql_ms":1.5}}"#,
+            r#"{"read_ms":5,"hit":true,"value_bytes":3,"read_meta":{"sql_ms":0.5,"attempts":2},"read_retried":true}"#,
+            r#"{"read_ms":6,"hit":false,"write_ms":7,"value_bytes":3,"read_meta":{"sql_ms":0.75},"write_meta":{"sql_ms":2},"error":{"kind":"http","message":"x","op":"write"}}"#,
+            r#"{"read_ms":3,"hit":true,"value_bytes":3,"read_meta":{"served_by_primary":true}}"#,
+        ] {
+            c.record(&answer(
+                0,
+                &format!(r#"{{"colo":"X","stores":{{"d1":{store}}}}}"#),
+            ));
+        }
+        let s = &c.section().stores["d1"];
+        assert_eq!((s.read_us.len(), s.read_sql_us.len()), (4, 3));
+        assert!(close(s.read_sql_us.max(), 750), "{}", s.read_sql_us.max());
+        assert_eq!(
+            s.write_sql_us.len(),
+            1,
+            "the failed write's SQL time is left out"
+        );
+        assert!(close(s.write_sql_us.max(), 1_500));
+        let rows = crate::report::latency_rows(&c.section());
+        assert!(rows.iter().any(|r| r.name == "d1 read sql"), "{rows:?}");
     }
 
     #[test]

@@ -77,6 +77,52 @@ pub struct Abandoned {
     pub waited_ms: f64,
 }
 
+/// What a store itself reported about one call, beside the time measured around it: D1's
+/// result `meta` (where the query ran, its SQL time, D1's own attempts), KV's `cacheStatus`.
+/// Each field is present only when the runtime gave it (never a made-up 0); the object is
+/// omitted when it would be empty.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct CallMeta<'a> {
+    /// The colo of the database instance that ran the query (D1 `served_by_colo`).
+    #[serde(default, skip_serializing_if = "Option::is_none", borrow)]
+    pub served_by_colo: Option<Name<'a>>,
+    /// `true` = the primary ran it, `false` = a read replica (D1 `served_by_primary`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served_by_primary: Option<bool>,
+    /// Milliseconds the database spent in SQL, no network (D1 `timings.sql_duration_ms`; a
+    /// write's batch: the sum over its statements).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sql_ms: Option<f64>,
+    /// How many times D1 ran the call, its own retries included (D1 `total_attempts`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
+    /// KV's `cacheStatus` of a read, as the runtime gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none", borrow)]
+    pub cache_status: Option<Name<'a>>,
+}
+
+impl CallMeta<'_> {
+    /// Nothing was reported: the answer leaves the object out.
+    pub fn is_empty(&self) -> bool {
+        *self == CallMeta::default()
+    }
+
+    /// The store ran the call more than once (its time includes the retries).
+    pub fn retried(&self) -> bool {
+        self.attempts.is_some_and(|n| n > 1)
+    }
+
+    pub fn into_owned(self) -> CallMeta<'static> {
+        CallMeta {
+            served_by_colo: self.served_by_colo.map(Name::into_owned),
+            served_by_primary: self.served_by_primary,
+            sql_ms: self.sql_ms,
+            attempts: self.attempts,
+            cache_status: self.cache_status.map(Name::into_owned),
+        }
+    }
+}
+
 /// What one store did in one request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct StoreResult<'a> {
@@ -113,6 +159,17 @@ pub struct StoreResult<'a> {
     /// member measures with): an object created near where the request ran. Omitted otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none", borrow)]
     pub near_colo: Option<Name<'a>>,
+    /// What the store reported about the read (see [`CallMeta`]); omitted when it reported
+    /// nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none", borrow)]
+    pub read_meta: Option<CallMeta<'a>>,
+    /// `true` when the store ran the read more than once (`read_meta.attempts` > 1): `read_ms`
+    /// holds every attempt. Omitted otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_retried: Option<bool>,
+    /// What the store reported about the write-on-miss; omitted when it reported nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none", borrow)]
+    pub write_meta: Option<CallMeta<'a>>,
 }
 
 impl StoreResult<'_> {

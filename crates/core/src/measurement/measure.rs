@@ -59,12 +59,13 @@ pub struct Isolate<'a> {
     pub in_flight: &'a crate::measurement::in_flight::InFlight,
 }
 
-/// One store's part of the answer while the request runs: its result so far and the decoding
-/// of a hit, if one is pending.
-struct Measured {
+/// One store's part of the answer while the request runs: its result so far, the decoding
+/// of a hit, if one is pending, and the store, whose report on its calls is read at the end.
+struct Measured<'a> {
     id: StoreId,
     result: StoreResult,
     pending: Option<Deferred>,
+    store: Option<&'a dyn Store>,
 }
 
 /// Runs one measurement. Never fails: every store failure is data in the answer.
@@ -105,6 +106,7 @@ pub async fn measure(
                 id,
                 result: not_configured(e),
                 pending: None,
+                store: None,
             },
             Ok(store) => {
                 let (result, pending) = measure_store(
@@ -128,13 +130,15 @@ pub async fn measure(
                     id,
                     result,
                     pending,
+                    store: Some(store),
                 }
             }
         };
         measured.push(m);
     }
 
-    // Every span is over: decode the hits, then prepare the next request's value.
+    // Every span is over: decode the hits, read what the stores reported, then prepare the
+    // next request's value.
     let answer = decoded(
         Answer::new(key, isolate.colo.clone(), isolate.requests),
         measured,
@@ -179,14 +183,19 @@ fn draw(params: &Params, isolate: &Isolate<'_>) -> (String, Vec<StoreId>, crate:
     (key, order, value)
 }
 
-/// The answer of the measured stores, each hit decoded now that no span is open.
-fn decoded(mut answer: Answer, measured: Vec<Measured>) -> Answer {
+/// The answer of the measured stores, each hit decoded and each store's report on its calls
+/// read now that no span is open.
+fn decoded(mut answer: Answer, measured: Vec<Measured<'_>>) -> Answer {
     for Measured {
         id,
         mut result,
         pending,
+        store,
     } in measured
     {
+        if let Some(store) = store {
+            with_report(&mut result, store.reported());
+        }
         if let Some(decode) = pending {
             match decode.finish() {
                 Ok(bytes) => result.value_bytes = Some(bytes),
@@ -199,6 +208,23 @@ fn decoded(mut answer: Answer, measured: Vec<Measured>) -> Answer {
         answer.push(id, result);
     }
     answer
+}
+
+/// What the store reported about its calls, each kept only for a call that was made and only
+/// when it says something; a read the store ran more than once is flagged.
+fn with_report(result: &mut StoreResult, reported: crate::stores::meta::Reported) {
+    let said = |meta: Option<crate::stores::meta::CallMeta>| meta.filter(|m| !m.is_empty());
+    if result.read_ms.is_some() {
+        result.read_meta = said(reported.read);
+        result.read_retried = result
+            .read_meta
+            .as_ref()
+            .is_some_and(|m| m.retried())
+            .then_some(true);
+    }
+    if result.write_ms.is_some() {
+        result.write_meta = said(reported.write);
+    }
 }
 
 /// One store: setup if due, the read, and on a miss the write of `body`. Returns the result and
@@ -562,6 +588,75 @@ mod tests {
             assert_eq!(ms, 100.0, "timed out at its own deadline");
             assert!(abandoned.is_some());
         });
+    }
+
+    /// A store that reports on its calls: a read D1 ran twice, a write with its SQL time.
+    struct Reporting;
+
+    #[async_trait::async_trait(?Send)]
+    impl Store for Reporting {
+        fn reported(&self) -> crate::stores::meta::Reported {
+            crate::stores::meta::Reported {
+                read: Some(crate::stores::meta::d1(
+                    r#"{"served_by_colo":"AMS","served_by_primary":false,"timings":{"sql_duration_ms":0.25},"total_attempts":2}"#,
+                )),
+                write: Some(crate::stores::meta::d1(
+                    r#"{"served_by_primary":true,"timings":{"sql_duration_ms":1.5}}"#,
+                )),
+            }
+        }
+        async fn get(&self, _key: &str, _options: &Options) -> Result<Fetched, StoreError> {
+            Ok(Fetched::Miss)
+        }
+        async fn put(
+            &self,
+            _key: &str,
+            _value: &[u8],
+            _ttl_s: u32,
+            _body: Vec<u8>,
+            _options: &Options,
+        ) -> Result<(), StoreError> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn what_a_store_reports_is_read_after_the_spans_for_the_calls_it_made() {
+        let measured = |read_ms: Option<f64>, write_ms: Option<f64>| Measured {
+            id: StoreId::D1,
+            result: StoreResult {
+                read_ms,
+                write_ms,
+                ..StoreResult::default()
+            },
+            pending: None,
+            store: Some(&Reporting),
+        };
+        let answer = decoded(
+            Answer::new("k".into(), "test".into(), 1),
+            vec![measured(Some(3.0), Some(4.0))],
+        );
+        let d1 = answer.store(&StoreId::D1).unwrap();
+        let read = d1.read_meta.as_ref().expect("the read's meta");
+        assert_eq!(
+            (read.served_by_colo.as_deref(), read.served_by_primary),
+            (Some("AMS"), Some(false))
+        );
+        assert_eq!((read.sql_ms, read.attempts), (Some(0.25), Some(2)));
+        assert_eq!(d1.read_retried, Some(true), "two attempts: flagged");
+        let write = d1.write_meta.as_ref().expect("the write's meta");
+        assert_eq!((write.sql_ms, write.attempts), (Some(1.5), None));
+        // A store whose read was never made (its setup failed) and that wrote nothing: no
+        // report is attached to a call that did not happen.
+        let answer = decoded(
+            Answer::new("k".into(), "test".into(), 1),
+            vec![measured(None, None)],
+        );
+        let d1 = answer.store(&StoreId::D1).unwrap();
+        assert_eq!(
+            (&d1.read_meta, d1.read_retried, &d1.write_meta),
+            (&None, None, &None)
+        );
     }
 
     /// A call whose I/O never pauses (a server streaming without end): every poll finds more

@@ -11,8 +11,12 @@
 //! until `ReadyForQuery`; a hit's value is counted, never copied. A write is one round trip of
 //! an upsert that also deletes up to [`EXPIRED_PER_WRITE`] expired rows found through the
 //! expiry index: the table never needs a scan, and it cannot grow beyond what was written in
-//! the last TTL. Reads compare with the server's `now()`, so they never return an expired row
-//! — and a query using `now()` is never answered from Hyperdrive's query cache.
+//! the last TTL. Reads compare with the server's `clock_timestamp()`, so they never return an
+//! expired row — and, a volatile function, it keeps the read out of Hyperdrive's query cache
+//! under every rule Hyperdrive has documented: "volatile" (older pages, which showed a query
+//! with the *stable* `CURRENT_DATE` as cacheable, so `now()`, stable too, was not enough) and
+//! "volatile or stable" (2026-07). Checked against a real server's `pg_proc`
+//! (tests/tests/postgres_server.rs).
 
 use std::cell::RefCell;
 use std::io;
@@ -35,8 +39,10 @@ use crate::stores::value::Value;
 /// The table every Postgres store reads and writes (the migration creates it).
 pub const TABLE: &str = "kvbench_values";
 
-/// A read: the value of a key whose row has not expired.
-pub const READ_SQL: &str = "SELECT v FROM kvbench_values WHERE k = $1 AND expires_at > now()";
+/// A read: the value of a key whose row has not expired. `clock_timestamp()`, not `now()`: the
+/// same instant for one row, but volatile, so Hyperdrive never answers it from its cache.
+pub const READ_SQL: &str =
+    "SELECT v FROM kvbench_values WHERE k = $1 AND expires_at > clock_timestamp()";
 
 /// A write: the key's row (inserted or replaced) expiring after `$3` seconds, and up to
 /// [`EXPIRED_PER_WRITE`] other rows that have expired, found through the expiry index. The

@@ -106,6 +106,12 @@ pub trait Store {
     async fn connect(&self) -> Result<bool, StoreError> {
         Ok(false)
     }
+    /// What the store reported about this measurement's read and write (D1's `meta`, KV's
+    /// `cacheStatus`), taken once every span is over: reading it costs CPU that a deployed
+    /// clock would count in the next store's span. Stores that report nothing keep the default.
+    fn reported(&self) -> crate::stores::meta::Reported {
+        crate::stores::meta::Reported::default()
+    }
     /// Reads `key` until the whole answer is in hand; decoding a hit may be deferred.
     async fn get(&self, key: &str, options: &Options) -> Result<Fetched, StoreError>;
     /// Encodes the request body that writes `value` under `key` (CPU), before any timed span;
