@@ -8,6 +8,7 @@ use std::path::Path;
 use anyhow::{bail, Context as _};
 use serde::{Deserialize, Serialize};
 
+use crate::daily::Daily;
 use crate::hist::{Hist, Packed};
 use crate::sample::Side;
 
@@ -33,6 +34,9 @@ pub struct Report {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub vantages: BTreeMap<String, VantagePoint>,
     pub timeline: Timeline,
+    /// Each UTC day's warm reads per label and store ([`crate::daily`]): the History section.
+    #[serde(default, skip_serializing_if = "Daily::is_empty")]
+    pub days: Daily,
     /// Derived from `total` and a price table when the file was written; recomputed on re-render.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<Estimate>,
@@ -514,6 +518,7 @@ impl Report {
             colos: BTreeMap::new(),
             vantages: BTreeMap::new(),
             timeline: Timeline::default(),
+            days: Daily::default(),
             cost: None,
             summary: None,
             provenance: None,
@@ -1119,6 +1124,7 @@ impl Report {
         self.total.freeze();
         self.labels.values_mut().for_each(Section::freeze);
         self.colos.values_mut().for_each(ColoStats::freeze);
+        self.days.freeze();
     }
 }
 
@@ -1196,6 +1202,7 @@ impl Report {
                 (mine @ None, theirs) => *mine = theirs,
                 (Some(_), None) => {}
             }
+            out.days.add(&r.days);
             timelines.push(r.timeline);
         }
         out.timeline = Timeline::sum(timelines)?;

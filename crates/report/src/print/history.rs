@@ -1,0 +1,267 @@
+//! The History section, text and HTML: the changed days in plain words, then one table with a
+//! row per store × vantage point × day — its p50 and p99 with their intervals beside the week
+//! before's, and the mark. The table's cells are built once ([`rows`]) and printed twice.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use crate::block::Widened;
+use crate::history::{Change, Changed, Day, History, WEEK_DAYS, WEEK_DAYS_MIN};
+use crate::interval::{IntervalError, Percentile};
+use crate::print::html::esc;
+use crate::print::text::tty;
+
+/// Most changed days listed in words; the table marks every one.
+pub const CHANGES_SHOWN: usize = 20;
+
+/// What the section is, under its title.
+fn lead() -> String {
+    format!(
+        "Each store at each vantage point, day by day (UTC): successful reads of warm answers, ms, \
+         p50 and p99 each with its 95% interval (order statistics over the day's reads). \
+         \"week before\": the {WEEK_DAYS} days before pooled, its interval widened by the spread \
+         between those days. ▲ / ▼: the day's interval lies wholly above / below the week \
+         before's — compared when at least {WEEK_DAYS_MIN} of those days have reads."
+    )
+}
+
+/// One row of the table, as text cells.
+pub struct Cells {
+    /// Store and vantage point: on the first row of a series only (the rest blank).
+    pub store: String,
+    pub label: String,
+    pub date: String,
+    pub reads: String,
+    pub p50: String,
+    pub p99: String,
+    /// `7 days`, or `-` when no day before has reads.
+    pub week: String,
+    pub week_p50: String,
+    pub week_p99: String,
+    /// `▲ p50 p99`, `▼ p99`, or empty.
+    pub change: String,
+    pub changed: bool,
+}
+
+fn day_figure(f: &Result<Percentile, IntervalError>) -> String {
+    let ms = |us: u64| us as f64 / 1000.0;
+    match f {
+        Ok(p) => format!("{:.2} ({:.2}–{:.2})", ms(p.estimate), ms(p.low), ms(p.high)),
+        Err(IntervalError::TooFew { .. }) => "few".into(),
+        Err(_) => "-".into(),
+    }
+}
+
+fn week_figure(f: &Result<Widened, IntervalError>) -> String {
+    match f {
+        Ok(w) => day_figure(&Ok(Percentile {
+            low: w.low,
+            high: w.high,
+            ..w.within
+        })),
+        Err(e) => day_figure(&Err(*e)),
+    }
+}
+
+fn change_text(day: &Day) -> String {
+    let mut out = String::new();
+    for change in [Change::Above, Change::Below] {
+        let ps: Vec<&str> = ["p50", "p99"]
+            .into_iter()
+            .zip(day.change)
+            .filter(|(_, c)| *c == Some(change))
+            .map(|(p, _)| p)
+            .collect();
+        if !ps.is_empty() {
+            let _ = write!(
+                out,
+                "{}{} {}",
+                if out.is_empty() { "" } else { " " },
+                change.arrow(),
+                ps.join(" ")
+            );
+        }
+    }
+    out
+}
+
+/// The table's rows: every series' days, oldest first.
+pub fn rows(h: &History) -> Vec<Cells> {
+    let mut out = Vec::new();
+    for s in &h.series {
+        for (i, day) in s.days.iter().enumerate() {
+            let first = i == 0;
+            let week = day.week.as_ref();
+            out.push(Cells {
+                store: if first {
+                    s.store.clone()
+                } else {
+                    String::new()
+                },
+                label: if first {
+                    s.label.clone()
+                } else {
+                    String::new()
+                },
+                date: day.date.clone(),
+                reads: day.reads.to_string(),
+                p50: day_figure(&day.figures[0]),
+                p99: day_figure(&day.figures[1]),
+                week: week.map_or("-".into(), |w| format!("{} days", w.days)),
+                week_p50: week.map_or("-".into(), |w| week_figure(&w.figures[0])),
+                week_p99: week.map_or("-".into(), |w| week_figure(&w.figures[1])),
+                change: change_text(day),
+                changed: day.change.iter().any(Option::is_some),
+            });
+        }
+    }
+    out
+}
+
+/// The changed days in words: at most [`CHANGES_SHOWN`], then how many more.
+fn change_lines(changes: &[Changed<'_>]) -> Vec<String> {
+    if changes.is_empty() {
+        return vec!["no day changed against the week before it".into()];
+    }
+    let mut out: Vec<String> = changes
+        .iter()
+        .take(CHANGES_SHOWN)
+        .map(Changed::text)
+        .collect();
+    if changes.len() > CHANGES_SHOWN {
+        out.push(format!(
+            "… and {} more, marked in the table",
+            changes.len() - CHANGES_SHOWN
+        ));
+    }
+    out
+}
+
+/// The section in the terminal.
+pub fn text(h: &History, out: &mut impl Write) -> io::Result<()> {
+    writeln!(out, "\nhistory: {}", lead())?;
+    for line in change_lines(&h.changes()) {
+        writeln!(out, "  {}", tty(&line))?;
+    }
+    writeln!(
+        out,
+        "  {:<10} {:<18} {:<10} {:>6}  {:<23} {:<23} {:<7}  {:<23} {:<23} change",
+        "store", "vantage", "day", "reads", "p50", "p99", "week", "week p50", "week p99"
+    )?;
+    for r in rows(h) {
+        writeln!(
+            out,
+            "  {:<10} {:<18} {:<10} {:>6}  {:<23} {:<23} {:<7}  {:<23} {:<23} {}",
+            tty(&r.store),
+            tty(&r.label),
+            r.date,
+            r.reads,
+            r.p50,
+            r.p99,
+            r.week,
+            r.week_p50,
+            r.week_p99,
+            r.change
+        )?;
+    }
+    writeln!(out, "  ({})", crate::print::text::FEW_NOTE)
+}
+
+/// The section on the page.
+pub fn html(h: &History, out: &mut String) {
+    out.push_str("<h2 id=\"history\">History</h2>");
+    let _ = write!(
+        out,
+        "<p class=\"lead\">{}</p><ul class=\"changes\">",
+        esc(&lead())
+    );
+    for line in change_lines(&h.changes()) {
+        let _ = write!(out, "<li>{}</li>", esc(&line));
+    }
+    out.push_str(
+        "</ul><table class=\"history\"><thead><tr><th>store</th><th>vantage point</th>\
+         <th>day</th><th>reads</th><th>p50</th><th>p99</th><th>week before</th>\
+         <th>week p50</th><th>week p99</th><th>change</th></tr></thead><tbody>",
+    );
+    for r in rows(h) {
+        let class = if r.changed { " class=\"changed\"" } else { "" };
+        let _ = write!(out, "<tr{class}>");
+        for cell in [&r.store, &r.label, &r.date] {
+            let _ = write!(out, "<td class=\"text\">{}</td>", esc(cell));
+        }
+        for cell in [&r.reads, &r.p50, &r.p99, &r.week, &r.week_p50, &r.week_p99] {
+            let _ = write!(out, "<td>{}</td>", esc(cell));
+        }
+        let _ = write!(out, "<td class=\"text mark\">{}</td></tr>", esc(&r.change));
+    }
+    let _ = write!(
+        out,
+        "</tbody></table><p class=\"note\">{}</p>",
+        esc(crate::print::text::FEW_NOTE)
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::tests::{lines, report, slower_on_day_8};
+
+    fn text_of(h: &History) -> String {
+        let mut out = Vec::new();
+        text(h, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn the_changed_day_is_said_first_and_marked_in_the_table() {
+        let h = crate::history::of(&slower_on_day_8());
+        let t = text_of(&h);
+        let mut lines = t.lines().skip(2);
+        let said = lines.next().unwrap();
+        assert!(said.starts_with("  kv @ FRA: p"), "{t}");
+        assert!(said.contains(", above the week before ("), "{said}");
+        let marked: Vec<&str> = t
+            .lines()
+            .filter(|l| l.contains('▲') || l.contains('▼'))
+            .collect();
+        assert!(
+            marked
+                .iter()
+                .any(|l| l.contains("2026-12-02") && l.ends_with("▲ p50 p99")),
+            "{t}"
+        );
+        // The table's rows: 4 series × 12 days, under its header.
+        assert_eq!(rows(&h).len(), 48);
+        let page = {
+            let mut s = String::new();
+            html(&h, &mut s);
+            s
+        };
+        assert!(page.contains("<li>kv @ FRA: p"), "{page}");
+        assert_eq!(
+            page.matches("<tr class=\"changed\">").count(),
+            rows(&h).iter().filter(|r| r.changed).count()
+        );
+    }
+
+    #[test]
+    fn a_day_of_too_few_reads_prints_few_never_a_number() {
+        let per_day = |label: &str, day: i64| {
+            if label == "LHR" && day == 10 {
+                100
+            } else {
+                400
+            }
+        };
+        let h = crate::history::of(&report(&lines(11, per_day, |_, _, _| 1.0)));
+        let t = text_of(&h);
+        let row = t
+            .lines()
+            .find(|l| l.contains("2026-12-05") && l.contains(" 100 "))
+            .unwrap();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        // day, reads, p50 and its interval, then p99: `few`.
+        let at = cells.iter().position(|c| *c == "100").unwrap();
+        assert_eq!(cells[at + 3], "few", "{row}");
+    }
+}
