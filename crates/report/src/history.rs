@@ -435,6 +435,30 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_day_with_fewer_than_5_days_before_it_is_not_marked() {
+        // kv at FRA twice as slow from its third day: its interval misses the two days
+        // before, but two days cannot say how far days wander.
+        let slow = |label: &str, store: &str, day: i64| {
+            if (label, store, day >= 2) == ("FRA", "kv", true) {
+                2.0
+            } else {
+                1.0
+            }
+        };
+        let h = of(&report(&lines(4, |_, _| 400, slow)));
+        let day3 = &series(&h, "kv", "FRA").days[2];
+        let (Ok(d), Some(Ok(w))) = (&day3.figures[0], day3.week.as_ref().map(|w| &w.figures[0]))
+        else {
+            panic!("{day3:?}");
+        };
+        assert!(d.low > w.high, "{day3:?}");
+        assert_eq!(
+            (day3.week.as_ref().unwrap().days, day3.change),
+            (2, [None, None])
+        );
+    }
+
+    #[test]
     fn a_day_of_too_few_reads_has_no_p99() {
         // LHR answers 100 times on its last day: p50 needs 6 reads, p99 368.
         let per_day = |label: &str, day: i64| {
