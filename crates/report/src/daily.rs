@@ -28,15 +28,20 @@ impl Daily {
         self.0.is_empty()
     }
 
-    /// Adds another report's days (histograms add exactly), then keeps the newest
-    /// [`DAYS_MAX`].
-    pub fn add(&mut self, other: &Daily) {
-        for (date, labels) in &other.0 {
-            let mine = self.0.entry(date.clone()).or_default();
+    /// Adds another report's days (histograms add exactly; a day, label or store new here is
+    /// moved in, not copied), then keeps the newest [`DAYS_MAX`].
+    pub fn add(&mut self, other: Daily) {
+        for (date, labels) in other.0 {
+            let mine = self.0.entry(date).or_default();
             for (label, stores) in labels {
-                let mine = mine.entry(label.clone()).or_default();
+                let mine = mine.entry(label).or_default();
                 for (store, h) in stores {
-                    mine.entry(store.clone()).or_default().add(h);
+                    match mine.get_mut(&store) {
+                        Some(m) => m.add(&h),
+                        None => {
+                            mine.insert(store, h);
+                        }
+                    }
                 }
             }
         }
@@ -222,12 +227,12 @@ mod tests {
     #[test]
     fn days_add_and_stay_bounded() {
         let mut a = one("2026-12-01", "FRA", "kv", &[1, 2]);
-        a.add(&one("2026-12-01", "FRA", "kv", &[3]));
-        a.add(&one("2026-12-01", "LHR", "kv", &[4]));
+        a.add(one("2026-12-01", "FRA", "kv", &[3]));
+        a.add(one("2026-12-01", "LHR", "kv", &[4]));
         assert_eq!(a.0["2026-12-01"]["FRA"]["kv"].len(), 3);
         assert_eq!(a.0["2026-12-01"]["LHR"]["kv"].len(), 1);
         for day in 0..100 {
-            a.add(&one(&date(20_000 + day), "FRA", "kv", &[5]));
+            a.add(one(&date(20_000 + day), "FRA", "kv", &[5]));
         }
         // The newest 92 of 101 days: 2026-12-01 and the last 91 added.
         assert_eq!(a.0.len(), DAYS_MAX);

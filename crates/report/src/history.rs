@@ -8,7 +8,7 @@
 //! days ([`crate::block`], each day one span), so a day is marked only when it lies outside what
 //! the days before it wandered over, not merely outside one pooled sample's interval.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::block::{self, Spans, Widened};
 use crate::daily::{date, day_number};
@@ -179,35 +179,59 @@ pub fn of(report: &Report) -> History {
         .map(|(n, _)| *n)
         .rev()
         .collect();
-    // Each series' days, buckets read once: day number → buckets.
-    let mut by_series: BTreeMap<(&str, &str), BTreeMap<i64, Vec<Bucket>>> = BTreeMap::new();
-    for (n, d) in &numbered {
-        for (label, stores) in &report.days.0[*d] {
-            for (store, h) in stores.iter().filter(|(_, h)| !h.is_empty()) {
-                let days = by_series.entry((store, label)).or_default();
-                days.insert(*n, h.buckets());
-            }
-        }
-    }
-    let series = by_series
-        .into_iter()
-        .filter_map(|((store, label), days)| {
-            let rows: Vec<Day> = shown
-                .iter()
-                .filter(|n| days.contains_key(n))
-                .map(|n| day(*n, &days))
-                .collect();
-            (!rows.is_empty()).then(|| Series {
-                store: store.to_string(),
-                label: label.to_string(),
-                days: rows,
+    // One series at a time, its days' buckets read once and dropped with it: memory is one
+    // series' days, not the fleet's.
+    let pairs: BTreeSet<(&str, &str)> = report
+        .days
+        .0
+        .values()
+        .flat_map(|labels| {
+            labels.iter().flat_map(|(label, stores)| {
+                stores
+                    .iter()
+                    .filter(|(_, h)| !h.is_empty())
+                    .map(move |(store, _)| (store.as_str(), label.as_str()))
             })
         })
+        .collect();
+    let series = pairs
+        .into_iter()
+        .filter_map(|(store, label)| series(report, &numbered, &shown, store, label))
         .collect();
     History {
         dates: shown.into_iter().map(date).collect(),
         series,
     }
+}
+
+/// One store at one vantage point over the `shown` days (`numbered`: every date of the report
+/// by day number); `None` when it has no reads on any of them.
+fn series(
+    report: &Report,
+    numbered: &[(i64, &String)],
+    shown: &[i64],
+    store: &str,
+    label: &str,
+) -> Option<Series> {
+    let first = shown.first()? - WEEK_DAYS;
+    let days: BTreeMap<i64, Vec<Bucket>> = numbered
+        .iter()
+        .filter(|(n, _)| *n >= first)
+        .filter_map(|(n, d)| {
+            let h = report.days.0[*d].get(label)?.get(store)?;
+            (!h.is_empty()).then(|| (*n, h.buckets()))
+        })
+        .collect();
+    let rows: Vec<Day> = shown
+        .iter()
+        .filter(|n| days.contains_key(n))
+        .map(|n| day(*n, &days))
+        .collect();
+    (!rows.is_empty()).then(|| Series {
+        store: store.to_string(),
+        label: label.to_string(),
+        days: rows,
+    })
 }
 
 /// Day `n` of a series (`days`: its reads' buckets by day number) beside the week before it.

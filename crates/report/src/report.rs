@@ -1202,7 +1202,7 @@ impl Report {
                 (mine @ None, theirs) => *mine = theirs,
                 (Some(_), None) => {}
             }
-            out.days.add(&r.days);
+            out.days.add(r.days);
             timelines.push(r.timeline);
         }
         out.timeline = Timeline::sum(timelines)?;
