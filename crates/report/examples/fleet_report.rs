@@ -4,7 +4,8 @@
 //! `GET /report`. `cargo run --release -p kvbench-report --example fleet_report -- --labels 42
 //! --every 300 --window 86400` (docs/probes.md's table, "Memory of a render", is made with it); `--html PATH` also writes the
 //! page (and its text report beside it) to look at; `--bill [--prices FILE]` prints the probes'
-//! monthly bill of that fleet.
+//! monthly bill of that fleet; `--slower-from DAY` makes region-03's kv reads half as slow
+//! again from that day of the window on (0 the first), for the History section to mark.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -72,7 +73,8 @@ fn main() {
         origin_ms,
         kvbench_report::kept::timeline_interval(Duration::from_secs(window)),
     );
-    let answers = push_answers(&mut agg, labels, every, window, origin_ms);
+    let slower_from = arg("--slower-from", u64::MAX);
+    let answers = push_answers(&mut agg, (labels, every, window, slower_from), origin_ms);
     let source = Source {
         url: "https://kvbench.example".into(),
         engine: "probes".into(),
@@ -140,8 +142,12 @@ fn main() {
 }
 
 /// Pushes `labels` vantage points' synthetic kept answers, one every `every` s over `window` s,
-/// into `agg`; returns how many.
-fn push_answers(agg: &mut Aggregate, labels: u64, every: u64, window: u64, origin_ms: i64) -> u64 {
+/// into `agg` (region-03's kv 1.5 times as slow from day `slower_from`); returns how many.
+fn push_answers(
+    agg: &mut Aggregate,
+    (labels, every, window, slower_from): (u64, u64, u64, u64),
+    origin_ms: i64,
+) -> u64 {
     let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = move || {
         rng ^= rng << 13;
@@ -174,7 +180,10 @@ fn push_answers(agg: &mut Aggregate, labels: u64, every: u64, window: u64, origi
             ));
             for (s, store) in STORES.iter().enumerate() {
                 let hit = next() % 10 != 0;
-                let read = (1 + next() % 4000) as f64 / 10.0 * (s + 1) as f64;
+                let mut read = (1 + next() % 4000) as f64 / 10.0 * (s + 1) as f64;
+                if l == 3 && s == 0 && i * every / 86_400 >= slower_from {
+                    read = (read * 15.0).round() / 10.0;
+                }
                 let write = if hit {
                     "null".to_string()
                 } else {
