@@ -23,6 +23,10 @@ pub const PERCENTILES: [f64; 2] = [0.50, 0.99];
 /// before of the first ones shown.
 pub const SHOWN_DAYS: usize = 31;
 
+/// Fewest UTC dates a report's reads span for it to have a History: a 24-hour window touches
+/// two, each a part of a day.
+pub const MIN_DAYS: usize = 3;
+
 /// The days before a day that its week pools.
 pub const WEEK_DAYS: i64 = 7;
 
@@ -160,7 +164,7 @@ impl History {
     }
 }
 
-/// The History of a report; empty when its reads span fewer than two days.
+/// The History of a report; empty when its reads span fewer than [`MIN_DAYS`] dates.
 pub fn of(report: &Report) -> History {
     let mut numbered: Vec<(i64, &String)> = report
         .days
@@ -169,7 +173,7 @@ pub fn of(report: &Report) -> History {
         .filter_map(|d| Some((day_number(d)?, d)))
         .collect();
     numbered.sort();
-    if numbered.len() < 2 {
+    if numbered.len() < MIN_DAYS {
         return History::default();
     }
     let shown: Vec<i64> = numbered
@@ -525,10 +529,13 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn one_day_makes_no_history() {
-        let r = report(&lines(1, |_, _| 50, |_, _, _| 1.0));
-        assert_eq!(r.days.0.len(), 1);
+    fn two_dates_make_no_history_and_three_do() {
+        // 24 hours from noon touch two dates: no History.
+        let mut r = report(&lines(2, |_, _| 50, |_, _, _| 1.0));
+        assert_eq!(r.days.0.len(), 2);
         assert_eq!(of(&r), History::default());
+        r.days.add(report(&lines(3, |_, _| 50, |_, _, _| 1.0)).days);
+        assert_eq!(of(&r).dates.len(), 3);
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub struct Cells {
     pub reads: String,
     pub p50: String,
     pub p99: String,
-    /// `7 days`, or `-` when no day before has reads.
+    /// `7 days` (`1 day`), or `-` when no day before has reads.
     pub week: String,
     pub week_p50: String,
     pub week_p99: String,
@@ -107,7 +107,10 @@ pub fn rows(h: &History) -> Vec<Cells> {
                 reads: day.reads.to_string(),
                 p50: day_figure(&day.figures[0]),
                 p99: day_figure(&day.figures[1]),
-                week: week.map_or("-".into(), |w| format!("{} days", w.days)),
+                week: week.map_or("-".into(), |w| match w.days {
+                    1 => "1 day".into(),
+                    n => format!("{n} days"),
+                }),
                 week_p50: week.map_or("-".into(), |w| week_figure(&w.figures[0])),
                 week_p99: week.map_or("-".into(), |w| week_figure(&w.figures[1])),
                 change: change_text(day),
@@ -145,13 +148,13 @@ pub fn text(h: &History, out: &mut impl Write) -> io::Result<()> {
     }
     writeln!(
         out,
-        "  {:<10} {:<18} {:<10} {:>6}  {:<23} {:<23} {:<7}  {:<23} {:<23} change",
+        "  {:<10} {:<18} {:<10} {:>6}  {:<27} {:<27} {:<7}  {:<27} {:<27} change",
         "store", "vantage", "day", "reads", "p50", "p99", "week", "week p50", "week p99"
     )?;
     for r in rows(h) {
         writeln!(
             out,
-            "  {:<10} {:<18} {:<10} {:>6}  {:<23} {:<23} {:<7}  {:<23} {:<23} {}",
+            "  {:<10} {:<18} {:<10} {:>6}  {:<27} {:<27} {:<7}  {:<27} {:<27} {}",
             tty(&r.store),
             tty(&r.label),
             r.date,
