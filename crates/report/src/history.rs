@@ -443,8 +443,8 @@ pub(crate) mod tests {
             assert!(marked.is_empty(), "{store} @ {label}: {marked:?}");
         }
         let changes = h.changes();
-        let first = changes.iter().rev().next().unwrap();
-        assert_eq!(first.day.date, "2026-12-02");
+        let oldest = changes.last().unwrap();
+        assert_eq!(oldest.day.date, "2026-12-02");
         let text = changes
             .iter()
             .find(|c| c.day.date == "2026-12-02" && c.i == 1)
