@@ -25,6 +25,34 @@ fn lead() -> String {
     )
 }
 
+/// A figure cell: the value and its interval (`12.34`, `11.90–12.80`), or `few` / `-` alone.
+pub struct Figure {
+    pub value: String,
+    pub interval: Option<String>,
+}
+
+impl Figure {
+    /// `12.34 (11.90–12.80)`.
+    pub fn text(&self) -> String {
+        match &self.interval {
+            Some(i) => format!("{} ({i})", self.value),
+            None => self.value.clone(),
+        }
+    }
+
+    /// The value, its interval under it.
+    fn html(&self) -> String {
+        match &self.interval {
+            Some(i) => format!(
+                "{}<small class=\"sub\">{}</small>",
+                esc(&self.value),
+                esc(i)
+            ),
+            None => esc(&self.value),
+        }
+    }
+}
+
 /// One row of the table, as text cells.
 pub struct Cells {
     /// Store and vantage point: on the first row of a series only (the rest blank).
@@ -32,34 +60,46 @@ pub struct Cells {
     pub label: String,
     pub date: String,
     pub reads: String,
-    pub p50: String,
-    pub p99: String,
+    /// The day's p50 and p99.
+    pub day: [Figure; 2],
     /// `7 days` (`1 day`), or `-` when no day before has reads.
     pub week: String,
-    pub week_p50: String,
-    pub week_p99: String,
+    /// The week before's p50 and p99.
+    pub before: [Figure; 2],
     /// `▲ p50 p99`, `▼ p99`, or empty.
     pub change: String,
-    pub changed: bool,
+    /// Which of the day's percentiles moved.
+    pub moved: [bool; 2],
 }
 
-fn day_figure(f: &Result<Percentile, IntervalError>) -> String {
+fn day_figure(f: &Result<Percentile, IntervalError>) -> Figure {
     let ms = |us: u64| us as f64 / 1000.0;
+    let alone = |v: &str| Figure {
+        value: v.into(),
+        interval: None,
+    };
     match f {
-        Ok(p) => format!("{:.2} ({:.2}–{:.2})", ms(p.estimate), ms(p.low), ms(p.high)),
-        Err(IntervalError::TooFew { .. }) => "few".into(),
-        Err(_) => "-".into(),
+        Ok(p) => Figure {
+            value: format!("{:.2}", ms(p.estimate)),
+            interval: Some(format!("{:.2}–{:.2}", ms(p.low), ms(p.high))),
+        },
+        Err(IntervalError::TooFew { .. }) => alone("few"),
+        Err(_) => alone("-"),
     }
 }
 
-fn week_figure(f: &Result<Widened, IntervalError>) -> String {
+fn week_figure(f: Option<&Result<Widened, IntervalError>>) -> Figure {
     match f {
-        Ok(w) => day_figure(&Ok(Percentile {
+        Some(Ok(w)) => day_figure(&Ok(Percentile {
             low: w.low,
             high: w.high,
             ..w.within
         })),
-        Err(e) => day_figure(&Err(*e)),
+        Some(Err(e)) => day_figure(&Err(*e)),
+        None => Figure {
+            value: "-".into(),
+            interval: None,
+        },
     }
 }
 
@@ -103,16 +143,14 @@ pub fn rows(h: &History) -> impl Iterator<Item = Cells> + '_ {
                 label: first(&s.label),
                 date: day.date.clone(),
                 reads: day.reads.to_string(),
-                p50: day_figure(&day.figures[0]),
-                p99: day_figure(&day.figures[1]),
+                day: [0, 1].map(|i| day_figure(&day.figures[i])),
                 week: week.map_or("-".into(), |w| match w.days {
                     1 => "1 day".into(),
                     n => format!("{n} days"),
                 }),
-                week_p50: week.map_or("-".into(), |w| week_figure(&w.figures[0])),
-                week_p99: week.map_or("-".into(), |w| week_figure(&w.figures[1])),
+                before: [0, 1].map(|i| week_figure(week.map(|w| &w.figures[i]))),
                 change: change_text(day),
-                changed: day.change.iter().any(Option::is_some),
+                moved: day.change.map(|c| c.is_some()),
             }
         })
     })
@@ -149,20 +187,20 @@ pub fn text(h: &History, out: &mut impl Write) -> io::Result<()> {
         "store", "vantage", "day", "reads", "p50", "p99", "week", "week p50", "week p99"
     )?;
     for r in rows(h) {
-        writeln!(
-            out,
+        let line = format!(
             "  {:<10} {:<18} {:<10} {:>6}  {:<27} {:<27} {:<7}  {:<27} {:<27} {}",
             tty(&r.store),
             tty(&r.label),
             r.date,
             r.reads,
-            r.p50,
-            r.p99,
+            r.day[0].text(),
+            r.day[1].text(),
             r.week,
-            r.week_p50,
-            r.week_p99,
+            r.before[0].text(),
+            r.before[1].text(),
             r.change
-        )?;
+        );
+        writeln!(out, "{}", line.trim_end())?;
     }
     writeln!(out, "  ({})", crate::print::text::FEW_NOTE)
 }
@@ -184,15 +222,25 @@ pub fn html(h: &History, out: &mut String) {
          <th>week p50</th><th>week p99</th><th>change</th></tr></thead><tbody>",
     );
     for r in rows(h) {
-        let class = if r.changed { " class=\"changed\"" } else { "" };
-        let _ = write!(out, "<tr{class}>");
+        let changed = r.moved.contains(&true);
+        let _ = write!(
+            out,
+            "<tr{}>",
+            if changed { " class=\"changed\"" } else { "" }
+        );
         for cell in [&r.store, &r.label, &r.date] {
-            let _ = write!(out, "<td class=\"text\">{}</td>", esc(cell));
+            let _ = write!(out, "<td class=\"where\">{}</td>", esc(cell));
         }
-        for cell in [&r.reads, &r.p50, &r.p99, &r.week, &r.week_p50, &r.week_p99] {
-            let _ = write!(out, "<td>{}</td>", esc(cell));
+        let _ = write!(out, "<td>{}</td>", esc(&r.reads));
+        for (f, moved) in r.day.iter().zip(r.moved) {
+            let class = if moved { " class=\"moved\"" } else { "" };
+            let _ = write!(out, "<td{class}>{}</td>", f.html());
         }
-        let _ = write!(out, "<td class=\"text mark\">{}</td></tr>", esc(&r.change));
+        let _ = write!(out, "<td>{}</td>", esc(&r.week));
+        for f in &r.before {
+            let _ = write!(out, "<td>{}</td>", f.html());
+        }
+        let _ = write!(out, "<td class=\"where mark\">{}</td></tr>", esc(&r.change));
     }
     let _ = write!(
         out,
@@ -240,7 +288,7 @@ mod tests {
         assert!(page.contains("<li>kv @ FRA: p"), "{page}");
         assert_eq!(
             page.matches("<tr class=\"changed\">").count(),
-            rows(&h).filter(|r| r.changed).count()
+            rows(&h).filter(|r| r.moved.contains(&true)).count()
         );
     }
 

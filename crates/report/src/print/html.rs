@@ -37,7 +37,7 @@ small.out{color:#b45309}
 .note{color:#666;font-size:13px}
 tr.across td{color:#555;font-size:13px;text-align:left;border-top:none;padding-top:0}
 .unstable{color:#b45309;font-weight:600}
-tr.changed td{background:#fff4e5}td.mark{color:#b45309;font-weight:600}
+tr.changed td{background:#fff4e5}td.mark,td.moved{color:#b45309;font-weight:600}
 ul.changes{margin:4px 0 8px;padding-left:20px}
 "#;
 
