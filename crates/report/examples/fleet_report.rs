@@ -139,6 +139,21 @@ fn main() {
         wall0.elapsed().as_secs_f64(),
         html.len() as f64 / 1e6
     );
+    let days: usize = report
+        .days
+        .0
+        .values()
+        .flat_map(|l| l.values())
+        .map(|s| s.len())
+        .sum();
+    let days_json = serde_json::to_string(&report.days)
+        .expect("days serialize")
+        .len();
+    println!(
+        "days:   {} dates, {days} histograms, {:.2} MB in report.json",
+        report.days.0.len(),
+        days_json as f64 / 1e6
+    );
 }
 
 /// Pushes `labels` vantage points' synthetic kept answers, one every `every` s over `window` s,
