@@ -253,4 +253,32 @@ mod tests {
             ["s1"]
         );
     }
+
+    #[test]
+    fn a_run_is_dated_by_its_windows_and_runs_of_two_days_merge() {
+        use crate::hist::Packed;
+        let window = |start_s: f64, store: &str, us: u64| {
+            let mut h = Hist::default();
+            h.record(us);
+            Interval {
+                start_s,
+                read_us: BTreeMap::from([(store.to_string(), Packed::pack(&h))]),
+                ..Interval::default()
+            }
+        };
+        // A run from 23:59 on 2026-12-03: its second minute is the next day's.
+        let origin = day_number("2026-12-03").unwrap() * DAY_MS + DAY_MS - 60_000;
+        let run = [
+            window(0.0, "kv", 5),
+            window(60.0, "kv", 7),
+            Interval::default(),
+        ];
+        let mut d = Daily::of_timeline(origin, "FRA", &run);
+        assert_eq!(d.0.keys().collect::<Vec<_>>(), ["2026-12-03", "2026-12-04"]);
+        assert_eq!(d.0["2026-12-04"]["FRA"]["kv"].len(), 1);
+        // Another run a day later, merged.
+        d.add(Daily::of_timeline(origin + DAY_MS, "FRA", &run));
+        assert_eq!(d.0.len(), 3);
+        assert_eq!(d.0["2026-12-04"]["FRA"]["kv"].len(), 2);
+    }
 }
