@@ -3,7 +3,7 @@
 //! report, and of rendering report.html — the same code the report worker runs behind
 //! `GET /report`. `cargo run --release -p kvbench-report --example fleet_report -- --labels 42
 //! --every 300 --window 86400` (docs/probes.md's table, "Memory of a render", is made with it); `--html PATH` also writes the
-//! page (and its text report beside it) to look at; `--bill [--prices FILE]` prints the probes'
+//! page (and its text report and report.json beside it) to look at; `--bill [--prices FILE]` prints the probes'
 //! monthly bill of that fleet; `--slower-from DAY` makes region-03's kv reads half as slow
 //! again from that day of the window on (0 the first), for the History section to mark.
 
@@ -97,6 +97,8 @@ fn main() {
         let mut text = Vec::new();
         kvbench_report::print::text::render(&report, &mut text).expect("text");
         std::fs::write(format!("{path}.txt"), text).expect("write the text");
+        let json = serde_json::to_string(&report).expect("the report serializes");
+        std::fs::write(format!("{path}.json"), json).expect("write report.json");
     }
     // `--bill [--prices FILE]`: the probes' monthly bill of this fleet (a week kept, 1.5 KB a
     // line), with the embedded price table or another (an older one, to compare).
