@@ -3,8 +3,9 @@
 //! report, and of rendering report.html — the same code the report worker runs behind
 //! `GET /report`. `cargo run --release -p kvbench-report --example fleet_report -- --labels 42
 //! --every 300 --window 86400` (docs/probes.md's table, "Memory of a render", is made with it); `--html PATH` also writes the
-//! page (and its text report beside it) to look at; `--bill [--prices FILE]` prints the probes'
-//! monthly bill of that fleet.
+//! page (and its text report and report.json beside it) to look at; `--bill [--prices FILE]` prints the probes'
+//! monthly bill of that fleet; `--slower-from DAY` makes region-03's kv reads half as slow
+//! again from that day of the window on (0 the first), for the History section to mark.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -72,7 +73,8 @@ fn main() {
         origin_ms,
         kvbench_report::kept::timeline_interval(Duration::from_secs(window)),
     );
-    let answers = push_answers(&mut agg, labels, every, window, origin_ms);
+    let slower_from = arg("--slower-from", u64::MAX);
+    let answers = push_answers(&mut agg, (labels, every, window, slower_from), origin_ms);
     let source = Source {
         url: "https://kvbench.example".into(),
         engine: "probes".into(),
@@ -95,6 +97,8 @@ fn main() {
         let mut text = Vec::new();
         kvbench_report::print::text::render(&report, &mut text).expect("text");
         std::fs::write(format!("{path}.txt"), text).expect("write the text");
+        let json = serde_json::to_string(&report).expect("the report serializes");
+        std::fs::write(format!("{path}.json"), json).expect("write report.json");
     }
     // `--bill [--prices FILE]`: the probes' monthly bill of this fleet (a week kept, 1.5 KB a
     // line), with the embedded price table or another (an older one, to compare).
@@ -137,11 +141,30 @@ fn main() {
         wall0.elapsed().as_secs_f64(),
         html.len() as f64 / 1e6
     );
+    let days: usize = report
+        .days
+        .0
+        .values()
+        .flat_map(|l| l.values())
+        .map(|s| s.len())
+        .sum();
+    let days_json = serde_json::to_string(&report.days)
+        .expect("days serialize")
+        .len();
+    println!(
+        "days:   {} dates, {days} histograms, {:.2} MB in report.json",
+        report.days.0.len(),
+        days_json as f64 / 1e6
+    );
 }
 
 /// Pushes `labels` vantage points' synthetic kept answers, one every `every` s over `window` s,
-/// into `agg`; returns how many.
-fn push_answers(agg: &mut Aggregate, labels: u64, every: u64, window: u64, origin_ms: i64) -> u64 {
+/// into `agg` (region-03's kv 1.5 times as slow from day `slower_from`); returns how many.
+fn push_answers(
+    agg: &mut Aggregate,
+    (labels, every, window, slower_from): (u64, u64, u64, u64),
+    origin_ms: i64,
+) -> u64 {
     let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = move || {
         rng ^= rng << 13;
@@ -174,7 +197,10 @@ fn push_answers(agg: &mut Aggregate, labels: u64, every: u64, window: u64, origi
             ));
             for (s, store) in STORES.iter().enumerate() {
                 let hit = next() % 10 != 0;
-                let read = (1 + next() % 4000) as f64 / 10.0 * (s + 1) as f64;
+                let mut read = (1 + next() % 4000) as f64 / 10.0 * (s + 1) as f64;
+                if l == 3 && s == 0 && i * every / 86_400 >= slower_from {
+                    read = (read * 15.0).round() / 10.0;
+                }
                 let write = if hit {
                     "null".to_string()
                 } else {

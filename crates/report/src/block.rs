@@ -98,7 +98,17 @@ pub fn spans<const N: usize>(
 }
 
 fn measure<const N: usize>(h: &Hist, ps: [f64; N], estimates: [u64; N], level: f64) -> Span<N> {
-    let buckets = h.buckets();
+    span_of(&h.buckets(), ps, estimates, level)
+}
+
+/// One span from its reads' buckets: its reads at or below each pooled estimate, and its own
+/// percentiles at `level` (the History section makes each day of a week one span).
+pub(crate) fn span_of<const N: usize>(
+    buckets: &[Bucket],
+    ps: [f64; N],
+    estimates: [u64; N],
+    level: f64,
+) -> Span<N> {
     let below = estimates.map(|e| {
         buckets
             .iter()
@@ -106,7 +116,7 @@ fn measure<const N: usize>(h: &Hist, ps: [f64; N], estimates: [u64; N], level: f
             .fold(0u64, |n, b| n.saturating_add(b.count))
     });
     let reads = buckets.iter().fold(0u64, |n, b| n.saturating_add(b.count));
-    let own = ps.map(|p| interval::read(&buckets, p, level).ok());
+    let own = ps.map(|p| interval::read(buckets, p, level).ok());
     Span { reads, below, own }
 }
 

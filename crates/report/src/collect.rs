@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::answer::{AnswerRef, StoreResult};
+use crate::daily::{Daily, DayReads};
 use crate::hist::{Hist, Packed};
 use crate::report::{
     tool_name, ColoStats, Interval, Report, RunInfo, Section, StoreStats, Timeline,
@@ -186,6 +187,9 @@ pub struct Collector {
     colos: Vec<ColoLive>,
     live: BTreeMap<u64, LiveInterval>,
     closed: BTreeMap<u64, Interval>,
+    /// Warm reads by UTC day, when the wall-clock time of `intended_us` 0 is known
+    /// ([`Collector::with_days`]); else the days are read off the timeline at the end.
+    days: Option<DayReads>,
 }
 
 /// The timeline interval for a run of this length: 60 points across it, between 5 s and 60 s
@@ -337,7 +341,15 @@ impl Collector {
             max_concurrent: None,
             concurrent: BTreeMap::new(),
             excluded_concurrent: 0,
+            days: None,
         }
+    }
+
+    /// Dates each warm read by its own time, `origin_ms` (epoch ms) being `intended_us` 0:
+    /// kept answers, whose timeline windows may be hours long.
+    pub fn with_days(mut self, origin_ms: i64) -> Collector {
+        self.days = Some(DayReads::new(origin_ms));
+        self
     }
 
     /// Leaves out answers whose isolate had more than `max` other requests in flight during
@@ -639,6 +651,9 @@ impl Collector {
                 slot(&mut slot(&mut self.colos, colo_id).read_us, id).record(us);
             }
 
+            if let (Some(us), false, Some(days)) = (ok_read_us, cold, &mut self.days) {
+                days.record(intended_us, id, us);
+            }
             let live = self.interval(index).store(id);
             match ok_read_us {
                 Some(us) if cold => live.cold_read_us.record(us),
@@ -675,6 +690,9 @@ impl Collector {
         for c in &mut self.colos {
             c.latency_us.freeze();
             c.read_us.iter_mut().for_each(Hist::freeze);
+        }
+        if let Some(days) = &mut self.days {
+            days.freeze();
         }
     }
 
@@ -731,6 +749,12 @@ impl Collector {
                 (self.colo_names.name(id).to_owned(), stats)
             })
             .collect();
+        let days = match self.days.take() {
+            Some(days) => days.finish(&run.label, |id| self.store_names.name(id).to_owned()),
+            None => run_origin_ms(&run).map_or_else(Daily::default, |origin| {
+                Daily::of_timeline(origin, &run.label, &intervals)
+            }),
+        };
         Report {
             schema_version: crate::report::SCHEMA_VERSION,
             tool: tool_name(),
@@ -743,11 +767,19 @@ impl Collector {
                 interval_s,
                 intervals,
             },
+            days,
             cost: None,
             summary: None,
             provenance: None,
         }
     }
+}
+
+/// Epoch milliseconds of a run's `started_at` (RFC 3339), when it reads as one.
+fn run_origin_ms(run: &RunInfo) -> Option<i64> {
+    let at = humantime::parse_rfc3339_weak(&run.started_at).ok()?;
+    let ms = at.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis();
+    i64::try_from(ms).ok()
 }
 
 #[cfg(test)]

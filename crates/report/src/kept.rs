@@ -184,6 +184,7 @@ impl Aggregate {
         }
         let interval = self.interval;
         let max_concurrent = self.max_concurrent;
+        let origin_ms = self.origin_ms;
         let run = self
             .runs
             .entry(label.to_string())
@@ -191,7 +192,8 @@ impl Aggregate {
                 // A label's answers arrive in the order they were kept, so an interval closes
                 // when the next one starts (one that arrives late reopens it: nothing is lost).
                 collector: Collector::new(interval, Duration::ZERO)
-                    .with_max_concurrent(max_concurrent),
+                    .with_max_concurrent(max_concurrent)
+                    .with_days(origin_ms),
                 n: 0,
                 last_us: 0,
                 last_end_us: 0,

@@ -9,6 +9,7 @@ use anyhow::{bail, Context as _};
 use serde::{Deserialize, Serialize};
 
 pub use crate::check::{plus, plus_hist, AddError};
+use crate::daily::Daily;
 use crate::hist::{Hist, Packed};
 use crate::sample::Side;
 
@@ -34,6 +35,9 @@ pub struct Report {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub vantages: BTreeMap<String, VantagePoint>,
     pub timeline: Timeline,
+    /// Each UTC day's warm reads per label and store ([`crate::daily`]): the History section.
+    #[serde(default, skip_serializing_if = "Daily::is_empty")]
+    pub days: Daily,
     /// Derived from `total` and a price table when the file was written; recomputed on re-render.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<Estimate>,
@@ -526,6 +530,7 @@ impl Report {
             colos: BTreeMap::new(),
             vantages: BTreeMap::new(),
             timeline: Timeline::default(),
+            days: Daily::default(),
             cost: None,
             summary: None,
             provenance: None,
@@ -1215,6 +1220,7 @@ impl Report {
         self.total.freeze();
         self.labels.values_mut().for_each(Section::freeze);
         self.colos.values_mut().for_each(ColoStats::freeze);
+        self.days.freeze();
     }
 }
 
@@ -1327,6 +1333,7 @@ impl Report {
             (mine @ None, theirs) => *mine = theirs,
             (Some(_), None) => {}
         }
+        self.days.add(r.days).map_err(|e| e.under("days"))?;
         Ok(r.timeline)
     }
 }

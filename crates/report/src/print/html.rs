@@ -37,6 +37,8 @@ small.out{color:#b45309}
 .note{color:#666;font-size:13px}
 tr.across td{color:#555;font-size:13px;text-align:left;border-top:none;padding-top:0}
 .unstable{color:#b45309;font-weight:600}
+tr.changed td{background:#fff4e5}td.mark,td.moved{color:#b45309;font-weight:600}
+ul.changes{margin:4px 0 8px;padding-left:20px}
 "#;
 
 /// `&`, `<`, `>`, `"` and `'` escaped for text and attribute values.
@@ -762,6 +764,10 @@ pub fn render(report: &Report, rendered: &[Chart]) -> String {
                 .map(|(k, l)| (k, l.answered, &l.latency, &l.read)),
             &mut out,
         );
+    }
+    let history = crate::history::of(report);
+    if !history.series.is_empty() {
+        crate::print::history::html(&history, &mut out);
     }
     if !summary.colos.is_empty() {
         per_row_chart(

@@ -2,6 +2,7 @@
 //! `report.html`. Each is a pure function of a [`Report`]; nothing here changes the model.
 
 pub mod chart;
+pub mod history;
 pub mod html;
 pub mod text;
 pub mod vantage;

@@ -154,6 +154,10 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
     if !report.vantages.is_empty() {
         vantage_table(report, &summary, out)?;
     }
+    let history = crate::history::of(report);
+    if !history.series.is_empty() {
+        crate::print::history::text(&history, out)?;
+    }
     if !summary.colos.is_empty() {
         colo_table(&report.total, &summary, out)?;
     }
