@@ -198,6 +198,18 @@ pub struct VantagePoint {
     /// A member's answers placed in a colo outside its region's metro: counted here only.
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub elsewhere: u64,
+    /// A member's answers by the colo its isolate's Cloudflare trace named (`unknown` included):
+    /// the second witness of where it ran, beside `placements`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub traces: BTreeMap<String, u64>,
+    /// A member's answers whose trace named a colo outside its region's metro, whatever
+    /// `cf-placement` said: counted here only.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub trace_elsewhere: u64,
+    /// A member's answers whose `cf-placement` and trace named different colos (counted in or
+    /// out of its row by the trace).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub trace_disagrees: u64,
 }
 
 impl VantagePoint {
@@ -225,11 +237,16 @@ impl VantagePoint {
         for (p, n) in &from.placements {
             VantagePoint::count(&mut self.placements, p, *n);
         }
+        for (t, n) in &from.traces {
+            VantagePoint::count(&mut self.traces, t, *n);
+        }
         self.cold += from.cold;
         self.warm += from.warm;
         self.failed += from.failed;
         self.unplaced += from.unplaced;
         self.elsewhere += from.elsewhere;
+        self.trace_elsewhere += from.trace_elsewhere;
+        self.trace_disagrees += from.trace_disagrees;
     }
 }
 

@@ -234,10 +234,15 @@ pub struct Verdict {
 /// Cloudflare documents it as possibly going away). Where the trace is unknown the header alone
 /// decides, as [`by_placement`]. Separately, two known witnesses naming different colos
 /// (`remote-IAD` and a trace of FRA; `local-EWR` and LHR) disagree, and that is counted.
-pub fn classify(placement: Option<&str>, trace: Option<&str>, expected: Option<&[String]>) -> Verdict {
-    let header_colo = placement.and_then(|p| p.split_once('-')).map(|(_, colo)| colo);
-    let disagree =
-        matches!((header_colo, trace), (Some(h), Some(t)) if !h.eq_ignore_ascii_case(t));
+pub fn classify(
+    placement: Option<&str>,
+    trace: Option<&str>,
+    expected: Option<&[String]>,
+) -> Verdict {
+    let header_colo = placement
+        .and_then(|p| p.split_once('-'))
+        .map(|(_, colo)| colo);
+    let disagree = matches!((header_colo, trace), (Some(h), Some(t)) if !h.eq_ignore_ascii_case(t));
     let check = match (trace, expected) {
         (Some(t), Some(colos)) if in_metro(t, colos) => PlacementCheck::Placed,
         (Some(_), Some(_)) => PlacementCheck::TraceElsewhere,
@@ -555,8 +560,20 @@ mod tests {
             (None, Some("IAD"), region, Placed, false),
             // Trace outside the region: apart, whatever the header says.
             (None, Some("NRT"), region, TraceElsewhere, false),
-            (Some("remote-NRT"), Some("NRT"), region, TraceElsewhere, false),
-            (Some("remote-IAD"), Some("NRT"), region, TraceElsewhere, true),
+            (
+                Some("remote-NRT"),
+                Some("NRT"),
+                region,
+                TraceElsewhere,
+                false,
+            ),
+            (
+                Some("remote-IAD"),
+                Some("NRT"),
+                region,
+                TraceElsewhere,
+                true,
+            ),
             // The two disagree: the trace decides, the disagreement is counted.
             (Some("remote-FRA"), Some("IAD"), region, Placed, true),
             (Some("local-EWR"), Some("IAD"), region, Placed, true),
@@ -584,21 +601,42 @@ mod tests {
         let error = |p, t, verdict| placement_error(label, p, t, verdict);
         let placed = v(PlacementCheck::Placed, false);
         assert_eq!(error(Some("remote-IAD"), Some("IAD"), placed), None);
-        let e = error(Some("remote-FRA"), None, v(PlacementCheck::Elsewhere, false)).unwrap();
+        let e = error(
+            Some("remote-FRA"),
+            None,
+            v(PlacementCheck::Elsewhere, false),
+        )
+        .unwrap();
         assert!(
-            e.contains("remote-FRA") && e.contains("IAD (Ashburn, Virginia)") && e.contains("trace unknown"),
+            e.contains("remote-FRA")
+                && e.contains("IAD (Ashburn, Virginia)")
+                && e.contains("trace unknown"),
             "{e}"
         );
         let e = error(None, Some("NRT"), v(PlacementCheck::TraceElsewhere, false)).unwrap();
         assert!(
-            e.starts_with("ran elsewhere: Cloudflare's trace says NRT where aws:us-east-1 expects IAD")
-                && e.contains("cf-placement none"),
+            e.starts_with(
+                "ran elsewhere: Cloudflare's trace says NRT where aws:us-east-1 expects IAD"
+            ) && e.contains("cf-placement none"),
             "{e}"
         );
-        let e = error(Some("remote-FRA"), Some("IAD"), v(PlacementCheck::Placed, true)).unwrap();
-        assert!(e.starts_with("witnesses disagree: cf-placement remote-FRA but Cloudflare's trace says IAD"), "{e}");
+        let e = error(
+            Some("remote-FRA"),
+            Some("IAD"),
+            v(PlacementCheck::Placed, true),
+        )
+        .unwrap();
+        assert!(
+            e.starts_with(
+                "witnesses disagree: cf-placement remote-FRA but Cloudflare's trace says IAD"
+            ),
+            "{e}"
+        );
         let e = error(None, None, v(PlacementCheck::Unplaced, false)).unwrap();
-        assert!(e.contains("no cf-placement") && e.contains("trace says unknown"), "{e}");
+        assert!(
+            e.contains("no cf-placement") && e.contains("trace says unknown"),
+            "{e}"
+        );
         let e = error(Some("local-EWR"), None, v(PlacementCheck::Unplaced, false)).unwrap();
         assert!(e.starts_with("unplaced: cf-placement local-EWR"), "{e}");
     }
@@ -662,14 +700,22 @@ mod tests {
         };
         let agree = check("aws:us-east-1", Ok(&traced(None, "IAD")), 1.0);
         assert_eq!(
-            (agree.problem, agree.placement_check, agree.trace_colo.as_str(), agree.trace_disagrees),
+            (
+                agree.problem,
+                agree.placement_check,
+                agree.trace_colo.as_str(),
+                agree.trace_disagrees
+            ),
             (None, Some(PlacementCheck::Placed), "IAD", false)
         );
         let disagree = check("aws:us-east-1", Ok(&traced(Some("remote-FRA"), "IAD")), 1.0);
         assert_eq!((disagree.problem, disagree.trace_disagrees), (None, true));
         let away = check("aws:us-east-1", Ok(&traced(Some("remote-IAD"), "NRT")), 1.0);
         assert_eq!(away.placement_check, Some(PlacementCheck::TraceElsewhere));
-        assert!(away.problem.unwrap().starts_with("ran elsewhere: Cloudflare's trace says NRT"));
+        assert!(away
+            .problem
+            .unwrap()
+            .starts_with("ran elsewhere: Cloudflare's trace says NRT"));
         assert_eq!(ok.trace_colo, "unknown");
         let gone = check("x", Err((FailureKind::Connect, "refused\u{1b}[0m")), 2.0);
         assert_eq!(

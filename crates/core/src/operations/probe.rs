@@ -879,18 +879,39 @@ mod tests {
             trace: trace.map(Into::into),
         };
         let mut placed = measured(NOW, "CDG", true);
-        placed.placement = Some(witnessed(PlacementCheck::Placed, true, "remote-CDG", Some("ORY")));
+        placed.placement = Some(witnessed(
+            PlacementCheck::Placed,
+            true,
+            "remote-CDG",
+            Some("ORY"),
+        ));
         let mut away = measured(NOW + 0.5, "CDG", false);
-        away.placement = Some(witnessed(PlacementCheck::TraceElsewhere, false, "remote-LHR", Some("LHR")));
+        away.placement = Some(witnessed(
+            PlacementCheck::TraceElsewhere,
+            false,
+            "remote-LHR",
+            Some("LHR"),
+        ));
         let mut elsewhere = measured(NOW + 1.0, "IAD", false);
-        elsewhere.placement = Some(witnessed(PlacementCheck::Elsewhere, false, "remote-IAD", None));
+        elsewhere.placement = Some(witnessed(
+            PlacementCheck::Elsewhere,
+            false,
+            "remote-IAD",
+            None,
+        ));
         elsewhere.last_error = Some("placed elsewhere".into());
         let alarm = s.record(vec![placed, away, elsewhere], &table, NOW + 5.0);
         assert_eq!(alarm, Alarm::At(NOW + 5.0 + 60_000.0));
         assert_eq!(table.lines.borrow().len(), 3);
         let p = &s.placement;
         assert_eq!(
-            (p.placed, p.elsewhere, p.trace_elsewhere, p.trace_disagrees, p.unplaced),
+            (
+                p.placed,
+                p.elsewhere,
+                p.trace_elsewhere,
+                p.trace_disagrees,
+                p.unplaced
+            ),
             (1, 1, 1, 1, 0)
         );
         assert_eq!(s.placement.last.as_deref(), Some("remote-IAD"));
@@ -1123,16 +1144,27 @@ mod tests {
         let a = member_answer(&m, Ok(&traced(None, "IAD")), NOW, 95.0, None);
         let v = line(&a);
         assert_eq!(
-            (v["trace_colo"].as_str(), v["placement_check"].as_str(), v["placement"].as_str()),
+            (
+                v["trace_colo"].as_str(),
+                v["placement_check"].as_str(),
+                v["placement"].as_str()
+            ),
             (Some("IAD"), Some("placed"), None)
         );
         let a = member_answer(&m, Ok(&traced(Some("remote-IAD"), "NRT")), NOW, 95.0, None);
         let v = line(&a);
         assert_eq!(
-            (v["trace_colo"].as_str(), v["placement_check"].as_str(), v["trace_disagrees"].as_bool()),
+            (
+                v["trace_colo"].as_str(),
+                v["placement_check"].as_str(),
+                v["trace_disagrees"].as_bool()
+            ),
             (Some("NRT"), Some("trace_elsewhere"), Some(true))
         );
-        assert!(a.last_error.unwrap().starts_with("ran elsewhere: Cloudflare's trace says NRT"));
+        assert!(a
+            .last_error
+            .unwrap()
+            .starts_with("ran elsewhere: Cloudflare's trace says NRT"));
     }
 
     #[test]
@@ -1153,7 +1185,10 @@ mod tests {
             "no handler answered: the wait is the call's"
         );
         assert!(v.get("answer").is_none() && v.get("placement_check").is_none());
-        assert!(v.get("trace_colo").is_none(), "no answer, nothing said of a trace");
+        assert!(
+            v.get("trace_colo").is_none(),
+            "no answer, nothing said of a trace"
+        );
         assert_eq!(
             (a.colo.as_str(), a.cold, a.placement.clone()),
             ("unknown", false, None)

@@ -97,7 +97,10 @@ mod tests {
         let mut t = TraceCache::default();
         assert_eq!(t.colo(), None, "unknown before any ask");
         assert!(t.due(1_000.0), "a new isolate asks");
-        assert!(!t.due(1_001.0), "a request while it asks does not ask again");
+        assert!(
+            !t.due(1_001.0),
+            "a request while it asks does not ask again"
+        );
         t.on_trace(Some("FRA".into()));
         assert_eq!(t.colo(), Some("FRA"));
         assert!(!t.due(1_000.0 + REFRESH_MS - 1.0), "not within the hour");

@@ -523,6 +523,13 @@ fn vantage_table(report: &Report, summary: &Summary, out: &mut String) {
                 esc(&row.placed)
             )
         };
+        if !row.traced.is_empty() {
+            let _ = write!(
+                placed,
+                "<small class=\"sub\" title=\"the colo each answer's isolate was told by Cloudflare's trace, by count\">trace {}</small>",
+                esc(&row.traced)
+            );
+        }
         if !row.not_placed.is_empty() {
             let _ = write!(
                 placed,
@@ -571,7 +578,7 @@ fn vantage_table(report: &Report, summary: &Summary, out: &mut String) {
         }
         out.push_str("</tr>");
     }
-    out.push_str("</tbody></table><p class=\"note\">Each store's cell: its read p50 in ms, then p90 and p99. Successful reads as timed by the worker, over the warm answers of the vantage point: a cold answer is a new instance's, whose connections and metadata exchanges started afresh, and is counted in its own column. A row marked <i>cold answers</i> had no warm answer, so its cells are over the cold ones. The shaded cell has the lowest p50 of its row; the bar is the p99 relative to the row's slowest store. Members are placed workers called over HTTP; a member's row counts only the answers whose <code>cf-placement</code> names a colo of its region's metro (its handler time, as every row: the probe's round trip to it is kept apart), and says how many others it left out (<i>not counted</i>: unplaced, or placed elsewhere). Hints are Durable Objects created with a location hint, measuring in their own isolate.</p>");
+    out.push_str("</tbody></table><p class=\"note\">Each store's cell: its read p50 in ms, then p90 and p99. Successful reads as timed by the worker, over the warm answers of the vantage point: a cold answer is a new instance's, whose connections and metadata exchanges started afresh, and is counted in its own column. A row marked <i>cold answers</i> had no warm answer, so its cells are over the cold ones. The shaded cell has the lowest p50 of its row; the bar is the p99 relative to the row's slowest store. Members are placed workers called over HTTP; a member's row counts only the answers that ran in its region's metro — by the colo Cloudflare's trace told its isolate, or where that is unknown by its <code>cf-placement</code> (its handler time, as every row: the probe's round trip to it is kept apart) — and says how many others it left out (<i>not counted</i>: unplaced, placed elsewhere, or a trace elsewhere) and how many answers' two witnesses disagree. Hints are Durable Objects created with a location hint, measuring in their own isolate.</p>");
 }
 
 fn cost(report: &Report, out: &mut String) {
