@@ -692,11 +692,24 @@ mod tests {
             let problem = got.problem.unwrap_or_default();
             assert!(problem.contains(expected), "{c:?}: {problem}");
         }
-        // The trace decides where it is known: in the metro despite the header (said, not a
-        // problem), or outside it despite the header.
-        let traced = |placement, trace: &str| Called {
+        assert_eq!(ok.trace_colo, "unknown", "a member that said no trace colo");
+        let gone = check("x", Err((FailureKind::Connect, "refused\u{1b}[0m")), 2.0);
+        assert_eq!(
+            gone.problem.as_deref(),
+            Some("unreachable (connect): refused [0m")
+        );
+        assert_eq!(gone.status, None);
+    }
+
+    #[test]
+    fn a_deploy_check_goes_by_the_trace_where_it_is_known() {
+        let answer = r#"{"colo":"IAD","isolate_requests":1,"stores":{"kv":{}}}"#;
+        let traced = |placement: Option<&str>, trace: &str| Called {
+            status: 200,
+            placement: placement.map(str::to_string),
+            handler_ms: Some(1.0),
             trace_colo: Some(trace.to_string()),
-            ..called(200, placement, Some(1.0), answer)
+            body: answer.to_string(),
         };
         let agree = check("aws:us-east-1", Ok(&traced(None, "IAD")), 1.0);
         assert_eq!(
@@ -716,13 +729,6 @@ mod tests {
             .problem
             .unwrap()
             .starts_with("ran elsewhere: Cloudflare's trace says NRT"));
-        assert_eq!(ok.trace_colo, "unknown");
-        let gone = check("x", Err((FailureKind::Connect, "refused\u{1b}[0m")), 2.0);
-        assert_eq!(
-            gone.problem.as_deref(),
-            Some("unreachable (connect): refused [0m")
-        );
-        assert_eq!(gone.status, None);
     }
 
     #[test]

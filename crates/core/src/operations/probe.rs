@@ -494,21 +494,7 @@ pub fn member_answer(
     let trace_colo = called
         .is_ok()
         .then(|| kvbench_wire::trace::header_value(trace));
-    let (answer, failure, mut last_error) = match &reply.failure {
-        None => (Embedded::new(body), None, store_errors(body)),
-        Some((kind, status, detail)) => (
-            None,
-            Some(Failure {
-                kind: *kind,
-                status: *status,
-                detail: detail.as_str().into(),
-            }),
-            Some(match status {
-                Some(status) => format!("member answered {status}: {detail}"),
-                None => format!("member {}: {detail}", kind.as_str()),
-            }),
-        ),
-    };
+    let (answer, failure, mut last_error) = member_outcome(&reply, body);
     // Only an answer has a placement to check; a failure is the member's failure wherever it
     // ran.
     let verdict = answer.is_some().then(|| {
@@ -555,6 +541,29 @@ pub fn member_answer(
         last_error,
         cold: reply.cold,
         colo: reply.colo,
+    }
+}
+
+/// A member's reply as a kept line has it: its answer (kept as sent) and its stores' failures,
+/// or its failure and what went wrong.
+fn member_outcome<'a>(
+    reply: &'a fleet::MemberReply,
+    body: &'a str,
+) -> (Option<Embedded<'a>>, Option<Failure<'a>>, Option<String>) {
+    match &reply.failure {
+        None => (Embedded::new(body), None, store_errors(body)),
+        Some((kind, status, detail)) => (
+            None,
+            Some(Failure {
+                kind: *kind,
+                status: *status,
+                detail: detail.as_str().into(),
+            }),
+            Some(match status {
+                Some(status) => format!("member answered {status}: {detail}"),
+                None => format!("member {}: {detail}", kind.as_str()),
+            }),
+        ),
     }
 }
 
@@ -869,28 +878,66 @@ mod tests {
         );
     }
 
+    fn witnessed(
+        check: PlacementCheck,
+        disagree: bool,
+        header: &str,
+        trace: Option<&str>,
+    ) -> Witnessed {
+        Witnessed {
+            verdict: fleet::Verdict { check, disagree },
+            header: Some(header.into()),
+            trace: trace.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn a_member_counts_each_verdict_and_each_disagreement_of_its_witnesses() {
+        let mut counts = PlacementCounts::default();
+        for w in [
+            witnessed(PlacementCheck::Placed, true, "remote-CDG", Some("ORY")),
+            witnessed(
+                PlacementCheck::TraceElsewhere,
+                false,
+                "remote-LHR",
+                Some("LHR"),
+            ),
+            witnessed(
+                PlacementCheck::TraceElsewhere,
+                true,
+                "remote-CDG",
+                Some("LHR"),
+            ),
+            witnessed(PlacementCheck::Elsewhere, false, "remote-IAD", None),
+            witnessed(PlacementCheck::Unplaced, false, "local-CDG", None),
+        ] {
+            count_placement(&mut counts, w);
+        }
+        let c = &counts;
+        assert_eq!(
+            (
+                c.placed,
+                c.elsewhere,
+                c.trace_elsewhere,
+                c.unplaced,
+                c.trace_disagrees
+            ),
+            (1, 1, 2, 1, 2)
+        );
+        assert_eq!(c.last.as_deref(), Some("local-CDG"));
+        assert_eq!(c.last_trace.as_deref(), Some("unknown"));
+    }
+
     #[test]
     fn the_keep_loop_counts_every_failure_and_goes_on() {
         let table = Table::default();
         let mut s = member_state("eu-west-1");
-        let witnessed = |check, disagree, header: &str, trace: Option<&str>| Witnessed {
-            verdict: fleet::Verdict { check, disagree },
-            header: Some(header.into()),
-            trace: trace.map(Into::into),
-        };
         let mut placed = measured(NOW, "CDG", true);
         placed.placement = Some(witnessed(
             PlacementCheck::Placed,
-            true,
-            "remote-CDG",
-            Some("ORY"),
-        ));
-        let mut away = measured(NOW + 0.5, "CDG", false);
-        away.placement = Some(witnessed(
-            PlacementCheck::TraceElsewhere,
             false,
-            "remote-LHR",
-            Some("LHR"),
+            "remote-CDG",
+            Some("CDG"),
         ));
         let mut elsewhere = measured(NOW + 1.0, "IAD", false);
         elsewhere.placement = Some(witnessed(
@@ -900,27 +947,17 @@ mod tests {
             None,
         ));
         elsewhere.last_error = Some("placed elsewhere".into());
-        let alarm = s.record(vec![placed, away, elsewhere], &table, NOW + 5.0);
+        let alarm = s.record(vec![placed, elsewhere], &table, NOW + 5.0);
         assert_eq!(alarm, Alarm::At(NOW + 5.0 + 60_000.0));
-        assert_eq!(table.lines.borrow().len(), 3);
-        let p = &s.placement;
-        assert_eq!(
-            (
-                p.placed,
-                p.elsewhere,
-                p.trace_elsewhere,
-                p.trace_disagrees,
-                p.unplaced
-            ),
-            (1, 1, 1, 1, 0)
-        );
+        assert_eq!(table.lines.borrow().len(), 2);
+        assert_eq!((s.placement.placed, s.placement.elsewhere), (1, 1));
         assert_eq!(s.placement.last.as_deref(), Some("remote-IAD"));
         assert_eq!(s.placement.last_trace.as_deref(), Some("unknown"));
         assert_eq!(s.last_colo.as_deref(), Some("IAD"));
         assert_eq!(s.last_error.as_deref(), Some("placed elsewhere"));
         assert_eq!(
             table.expired.get(),
-            3,
+            2,
             "each kept answer expires the old ones"
         );
 
@@ -935,7 +972,7 @@ mod tests {
             NOW + 20.0,
         );
         assert_eq!(alarm, Alarm::At(NOW + 20.0 + 60_000.0));
-        assert_eq!(table.lines.borrow().len(), 5);
+        assert_eq!(table.lines.borrow().len(), 4);
         assert_eq!(s.expire_failed, 2);
         table.expire_fails.set(false);
 
@@ -947,7 +984,7 @@ mod tests {
         timed_out.last_error = Some("member timeout: no answer within 150 s".into());
         s.record(vec![timed_out], &table, NOW + 41.0);
         assert_eq!(s.keep_failed, 1);
-        assert_eq!(table.lines.borrow().len(), 6);
+        assert_eq!(table.lines.borrow().len(), 5);
         assert_eq!(s.last_t_ms, Some((NOW + 40.0) as i64));
         assert_eq!(
             s.last_error.as_deref(),

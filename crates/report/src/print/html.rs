@@ -500,6 +500,36 @@ fn per_row_chart<'a>(
 }
 
 /// The vantage × store table of kept answers ([`super::vantage::rows`]).
+/// Under a vantage row's colos: a member's two witnesses of where it ran (`cf-placement`, the
+/// trace), and the answers it left out of its row.
+fn where_notes(row: &super::vantage::Row<'_>) -> String {
+    let mut placed = if row.placed.is_empty() {
+        String::new()
+    } else {
+        // The header's values as they came, `local-…` included: what placed the member, or
+        // did not (the answers outside its region are counted apart, below).
+        format!(
+            "<small class=\"sub\" title=\"the answers' cf-placement header, by count\">cf-placement {}</small>",
+            esc(&row.placed)
+        )
+    };
+    if !row.traced.is_empty() {
+        let _ = write!(
+            placed,
+            "<small class=\"sub\" title=\"the colo each answer's isolate was told by Cloudflare's trace, by count\">trace {}</small>",
+            esc(&row.traced)
+        );
+    }
+    if !row.not_placed.is_empty() {
+        let _ = write!(
+            placed,
+            "<small class=\"sub out\" title=\"answers that ran outside this member's region: kept, not counted in this row\">not counted: {}</small>",
+            esc(&row.not_placed)
+        );
+    }
+    placed
+}
+
 fn vantage_table(report: &Report, summary: &Summary, out: &mut String) {
     let stores: Vec<&String> = report.total.stores.keys().collect();
     out.push_str(
@@ -513,30 +543,7 @@ fn vantage_table(report: &Report, summary: &Summary, out: &mut String) {
     for row in super::vantage::rows(report, summary) {
         let p = row.point;
         let id = format!("vantage {}", row.label);
-        let mut placed = if row.placed.is_empty() {
-            String::new()
-        } else {
-            // The header's values as they came, `local-…` included: what placed the member, or
-            // did not (the answers outside its region are counted apart, below).
-            format!(
-                "<small class=\"sub\" title=\"the answers' cf-placement header, by count\">cf-placement {}</small>",
-                esc(&row.placed)
-            )
-        };
-        if !row.traced.is_empty() {
-            let _ = write!(
-                placed,
-                "<small class=\"sub\" title=\"the colo each answer's isolate was told by Cloudflare's trace, by count\">trace {}</small>",
-                esc(&row.traced)
-            );
-        }
-        if !row.not_placed.is_empty() {
-            let _ = write!(
-                placed,
-                "<small class=\"sub out\" title=\"answers that ran outside this member's region: kept, not counted in this row\">not counted: {}</small>",
-                esc(&row.not_placed)
-            );
-        }
+        let placed = where_notes(&row);
         let _ = write!(
             out,
             "<tr><td>{}<small class=\"sub\">{}{}</small></td><td class=\"where\">{}{placed}</td>{}{}{}",
