@@ -174,7 +174,25 @@ export function fixed2(v) {
   }
   return v.toFixed(2);
 }
-const ms = (v) => (v === null || v === undefined ? "-" : fixed2(v));
+/** A figure of `count` values: `few` where the count cannot support a percentile (summary null). */
+const q = (count, v) => (v === null || v === undefined ? ((count ?? 0) > 0 ? "few" : "-") : fixed2(v));
+const pct = (p) => String(Math.round(p * 100 * 1e6) / 1e6);
+
+/** The line under a row of the answer: `Row::note` and `Row::flag` (crates/report/src/comparison.rs). */
+function acrossTheRun(r) {
+  const st = r.stability;
+  if (!st) {
+    return r.vantage !== undefined
+      ? "† within-run intervals only: a vantage point has no timeline windows of its own"
+      : `† within-run intervals only: ${r.windows} timeline window(s) with reads, 8 needed to measure the spread across the run`;
+  }
+  const range = (s) => `${fixed2(s.min_ms)}–${fixed2(s.max_ms)}`;
+  const ranges = st.spread.map((s) => `p${pct(s.p)} ${range(s)}`);
+  const what = ranges.length === 0 ? "no span has reads enough for a percentile" : `${ranges.join(" · ")} ms`;
+  const note = `across the run: ${what} across ${st.spans} spans of ${st.windows} windows`;
+  const unstable = st.spread.filter((s) => s.unstable).map((s) => `p${pct(s.p)} ranged ${range(s)} ms`);
+  return unstable.length === 0 ? note : `${note} · unstable: ${unstable.join(", ")} across ${st.spans} spans`;
+}
 
 /**
  * What the page must show, from report.json: a Map "row\u0000col" → { value (number or null),
@@ -213,7 +231,7 @@ export function expectedCells(report) {
   // The answer first: each store's reads with their intervals (crates/report/src/comparison.rs).
   const interval = (c) =>
     c.ms !== undefined && c.low_ms !== undefined && c.high_ms !== undefined
-      ? `${fixed2(c.ms)} (${fixed2(c.low_ms)}–${fixed2(c.high_ms)})`
+      ? `${fixed2(c.ms)} (${fixed2(c.low_ms)}–${fixed2(c.high_ms)})${c.within_run_only ? "†" : ""}`
       : (c.too_few ?? "-");
   for (const r of s.comparison?.rows ?? []) {
     const row = r.vantage === undefined ? `answer ${r.store}` : `answer ${r.vantage} ${r.store}`;
@@ -221,12 +239,13 @@ export function expectedCells(report) {
     for (const p of ["p50", "p90", "p99"]) put("answer", row, `${p}_ms`, r[p].ms ?? null, interval(r[p]));
     if (r.error_rate !== undefined) put("answer", row, "error_rate", r.error_rate, `${fixed2(r.error_rate * 100)}%`);
     if (r.monthly_usd !== undefined) put("answer", row, "monthly_usd", r.monthly_usd, fixed2(r.monthly_usd));
+    put("answer", row, "stability", null, acrossTheRun(r));
   }
 
   for (const r of s.latency) {
     count("latency", r.name, "count", r.count);
     for (const col of ["p50_ms", "p90_ms", "p95_ms", "p99_ms", "max_ms", "mean_ms"]) {
-      put("latency", r.name, col, r[col], ms(r[col]));
+      put("latency", r.name, col, r[col], q(r.count, r[col]));
     }
     if (r.errors !== null && r.errors !== undefined) count("latency", r.name, "errors", r.errors);
   }
@@ -236,8 +255,8 @@ export function expectedCells(report) {
     for (const [name, x] of Object.entries(rows)) {
       count(id, `${id} ${name}`, "answered", x.answered);
       for (const store of stores) {
-        const q = x.read[store];
-        put(id, `${id} ${name} ${store}`, "p50_ms", q?.p50_ms ?? null, `${ms(q?.p50_ms)} / ${ms(q?.p99_ms)}`);
+        const r = x.read[store];
+        put(id, `${id} ${name} ${store}`, "p50_ms", r?.p50_ms ?? null, `${q(r?.count, r?.p50_ms)} / ${q(r?.count, r?.p99_ms)}`);
       }
     }
   };
@@ -251,8 +270,9 @@ export function expectedCells(report) {
         // The warm answers' reads when the point has any, else its cold answers'.
         const l = s.labels[label];
         const anyWarm = Object.values(l?.read ?? {}).some((q) => q.count > 0);
-        const q = (anyWarm || !l?.cold_read ? l?.read : l.cold_read)?.[store];
-        put("vantages", row, store, q?.p50_ms ?? null, `${ms(q?.p50_ms)}p90 ${ms(q?.p90_ms)} · p99 ${ms(q?.p99_ms)}`);
+        const r = (anyWarm || !l?.cold_read ? l?.read : l.cold_read)?.[store];
+        const c = (v) => q(r?.count, v);
+        put("vantages", row, store, r?.p50_ms ?? null, `${c(r?.p50_ms)}p90 ${c(r?.p90_ms)} · p99 ${c(r?.p99_ms)}`);
       }
     }
   } else if (Object.keys(s.labels).length > 1) perRow("labels", s.labels);

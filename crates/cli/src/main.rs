@@ -14,7 +14,7 @@ use kvbench::progress::Progress;
 use kvbench::run::{self, RunConfig};
 use kvbench_report::cost::PriceTable;
 use kvbench_report::print;
-use kvbench_report::report::{RawData, Report};
+use kvbench_report::report::{MergeError, RawData, Report};
 
 /// Exit code of a run stopped by Ctrl-C (128 + SIGINT), after its partial report is written.
 const EXIT_INTERRUPTED: u8 = 130;
@@ -172,7 +172,20 @@ fn main_inner() -> anyhow::Result<ExitCode> {
                 .iter()
                 .map(|p| Report::read(&report_path(p)))
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            let merged = Report::merge(reports)?;
+            let merged = Report::merge(reports).map_err(|e| match e {
+                // Name the file whose counts could not be added.
+                MergeError::Add { report, error } => {
+                    let path = a
+                        .reports
+                        .get(report.saturating_sub(1))
+                        .map(|p| report_path(p));
+                    match path {
+                        Some(p) => anyhow::anyhow!("merge: {}: {error}", p.display()),
+                        None => anyhow::anyhow!("merge: {error}"),
+                    }
+                }
+                other => anyhow::anyhow!("merge: {other}"),
+            })?;
             publish(&derive(merged, &a.price)?, &a.out)?;
             Ok(ExitCode::SUCCESS)
         }

@@ -59,7 +59,7 @@ fn golden_report() -> Report {
     });
     r.cost = Some(estimate(
         &r.total,
-        &PriceTable::default_table(),
+        &PriceTable::default_table().unwrap(),
         None,
         &Deployment::default(),
     ));
@@ -126,7 +126,7 @@ fn terminal_report_escapes_control_characters() {
     }
     r.cost = Some(estimate(
         &r.total,
-        &PriceTable::default_table(),
+        &PriceTable::default_table().unwrap(),
         None,
         &Deployment::default(),
     ));

@@ -6,6 +6,18 @@
 //! carry the renderer; it has no bindings and no public URL (the benchmark worker calls it through
 //! its `REPORT` service binding).
 
+// A panic here ends the instance and every request in flight in it: none outside tests (the
+// lint of tests/tests/panics.rs walks this crate too).
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
+
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -71,12 +83,14 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
         .await
 }
 
+/// A finite number from the query (`NaN`, `inf` and `1e999` are not one).
 fn query_f64(req: &Request, name: &str) -> Option<f64> {
     req.url()
         .ok()?
         .query_pairs()
         .find(|(k, _)| k == name)
-        .and_then(|(_, v)| v.parse().ok())
+        .and_then(|(_, v)| v.parse::<f64>().ok())
+        .filter(|v| v.is_finite())
 }
 
 fn bad(message: String) -> Result<Response> {
@@ -190,12 +204,11 @@ async fn render(mut req: Request, _ctx: RouteContext<()>) -> Result<Response> {
         Ok(Read { report: None, .. }) => return empty_page(),
         Err(Refusal(status, e)) => return Response::error(e, status),
     };
-    let mut report = kvbench_report::derive(
-        report,
-        &PriceTable::default_table(),
-        None,
-        &Deployment::default(),
-    );
+    let prices = match PriceTable::default_table() {
+        Ok(p) => p,
+        Err(e) => return Response::error(format!("the embedded price table: {e}"), 500),
+    };
+    let mut report = kvbench_report::derive(report, &prices, None, &Deployment::default());
     report.provenance = Some(provenance(&req));
     if json {
         return match serde_json::to_string(&report) {
@@ -242,7 +255,7 @@ fn empty_page() -> Result<Response> {
 async fn bill(mut req: Request, _ctx: RouteContext<()>) -> Result<Response> {
     let (Some(probes), Some(every_s)) = (query_f64(&req, "probes"), query_f64(&req, "every_s"))
     else {
-        return bad("probes and every_s are required".into());
+        return bad("probes and every_s are required, as finite numbers".into());
     };
     if probes < 1.0 || every_s <= 0.0 {
         return bad("probes >= 1 and every_s > 0".into());
@@ -271,9 +284,13 @@ async fn bill(mut req: Request, _ctx: RouteContext<()>) -> Result<Response> {
         stored_s,
         line_bytes: bytes as f64 / lines.max(1) as f64,
     };
+    let prices = match PriceTable::default_table() {
+        Ok(p) => p,
+        Err(e) => return Response::error(format!("the embedded price table: {e}"), 500),
+    };
     Response::from_json(&kvbench_report::bill::bill(
         &report,
-        &PriceTable::default_table(),
+        &prices,
         fleet,
         described_keys(&req),
     ))

@@ -83,7 +83,7 @@ fn main() {
     let fold_cpu = cpu() - cpu0;
     let report = kvbench_report::derive(
         report,
-        &kvbench_report::cost::PriceTable::default_table(),
+        &kvbench_report::cost::PriceTable::default_table().expect("the embedded prices"),
         None,
         &kvbench_report::cost::Deployment::default(),
     );
@@ -107,7 +107,7 @@ fn main() {
                 )
                 .expect("a price table")
             }
-            None => kvbench_report::cost::PriceTable::default_table(),
+            None => kvbench_report::cost::PriceTable::default_table().expect("the embedded prices"),
         };
         let usage = kvbench_report::bill::ProbeUsage {
             points: labels as f64,

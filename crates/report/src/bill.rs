@@ -135,7 +135,11 @@ pub fn bill(report: &Report, table: &PriceTable, probes: ProbeUsage, keys: Optio
         ..Deployment::default()
     };
     let report = crate::derive(report.clone(), table, Some(rps), &everything);
-    let lines = report.cost.as_ref().map_or(&[][..], |e| &e.lines[..]);
+    let lines = report
+        .cost
+        .as_ref()
+        .map(|e| e.lines.as_slice())
+        .unwrap_or_default();
     let stores = cheapest(lines);
     let wakes_per_month = wakes_per_s * SECONDS_PER_MONTH;
     let answers_per_month = rps * SECONDS_PER_MONTH;
@@ -299,7 +303,7 @@ mod tests {
         lines.push(r#"{"seq":4,"t_ms":900000,"label":"apac","vantage":"hint","hint":"apac","failure":{"kind":"status","status":500,"detail":"x"}}"#.into());
         let r = report(&lines);
         assert_eq!(answers_per_wake(&r), 9.0 / 8.0);
-        let b = bill(&r, &PriceTable::default_table(), probes(2.0), None);
+        let b = bill(&r, &PriceTable::default_table().unwrap(), probes(2.0), None);
         // Two probes every 300 s: 17,280 wakes in 30 days, 9/8 answers each.
         assert_eq!(b.wakes_per_month, 17_280.0);
         assert_eq!(b.answers_per_month, 19_440.0);
@@ -312,7 +316,7 @@ mod tests {
         // Never more than one a wake: waking hourly, the hourly asks alone are one a wake.
         let often = bill(
             &r,
-            &PriceTable::default_table(),
+            &PriceTable::default_table().unwrap(),
             ProbeUsage {
                 every_s: 3_600.0,
                 ..probes(2.0)
@@ -355,7 +359,7 @@ mod tests {
             })
             .collect();
         let r = report(&lines);
-        let table = PriceTable::default_table();
+        let table = PriceTable::default_table().unwrap();
         assert!(table
             .price
             .iter()

@@ -39,8 +39,17 @@ impl Names {
     }
 
     fn name(&self, id: usize) -> &str {
-        &self.names[id]
+        self.names.get(id).map_or("", String::as_str)
     }
+}
+
+/// The `id`th entry of `v`, made (with every one before it) when `v` is shorter.
+fn slot<T: Default>(v: &mut Vec<T>, id: usize) -> &mut T {
+    if v.len() <= id {
+        v.resize_with(id + 1, T::default);
+    }
+    #[allow(clippy::indexing_slicing)] // On the allowed list of tests/tests/panics.rs.
+    &mut v[id]
 }
 
 /// Per-store histograms of a timeline interval still receiving samples.
@@ -80,10 +89,7 @@ impl LiveInterval {
     }
 
     fn store(&mut self, id: usize) -> &mut StoreLive {
-        if self.stores.len() <= id {
-            self.stores.resize_with(id + 1, StoreLive::default);
-        }
-        &mut self.stores[id]
+        slot(&mut self.stores, id)
     }
 
     fn pack(&self, index: u64, interval_s: f64, names: &Names) -> Interval {
@@ -420,12 +426,11 @@ impl Collector {
             .copied()
             .collect();
         for index in both {
-            let closed = self.closed.remove(&index).expect("key just seen");
-            let closed = LiveInterval::unpack(&closed, &mut self.store_names);
-            self.live
-                .get_mut(&index)
-                .expect("key just seen")
-                .absorb(&closed);
+            if let (Some(closed), Some(live)) =
+                (self.closed.remove(&index), self.live.get_mut(&index))
+            {
+                live.absorb(&LiveInterval::unpack(&closed, &mut self.store_names));
+            }
         }
     }
 
@@ -456,24 +461,23 @@ impl Collector {
     }
 
     fn interval(&mut self, index: u64) -> &mut LiveInterval {
-        if !self.live.contains_key(&index) {
-            let live = match self.closed.remove(&index) {
+        let (closed, names) = (&mut self.closed, &mut self.store_names);
+        self.live
+            .entry(index)
+            .or_insert_with(|| match closed.remove(&index) {
                 // Rare: an answer later than the keep-open window. Reopen rather than drop it.
-                Some(late) => LiveInterval::unpack(&late, &mut self.store_names),
+                Some(late) => LiveInterval::unpack(&late, names),
                 None => LiveInterval::default(),
-            };
-            self.live.insert(index, live);
-        }
-        self.live.get_mut(&index).expect("just ensured")
+            })
     }
 
     fn close_before(&mut self, newest: u64) {
         let interval_s = self.interval_us as f64 / 1e6;
-        while let Some((&index, _)) = self.live.first_key_value() {
-            if index + self.keep_open >= newest {
+        while let Some(first) = self.live.first_entry() {
+            if *first.key() + self.keep_open >= newest {
                 break;
             }
-            let live = self.live.remove(&index).expect("key just seen");
+            let (index, live) = first.remove_entry();
             self.closed
                 .insert(index, live.pack(index, interval_s, &self.store_names));
         }
@@ -602,12 +606,10 @@ impl Collector {
         self.latency_us.record(latency_us);
 
         let colo_id = self.colo_names.id(colo);
-        if self.colos.len() <= colo_id {
-            self.colos.resize_with(colo_id + 1, ColoLive::default);
-        }
-        self.colos[colo_id].answered += 1;
-        self.colos[colo_id].cold += u64::from(cold);
-        self.colos[colo_id].latency_us.record(latency_us);
+        let colo_live = slot(&mut self.colos, colo_id);
+        colo_live.answered += 1;
+        colo_live.cold += u64::from(cold);
+        colo_live.latency_us.record(latency_us);
         {
             let iv = self.interval(index);
             iv.scheduled += 1;
@@ -616,9 +618,6 @@ impl Collector {
         }
         for (name, r) in stores {
             let id = self.store_names.id(name);
-            if self.stores.len() <= id {
-                self.stores.resize_with(id + 1, StoreStats::default);
-            }
             // Latency percentiles are over successful operations only; failures are counted by
             // kind.
             let read_failed = r.error.as_ref().is_some_and(|e| !e.is_write());
@@ -627,18 +626,10 @@ impl Collector {
             let ok_write_us = r.write_us.filter(|_| !write_failed);
 
             if let Some(us) = ok_read_us.filter(|_| !cold) {
-                let colo = &mut self.colos[colo_id];
-                if colo.read_us.len() <= id {
-                    colo.read_us.resize_with(id + 1, Hist::default);
-                }
-                colo.read_us[id].record(us);
+                slot(&mut slot(&mut self.colos, colo_id).read_us, id).record(us);
             }
 
-            let live = self
-                .live
-                .get_mut(&index)
-                .expect("interval opened above")
-                .store(id);
+            let live = self.interval(index).store(id);
             match ok_read_us {
                 Some(us) if cold => live.cold_read_us.record(us),
                 Some(us) => {
@@ -653,7 +644,7 @@ impl Collector {
                 live.write_us.record(us);
             }
 
-            count_store(&mut self.stores[id], r, ok_read_us, ok_write_us, cold);
+            count_store(slot(&mut self.stores, id), r, ok_read_us, ok_write_us, cold);
         }
         self.close_before(index);
     }
@@ -816,7 +807,7 @@ mod tests {
         );
 
         let mut merged = s.clone();
-        merged.add(&s);
+        merged.add(&s).unwrap();
         assert_eq!(
             (
                 merged.retried,

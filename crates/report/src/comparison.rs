@@ -1,14 +1,18 @@
 //! The answer first: one row per store (per vantage point when the report has several) with its
-//! read p50, p90 and p99, each with a distribution-free 95% interval ([`crate::interval`]), the
-//! share of its reads that failed and its monthly cost at the measured rate — ranked by p50,
-//! with a tie wherever the sample cannot order two neighbours. A percentile its sample cannot
-//! support is said to be so, never printed as a number.
+//! read p50, p90 and p99, each with a 95% interval that counts the run-to-run spread
+//! ([`crate::block`] over [`crate::interval`]), how steady it was across the run
+//! ([`crate::stability`]), the share of its reads that failed and its monthly cost at the
+//! measured rate — ranked by p50, with a tie wherever the intervals cannot order two
+//! neighbours. A percentile its sample cannot support is said to be so, never printed as a
+//! number.
 
 use serde::{Deserialize, Serialize};
 
+use crate::block::{self, Basis, Widened};
 use crate::hist::Hist;
-use crate::interval::{self, Percentile, LEVEL};
-use crate::report::{Estimate, Report, Section, StoreStats};
+use crate::interval::{IntervalError, LEVEL};
+use crate::report::{Estimate, Report, Section, StoreStats, Timeline};
+use crate::stability::Stability;
 
 /// The percentiles of a row, in its columns' order.
 pub const PERCENTILES: [f64; 3] = [0.50, 0.90, 0.99];
@@ -44,6 +48,17 @@ pub struct Row {
     pub tie: bool,
     /// Successful reads the percentiles are of.
     pub reads: u64,
+    /// Where the intervals come from: `windows` (they count the spread across the run's
+    /// timeline windows) or `within_run` (the order-statistic interval alone: fewer than
+    /// [`block::MIN_WINDOWS`] windows, or a vantage point's row, which has none of its own).
+    #[serde(default)]
+    pub basis: Basis,
+    /// The store's timeline windows with reads (0 for a vantage point's row).
+    #[serde(default)]
+    pub windows: u64,
+    /// The percentiles' range across the run's spans of windows; absent with too few windows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stability: Option<Stability>,
     pub p50: Cell,
     pub p90: Cell,
     pub p99: Cell,
@@ -64,23 +79,38 @@ pub struct Row {
 pub struct Cell {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ms: Option<f64>,
+    /// The interval printed: the row's `basis` says where it comes from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub low_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub high_ms: Option<f64>,
+    /// The order-statistic interval alone (every answer an independent draw), for comparison.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within_low_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within_high_ms: Option<f64>,
+    /// The interval is the within-run one alone ([`Basis::WithinRun`]): marked `†` in print.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub within_run_only: bool,
     /// `n = 40: too few for p99 (needs n ≥ 368)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub too_few: Option<String>,
 }
 
+/// The mark of a cell whose interval is the within-run one alone.
+pub const WITHIN_RUN_MARK: &str = "†";
+
 impl Cell {
-    fn of(p: &Result<Percentile, interval::IntervalError>) -> Cell {
+    fn of(p: &Result<Widened, IntervalError>) -> Cell {
         let ms = |us: u64| Some(us as f64 / 1000.0);
         match p {
             Ok(p) => Cell {
-                ms: ms(p.estimate),
+                ms: ms(p.within.estimate),
                 low_ms: ms(p.low),
                 high_ms: ms(p.high),
+                within_low_ms: ms(p.within.low),
+                within_high_ms: ms(p.within.high),
+                within_run_only: p.basis == Basis::WithinRun,
                 too_few: None,
             },
             Err(e) => Cell {
@@ -90,13 +120,45 @@ impl Cell {
         }
     }
 
-    /// `12.34 (11.90–12.80)`, or the reason there is no figure.
+    /// `12.34 (11.90–12.80)` (`†` after it when the interval is the within-run one alone), or
+    /// the reason there is no figure.
     pub fn text(&self) -> String {
         match (self.ms, self.low_ms, self.high_ms, &self.too_few) {
-            (Some(ms), Some(low), Some(high), _) => format!("{ms:.2} ({low:.2}–{high:.2})"),
+            (Some(ms), Some(low), Some(high), _) => {
+                let mark = if self.within_run_only {
+                    WITHIN_RUN_MARK
+                } else {
+                    ""
+                };
+                format!("{ms:.2} ({low:.2}–{high:.2}){mark}")
+            }
             (_, _, _, Some(why)) => why.clone(),
             _ => "-".into(),
         }
+    }
+}
+
+impl Row {
+    /// What the row's intervals rest on and how steady the store was, in words — the line the
+    /// printers put under the row: its percentiles' range across the run's spans, or why its
+    /// intervals are the within-run ones alone (`†`).
+    pub fn note(&self) -> String {
+        match (&self.stability, self.vantage.is_some()) {
+            (Some(s), _) => format!("across the run: {}", s.text()),
+            (None, true) => format!(
+                "{WITHIN_RUN_MARK} within-run intervals only: a vantage point has no timeline windows of its own"
+            ),
+            (None, false) => format!(
+                "{WITHIN_RUN_MARK} within-run intervals only: {} timeline window(s) with reads, {} needed to measure the spread across the run",
+                self.windows,
+                block::MIN_WINDOWS
+            ),
+        }
+    }
+
+    /// `unstable: p99 ranged 31.00–140.00 ms across 6 spans` when the spans disagree.
+    pub fn flag(&self) -> Option<String> {
+        self.stability.as_ref()?.flag()
     }
 }
 
@@ -106,11 +168,17 @@ pub fn of(report: &Report) -> Option<Comparison> {
     let mut rows = Vec::new();
     if report.vantages.is_empty() {
         let stores = stores_of(report, Some(&report.total));
-        rows.extend(group(None, stores, report.cost.as_ref()));
+        rows.extend(group(
+            None,
+            stores,
+            Some(&report.timeline),
+            report.cost.as_ref(),
+        ));
     } else {
+        // The timeline is of all vantage points together: no row has windows of its own.
         for label in report.vantages.keys() {
             let stores = stores_of(report, report.labels.get(label));
-            rows.extend(group(Some(label), stores, report.cost.as_ref()));
+            rows.extend(group(Some(label), stores, None, report.cost.as_ref()));
         }
     }
     (!rows.is_empty()).then(|| Comparison {
@@ -164,45 +232,87 @@ fn stores_of<'a>(
     })
 }
 
+/// The timeline windows that list `store`'s reads, in time order, and how many there are: each
+/// is decoded when it is read, one at a time.
+fn windows_of<'a>(
+    timeline: Option<&'a Timeline>,
+    store: &'a str,
+) -> (usize, impl Iterator<Item = Hist> + 'a) {
+    let packed = move || {
+        timeline
+            .into_iter()
+            .flat_map(|t| &t.intervals)
+            .filter_map(move |iv| iv.read_us.get(store))
+    };
+    (packed().count(), packed().map(|p| p.unpack()))
+}
+
+/// A row's p50 and its printed interval, µs: what it is ranked and tied by.
+type P50 = Option<(u64, u64, u64)>;
+
+/// One store's row, unranked, and its p50 to rank and tie it by.
+fn row_of(
+    vantage: Option<&String>,
+    (store, h, error_rate): (&str, &Hist, Option<f64>),
+    timeline: Option<&Timeline>,
+    cost: Option<&Estimate>,
+) -> (Row, P50) {
+    let (count, windows) = windows_of(timeline, store);
+    let (cells, spans) = block::percentiles(h, count, windows, PERCENTILES);
+    let [p50, p90, p99] = &cells;
+    let (monthly_usd, plan) = cheapest(cost, store).unzip();
+    let basis = match p50 {
+        Ok(w) => w.basis,
+        Err(_) if spans.spans.is_empty() => Basis::WithinRun,
+        Err(_) => Basis::Windows,
+    };
+    let row = Row {
+        vantage: vantage.cloned(),
+        store: store.into(),
+        rank: 0,
+        tie: false,
+        reads: h.len(),
+        basis,
+        windows: count as u64,
+        stability: Stability::of(&spans, PERCENTILES),
+        p50: Cell::of(p50),
+        p90: Cell::of(p90),
+        p99: Cell::of(p99),
+        error_rate,
+        monthly_usd,
+        plan,
+    };
+    let key = p50
+        .as_ref()
+        .ok()
+        .map(|w| (w.within.estimate, w.low, w.high));
+    (row, key)
+}
+
 /// One group's rows, ranked.
 fn group<'a>(
     vantage: Option<&String>,
     stores: impl Iterator<Item = (&'a str, &'a Hist, Option<f64>)>,
+    timeline: Option<&Timeline>,
     cost: Option<&Estimate>,
 ) -> Vec<Row> {
-    let mut rows: Vec<(Row, Option<Percentile>)> = stores
-        .map(|(store, h, error_rate)| {
-            let [p50, p90, p99] = interval::percentiles(h, PERCENTILES, LEVEL);
-            let (monthly_usd, plan) = cheapest(cost, store).unzip();
-            let row = Row {
-                vantage: vantage.cloned(),
-                store: store.into(),
-                rank: 0,
-                tie: false,
-                reads: h.len(),
-                p50: Cell::of(&p50),
-                p90: Cell::of(&p90),
-                p99: Cell::of(&p99),
-                error_rate,
-                monthly_usd,
-                plan,
-            };
-            (row, p50.ok())
-        })
+    let mut rows: Vec<(Row, P50)> = stores
+        .map(|store| row_of(vantage, store, timeline, cost))
         .collect();
     // By p50, those without one last (in store order: the sort is stable).
     rows.sort_by(|(_, a), (_, b)| match (a, b) {
-        (Some(a), Some(b)) => a.estimate.cmp(&b.estimate),
+        (Some(a), Some(b)) => a.0.cmp(&b.0),
         (Some(_), None) => std::cmp::Ordering::Less,
         (None, Some(_)) => std::cmp::Ordering::Greater,
         (None, None) => std::cmp::Ordering::Equal,
     });
     // A tie is with the row above only: overlapping intervals do not chain (the first and the
     // third of three may well be told apart), so the rank stays the position.
-    let mut above: Option<Percentile> = None;
+    let mut above: P50 = None;
     let mut out = Vec::with_capacity(rows.len());
     for (rank, (mut row, p50)) in (1u32..).zip(rows) {
-        row.tie = matches!((&above, &p50), (Some(a), Some(b)) if interval::overlap(a, b));
+        row.tie =
+            matches!((above, p50), (Some((_, al, ah)), Some((_, bl, bh))) if al <= bh && bl <= ah);
         row.rank = rank;
         above = p50;
         out.push(row);
@@ -412,6 +522,98 @@ mod tests {
             (row.monthly_usd, row.plan.as_deref()),
             (Some(5.0), Some("paid"))
         );
+    }
+
+    /// `stores` read in `windows` timeline windows of 400 reads each, at `level(store, w)` µs
+    /// (±10% within a window).
+    fn report_with_windows(
+        stores: &[&str],
+        windows: u64,
+        level: impl Fn(&str, u64) -> u64,
+    ) -> Report {
+        let mut r = report_with(&[]);
+        r.timeline.interval_s = 10.0;
+        for w in 0..windows {
+            let mut iv = crate::report::Interval {
+                start_s: w as f64 * 10.0,
+                ..Default::default()
+            };
+            for store in stores {
+                let h = hist((0..400).map(|i| level(store, w) * (900 + i / 2) / 1000));
+                let total = r.total.stores.entry(store.to_string()).or_default();
+                total.reads += h.len();
+                total.read_us.add(&h);
+                iv.read_us
+                    .insert(store.to_string(), crate::hist::Packed::pack(&h));
+            }
+            r.timeline.intervals.push(iv);
+        }
+        r
+    }
+
+    #[test]
+    fn intervals_count_the_spread_across_windows_and_ties_follow_them() {
+        // Within the run, a and b are told apart at p50 (thousands of reads each); but b moves
+        // between two levels every five windows, so its printed interval reaches a's.
+        let r = report_with_windows(&["a", "b"], 30, |store, w| match store {
+            "a" => 10_000,
+            _ => [9_400, 10_200][(w / 5 % 2) as usize],
+        });
+        let c = of(&r).unwrap();
+        let (b, a) = (&c.rows[0], &c.rows[1]);
+        assert_eq!((b.store.as_str(), a.store.as_str()), ("b", "a"), "{c:?}");
+        for row in [a, b] {
+            assert_eq!((row.basis, row.windows), (Basis::Windows, 30));
+            for cell in [&row.p50, &row.p90, &row.p99] {
+                assert!(cell.low_ms <= cell.within_low_ms && cell.within_high_ms <= cell.high_ms);
+                assert!(!cell.within_run_only && !cell.text().contains(WITHIN_RUN_MARK));
+            }
+        }
+        assert!(b.p50.within_high_ms < a.p50.within_low_ms, "{b:?} {a:?}");
+        assert!(a.tie, "the widened intervals overlap: {b:?} {a:?}");
+        assert!(
+            b.flag().unwrap().starts_with("unstable: p50 ranged"),
+            "{:?}",
+            b.flag()
+        );
+        assert_eq!(a.flag(), None, "{:?}", a.stability);
+        assert!(a.note().starts_with("across the run: p50 "), "{}", a.note());
+        assert!(
+            a.note().ends_with(" ms across 5 spans of 30 windows"),
+            "{}",
+            a.note()
+        );
+    }
+
+    #[test]
+    fn too_few_windows_or_a_vantage_point_say_their_intervals_are_within_run() {
+        let r = report_with_windows(&["kv"], 7, |_, _| 10_000);
+        let row = &of(&r).unwrap().rows[0];
+        assert_eq!(
+            (row.basis, row.windows, row.stability.as_ref()),
+            (Basis::WithinRun, 7, None)
+        );
+        assert_eq!(
+            (row.p50.low_ms, row.p50.high_ms),
+            (row.p50.within_low_ms, row.p50.within_high_ms)
+        );
+        assert!(
+            row.p50.text().ends_with(WITHIN_RUN_MARK),
+            "{}",
+            row.p50.text()
+        );
+        assert_eq!(
+            row.note(),
+            "† within-run intervals only: 7 timeline window(s) with reads, 8 needed to measure the spread across the run"
+        );
+        let mut r = report_with_windows(&["kv"], 30, |_, _| 10_000);
+        r.vantages.insert("a".into(), VantagePoint::default());
+        r.labels.insert("a".into(), r.total.clone());
+        let row = &of(&r).unwrap().rows[0];
+        assert_eq!((row.basis, row.windows), (Basis::WithinRun, 0));
+        assert!(row
+            .note()
+            .contains("a vantage point has no timeline windows of its own"));
     }
 
     #[test]

@@ -129,19 +129,120 @@ impl Deployment {
     }
 }
 
+/// Why a price table cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PriceError {
+    #[error(transparent)]
+    Toml(#[from] toml::de::Error),
+    /// Where, which field, its value: a price or an amount must be finite and not negative
+    /// (TOML has `nan` and `inf`; either would print as `$NaN/month`).
+    #[error("{0}: {1} = {2} is not a price or an amount (finite, 0 or more)")]
+    NotAPrice(String, String, f64),
+}
+
+/// `value` is a price or an amount: finite and not negative.
+fn amount(at: &str, field: &str, value: f64) -> Result<(), PriceError> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(())
+    } else {
+        Err(PriceError::NotAPrice(at.into(), field.into(), value))
+    }
+}
+
+impl Price {
+    /// Every price and amount of the plan, by field name. Destructured without `..`, so a new
+    /// field must be added here (and is then checked) or explicitly left out.
+    fn amounts(&self) -> Vec<(String, f64)> {
+        let Price {
+            store: _,
+            plan: _,
+            as_of: _,
+            source: _,
+            historical: _,
+            read_per_million,
+            write_per_million,
+            read_unit_bytes: _,
+            write_unit_bytes: _,
+            bandwidth_per_gb,
+            included_gb_per_month,
+            storage_per_gb_month,
+            units,
+            included,
+            fixed_monthly_usd,
+            included_storage_gb,
+            max_operations_per_month,
+            max_gb_per_month,
+            max_storage_gb,
+        } = self;
+        let mut out: Vec<(String, f64)> = [
+            ("read_per_million", *read_per_million),
+            ("write_per_million", *write_per_million),
+            ("bandwidth_per_gb", *bandwidth_per_gb),
+            ("included_gb_per_month", *included_gb_per_month),
+            ("storage_per_gb_month", *storage_per_gb_month),
+            ("fixed_monthly_usd", *fixed_monthly_usd),
+            ("included_storage_gb", *included_storage_gb),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        for (name, limit) in [
+            ("max_operations_per_month", max_operations_per_month),
+            ("max_gb_per_month", max_gb_per_month),
+            ("max_storage_gb", max_storage_gb),
+        ] {
+            out.extend(limit.map(|v| (name.to_string(), v)));
+        }
+        out.extend(units.iter().map(|(u, v)| (format!("units.{u:?}"), *v)));
+        out.extend(
+            included
+                .iter()
+                .map(|(u, v)| (format!("included.{u:?}"), *v)),
+        );
+        out
+    }
+}
+
+impl WorkerPrice {
+    fn amounts(&self) -> [(&'static str, f64); 5] {
+        [
+            ("minimum_usd", self.minimum_usd),
+            ("included_requests", self.included_requests),
+            ("request_per_million", self.request_per_million),
+            ("included_cpu_ms", self.included_cpu_ms),
+            ("cpu_ms_per_million", self.cpu_ms_per_million),
+        ]
+    }
+}
+
 impl PriceTable {
-    pub fn parse(text: &str) -> Result<PriceTable, toml::de::Error> {
-        toml::from_str(text)
+    /// Parses a price table and checks that every price and amount in it is finite and not
+    /// negative.
+    pub fn parse(text: &str) -> Result<PriceTable, PriceError> {
+        let table: PriceTable = toml::from_str(text)?;
+        for (i, p) in table.price.iter().enumerate() {
+            let at = format!("[[price]] {} ({} {})", i + 1, p.store, p.plan);
+            for (field, value) in p.amounts() {
+                amount(&at, &field, value)?;
+            }
+        }
+        if let Some(w) = &table.worker {
+            for (field, value) in w.amounts() {
+                amount("[worker]", field, value)?;
+            }
+        }
+        Ok(table)
     }
 
-    pub fn default_table() -> PriceTable {
-        PriceTable::parse(DEFAULT_PRICES).expect("the embedded price table parses (tested)")
+    /// The embedded table (it parses and passes the checks: tested).
+    pub fn default_table() -> Result<PriceTable, PriceError> {
+        PriceTable::parse(DEFAULT_PRICES)
     }
 
     /// `--prices FILE` or the embedded default.
     pub fn load(path: Option<&Path>) -> anyhow::Result<PriceTable> {
         match path {
-            None => Ok(PriceTable::default_table()),
+            None => Ok(PriceTable::default_table().context("the embedded price table")?),
             Some(p) => {
                 let text = std::fs::read_to_string(p)
                     .with_context(|| format!("--prices: cannot read {}", p.display()))?;
@@ -530,7 +631,7 @@ mod tests {
 
     #[test]
     fn embedded_table_parses_and_has_the_brief_prices() {
-        let t = PriceTable::default_table();
+        let t = PriceTable::default_table().unwrap();
         let find = |store: &str, rd: f64| {
             t.price
                 .iter()
@@ -576,7 +677,7 @@ mod tests {
         );
         let e = estimate(
             &s,
-            &PriceTable::default_table(),
+            &PriceTable::default_table().unwrap(),
             Some(1.0),
             &Deployment::default(),
         );
@@ -591,7 +692,7 @@ mod tests {
         // Asked for (`--historical`), the withdrawn Deno Deploy Classic price too, marked.
         let with_old = estimate(
             &s,
-            &PriceTable::default_table(),
+            &PriceTable::default_table().unwrap(),
             Some(1.0),
             &Deployment {
                 historical: true,
@@ -615,7 +716,7 @@ mod tests {
         );
         let measured = estimate(
             &s,
-            &PriceTable::default_table(),
+            &PriceTable::default_table().unwrap(),
             None,
             &Deployment::default(),
         );
@@ -724,7 +825,7 @@ mod tests {
 
     #[test]
     fn upstash_bandwidth_is_in_the_embedded_table() {
-        let t = PriceTable::default_table();
+        let t = PriceTable::default_table().unwrap();
         let up = t.price.iter().find(|p| p.store == "upstash").unwrap();
         assert_eq!(
             (up.bandwidth_per_gb, up.included_gb_per_month),
@@ -756,7 +857,7 @@ mod tests {
         let redis = units_per_request("redis", &st);
         let total: f64 = redis.iter().map(|(_, n)| n).sum();
         assert!((total - (1.0 + 0.4)).abs() < 1e-9, "{redis:?}");
-        let t = PriceTable::default_table();
+        let t = PriceTable::default_table().unwrap();
         let mut s = Section {
             achieved_rate: 1.0,
             ..Section::default()
@@ -801,6 +902,7 @@ mod tests {
         };
         assert_eq!(total(&not_configured), 0.0);
         assert!(PriceTable::default_table()
+            .unwrap()
             .price
             .iter()
             .filter(|p| p.store == "redis")
@@ -841,7 +943,7 @@ mod tests {
         s.stores.insert("redis".into(), st);
         let e = estimate(
             &s,
-            &PriceTable::default_table(),
+            &PriceTable::default_table().unwrap(),
             Some(1.0),
             &Deployment {
                 redis_db: 2,
@@ -894,7 +996,7 @@ mod tests {
         near("SQLite row written", 1.2);
         // (10 x 20 ms + 4 x 50 ms) x 0.125 GB / 10 answers.
         near("GB-s", 0.4 * 0.125 / 10.0);
-        let t = PriceTable::default_table();
+        let t = PriceTable::default_table().unwrap();
         let p = t.price.iter().find(|p| p.store == "do").unwrap();
         assert_eq!(p.units.get("Durable Object request"), Some(&0.15));
         assert_eq!(p.units.get("GB-s"), Some(&12.50));
@@ -938,7 +1040,7 @@ mod tests {
         s.stores.insert("redis".into(), st);
         let e = estimate(
             &s,
-            &PriceTable::default_table(),
+            &PriceTable::default_table().unwrap(),
             Some(1.0),
             &Deployment::default(),
         );
@@ -965,7 +1067,7 @@ mod tests {
 
     #[test]
     fn every_priced_unit_is_one_the_descriptions_name() {
-        for p in PriceTable::default_table().price {
+        for p in PriceTable::default_table().unwrap().price {
             let Some(id) = kvbench_core::spec::StoreId::parse(&p.store) else {
                 panic!("prices.toml prices an unknown store {}", p.store);
             };
@@ -1015,7 +1117,7 @@ mod tests {
         };
         s.stores.insert("upstash".into(), up.clone());
         s.stores.insert("kv".into(), up);
-        let table = PriceTable::default_table();
+        let table = PriceTable::default_table().unwrap();
         let at = |rps: f64, keys: u64| {
             estimate(
                 &s,
@@ -1081,7 +1183,7 @@ mod tests {
             settings: [("keys".to_string(), "250".to_string())].into(),
             ..Default::default()
         });
-        let table = PriceTable::default_table();
+        let table = PriceTable::default_table().unwrap();
         let derived = crate::derive(r.clone(), &table, Some(1.0), &Deployment::default());
         assert_eq!(derived.cost.unwrap().keys, 250);
         let given = Deployment {

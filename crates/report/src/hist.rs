@@ -14,13 +14,28 @@ use serde::{Deserialize, Deserializer as SerdeDeserializer, Serialize, Serialize
 /// Three significant figures: 0.1% relative precision at any magnitude.
 pub const SIGFIG: u8 = 3;
 
-/// Failure to read a serialized histogram back.
+/// Most samples one histogram counts, read or added: 2^53, exact in a double (what JavaScript
+/// reads a count as) and far beyond a run (285 years at a million requests a second). Every sum
+/// of two such counts fits an `i64`, which is what V2 can serialize a count as.
+pub const MAX_COUNT: u64 = 1 << 53;
+
+/// Failure to read a serialized histogram back, or to add or write one.
 #[derive(Debug, thiserror::Error)]
 pub enum HistError {
     #[error("histogram is not valid base64: {0}")]
     Base64(#[from] base64::DecodeError),
-    #[error("histogram is not valid HdrHistogram V2: {0:?}")]
+    #[error("histogram {0}")]
+    Header(#[from] crate::v2::HeaderError),
+    #[error("histogram is not valid HdrHistogram V2: {0}")]
     Decode(hdrhistogram::serialization::DeserializeError),
+    #[error("histogram counts {0} samples or more, beyond the {MAX_COUNT} one may count")]
+    TooMany(u64),
+    #[error("histograms of {0} and {1} samples add past the {MAX_COUNT} one may count")]
+    Overflow(u64, u64),
+    #[error("histogram cannot be added: {0:?}")]
+    Add(hdrhistogram::AdditionError),
+    #[error("histogram cannot be written: {0}")]
+    Encode(String),
 }
 
 /// A latency or size histogram with HdrHistogram's semantics (3 significant figures, auto-resizing)
@@ -39,8 +54,9 @@ enum Repr {
     /// Values as recorded, in order.
     Few(Vec<u32>),
     Dense(Box<Histogram<u64>>),
-    /// An HdrHistogram at rest ([`Hist::freeze`]): its V2 bytes, a few KB however many
-    /// samples; read back for each figure, made dense again by the next change.
+    /// An HdrHistogram at rest ([`Hist::freeze`], or as read from a file by [`Hist::decode`]):
+    /// its V2 bytes, a few KB however many samples; read back for each figure, made dense again
+    /// by the next change.
     Frozen {
         bytes: Box<[u8]>,
         len: u64,
@@ -59,6 +75,7 @@ pub struct Bucket {
 pub const FEW: usize = 4096;
 
 fn dense_empty() -> Histogram<u64> {
+    #[allow(clippy::expect_used)] // On the allowed list of tests/tests/panics.rs, with why.
     Histogram::new(SIGFIG).expect("3 significant figures is valid")
 }
 
@@ -96,9 +113,10 @@ impl Hist {
         match &self.0 {
             Repr::Dense(h) => std::borrow::Cow::Borrowed(h),
             Repr::Frozen { bytes, .. } => {
+                #[allow(clippy::expect_used)] // On the allowed list of tests/tests/panics.rs.
                 let mut h: Histogram<u64> = Deserializer::new()
-                    .deserialize(&mut &bytes[..])
-                    .expect("bytes this histogram serialized itself");
+                    .deserialize(&mut &**bytes)
+                    .expect("bytes this type serialized, or checked and decoded once, itself");
                 h.auto(true);
                 std::borrow::Cow::Owned(h)
             }
@@ -133,10 +151,11 @@ impl Hist {
             let h = self.dense();
             let mut bytes = Vec::new();
             // Plain V2 (zero runs and variable-length counts): a compressor's setup would cost
-            // more than it saves at this size.
-            V2Serializer::new()
-                .serialize(&*h, &mut bytes)
-                .expect("serializing into a Vec cannot fail");
+            // more than it saves at this size. A histogram that cannot be serialized (a count
+            // past i64::MAX) stays as it is.
+            if V2Serializer::new().serialize(&*h, &mut bytes).is_err() {
+                return;
+            }
             let len = h.len();
             drop(h);
             self.0 = Repr::Frozen {
@@ -146,15 +165,12 @@ impl Hist {
         }
     }
 
-    /// Becomes an HdrHistogram.
-    fn densify(&mut self) -> &mut Histogram<u64> {
-        if !matches!(self.0, Repr::Dense(_)) {
-            let h = self.dense().into_owned();
-            self.0 = Repr::Dense(Box::new(h));
-        }
-        match &mut self.0 {
+    /// Takes this histogram out as an HdrHistogram, leaving it empty: the caller changes it and
+    /// puts it back (`self.0 = Repr::Dense(h)`).
+    fn take_dense(&mut self) -> Box<Histogram<u64>> {
+        match std::mem::replace(&mut self.0, Repr::Few(Vec::new())) {
             Repr::Dense(h) => h,
-            _ => unreachable!("just made dense"),
+            other => Box::new(Hist(other).dense().into_owned()),
         }
     }
 
@@ -168,38 +184,56 @@ impl Hist {
                 }
             }
         }
-        record_into(self.densify(), value);
+        let mut h = self.take_dense();
+        record_into(&mut h, value);
+        self.0 = Repr::Dense(h);
     }
 
     /// Histogram addition: the merge of two runs is exactly a run over the union of samples.
+    /// Counts saturate at `u64::MAX` (hdrhistogram's `add`): for histograms read from a file,
+    /// [`Hist::try_add`] refuses a sum past [`MAX_COUNT`] instead.
     pub fn add(&mut self, other: &Hist) {
+        // Fails only on what auto-resizing histograms of one precision never meet (a fixed range,
+        // a counts array past usize), and then leaves `self` as it was.
+        let _ = self.add_unchecked(other);
+    }
+
+    /// [`Hist::add`], refused when the sum would count more than [`MAX_COUNT`] samples (then
+    /// every count fits the V2 form, and every sum of two figures fits a u64).
+    pub fn try_add(&mut self, other: &Hist) -> Result<(), HistError> {
+        let (mine, theirs) = (self.len(), other.len());
+        if mine.checked_add(theirs).is_none_or(|n| n > MAX_COUNT) {
+            return Err(HistError::Overflow(mine, theirs));
+        }
+        self.add_unchecked(other)
+    }
+
+    fn add_unchecked(&mut self, other: &Hist) -> Result<(), HistError> {
         if self.is_empty() {
             // Into an empty histogram: a copy, in whatever form the other is in (at rest stays
             // at rest).
             *self = other.clone();
-            return;
+            return Ok(());
         }
-        match (&mut self.0, &other.0) {
-            (Repr::Few(mine), Repr::Few(theirs)) if mine.len() + theirs.len() <= FEW => {
+        if let (Repr::Few(mine), Repr::Few(theirs)) = (&mut self.0, &other.0) {
+            if mine.len() + theirs.len() <= FEW {
                 mine.extend_from_slice(theirs);
-            }
-            (_, Repr::Few(theirs)) => {
-                let h = self.densify();
-                for v in theirs {
-                    record_into(h, u64::from(*v));
-                }
-            }
-            (_, Repr::Dense(theirs)) => self
-                .densify()
-                .add(&**theirs)
-                .expect("auto-resizing histograms always accept another histogram"),
-            (_, Repr::Frozen { .. }) => {
-                let theirs = other.dense();
-                self.densify()
-                    .add(&*theirs)
-                    .expect("auto-resizing histograms always accept another histogram")
+                return Ok(());
             }
         }
+        let mut h = self.take_dense();
+        let added = match &other.0 {
+            Repr::Few(theirs) => {
+                theirs
+                    .iter()
+                    .for_each(|v| record_into(&mut h, u64::from(*v)));
+                Ok(())
+            }
+            Repr::Dense(theirs) => h.add(&**theirs),
+            Repr::Frozen { .. } => h.add(&*other.dense()),
+        };
+        self.0 = Repr::Dense(h);
+        added.map_err(HistError::Add)
     }
 
     pub fn len(&self) -> u64 {
@@ -217,7 +251,8 @@ impl Hist {
     /// Value at quantile `q` (0..=1); 0 for an empty histogram. Reported as the middle of its
     /// bucket (within 0.05% of any value recorded there), so 10 ms reads as 10.00, not 10.01.
     pub fn quantile(&self, q: f64) -> u64 {
-        self.quantiles(&[q])[0]
+        let [value] = self.quantiles(&[q]);
+        value
     }
 
     /// Values at several quantiles at once (one HdrHistogram built for all of them).
@@ -238,8 +273,7 @@ impl Hist {
             // The bucket of the largest value is the same in any histogram of these settings.
             Repr::Few(values) => {
                 let max = u64::from(values.iter().copied().max().unwrap_or(0));
-                let mut h = Histogram::<u64>::new_with_max(max.max(2), SIGFIG)
-                    .expect("a histogram of this range");
+                let mut h = dense_empty();
                 record_into(&mut h, max);
                 h.median_equivalent(h.max())
             }
@@ -270,28 +304,44 @@ impl Hist {
             .collect()
     }
 
-    /// base64(V2 + deflate) text form.
-    pub fn encode(&self) -> String {
+    /// base64(V2 + deflate) text form; an error for a count V2 cannot hold (past `i64::MAX`).
+    pub fn encode(&self) -> Result<String, HistError> {
         let mut bytes = Vec::new();
         V2DeflateSerializer::new()
             .serialize(&*self.dense(), &mut bytes)
-            .expect("serializing into a Vec cannot fail");
-        STANDARD.encode(bytes)
+            .map_err(|e| HistError::Encode(format!("{e:?}")))?;
+        Ok(STANDARD.encode(bytes))
     }
 
+    /// Reads the text form of a histogram from anywhere (a shared report.json): its headers are
+    /// checked before anything is allocated from them ([`crate::v2`]), its counts must add up to
+    /// at most [`MAX_COUNT`], and it is kept at rest (its V2 bytes, no larger than what the text
+    /// inflates to): memory in proportion to the file, however wide a range it declares.
     pub fn decode(text: &str) -> Result<Hist, HistError> {
         let bytes = STANDARD.decode(text)?;
-        let mut h: Histogram<u64> = Deserializer::new()
-            .deserialize(&mut bytes.as_slice())
+        let v2 = crate::v2::inflate_checked(&bytes)?;
+        drop(bytes);
+        let h: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut v2.as_slice())
             .map_err(HistError::Decode)?;
-        h.auto(true);
-        Ok(Hist(Repr::Dense(Box::new(h))))
+        // hdrhistogram's own total saturates: summed again, checked.
+        let mut len: u64 = 0;
+        for v in h.iter_recorded() {
+            len = len
+                .checked_add(v.count_at_value())
+                .filter(|n| *n <= MAX_COUNT)
+                .ok_or(HistError::TooMany(len.saturating_add(v.count_at_value())))?;
+        }
+        Ok(Hist(Repr::Frozen {
+            bytes: v2.into_boxed_slice(),
+            len,
+        }))
     }
 }
 
 impl Serialize for Hist {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.encode())
+        s.serialize_str(&self.encode().map_err(serde::ser::Error::custom)?)
     }
 }
 
@@ -349,7 +399,11 @@ impl Packed {
             Repr::Few(values) if values.len() <= PACKED_VALUES => {
                 Packed(PackedRepr::Values(h.clone()))
             }
-            _ => Packed(PackedRepr::Text(h.encode())),
+            // One that cannot be written stays as it is (its write is the error).
+            _ => match h.encode() {
+                Ok(text) => Packed(PackedRepr::Text(text)),
+                Err(_) => Packed(PackedRepr::Values(h.clone())),
+            },
         }
     }
 
@@ -404,7 +458,7 @@ mod tests {
         for v in [1, 10, 100, 1_000, 10_000, 1_000_000] {
             h.record(v);
         }
-        let back = Hist::decode(&h.encode()).unwrap();
+        let back = Hist::decode(&h.encode().unwrap()).unwrap();
         assert_eq!(back, h);
         assert_eq!(back.len(), 6);
         assert_eq!(back.max(), h.max());
@@ -419,7 +473,7 @@ mod tests {
             qs.iter().map(|q| h.quantile(*q)).collect(),
             h.max(),
             format!("{:.6}", h.mean()),
-            h.encode(),
+            h.encode().unwrap(),
         )
     }
 
@@ -458,7 +512,7 @@ mod tests {
             assert_eq!(frozen, h, "frozen equals recorded, n={n}");
             assert_eq!(figures(&Packed::pack(&h).unpack()), want, "packed, n={n}");
             assert_eq!(
-                figures(&Hist::decode(&h.encode()).unwrap()),
+                figures(&Hist::decode(&h.encode().unwrap()).unwrap()),
                 want,
                 "decoded, n={n}"
             );
@@ -500,7 +554,7 @@ mod tests {
     #[test]
     fn empty_round_trips_and_has_zero_quantiles() {
         let h = Hist::default();
-        let back = Hist::decode(&h.encode()).unwrap();
+        let back = Hist::decode(&h.encode().unwrap()).unwrap();
         assert!(back.is_empty());
         assert_eq!(back.quantile(0.99), 0);
     }
@@ -508,7 +562,71 @@ mod tests {
     #[test]
     fn rejects_garbage() {
         assert!(matches!(Hist::decode("%%%"), Err(HistError::Base64(_))));
-        assert!(matches!(Hist::decode("AAAA"), Err(HistError::Decode(_))));
+        assert!(matches!(Hist::decode("AAAA"), Err(HistError::Header(_))));
+    }
+
+    /// What kvbench writes, crafted by hand, decodes; every header unlike it is refused before
+    /// its payload is inflated or its counts allocated.
+    #[test]
+    fn hostile_headers_are_refused_before_anything_is_allocated() {
+        use crate::v2::{craft, varint};
+        // 100 zero counts, then 7 at value 100.
+        let payload = [varint(-100), varint(7)].concat();
+        let h = Hist::decode(&craft(3, 2048, &payload, None)).unwrap();
+        assert_eq!((h.len(), h.max()), (7, 100));
+        let cases = [
+            (
+                craft(3, 2048, &[], Some(u32::MAX)),
+                "declares 4294967295 bytes of payload, more than the 27648",
+            ),
+            (
+                craft(3, 2048, &[], Some(1 << 30)),
+                "declares 1073741824 bytes of payload, more than the 27648",
+            ),
+            (
+                craft(5, 1 << 62, &payload, None),
+                "declares 5 significant figures",
+            ),
+            (craft(3, 1, &payload, None), "highest 1"),
+            (
+                craft(3, 2048, &payload, Some(payload.len() as u32 + 5)),
+                "8 bytes of payload, but 3 follow",
+            ),
+            (
+                craft(3, 2048, &[payload.clone(), vec![0; 9]].concat(), Some(4)),
+                "4 bytes of payload, but more follow",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = Hist::decode(&text).err().map(|e| e.to_string());
+            assert!(
+                e.as_deref().is_some_and(|e| e.contains(want)),
+                "{want}: {e:?}"
+            );
+        }
+    }
+
+    /// Counts past [`MAX_COUNT`] are refused when read, and a sum past it when added: never a
+    /// count V2 cannot write (the panic `encode`'s `expect` was), never a wrap.
+    #[test]
+    fn counts_past_the_limit_are_errors_read_or_added() {
+        use crate::v2::{craft, varint};
+        let over = [varint(-10), varint(MAX_COUNT as i64 + 1)].concat();
+        let e = Hist::decode(&craft(3, 2048, &over, None))
+            .err()
+            .map(|e| e.to_string());
+        assert!(e.is_some_and(|e| e.contains("9007199254740993 samples")));
+        let half = [varint(-10), varint(MAX_COUNT as i64 / 2 + 1)].concat();
+        let half = Hist::decode(&craft(3, 2048, &half, None)).unwrap();
+        let mut sum = half.clone();
+        let e = sum.try_add(&half).err().map(|e| e.to_string());
+        assert!(e.is_some_and(|e| e.contains("add past")), "{sum:?}");
+        assert_eq!(sum, half, "a refused sum leaves the histogram as it was");
+        assert!(sum.encode().is_ok());
+        let mut fits =
+            Hist::decode(&craft(3, 2048, &[varint(-10), varint(3)].concat(), None)).unwrap();
+        fits.try_add(&half).unwrap();
+        assert_eq!(fits.len(), MAX_COUNT / 2 + 4);
     }
 
     #[test]

@@ -2,13 +2,30 @@
 //! parser of `/test` answers ([`answer`]), kept answers of a deployed worker ([`kept`]), the
 //! collector that folds samples into a report
 //! ([`collect`], [`sample`]), the answer first with its intervals ([`comparison`] over
-//! [`interval`]) and what went wrong, explained ([`trouble`]), the cost model with its dated prices ([`cost`]) and the
+//! [`interval`], widened by the spread across the run's windows in [`block`], with each store's
+//! range across the run in [`stability`]) and what went wrong, explained ([`trouble`]), the cost model with its dated prices ([`cost`]) and the
 //! printers ([`print`]: text, SVG charts, the self-contained `report.html`). The kvbench CLI and
 //! the report worker (`crates/report-worker`, `GET /report`) both call this one renderer, so the
-//! report never exists twice.
+//! report never exists twice. A report.json may come from anyone: reading one checks it
+//! ([`report::Report::from_json`], [`v2`]) before anything is sized from it.
+
+// This crate runs as wasm in the report worker, where a panic ends the instance and every request
+// in flight in it, and it reads files users share: a panic is a bug here, outside tests (the
+// few that cannot happen are listed, with why, in tests/tests/panics.rs).
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
 
 pub mod answer;
 pub mod bill;
+pub mod block;
+pub mod check;
 pub mod collect;
 pub mod comparison;
 pub mod cost;
@@ -18,7 +35,9 @@ pub mod kept;
 pub mod print;
 pub mod report;
 pub mod sample;
+pub mod stability;
 pub mod trouble;
+pub mod v2;
 
 use crate::cost::{Deployment, PriceTable};
 use crate::report::{Report, Summary};

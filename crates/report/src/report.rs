@@ -8,6 +8,7 @@ use std::path::Path;
 use anyhow::{bail, Context as _};
 use serde::{Deserialize, Serialize};
 
+pub use crate::check::{plus, plus_hist, AddError};
 use crate::hist::{Hist, Packed};
 use crate::sample::Side;
 
@@ -214,17 +215,21 @@ pub struct VantagePoint {
 
 impl VantagePoint {
     /// Counts `name` in `map`, listing at most [`VANTAGE_NAMES_MAX`] names.
+    /// (A kept report's own answers, one at a time: far from overflowing, saturating anyway.)
     pub fn count(map: &mut BTreeMap<String, u64>, name: &str, n: u64) {
-        if let Some(c) = map.get_mut(name) {
-            *c += n;
-        } else if map.len() < VANTAGE_NAMES_MAX {
-            map.insert(name.to_string(), n);
+        let c = VantagePoint::slot(map, name);
+        *c = c.saturating_add(n);
+    }
+
+    fn slot<'a>(map: &'a mut BTreeMap<String, u64>, name: &str) -> &'a mut u64 {
+        if map.contains_key(name) || map.len() < VANTAGE_NAMES_MAX {
+            map.entry(name.to_string()).or_insert(0)
         } else {
-            *map.entry("other".into()).or_insert(0) += n;
+            map.entry("other".into()).or_insert(0)
         }
     }
 
-    pub fn add(&mut self, from: &VantagePoint) {
+    pub fn add(&mut self, from: &VantagePoint) -> Result<(), AddError> {
         if self.vantage.is_empty() {
             self.vantage.clone_from(&from.vantage);
         }
@@ -232,21 +237,30 @@ impl VantagePoint {
             self.hint.clone_from(&from.hint);
         }
         for (c, n) in &from.colos {
-            VantagePoint::count(&mut self.colos, c, *n);
+            plus(VantagePoint::slot(&mut self.colos, c), *n, c).map_err(|e| e.under("colos"))?;
         }
         for (p, n) in &from.placements {
-            VantagePoint::count(&mut self.placements, p, *n);
+            plus(VantagePoint::slot(&mut self.placements, p), *n, p)
+                .map_err(|e| e.under("placements"))?;
         }
         for (t, n) in &from.traces {
-            VantagePoint::count(&mut self.traces, t, *n);
+            plus(VantagePoint::slot(&mut self.traces, t), *n, t).map_err(|e| e.under("traces"))?;
         }
-        self.cold += from.cold;
-        self.warm += from.warm;
-        self.failed += from.failed;
-        self.unplaced += from.unplaced;
-        self.elsewhere += from.elsewhere;
-        self.trace_elsewhere += from.trace_elsewhere;
-        self.trace_disagrees += from.trace_disagrees;
+        plus(&mut self.cold, from.cold, "cold")?;
+        plus(&mut self.warm, from.warm, "warm")?;
+        plus(&mut self.failed, from.failed, "failed")?;
+        plus(&mut self.unplaced, from.unplaced, "unplaced")?;
+        plus(&mut self.elsewhere, from.elsewhere, "elsewhere")?;
+        plus(
+            &mut self.trace_elsewhere,
+            from.trace_elsewhere,
+            "trace_elsewhere",
+        )?;
+        plus(
+            &mut self.trace_disagrees,
+            from.trace_disagrees,
+            "trace_disagrees",
+        )
     }
 }
 
@@ -441,8 +455,7 @@ impl StoreStats {
         self.errors
             .iter()
             .filter(|(k, _)| k.ends_with("/write") == write)
-            .map(|(_, n)| n)
-            .sum()
+            .fold(0, |a, (_, n)| a.saturating_add(*n))
     }
 }
 
@@ -489,8 +502,9 @@ pub struct Interval {
 }
 
 impl Section {
+    /// Every failure counted (a sum [`Report::check`] found to fit when the report was read).
     pub fn failed(&self) -> u64 {
-        self.failures.values().sum()
+        self.failures.values().fold(0, |a, n| a.saturating_add(*n))
     }
 
     pub fn not_sent(&self) -> u64 {
@@ -513,8 +527,7 @@ impl Section {
         self.failures
             .iter()
             .filter(|(kind, _)| Side::of_name(kind) == side)
-            .map(|(_, n)| n)
-            .sum()
+            .fold(0, |a, (_, n)| a.saturating_add(*n))
     }
 }
 
@@ -543,9 +556,11 @@ impl Report {
         self.runs
             .iter()
             .filter_map(|r| r.import.as_ref()?.keep_failed)
-            .reduce(|a, b| a + b)
+            .reduce(|a, b| a.saturating_add(b))
     }
 
+    /// Reads a report.json from anyone ([`Report::from_json`]): an error names the file, then
+    /// the field (`report.json: total.stores.kv.read_hit_us: histogram declares ...`).
     pub fn read(path: &Path) -> anyhow::Result<Report> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
@@ -563,8 +578,7 @@ impl Report {
                 SCHEMA_VERSION
             );
         }
-        serde_json::from_str(&text)
-            .with_context(|| format!("{} is not a valid report", path.display()))
+        Report::from_json(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
     }
 
     pub fn write(&self, path: &Path) -> anyhow::Result<()> {
@@ -696,8 +710,9 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
-/// Percentiles of one histogram in milliseconds (`null` when it is empty), as every printer
-/// shows them.
+/// Percentiles of one histogram in milliseconds, as every printer shows them: `null` when it is
+/// empty, and a percentile `null` when its count cannot support it at 95%
+/// ([`crate::interval::supports`]: p50 needs 6 values, p90 36, p95 72, p99 368).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Quantiles {
     pub count: u64,
@@ -716,12 +731,19 @@ impl Quantiles {
         }
         let ms = |us: u64| Some(us as f64 / 1000.0);
         let h = h.for_reading();
+        let n = h.len();
+        // A percentile its sample cannot bound at the report's level is no figure (the answer's
+        // rule): printed as `few`.
+        let at = |p: f64| {
+            crate::interval::supports(n, p, crate::interval::LEVEL)
+                .then(|| h.quantile(p) as f64 / 1000.0)
+        };
         Quantiles {
-            count: h.len(),
-            p50_ms: ms(h.quantile(0.50)),
-            p90_ms: ms(h.quantile(0.90)),
-            p95_ms: ms(h.quantile(0.95)),
-            p99_ms: ms(h.quantile(0.99)),
+            count: n,
+            p50_ms: at(0.50),
+            p90_ms: at(0.90),
+            p95_ms: at(0.95),
+            p99_ms: at(0.99),
             max_ms: ms(h.max()),
             // Rounded to the microsecond like the rest, so printed and stored values agree.
             mean_ms: Some((h.mean()).round() / 1000.0),
@@ -928,73 +950,129 @@ pub enum MergeError {
          intervals that are whole multiples of one another"
     )]
     IntervalMismatch(f64, f64),
+    /// Adding the `report`th report (from 1, in the order given) would pass a limit.
+    #[error("report {report}: {error}")]
+    Add { report: usize, error: AddError },
+    /// Summing the timelines would pass a limit.
+    #[error("the timelines: {0}")]
+    Timeline(AddError),
 }
 
-fn add_counts(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
+fn add_counts(
+    into: &mut BTreeMap<String, u64>,
+    from: &BTreeMap<String, u64>,
+    field: &str,
+) -> Result<(), AddError> {
     for (k, n) in from {
-        *into.entry(k.clone()).or_default() += n;
+        plus(into.entry(k.clone()).or_default(), *n, k).map_err(|e| e.under(field))?;
     }
+    Ok(())
 }
 
-fn add_hists(into: &mut BTreeMap<String, Hist>, from: &BTreeMap<String, Hist>) {
+fn add_hists(
+    into: &mut BTreeMap<String, Hist>,
+    from: &BTreeMap<String, Hist>,
+    field: &str,
+) -> Result<(), AddError> {
     for (k, h) in from {
-        into.entry(k.clone()).or_default().add(h);
+        let mine = into.entry(k.clone()).or_default();
+        plus_hist(mine, h, k).map_err(|e| e.under(field))?;
+        mine.freeze();
     }
-}
-
-fn add_packed(into: &mut BTreeMap<String, Packed>, from: &BTreeMap<String, Packed>) {
-    for (k, p) in from {
-        let mut h = into.get(k).map(Packed::unpack).unwrap_or_default();
-        h.add(&p.unpack());
-        into.insert(k.clone(), Packed::pack(&h));
-    }
+    Ok(())
 }
 
 /// Distinct example messages kept per failure kind.
 pub const EXAMPLES_PER_KIND: usize = 3;
 
 impl StoreStats {
-    /// Adds another set of answers' figures (histograms add exactly).
-    pub fn add(&mut self, from: &StoreStats) {
-        self.answers += from.answers;
-        self.reads += from.reads;
-        self.writes += from.writes;
-        self.read_us.add(&from.read_us);
-        self.read_hit_us.add(&from.read_hit_us);
-        self.read_miss_us.add(&from.read_miss_us);
-        self.write_us.add(&from.write_us);
-        self.connect_us.add(&from.connect_us);
-        self.cold_read_us.add(&from.cold_read_us);
-        self.cold_write_us.add(&from.cold_write_us);
-        self.cold_connect_us.add(&from.cold_connect_us);
-        self.read_bytes.add(&from.read_bytes);
-        self.write_bytes.add(&from.write_bytes);
-        self.read_units_4k += from.read_units_4k;
-        self.write_units_1k += from.write_units_1k;
-        add_counts(&mut self.errors, &from.errors);
-        self.failed_reads += from.failed_reads;
-        self.failed_writes += from.failed_writes;
-        self.failed_write_units_1k += from.failed_write_units_1k;
-        self.connected += from.connected;
-        self.abandoned_finished += from.abandoned_finished;
-        self.abandoned_running += from.abandoned_running;
+    /// Adds another set of answers' figures (histograms add exactly); an error names the count
+    /// that would pass [`MAX_COUNT`](crate::hist::MAX_COUNT).
+    pub fn add(&mut self, from: &StoreStats) -> Result<(), AddError> {
+        for (mine, theirs, name) in [
+            (&mut self.answers, from.answers, "answers"),
+            (&mut self.reads, from.reads, "reads"),
+            (&mut self.writes, from.writes, "writes"),
+            (&mut self.read_units_4k, from.read_units_4k, "read_units_4k"),
+            (
+                &mut self.write_units_1k,
+                from.write_units_1k,
+                "write_units_1k",
+            ),
+            (&mut self.failed_reads, from.failed_reads, "failed_reads"),
+            (&mut self.failed_writes, from.failed_writes, "failed_writes"),
+            (
+                &mut self.failed_write_units_1k,
+                from.failed_write_units_1k,
+                "failed_write_units_1k",
+            ),
+            (&mut self.connected, from.connected, "connected"),
+            (
+                &mut self.abandoned_finished,
+                from.abandoned_finished,
+                "abandoned_finished",
+            ),
+            (
+                &mut self.abandoned_running,
+                from.abandoned_running,
+                "abandoned_running",
+            ),
+        ] {
+            plus(mine, theirs, name)?;
+        }
+        for (mine, theirs, name) in [
+            (&mut self.read_us, &from.read_us, "read_us"),
+            (&mut self.read_hit_us, &from.read_hit_us, "read_hit_us"),
+            (&mut self.read_miss_us, &from.read_miss_us, "read_miss_us"),
+            (&mut self.write_us, &from.write_us, "write_us"),
+            (&mut self.connect_us, &from.connect_us, "connect_us"),
+            (&mut self.cold_read_us, &from.cold_read_us, "cold_read_us"),
+            (
+                &mut self.cold_write_us,
+                &from.cold_write_us,
+                "cold_write_us",
+            ),
+            (
+                &mut self.cold_connect_us,
+                &from.cold_connect_us,
+                "cold_connect_us",
+            ),
+            (&mut self.read_bytes, &from.read_bytes, "read_bytes"),
+            (&mut self.write_bytes, &from.write_bytes, "write_bytes"),
+        ] {
+            plus_hist(mine, theirs, name)?;
+        }
+        add_counts(&mut self.errors, &from.errors, "errors")
     }
 }
 
 impl Section {
     /// Adds a section of requests sent concurrently (another vantage point): counts and
     /// histograms add, rates add, the send window is the longest.
-    pub fn add(&mut self, from: &Section) {
+    pub fn add(&mut self, from: &Section) -> Result<(), AddError> {
         for (n, count) in &from.concurrent {
-            *self.concurrent.entry(*n).or_insert(0) += count;
+            plus(
+                self.concurrent.entry(*n).or_insert(0),
+                *count,
+                &n.to_string(),
+            )
+            .map_err(|e| e.under("concurrent"))?;
         }
-        self.excluded_concurrent += from.excluded_concurrent;
-        self.retried += from.retried;
-        self.scheduled += from.scheduled;
-        self.sent += from.sent;
-        self.answered += from.answered;
-        self.cold += from.cold;
-        add_counts(&mut self.failures, &from.failures);
+        for (mine, theirs, name) in [
+            (
+                &mut self.excluded_concurrent,
+                from.excluded_concurrent,
+                "excluded_concurrent",
+            ),
+            (&mut self.retried, from.retried, "retried"),
+            (&mut self.scheduled, from.scheduled, "scheduled"),
+            (&mut self.sent, from.sent, "sent"),
+            (&mut self.answered, from.answered, "answered"),
+            (&mut self.cold, from.cold, "cold"),
+        ] {
+            plus(mine, theirs, name)?;
+        }
+        add_counts(&mut self.failures, &from.failures, "failures")?;
         for (kind, examples) in &from.failure_examples {
             let mine = self.failure_examples.entry(kind.clone()).or_default();
             for e in examples {
@@ -1005,10 +1083,17 @@ impl Section {
         }
         self.achieved_rate += from.achieved_rate;
         self.send_window_s = self.send_window_s.max(from.send_window_s);
-        self.latency_us.add(&from.latency_us);
+        plus_hist(&mut self.latency_us, &from.latency_us, "latency_us")?;
+        self.latency_us.freeze();
+        // Each store's sum goes back to rest before the next is added: a file may name any
+        // number of stores, and only one store's histograms are dense at a time.
         for (name, s) in &from.stores {
-            self.stores.entry(name.clone()).or_default().add(s);
+            let mine = self.stores.entry(name.clone()).or_default();
+            mine.add(s)
+                .map_err(|e| e.under(&format!("stores.{name}")))?;
+            mine.freeze();
         }
+        Ok(())
     }
 }
 
@@ -1047,26 +1132,38 @@ impl ColoStats {
         self.read_us.values_mut().for_each(Hist::freeze);
     }
 
-    pub fn add(&mut self, from: &ColoStats) {
-        self.answered += from.answered;
-        self.cold += from.cold;
-        self.latency_us.add(&from.latency_us);
-        add_hists(&mut self.read_us, &from.read_us);
+    pub fn add(&mut self, from: &ColoStats) -> Result<(), AddError> {
+        plus(&mut self.answered, from.answered, "answered")?;
+        plus(&mut self.cold, from.cold, "cold")?;
+        plus_hist(&mut self.latency_us, &from.latency_us, "latency_us")?;
+        add_hists(&mut self.read_us, &from.read_us, "read_us")?;
+        self.freeze();
+        Ok(())
     }
 }
 
 impl Interval {
+    /// Adds the other half of a coarser interval of the same run (the collector's own counts,
+    /// one per sample: they saturate rather than overflow; [`IntervalSum`] adds other runs').
     pub fn add(&mut self, from: &Interval) {
-        self.scheduled += from.scheduled;
-        self.failed += from.failed;
-        self.cold += from.cold;
+        self.scheduled = self.scheduled.saturating_add(from.scheduled);
+        self.failed = self.failed.saturating_add(from.failed);
+        self.cold = self.cold.saturating_add(from.cold);
         let mut h = self.latency_us.unpack();
         h.add(&from.latency_us.unpack());
         self.latency_us = Packed::pack(&h);
-        add_packed(&mut self.read_us, &from.read_us);
-        add_packed(&mut self.read_hit_us, &from.read_hit_us);
-        add_packed(&mut self.write_us, &from.write_us);
-        add_packed(&mut self.cold_read_us, &from.cold_read_us);
+        for (into, from) in [
+            (&mut self.read_us, &from.read_us),
+            (&mut self.read_hit_us, &from.read_hit_us),
+            (&mut self.write_us, &from.write_us),
+            (&mut self.cold_read_us, &from.cold_read_us),
+        ] {
+            for (k, p) in from {
+                let mut h = into.get(k).map(Packed::unpack).unwrap_or_default();
+                h.add(&p.unpack());
+                into.insert(k.clone(), Packed::pack(&h));
+            }
+        }
     }
 }
 
@@ -1082,26 +1179,23 @@ pub struct IntervalSum {
 }
 
 impl IntervalSum {
-    pub fn add(&mut self, iv: &Interval) {
-        self.scheduled += iv.scheduled;
-        self.failed += iv.failed;
-        self.cold += iv.cold;
-        self.latency_us.add(&iv.latency_us.unpack());
-        for (mine, theirs) in self.stores.iter_mut().zip([
-            &iv.read_us,
-            &iv.read_hit_us,
-            &iv.write_us,
-            &iv.cold_read_us,
-        ]) {
+    pub fn add(&mut self, iv: &Interval) -> Result<(), AddError> {
+        plus(&mut self.scheduled, iv.scheduled, "scheduled")?;
+        plus(&mut self.failed, iv.failed, "failed")?;
+        plus(&mut self.cold, iv.cold, "cold")?;
+        plus_hist(&mut self.latency_us, &iv.latency_us.unpack(), "latency_us")?;
+        for ((mine, theirs), field) in self
+            .stores
+            .iter_mut()
+            .zip([&iv.read_us, &iv.read_hit_us, &iv.write_us, &iv.cold_read_us])
+            .zip(["read_us", "read_hit_us", "write_us", "cold_read_us"])
+        {
             for (k, p) in theirs {
-                match mine.get_mut(k) {
-                    Some(h) => h.add(&p.unpack()),
-                    None => {
-                        mine.insert(k.clone(), p.unpack());
-                    }
-                }
+                plus_hist(mine.entry(k.clone()).or_default(), &p.unpack(), k)
+                    .map_err(|e| e.under(field))?;
             }
         }
+        Ok(())
     }
 
     pub fn pack(self, start_s: f64) -> Interval {
@@ -1136,7 +1230,7 @@ impl Timeline {
     /// interval is unpacked and packed once, however many runs add to it. Timelines of different
     /// intervals (a long run's coarsened one beside a short run's) are summed at the coarsest,
     /// when it is a whole multiple of every other; otherwise they cannot be added.
-    pub fn sum(timelines: Vec<Timeline>) -> Result<Timeline, MergeError> {
+    pub fn sum(timelines: Vec<Timeline>) -> Result<Timeline, AddOrMismatch> {
         let used = || timelines.iter().filter(|t| !t.intervals.is_empty());
         let Some(interval_s) = used().map(|t| t.interval_s).reduce(f64::max) else {
             return Ok(timelines.into_iter().next().unwrap_or_default());
@@ -1144,7 +1238,7 @@ impl Timeline {
         for t in used() {
             let ratio = interval_s / t.interval_s;
             if !(ratio.is_finite() && ratio >= 1.0 && (ratio - ratio.round()).abs() < 1e-6) {
-                return Err(MergeError::IntervalMismatch(t.interval_s, interval_s));
+                return Err(AddOrMismatch::Mismatch(t.interval_s, interval_s));
             }
         }
         let mut sums: BTreeMap<u64, IntervalSum> = BTreeMap::new();
@@ -1153,7 +1247,10 @@ impl Timeline {
                 // Where it starts, not its position: an interval starts at a whole multiple of
                 // its own length, so it lies inside exactly one of the coarsest.
                 let index = (iv.start_s / interval_s + 1e-9).floor().max(0.0) as u64;
-                sums.entry(index).or_default().add(iv);
+                sums.entry(index)
+                    .or_default()
+                    .add(iv)
+                    .map_err(|e| e.under(&format!("timeline.intervals[{index}]")))?;
             }
         }
         let len = sums.keys().next_back().map_or(0, |last| last + 1);
@@ -1171,10 +1268,26 @@ impl Timeline {
     }
 }
 
+/// Why timelines cannot be summed.
+#[derive(Debug)]
+pub enum AddOrMismatch {
+    Add(AddError),
+    /// A timeline's interval, and the coarsest one.
+    Mismatch(f64, f64),
+}
+
+impl From<AddError> for AddOrMismatch {
+    fn from(e: AddError) -> Self {
+        AddOrMismatch::Add(e)
+    }
+}
+
 impl Report {
     /// Adds reports up (runs from several vantage points): the result equals one run over the
     /// union of their samples. Derived parts (cost, summary) are dropped for the caller to
-    /// recompute over the merged mix.
+    /// recompute over the merged mix. A count that would pass [`MAX_COUNT`](crate::hist::MAX_COUNT) is an error naming
+    /// the report and the field, never a wrap. Memory: the sum is held at rest between
+    /// additions, so at most one group's histograms are dense at a time (docs/report.md).
     pub fn merge(reports: Vec<Report>) -> Result<Report, MergeError> {
         let mut iter = reports.into_iter();
         let mut out = iter.next().ok_or(MergeError::Empty)?;
@@ -1182,33 +1295,46 @@ impl Report {
         out.summary = None;
         out.tool = tool_name();
         let mut timelines = vec![std::mem::take(&mut out.timeline)];
-        for r in iter {
-            out.runs.extend(r.runs);
-            out.total.add(&r.total);
-            // What many runs add up to stays at rest between additions (a fleet's vantage
-            // points share colos): only the total is held dense.
-            for (label, s) in &r.labels {
-                let mine = out.labels.entry(label.clone()).or_default();
-                mine.add(s);
-                mine.freeze();
-            }
-            for (colo, c) in &r.colos {
-                let mine = out.colos.entry(colo.clone()).or_default();
-                mine.add(c);
-                mine.freeze();
-            }
-            for (label, v) in &r.vantages {
-                out.vantages.entry(label.clone()).or_default().add(v);
-            }
-            match (&mut out.provenance, r.provenance) {
-                (Some(mine), Some(theirs)) => mine.add(theirs),
-                (mine @ None, theirs) => *mine = theirs,
-                (Some(_), None) => {}
-            }
-            timelines.push(r.timeline);
+        for (i, r) in iter.enumerate() {
+            let at = |error: AddError| MergeError::Add {
+                report: i + 2,
+                error,
+            };
+            timelines.push(out.add(r).map_err(at)?);
         }
-        out.timeline = Timeline::sum(timelines)?;
+        out.timeline = Timeline::sum(timelines).map_err(|e| match e {
+            AddOrMismatch::Add(error) => MergeError::Timeline(error),
+            AddOrMismatch::Mismatch(a, b) => MergeError::IntervalMismatch(a, b),
+        })?;
         Ok(out)
+    }
+
+    /// Adds everything of `r` but its timeline, which it hands back. What many runs add up to
+    /// stays at rest between additions (the add methods freeze each sum as they go): a fleet's
+    /// vantage points share colos, and a file may name any number of stores.
+    fn add(&mut self, r: Report) -> Result<Timeline, AddError> {
+        self.runs.extend(r.runs);
+        self.total.add(&r.total).map_err(|e| e.under("total"))?;
+        for (label, s) in &r.labels {
+            let mine = self.labels.entry(label.clone()).or_default();
+            mine.add(s)
+                .map_err(|e| e.under(&format!("labels.{label}")))?;
+        }
+        for (colo, c) in &r.colos {
+            let mine = self.colos.entry(colo.clone()).or_default();
+            mine.add(c).map_err(|e| e.under(&format!("colos.{colo}")))?;
+        }
+        for (label, v) in &r.vantages {
+            let mine = self.vantages.entry(label.clone()).or_default();
+            mine.add(v)
+                .map_err(|e| e.under(&format!("vantages.{label}")))?;
+        }
+        match (&mut self.provenance, r.provenance) {
+            (Some(mine), Some(theirs)) => mine.add(theirs),
+            (mine @ None, theirs) => *mine = theirs,
+            (Some(_), None) => {}
+        }
+        Ok(r.timeline)
     }
 }
 

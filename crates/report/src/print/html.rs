@@ -6,9 +6,9 @@
 
 use std::fmt::Write as _;
 
-use crate::comparison::Comparison;
+use crate::comparison::{Comparison, Row};
 use crate::print::chart::{color_hex, Chart};
-use crate::print::text::{latency_origin, ms_cell};
+use crate::print::text::{latency_origin, quantile_cell, FEW_NOTE};
 use crate::report::{Quantiles, Report, Summary};
 use crate::sample::Side;
 
@@ -35,6 +35,8 @@ small.sub{color:#666;display:block}
 small.out{color:#b45309}
 .warn{background:#fff4e5;border:1px solid #f0c36d;padding:8px 12px;margin:8px 0}
 .note{color:#666;font-size:13px}
+tr.across td{color:#555;font-size:13px;text-align:left;border-top:none;padding-top:0}
+.unstable{color:#b45309;font-weight:600}
 "#;
 
 /// `&`, `<`, `>`, `"` and `'` escaped for text and attribute values.
@@ -53,13 +55,14 @@ pub fn esc(text: &str) -> String {
     out
 }
 
-/// A figure cell: two decimals shown, the exact value in `data-value`.
-fn ms_td(row: &str, col: &str, ms: Option<f64>) -> String {
+/// A figure of `count` values: two decimals shown (`few` when the count cannot support it), the
+/// exact value in `data-value`.
+fn ms_td(row: &str, col: &str, count: u64, ms: Option<f64>) -> String {
     let value = ms.map(|v| v.to_string()).unwrap_or_default();
     format!(
         r#"<td data-row="{}" data-col="{col}" data-value="{value}">{}</td>"#,
         esc(row),
-        ms_cell(ms)
+        quantile_cell(count, ms)
     )
 }
 
@@ -109,11 +112,8 @@ fn header(report: &Report, summary: &Summary, out: &mut String) {
          <th>requested req/s</th><th>planned s</th><th>sent for s</th><th>pacer lag p99 ms</th></tr></thead><tbody>",
     );
     for r in &report.runs {
-        let lag = if r.pacer_lag_us.is_empty() {
-            "-".to_string()
-        } else {
-            crate::hist::fmt_ms(r.pacer_lag_us.quantile(0.99))
-        };
+        let lag = crate::report::Quantiles::of(&r.pacer_lag_us);
+        let lag = quantile_cell(lag.count, lag.p99_ms);
         let _ = write!(
             out,
             "<tr><td>{}</td><td>{}</td><td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.1}</td><td>{}</td></tr>",
@@ -175,6 +175,32 @@ fn header(report: &Report, summary: &Summary, out: &mut String) {
     }
 }
 
+/// Whether `href` may be a link: relative (no scheme: `report.json`, `../runs/a.csv`, `//host/x`)
+/// or `http:`/`https:`. Anything else — `javascript:`, `data:`, `vbscript:` — could run in the
+/// page, and so could a scheme a browser reads through white space or control characters
+/// (`java\tscript:`), so an href holding any of those is refused outright.
+pub fn safe_href(href: &str) -> bool {
+    if href.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return false;
+    }
+    // A scheme is what comes before the first `:`, if no `/`, `?` or `#` comes first.
+    match href.split_once(':') {
+        Some((scheme, _)) if !scheme.contains(['/', '?', '#']) => {
+            scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https")
+        }
+        _ => true,
+    }
+}
+
+/// A link to `href` labelled `text`, or, when `href` is not [`safe_href`], both as text.
+fn link(href: &str, text: &str) -> String {
+    if safe_href(href) {
+        format!(r#"<a href="{}">{}</a>"#, esc(href), esc(text))
+    } else {
+        format!("{} ({})", esc(text), esc(href))
+    }
+}
+
 /// How the figures were made: the builds, the settings and the raw data to download.
 fn provenance(p: &crate::report::Provenance, out: &mut String) {
     out.push_str("<h2>How this was measured</h2><table id=\"provenance\"><tbody>");
@@ -207,11 +233,7 @@ fn provenance(p: &crate::report::Provenance, out: &mut String) {
         row(out, "not known", e);
     }
     if !p.raw.is_empty() {
-        let links: Vec<String> = p
-            .raw
-            .iter()
-            .map(|r| format!(r#"<a href="{}">{}</a>"#, esc(&r.href), esc(&r.what)))
-            .collect();
+        let links: Vec<String> = p.raw.iter().map(|r| link(&r.href, &r.what)).collect();
         let _ = write!(
             out,
             r#"<tr><th class="text">raw data</th><td class="text">{}</td></tr>"#,
@@ -222,17 +244,23 @@ fn provenance(p: &crate::report::Provenance, out: &mut String) {
 }
 
 /// The answer first ([`crate::comparison`]): each store ranked by its read p50, every
-/// percentile with its interval, or why its sample cannot support one.
+/// percentile with its interval, or why its sample cannot support one, and under each row how
+/// steady the store was across the run.
 fn comparison(report: &Report, c: &Comparison, out: &mut String) {
     let _ = write!(
         out,
         "<h2>The answer</h2><p class=\"note\">Successful reads of warm answers (an instance that \
-         had answered before), ms: each percentile with its {:.0}% interval from order \
-         statistics (no assumption about the distribution), or why the sample is too small for \
-         one. Ranked by p50; <b>tie</b>: its p50 interval overlaps the one of the row above, so \
-         this sample does not order the two. Cost: the store's cheapest current plan at the \
-         rate of the cost table below.</p><p class=\"note\" id=\"cold\"><b>{} cold answer(s) \
-         left out</b> (the <i>cold</i> rows of the latency table); cold = {}.</p>",
+         had answered before), ms: each percentile with its {:.0}% interval — from order \
+         statistics (no assumption about the distribution), widened by how much the share of \
+         reads below it moved between spans of the run's timeline windows (answers close in time \
+         move together, so a second run would differ by more than one run's answers suggest) — or \
+         why the sample is too small for one. <b>†</b>: the within-run interval alone (too few \
+         windows to measure the spread). Under each row: each percentile's range across the \
+         spans, and <span class=\"unstable\">unstable</span> when the spans disagree beyond \
+         their own intervals. Ranked by p50; <b>tie</b>: its p50 interval overlaps the one of \
+         the row above, so these intervals do not order the two. Cost: the store's cheapest \
+         current plan at the rate of the cost table below.</p><p class=\"note\" id=\"cold\"><b>{} \
+         cold answer(s) left out</b> (the <i>cold</i> rows of the latency table); cold = {}.</p>",
         c.level * 100.0,
         c.cold_answers,
         esc(&c.cold_means.join("; "))
@@ -253,47 +281,60 @@ fn comparison(report: &Report, c: &Comparison, out: &mut String) {
                 );
             }
         }
-        let key = match &row.vantage {
-            Some(v) => format!("answer {v} {}", row.store),
-            None => format!("answer {}", row.store),
-        };
-        let cell = |col: &str, c: &crate::comparison::Cell| {
-            format!(
-                r#"<td data-row="{}" data-col="{col}" data-value="{}">{}</td>"#,
-                esc(&key),
-                c.ms.map(|v| v.to_string()).unwrap_or_default(),
-                esc(&c.text())
-            )
-        };
-        let _ = write!(
-            out,
-            "<tr><td>{}{}</td><td class=\"text\">{}</td>{}{}{}{}{}{}</tr>",
-            row.rank,
-            if row.tie { " <b>tie</b>" } else { "" },
-            swatch(&row.store, report),
-            count_td(&key, "reads", row.reads),
-            cell("p50_ms", &row.p50),
-            cell("p90_ms", &row.p90),
-            cell("p99_ms", &row.p99),
-            match row.error_rate {
-                Some(r) => format!(
-                    r#"<td data-row="{}" data-col="error_rate" data-value="{r}">{}</td>"#,
-                    esc(&key),
-                    super::text::percent(r)
-                ),
-                None => "<td>-</td>".into(),
-            },
-            match (row.monthly_usd, &row.plan) {
-                (Some(usd), Some(plan)) => format!(
-                    r#"<td data-row="{}" data-col="monthly_usd" data-value="{usd}" title="{}">{usd:.2}</td>"#,
-                    esc(&key),
-                    esc(plan)
-                ),
-                _ => "<td>-</td>".into(),
-            }
-        );
+        comparison_row(report, row, out);
     }
     out.push_str("</tbody></table>");
+}
+
+/// One row of the answer, and the row under it: its stability (or why its intervals are the
+/// within-run ones alone) and its flag.
+fn comparison_row(report: &Report, row: &Row, out: &mut String) {
+    let key = match &row.vantage {
+        Some(v) => format!("answer {v} {}", row.store),
+        None => format!("answer {}", row.store),
+    };
+    let cell = |col: &str, c: &crate::comparison::Cell| {
+        format!(
+            r#"<td data-row="{}" data-col="{col}" data-value="{}">{}</td>"#,
+            esc(&key),
+            c.ms.map(|v| v.to_string()).unwrap_or_default(),
+            esc(&c.text())
+        )
+    };
+    let td = |col: &str, value: String, shown: String| {
+        format!(
+            r#"<td data-row="{}" data-col="{col}" data-value="{value}">{shown}</td>"#,
+            esc(&key)
+        )
+    };
+    let _ = write!(
+        out,
+        "<tr><td>{}{}</td><td class=\"text\">{}</td>{}{}{}{}{}{}</tr>",
+        row.rank,
+        if row.tie { " <b>tie</b>" } else { "" },
+        swatch(&row.store, report),
+        count_td(&key, "reads", row.reads),
+        cell("p50_ms", &row.p50),
+        cell("p90_ms", &row.p90),
+        cell("p99_ms", &row.p99),
+        row.error_rate.map_or("<td>-</td>".into(), |r| {
+            td("error_rate", r.to_string(), super::text::percent(r))
+        }),
+        match (row.monthly_usd, &row.plan) {
+            (Some(usd), Some(plan)) => td("monthly_usd", usd.to_string(), format!("{usd:.2}"))
+                .replacen("<td ", &format!("<td title=\"{}\" ", esc(plan)), 1),
+            _ => "<td>-</td>".into(),
+        }
+    );
+    let flag = row.flag().map_or(String::new(), |f| {
+        format!(" · <span class=\"unstable\">{}</span>", esc(&f))
+    });
+    let _ = write!(
+        out,
+        "<tr class=\"across\"><td></td><td colspan=\"7\" data-row=\"{}\" data-col=\"stability\" data-value=\"\">{}{flag}</td></tr>",
+        esc(&key),
+        esc(&row.note())
+    );
 }
 
 /// What went wrong, explained ([`crate::trouble`]); every count is in the errors table too.
@@ -329,26 +370,30 @@ fn latency_table(report: &Report, summary: &Summary, out: &mut String) {
     for row in &summary.latency {
         let q = &row.quantiles;
         let name = match &row.store {
-            Some(store) => format!("{}{}", swatch(store, report), esc(&row.name[store.len()..])),
+            Some(store) => format!(
+                "{}{}",
+                swatch(store, report),
+                esc(row.name.get(store.len()..).unwrap_or(&row.name))
+            ),
             None => esc(&row.name),
         };
         let _ = write!(
             out,
             "<tr><td>{name}</td>{}{}{}{}{}{}{}{}</tr>",
             count_td(&row.name, "count", q.count),
-            ms_td(&row.name, "p50_ms", q.p50_ms),
-            ms_td(&row.name, "p90_ms", q.p90_ms),
-            ms_td(&row.name, "p95_ms", q.p95_ms),
-            ms_td(&row.name, "p99_ms", q.p99_ms),
-            ms_td(&row.name, "max_ms", q.max_ms),
-            ms_td(&row.name, "mean_ms", q.mean_ms),
+            ms_td(&row.name, "p50_ms", q.count, q.p50_ms),
+            ms_td(&row.name, "p90_ms", q.count, q.p90_ms),
+            ms_td(&row.name, "p95_ms", q.count, q.p95_ms),
+            ms_td(&row.name, "p99_ms", q.count, q.p99_ms),
+            ms_td(&row.name, "max_ms", q.count, q.max_ms),
+            ms_td(&row.name, "mean_ms", q.count, q.mean_ms),
             match row.errors {
                 Some(e) => count_td(&row.name, "errors", e),
                 None => "<td></td>".into(),
             }
         );
     }
-    out.push_str("</tbody></table>");
+    let _ = write!(out, "</tbody></table><p class=\"note\">{FEW_NOTE}.</p>");
 }
 
 fn charts(report: &Report, charts: &[Chart], out: &mut String) {
@@ -361,7 +406,9 @@ fn charts(report: &Report, charts: &[Chart], out: &mut String) {
         // plotters writes a bare <svg> element: inline it as it is.
         let svg = c.svg.trim_start_matches(|ch: char| ch != '<');
         let svg = match svg.strip_prefix("<?xml") {
-            Some(rest) => &rest[rest.find("?>").map_or(0, |i| i + 2)..],
+            Some(rest) => rest
+                .get(rest.find("?>").map_or(0, |i| i + 2)..)
+                .unwrap_or(rest),
             None => svg,
         };
         let _ = write!(
@@ -469,8 +516,8 @@ fn per_row_chart<'a>(
             "<tr><td>{}</td>{}<td>{} / {}</td>",
             esc(name),
             count_td(&format!("{id} {name}"), "answered", answered),
-            ms_cell(e2e.p50_ms),
-            ms_cell(e2e.p99_ms)
+            quantile_cell(e2e.count, e2e.p50_ms),
+            quantile_cell(e2e.count, e2e.p99_ms)
         );
         for s in &stores {
             let q = reads.get(*s).cloned().unwrap_or_default();
@@ -489,14 +536,14 @@ fn per_row_chart<'a>(
                 esc(&format!("{id} {name}")),
                 esc(s),
                 q.p50_ms.map(|v| v.to_string()).unwrap_or_default(),
-                ms_cell(q.p50_ms),
-                ms_cell(q.p99_ms),
+                quantile_cell(q.count, q.p50_ms),
+                quantile_cell(q.count, q.p99_ms),
                 color_hex(s, report)
             );
         }
         out.push_str("</tr>");
     }
-    out.push_str("</tbody></table><p class=\"note\">Successful reads as timed by the worker; the bar is the p99 relative to the row's slowest store; the shaded cell has the lowest p50.</p>");
+    let _ = write!(out, "</tbody></table><p class=\"note\">Successful reads as timed by the worker; the bar is the p99 relative to the row's slowest store; the shaded cell has the lowest p50; {FEW_NOTE}.</p>");
 }
 
 /// The vantage × store table of kept answers ([`super::vantage::rows`]).
@@ -577,15 +624,15 @@ fn vantage_table(report: &Report, summary: &Summary, out: &mut String) {
                 esc(&id),
                 esc(s),
                 q.p50_ms.map(|v| v.to_string()).unwrap_or_default(),
-                ms_cell(q.p50_ms),
-                ms_cell(q.p90_ms),
-                ms_cell(q.p99_ms),
+                quantile_cell(q.count, q.p50_ms),
+                quantile_cell(q.count, q.p90_ms),
+                quantile_cell(q.count, q.p99_ms),
                 color_hex(s, report)
             );
         }
         out.push_str("</tr>");
     }
-    out.push_str("</tbody></table><p class=\"note\">Each store's cell: its read p50 in ms, then p90 and p99. Successful reads as timed by the worker, over the warm answers of the vantage point: a cold answer is a new instance's, whose connections and metadata exchanges started afresh, and is counted in its own column. A row marked <i>cold answers</i> had no warm answer, so its cells are over the cold ones. The shaded cell has the lowest p50 of its row; the bar is the p99 relative to the row's slowest store. Members are placed workers called over HTTP; a member's row counts only the answers that ran in its region's metro — by the colo Cloudflare's trace told its isolate, or where that is unknown by its <code>cf-placement</code> (its handler time, as every row: the probe's round trip to it is kept apart) — and says how many others it left out (<i>not counted</i>: unplaced, placed elsewhere, or a trace elsewhere) and how many answers' two witnesses disagree. Hints are Durable Objects created with a location hint, measuring in their own isolate.</p>");
+    let _ = write!(out, "</tbody></table><p class=\"note\">Each store's cell: its read p50 in ms, then p90 and p99. Successful reads as timed by the worker, over the warm answers of the vantage point: a cold answer is a new instance's, whose connections and metadata exchanges started afresh, and is counted in its own column. A row marked <i>cold answers</i> had no warm answer, so its cells are over the cold ones. The shaded cell has the lowest p50 of its row; the bar is the p99 relative to the row's slowest store. Members are placed workers called over HTTP; a member's row counts only the answers that ran in its region's metro — by the colo Cloudflare's trace told its isolate, or where that is unknown by its <code>cf-placement</code> (its handler time, as every row: the probe's round trip to it is kept apart) — and says how many others it left out (<i>not counted</i>: unplaced, placed elsewhere, or a trace elsewhere) and how many answers' two witnesses disagree. Hints are Durable Objects created with a location hint, measuring in their own isolate. {FEW_NOTE}.</p>");
 }
 
 fn cost(report: &Report, out: &mut String) {
@@ -758,5 +805,39 @@ mod tests {
             esc(r#"<a href="x">'&'</a>"#),
             "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
         );
+    }
+
+    /// Only relative and http(s) links are links; anything else is printed as text.
+    #[test]
+    fn only_relative_and_http_links_are_links() {
+        for ok in [
+            "report.json",
+            "../runs/a.csv",
+            "samples.csv?x=1:2",
+            "#summary",
+            "/abs/path:1",
+            "//example.com/x",
+            "http://example.com/a",
+            "HTTPS://example.com/a",
+        ] {
+            assert!(safe_href(ok), "{ok}");
+            assert!(link(ok, "t").starts_with("<a href="), "{ok}");
+        }
+        for bad in [
+            "javascript:alert(1)",
+            "JavaScript:alert(1)",
+            "java\tscript:alert(1)",
+            " javascript:alert(1)",
+            "java\nscript:alert(1)",
+            "data:text/html,<script>alert(1)</script>",
+            "vbscript:x",
+            "file:///etc/passwd",
+            "a b",
+        ] {
+            assert!(!safe_href(bad), "{bad:?}");
+            let printed = link(bad, "raw");
+            assert!(!printed.contains("<a"), "{bad:?}: {printed}");
+            assert!(printed.starts_with("raw ("), "{printed}");
+        }
     }
 }

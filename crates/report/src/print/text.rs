@@ -5,8 +5,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use crate::comparison::Comparison;
-use crate::hist::fmt_ms;
+use crate::comparison::{Comparison, Row};
 use crate::report::{Estimate, Quantiles, Report, Section, Summary, UnitLine};
 use crate::sample::Side;
 use crate::trouble::Trouble;
@@ -63,21 +62,36 @@ pub fn rate_text(rate: f64) -> String {
     }
 }
 
+/// A percentile of `count` values as every table shows it: its figure, `few` when the count
+/// cannot support it ([`Quantiles`] leaves it out), `-` when there is no value at all.
+pub fn quantile_cell(count: u64, ms: Option<f64>) -> String {
+    match ms {
+        None if count > 0 => "few".into(),
+        ms => ms_cell(ms),
+    }
+}
+
+/// What `few` means, under every table that can show it.
+pub const FEW_NOTE: &str =
+    "few: too few values to bound that percentile at 95% (p50 needs 6, p90 36, p95 72, p99 368)";
+
 /// `p50 p90 p95 p99 max mean` columns, ms.
 fn quantile_cells(q: &Quantiles) -> String {
+    let cell = |ms| quantile_cell(q.count, ms);
     format!(
         "{:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
-        ms_cell(q.p50_ms),
-        ms_cell(q.p90_ms),
-        ms_cell(q.p95_ms),
-        ms_cell(q.p99_ms),
+        cell(q.p50_ms),
+        cell(q.p90_ms),
+        cell(q.p95_ms),
+        cell(q.p99_ms),
         ms_cell(q.max_ms),
         ms_cell(q.mean_ms)
     )
 }
 
 fn p50_p99(q: &Quantiles) -> String {
-    format!("{:>8} {:>8}", ms_cell(q.p50_ms), ms_cell(q.p99_ms))
+    let cell = |ms| quantile_cell(q.count, ms);
+    format!("{:>8} {:>8}", cell(q.p50_ms), cell(q.p99_ms))
 }
 
 /// What the end-to-end latency of runs with this `latency_from` includes, in words.
@@ -181,12 +195,13 @@ fn render_runs(report: &Report, out: &mut impl Write) -> io::Result<()> {
             }
         )?;
         if !r.pacer_lag_us.is_empty() {
+            let lag = Quantiles::of(&r.pacer_lag_us);
             writeln!(
                 out,
                 "      pacer lag ms: p50 {} p99 {} max {}",
-                fmt_ms(r.pacer_lag_us.quantile(0.5)),
-                fmt_ms(r.pacer_lag_us.quantile(0.99)),
-                fmt_ms(r.pacer_lag_us.max())
+                quantile_cell(lag.count, lag.p50_ms),
+                quantile_cell(lag.count, lag.p99_ms),
+                quantile_cell(lag.count, lag.max_ms)
             )?;
         }
         if let Some(i) = &r.import {
@@ -291,12 +306,14 @@ fn render_provenance(
     Ok(())
 }
 
-/// The answer first: each store ranked by its read p50, every percentile with its interval.
+/// The answer first: each store ranked by its read p50, every percentile with its interval,
+/// each row followed by how steady the store was across the run.
 fn comparison_table(c: &Comparison, out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
-        "\nthe answer: successful reads of warm answers, ms, each with its {:.0}% interval (order statistics); \
-         ranked by p50, \"tie\": its p50 interval overlaps the row above's (this sample does not order the two)",
+        "\nthe answer: successful reads of warm answers, ms, each with its {:.0}% interval (order statistics, \
+         widened by the spread across the run's timeline windows); ranked by p50, \"tie\": its p50 interval \
+         overlaps the row above's (these intervals do not order the two)",
         c.level * 100.0
     )?;
     writeln!(
@@ -313,30 +330,41 @@ fn comparison_table(c: &Comparison, out: &mut impl Write) -> io::Result<()> {
                 writeln!(out, "vantage point {}:", tty(v))?;
             }
         }
-        let rank = if row.tie {
-            format!("{} tie", row.rank)
-        } else {
-            row.rank.to_string()
-        };
-        writeln!(
-            out,
-            "  {:<6} {:<10} {:>7} reads  p50 {:<22} p90 {:<22} p99 {:<22} {}{}",
-            rank,
-            tty(&row.store),
-            row.reads,
-            row.p50.text(),
-            row.p90.text(),
-            row.p99.text(),
-            row.error_rate
-                .map(|r| format!("errors {}  ", percent(r)))
-                .unwrap_or_default(),
-            // The plan is named in the cost table below.
-            row.monthly_usd
-                .map(|usd| format!("${usd:.2}/month"))
-                .unwrap_or_default()
-        )?;
+        comparison_row(row, out)?;
     }
     writeln!(out)
+}
+
+/// One row of the answer and the line under it (its stability, or why its intervals are the
+/// within-run ones alone), then its flag when its spans disagree.
+fn comparison_row(row: &Row, out: &mut impl Write) -> io::Result<()> {
+    let rank = if row.tie {
+        format!("{} tie", row.rank)
+    } else {
+        row.rank.to_string()
+    };
+    writeln!(
+        out,
+        "  {:<6} {:<10} {:>7} reads  p50 {:<23} p90 {:<23} p99 {:<23} {}{}",
+        rank,
+        tty(&row.store),
+        row.reads,
+        row.p50.text(),
+        row.p90.text(),
+        row.p99.text(),
+        row.error_rate
+            .map(|r| format!("errors {}  ", percent(r)))
+            .unwrap_or_default(),
+        // The plan is named in the cost table below.
+        row.monthly_usd
+            .map(|usd| format!("${usd:.2}/month"))
+            .unwrap_or_default()
+    )?;
+    writeln!(out, "         {}", row.note())?;
+    if let Some(flag) = row.flag() {
+        writeln!(out, "         {flag}")?;
+    }
+    Ok(())
 }
 
 /// What went wrong, explained (`crate::trouble`).
@@ -383,7 +411,8 @@ fn latency_table(summary: &Summary, out: &mut impl Write) -> io::Result<()> {
             row.errors.map(|e| e.to_string()).unwrap_or_default()
         )?;
     }
-    Ok(())
+    // The legend of every table below too.
+    writeln!(out, "({FEW_NOTE})")
 }
 
 /// Errors by kind: the requests' (the client's side, then the worker's), then the stores' errors
@@ -537,19 +566,20 @@ fn vantage_table(report: &Report, summary: &Summary, out: &mut impl Write) -> io
             } else {
                 " "
             };
+            let cell = |ms| quantile_cell(q.count, ms);
             write!(
                 out,
                 " {:>7} {:>7} {:>6}{mark}",
-                ms_cell(q.p50_ms),
-                ms_cell(q.p90_ms),
-                ms_cell(q.p99_ms)
+                cell(q.p50_ms),
+                cell(q.p90_ms),
+                cell(q.p99_ms)
             )?;
         }
         writeln!(out)?;
     }
     writeln!(
         out,
-        "(successful reads of the warm answers, ms; ° a row with no warm answer, over its cold ones; * the row's lowest p50; not counted: a member's answers that ran outside its region)"
+        "(successful reads of the warm answers, ms; ° a row with no warm answer, over its cold ones; * the row's lowest p50; not counted: a member's answers that ran outside its region; {FEW_NOTE})"
     )
 }
 
