@@ -65,22 +65,33 @@ FLEET_N=${KVBENCH_FLEET:-3}
 [[ "$FLEET_N" =~ ^[0-9]+$ ]] && [ "$FLEET_N" -le 20 ] || die "KVBENCH_FLEET: expected 0 to 20 local members, got '$FLEET_N'"
 FLEET=""
 MEMBER_PORTS=()
+# Where code ran: a stand-in of Cloudflare's trace (scripts/trace-standin.mjs) tells the main
+# worker's hint probes LOC and each member a colo of its own (local-1 L01, …), so the path that
+# asks it runs here as deployed (docs/probes.md, "How place is witnessed").
+TRACE=$(free_port)
+while [[ " $PORT $GATEWAY $REDIS $DENOKV $POSTGRES " == *" $TRACE "* ]]; do TRACE=$(free_port); done
+TRACE_COLOS=("main=LOC")
+for i in $(seq "$FLEET_N"); do TRACE_COLOS+=("local-$i=L$(printf %02d "$i")"); done
+spawn trace node "$ROOT/scripts/trace-standin.mjs" --port "$TRACE" "${TRACE_COLOS[@]}"
+wait_port "$TRACE" "the trace stand-in" 50
+trace_url() { echo "http://127.0.0.1:$TRACE/$1/cdn-cgi/trace"; }
 for i in $(seq "$FLEET_N"); do
   # Distinct from the members started just before, which may not listen yet.
   member_port=$(free_port)
-  while [[ " ${MEMBER_PORTS[*]:-} $PORT $GATEWAY $REDIS $DENOKV $POSTGRES " == *" $member_port "* ]]; do member_port=$(free_port); done
-  start_member "local-$i" "$member_port"
+  while [[ " ${MEMBER_PORTS[*]:-} $PORT $GATEWAY $REDIS $DENOKV $POSTGRES $TRACE " == *" $member_port "* ]]; do member_port=$(free_port); done
+  STACK_EXTRA_ENV="${STACK_EXTRA_ENV:+$STACK_EXTRA_ENV
+}PROBE_COLO_URL=$(trace_url "local-$i")" start_member "local-$i" "$member_port"
   MEMBER_PORTS+=("$member_port")
   FLEET="${FLEET:+$FLEET,}local-$i=http://127.0.0.1:$member_port"
 done
 [ "$FLEET_N" = 0 ] || log "fleet: $FLEET_N local members ($FLEET)"
 # The probes on a short interval (KVBENCH_PROBE_EVERY seconds, default 10; KVBENCH_PROBES=off
-# leaves them stopped); locally the colo cannot be told, so it is not asked.
+# leaves them stopped); their colo is the trace stand-in's.
 PROBE_EVERY=${KVBENCH_PROBE_EVERY:-10}
 STACK_EXTRA_ENV="${STACK_EXTRA_ENV:+$STACK_EXTRA_ENV
 }PROBE_EVERY=$PROBE_EVERY
 PROBE_BUDGET_USD=${PROBE_BUDGET_USD:-1000000}
-PROBE_COLO_URL=none
+PROBE_COLO_URL=$(trace_url main)
 BENCH_OPEN=${BENCH_OPEN:-true}${FLEET:+
 FLEET=$FLEET}"
 log "starting wrangler dev (builds the worker, ~20 s)"
@@ -102,6 +113,7 @@ cat >&2 <<MSG
   denokv          http://127.0.0.1:$DENOKV        (SQLite in $DIR; token in $DIR/worker.env)
   postgres        $PG_LINE
   fleet           ${FLEET:-none}   (KVBENCH_FLEET=$FLEET_N local members)
+  trace stand-in  http://127.0.0.1:$TRACE/<name>/cdn-cgi/trace   (${TRACE_COLOS[*]})
   logs            $DIR/*.log
 $(if [ -n "${KVBENCH_INSPECTOR_PORT:-}" ]; then
   echo "  devtools        127.0.0.1:$INSPECTOR_PORT  (KVBENCH_INSPECTOR_PORT; no auth: loopback only)"

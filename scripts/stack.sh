@@ -104,7 +104,10 @@ postgres_installed() {
 
 # The worker's environment: the local services, as a dotenv file (wrangler hides its values).
 write_worker_env() {
-  local file="$STACK_DIR/worker.env"
+  # A file per reader (worker.env, member-<label>.env): a member's node reads its file a moment
+  # after it is spawned, and the next start must not rewrite it under it (each member has its
+  # own PROBE_COLO_URL).
+  local file="$STACK_DIR/${1:-worker}.env"
   umask 077
   local provenance
   provenance=$(node "$ROOT/scripts/provenance.mjs" local) || die "scripts/provenance.mjs failed"
@@ -191,7 +194,7 @@ start_miniflare() {
 # start_member LABEL PORT: one local fleet member — the member build (build-member/) in a workerd
 # of its own (scripts/serve-worker.mjs --member), as a placed member runs it, on 127.0.0.1:PORT, with the stack's
 # services. The probes call it over HTTP like a placed member (docs/probes.md: "The fleet").
-# It only starts the member (each reads its env file at start, before the next rewrites it):
+# It only starts the member (each reads an env file of its own):
 # wait_member waits for it, so several members and wrangler start side by side.
 start_member() {
   local label=$1 port=$2
@@ -201,7 +204,7 @@ start_member() {
   # caller's STACK_EXTRA_ENV, written after it, wins), else every call would be a 403.
   local STACK_EXTRA_ENV="BENCH_OPEN=${BENCH_OPEN:-true}${STACK_EXTRA_ENV:+
 $STACK_EXTRA_ENV}"
-  write_worker_env
+  write_worker_env "member-$label"
   spawn "member-$label" node "$ROOT/scripts/serve-worker.mjs" --port "$port" --env-file "$WORKER_ENV_FILE" --member
 }
 

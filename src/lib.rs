@@ -24,6 +24,7 @@ mod operations;
 mod respond;
 pub mod routes;
 mod stores;
+mod trace;
 
 use std::cell::{Cell, RefCell};
 
@@ -168,6 +169,21 @@ async fn test(
     }
     let timing = kvbench_core::operations::fleet::server_timing(handler_ms);
     let mut extra = vec![("Server-Timing", timing.as_str())];
+    // A fleet member says where its isolate runs, from Cloudflare's trace — asked after this
+    // request's measurement (none of its spans is open), only for an answer, at most hourly per
+    // isolate; a request in flight while it asks, so another's answer counts it in `concurrent`.
+    let trace_colo = if OPERATIONS {
+        None
+    } else {
+        let _visit = in_flight().enter();
+        Some(crate::trace::member_colo(env, reply.status == 200).await)
+    };
+    if let Some(colo) = &trace_colo {
+        extra.push((
+            kvbench_wire::trace::HEADER,
+            kvbench_wire::trace::header_value(colo.as_deref()),
+        ));
+    }
     match reply.status {
         401 => extra.push(("WWW-Authenticate", "Bearer realm=\"kvbench\"")),
         503 => extra.push(("Retry-After", "1")),

@@ -213,7 +213,7 @@ pub async fn list(req: Request, env: &Env) -> Result<Response> {
             }),
             Err(e) => json!({ "arms": false, "why": e.message }),
         },
-        "colo_from": "PROBE_COLO_URL (Cloudflare's /cdn-cgi/trace), asked once per object wake; unknown where it cannot be told",
+        "colo_from": "PROBE_COLO_URL (Cloudflare's /cdn-cgi/trace), asked by a hint probe once per object instance and by a member once per isolate and at most hourly (its kvbench-trace-colo header, kept as trace_colo); unknown where it cannot be told",
         "probes": list,
     });
     respond::json(200, &body.to_string())

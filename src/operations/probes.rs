@@ -13,7 +13,7 @@ use std::cell::{Cell, RefCell};
 
 use kvbench_core::operations::fleet::{Called, Member};
 use kvbench_core::operations::probe::{self, Alarm, HintReply, Measured, ProbeState, Target, Wake};
-use kvbench_core::operations::probes::{self, ProbeConfig};
+use kvbench_core::operations::probes::ProbeConfig;
 use kvbench_core::operations::spend::ProbeNow;
 use kvbench_core::spec::env::PROBES;
 use kvbench_core::stores::durable::LocationHint;
@@ -102,19 +102,14 @@ impl ProbeObject {
     }
 
     /// The colo this object runs in, from `PROBE_COLO_URL` (Cloudflare's trace), asked once
-    /// per instance outside any measurement; "unknown" where it cannot be told (locally).
+    /// per instance outside any measurement; "unknown" where it cannot be told.
     async fn colo(&self) -> String {
         if let Some(c) = self.colo.borrow().clone() {
             return c;
         }
-        let url = env_text(&self.env, probes::COLO_URL_VAR)
-            .unwrap_or_else(|| probes::DEFAULT_COLO_URL.to_string());
-        let colo = if url == "none" {
-            None
-        } else {
-            trace(&url).await
-        }
-        .unwrap_or_else(|| "unknown".to_string());
+        let colo = crate::trace::colo(&self.env)
+            .await
+            .unwrap_or_else(|| kvbench_wire::trace::UNKNOWN.to_string());
         *self.colo.borrow_mut() = Some(colo.clone());
         colo
     }
@@ -298,6 +293,8 @@ async fn call_member(
             kvbench_core::operations::fleet::placement(header("cf-placement").as_deref());
         let handler_ms =
             kvbench_core::operations::fleet::server_timing_ms(header("server-timing").as_deref());
+        let trace_colo =
+            kvbench_wire::trace::read_header(header(kvbench_wire::trace::HEADER).as_deref());
         if (300..400).contains(&status) {
             let to = header("location").unwrap_or_default();
             let body =
@@ -306,6 +303,7 @@ async fn call_member(
                 status,
                 placement,
                 handler_ms,
+                trace_colo,
                 body,
             });
         }
@@ -315,6 +313,7 @@ async fn call_member(
             status,
             placement,
             handler_ms,
+            trace_colo,
             body,
         })
     };
@@ -362,22 +361,6 @@ async fn read_member_body(
         bytes.extend_from_slice(&chunk);
     }
     Ok(String::from_utf8_lossy(&bytes).into_owned())
-}
-
-/// `colo=` of a trace URL, within 5 s.
-async fn trace(url: &str) -> Option<String> {
-    let request = crate::bindings::js_request("GET", url, &[], None, false).ok()?;
-    let fetch = worker::Fetch::Request(request);
-    let sleep = worker::Delay::from(std::time::Duration::from_secs(5));
-    let get = async {
-        let mut r = fetch.send().await.ok()?;
-        r.text().await.ok()
-    };
-    let body = match futures::future::select(std::pin::pin!(get), std::pin::pin!(sleep)).await {
-        futures::future::Either::Left((body, _)) => body?,
-        futures::future::Either::Right(_) => return None,
-    };
-    probes::trace_colo(&body)
 }
 
 impl DurableObject for ProbeObject {

@@ -5,7 +5,12 @@
 // under its label (answers kept = answers the members sent, by the proxies' count), with
 // `vantage: "member"`, the placement header as sent and the member's colo; a 503 and an
 // unreachable member are kept failure lines, never gaps, and reach the report as failures of
-// their label; the token reaches the members and never a kept line. Bounded in time.
+// their label; the token reaches the members and never a kept line. Where each answer ran has two
+// witnesses: the proxies' cf-placement, and the colo each member's isolate is told by a stand-in
+// of Cloudflare's trace (scripts/trace-standin.mjs, a colo per member; one outside its region, one
+// that fails): every kept line carries its member's trace colo exactly, the member asks it once
+// (its isolate is new once), and the member whose trace is outside its region is counted apart and
+// named in the report's What went wrong. Bounded in time.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -13,13 +18,17 @@ import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { freePort, sleep, startRedis, startStack, stop, assertMs } from "./procs.mjs";
+import { startTraceStandIn } from "../../scripts/trace-standin.mjs";
 
 const TOKEN = "fleet-e2e-token-" + process.pid;
-// The three real members: label, the cf-placement their answers get, what that makes them.
+// The three real members: label, the cf-placement their answers get, the colo the trace tells
+// their isolate ("!500": the trace fails), what the kept line says of it, and what that makes
+// them. aws:eu-central-1 expects FRA: its trace (NRT) is outside its region, and disagrees with
+// its cf-placement (IAD).
 const PLACED = [
-  ["aws:us-east-1", "remote-IAD", "placed"],
-  ["aws:eu-central-1", "remote-IAD", "elsewhere"],
-  ["local-3", null, "unplaced"],
+  ["aws:us-east-1", "remote-IAD", "IAD", "IAD", "placed"],
+  ["aws:eu-central-1", "remote-IAD", "NRT", "NRT", "trace_elsewhere"],
+  ["local-3", null, "!500", "unknown", "unplaced"],
 ];
 const [EAST, CENTRAL] = PLACED.map(([label]) => label);
 const BIG_PAD = 900_000;
@@ -29,6 +38,7 @@ let proxies = [];
 let down;
 let main;
 let mainVars;
+let traces;
 // The main worker's Durable Object storage, kept across its restart (a deploy with a new FLEET).
 const persist = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-e2e-fleet-"));
 
@@ -58,11 +68,14 @@ async function countingProxy(label, target, placement) {
 before(async () => {
   redis = await startRedis();
   const stores = { REDIS_URL: `redis://127.0.0.1:${redis.port}`, STORES: "kv,do,d1,r2,redis", BENCH_TOKEN: TOKEN };
-  // Placed in its region's metro; placed, but outside its region's metro; not placed at all.
-  for (const [label, placement, check] of PLACED) {
-    const mf = await startStack(stores, { host: "127.0.0.1", port: 0 }, { member: true });
+  // The trace each worker is told: the main worker's hint probe LHR, each member its own.
+  traces = await startTraceStandIn({ main: "LHR", ...Object.fromEntries(PLACED.map(([label, , trace]) => [label, trace])) });
+  // Placed in its region's metro; placed, but its trace outside its region's metro; not placed
+  // at all (and its trace failing).
+  for (const [label, placement, , trace, check] of PLACED) {
+    const mf = await startStack({ ...stores, PROBE_COLO_URL: traces.url(label) }, { host: "127.0.0.1", port: 0 }, { member: true });
     members.push(mf);
-    proxies.push({ label, check, placement, ...(await countingProxy(label, (await mf.ready).toString().replace(/\/$/, ""), placement)) });
+    proxies.push({ label, check, placement, trace, ...(await countingProxy(label, (await mf.ready).toString().replace(/\/$/, ""), placement)) });
   }
   // A member that is up but refuses (503 with a body that has a terminal escape), one that is not.
   const busy = http.createServer((req, res) => {
@@ -120,7 +133,7 @@ before(async () => {
   proxies.push({ label: "hang", server: hang, counts: null, url: `http://127.0.0.1:${hang.address().port}` });
   down = await freePort();
   const fleet = [...proxies.filter((p) => p.url).map((p) => `${p.label}=${p.url}`), `gone=http://127.0.0.1:${down}`].join(",");
-  mainVars = { ...stores, FLEET: fleet, PROBE_HINTS: "weur", PROBE_EVERY: "1", PROBE_COLO_URL: "none", PROBE_BUDGET_USD: "1000000" };
+  mainVars = { ...stores, FLEET: fleet, PROBE_HINTS: "weur", PROBE_EVERY: "1", PROBE_COLO_URL: traces.url("main"), PROBE_BUDGET_USD: "1000000" };
   main = await startStack(mainVars, { host: "127.0.0.1", port: 0, resourcePersistencePath: persist });
 });
 
@@ -131,6 +144,7 @@ after(async () => {
     p.server.closeAllConnections?.();
     p.server.close();
   }
+  traces?.server.close();
   await stop(redis?.proc);
   fs.rmSync(persist, { recursive: true, force: true });
 });
@@ -178,9 +192,12 @@ test("the probes call every member and keep every outcome under its label", { ti
     for (const l of mine) {
       assert.equal(l.vantage, "member");
       assert.equal(l.hint, null);
-      // The header as sent, and what it makes the answer against the label's metro.
+      // Both witnesses as they came, and what they make the answer against the label's metro.
       assert.equal(l.placement, p.placement, JSON.stringify(l));
+      assert.equal(l.trace_colo, p.trace, JSON.stringify(l));
       assert.equal(l.placement_check, p.check, JSON.stringify(l));
+      // cf-placement remote-IAD and a trace of NRT disagree; no header, or no trace, cannot.
+      assert.equal(l.trace_disagrees, p.label === CENTRAL ? true : undefined, JSON.stringify(l));
       assert.equal(l.failure, undefined, JSON.stringify(l));
       // The member's own handler time (its Server-Timing), the probe's round trip apart: the
       // handler ran within the call.
@@ -230,8 +247,18 @@ test("the probes call every member and keep every outcome under its label", { ti
   for (const l of kept.filter((l) => l.label === "gone")) {
     assert.equal(l.failure.kind, "connect", JSON.stringify(l));
   }
-  // The hint probe goes on beside them.
-  assert.ok(kept.some((l) => l.label === "weur" && l.vantage === "hint"));
+  // Each member's isolate asked the trace once (it is new once; the next ask is an hour away,
+  // and a failed ask is not retried sooner); a member without the header is "unknown".
+  for (const [label] of PLACED) assert.equal(traces.asked[label], 1, `${label} asked the trace ${traces.asked[label]} times`);
+  for (const l of kept.filter((l) => l.label === "big")) assert.equal(l.trace_colo, "unknown", JSON.stringify({ ...l, answer: undefined }));
+  // The hint probe goes on beside them, its colo its own trace's.
+  const hints = kept.filter((l) => l.label === "weur" && l.vantage === "hint");
+  assert.ok(hints.length > 0);
+  for (const l of hints) {
+    assert.equal(l.colo, "LHR", JSON.stringify(l));
+    assert.equal(l.trace_colo, undefined, "a hint's colo is its trace: no second field");
+  }
+  assert.ok(traces.asked.main >= 1, "the hint probe never asked its trace");
 
   // GET /probes lists every vantage point with its last error.
   const probes = JSON.parse((await call("GET", "/probes")).text).probes;
@@ -242,19 +269,25 @@ test("the probes call every member and keep every outcome under its label", { ti
   // Each member's answers by placement, and why the ones outside its region are not counted.
   const of = (label) => probes.find((p) => p.label === label);
   const counted = (label) => kept.filter((l) => l.label === label).length;
-  assert.deepEqual(of(EAST).placement, { placed: counted(EAST), unplaced: 0, elsewhere: 0, last: "remote-IAD" });
+  const none = { placed: 0, unplaced: 0, elsewhere: 0, trace_elsewhere: 0, trace_disagrees: 0 };
+  assert.deepEqual(of(EAST).placement, { ...none, placed: counted(EAST), last: "remote-IAD", last_trace: "IAD" });
   assert.equal(of(EAST).last_error, null);
   assert.deepEqual(of(EAST).region.colos, ["IAD"]);
   assert.equal(of(EAST).region.probe_hint, "enam");
-  assert.deepEqual(of(CENTRAL).placement, { placed: 0, unplaced: 0, elsewhere: counted(CENTRAL), last: "remote-IAD" });
-  assert.match(of(CENTRAL).last_error, /^placed elsewhere: cf-placement remote-IAD where aws:eu-central-1 expects FRA \(Frankfurt, Germany\)/);
-  assert.deepEqual(of("local-3").placement, { placed: 0, unplaced: counted("local-3"), elsewhere: 0, last: null });
-  assert.match(of("local-3").last_error, /^unplaced: the answer has no cf-placement header/);
-  // The report counts only the placed member's answers in its row, and names the others.
+  assert.deepEqual(of(CENTRAL).placement, { ...none, trace_elsewhere: counted(CENTRAL), trace_disagrees: counted(CENTRAL), last: "remote-IAD", last_trace: "NRT" });
+  assert.match(of(CENTRAL).last_error, /^ran elsewhere: Cloudflare's trace says NRT where aws:eu-central-1 expects FRA \(Frankfurt, Germany\) \(cf-placement remote-IAD\)/);
+  assert.deepEqual(of("local-3").placement, { ...none, unplaced: counted("local-3"), last: null, last_trace: "unknown" });
+  assert.match(of("local-3").last_error, /^unplaced: the answer has no cf-placement header and its trace says unknown/);
+  // The report counts only the placed member's answers in its row, names the others, and says
+  // what went wrong with the one whose trace is outside its region.
   const report = await call("GET", "/report?window=1h");
   assert.equal(report.status, 200, report.text.slice(0, 300));
-  assert.match(report.text, new RegExp(`not counted: ${counted(CENTRAL)} elsewhere`));
+  assert.match(report.text, new RegExp(`not counted: ${counted(CENTRAL)} trace elsewhere`));
   assert.match(report.text, new RegExp(`not counted: ${counted("local-3")} unplaced`));
+  assert.match(report.text, new RegExp(`trace ${"NRT"} ${counted(CENTRAL)}; ${counted(CENTRAL)} disagree with cf-placement`));
+  assert.match(report.text, new RegExp(`<li><b>${CENTRAL} trace_elsewhere</b>: ${counted(CENTRAL)} of ${counted(CENTRAL)} \\(100`));
+  assert.match(report.text, new RegExp(`<li><b>${CENTRAL} trace_disagrees</b>: ${counted(CENTRAL)} of ${counted(CENTRAL)} `));
+  assert.doesNotMatch(report.text, new RegExp(`<li><b>${EAST} trace_`), "the member in its region was named in What went wrong");
 });
 
 test("a member taken out of FLEET stops itself at its next wake", { timeout: 180_000 }, async () => {

@@ -5,21 +5,26 @@
 // field order); the member answers only /, /healthz and /test (every operations route a 404,
 // as for a path nobody serves); and a run sent to a member is kept in the main worker's archive
 // through the BENCH_RUNS binding by script name, where the main build's /runs/<id>/answers reads
-// it — as deployed (scripts/fleet.mjs). `npm run build` first (scripts/test.sh does).
+// it — as deployed (scripts/fleet.mjs). Only the member says where it runs (its isolate's trace,
+// from a stand-in, in the kvbench-trace-colo header beside the answer), asked once. `npm run
+// build` first (scripts/test.sh does).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { sleep, startRedis, startStack, stop } from "./procs.mjs";
 import { MAIN_WORKER } from "../../scripts/worker-options.mjs";
+import { startTraceStandIn } from "../../scripts/trace-standin.mjs";
 
 const STORES = "kv,do,d1,r2,cache,redis";
 const redis = [];
 let main;
 let member;
+let traces;
 
 before(async () => {
   // A Redis each: both builds start from empty stores.
   for (let i = 0; i < 2; i++) redis.push(await startRedis());
-  const vars = (r) => ({ REDIS_URL: `redis://127.0.0.1:${r.port}`, STORES });
+  traces = await startTraceStandIn({ both: "FRA" });
+  const vars = (r) => ({ REDIS_URL: `redis://127.0.0.1:${r.port}`, STORES, PROBE_COLO_URL: traces.url("both") });
   main = await startStack(vars(redis[0]));
   member = await startStack(vars(redis[1]), {}, { member: true });
 });
@@ -28,6 +33,7 @@ after(async () => {
   await member?.dispose();
   await main?.dispose();
   for (const r of redis) await stop(r.proc);
+  traces?.server.close();
 });
 
 /** An answer with every timing masked: a number under a key that ends in `_ms` (or one of the
@@ -54,11 +60,15 @@ test("the same request sequence gets the same answers from the member and the ma
       assert.equal(res.status, 200, path);
       assert.match(res.headers.get("server-timing") ?? "", /^kvbench;dur=\d/, path);
       assert.equal(res.headers.get("content-type"), "application/json", path);
+      // The member's trace colo beside its answer; the main build's /test asks none.
+      assert.equal(res.headers.get("kvbench-trace-colo"), mf === member ? "FRA" : null, path);
       answers.push(await res.text());
     }
     const [fromMain, fromMember] = answers.map(masked);
     assert.equal(fromMember, fromMain, `${path}: the member's answer differs from the main build's beyond its timings`);
   }
+  // Asked when the member's isolate was new, not again within the hour.
+  assert.equal(traces.asked.both, 1);
   // Not vacuous: the sequence did miss, write and then hit in every store, on both.
   const hit = JSON.parse(await (await get(member, sequence[0])).text());
   assert.deepEqual(Object.keys(hit.stores), STORES.split(","));

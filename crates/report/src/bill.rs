@@ -41,6 +41,8 @@ pub const ROWS_READ_PER_ANSWER: f64 = 3.0;
 pub const EMPTY_DATABASE_BYTES: f64 = 12_000.0;
 /// The probe object's billed memory while it runs (Durable Objects bill duration at 128 MB).
 const BILLED_GB: f64 = 0.125;
+/// Hours in the 30-day month: a member isolate asks its trace again at most once an hour.
+const HOURS_PER_MONTH: f64 = SECONDS_PER_MONTH / 3600.0;
 
 /// One store's month, at its cheapest plan.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -63,6 +65,13 @@ pub struct OwnUsage {
     pub rows_read_per_month: f64,
     /// The measurements' wall time at 128 MB.
     pub gb_s_per_month: f64,
+    /// Cloudflare's trace asked, at most: once per new instance (a hint probe's object, a
+    /// member's isolate: the cold answers) plus once an hour per vantage point, never more than
+    /// once a wake. A subrequest is not billed itself.
+    pub trace_subrequests_per_month: f64,
+    /// The wall time a probe object waits on those traces (its own, or its member's inside the
+    /// call), at most: each at its whole deadline, at 128 MB.
+    pub trace_gb_s_per_month: f64,
     pub mean_measurement_s: f64,
     /// The kept answers at rest once the keep window is full (plus each object's empty database).
     pub stored_gb: f64,
@@ -102,7 +111,7 @@ pub fn answers_per_wake(report: &Report) -> f64 {
     for v in report.vantages.values() {
         // A member's answers outside its region are kept (and billed) too, counted as a
         // wake each (cold or warm is not told apart for them).
-        let outside = v.unplaced + v.elsewhere;
+        let outside = v.unplaced + v.elsewhere + v.trace_elsewhere;
         lines += v.cold + v.warm + v.failed + outside;
         wakes += v.warm + v.failed + outside;
     }
@@ -209,6 +218,10 @@ fn own_usage(
     let rows_written = wakes * ROWS_WRITTEN_PER_WAKE + answers * ROWS_WRITTEN_PER_ANSWER;
     let rows_read = wakes * ROWS_READ_PER_WAKE + answers * ROWS_READ_PER_ANSWER;
     let gb_s = answers * mean_s * BILLED_GB;
+    let cold = (answers - wakes).max(0.0);
+    let traces = (cold + probes.points * HOURS_PER_MONTH).min(wakes);
+    let trace_s = kvbench_core::operations::trace::DEADLINE_MS as f64 / 1000.0;
+    let trace_gb_s = traces * trace_s * BILLED_GB;
     let answers_per_s = answers / SECONDS_PER_MONTH;
     let stored_gb = (answers_per_s * probes.stored_s * probes.line_bytes
         + probes.points * EMPTY_DATABASE_BYTES)
@@ -217,13 +230,15 @@ fn own_usage(
     let usd = requests / 1e6 * unit("Durable Object request")
         + rows_written / 1e6 * unit("SQLite row written")
         + rows_read / 1e6 * unit("SQLite row read")
-        + gb_s / 1e6 * unit("GB-s")
+        + (gb_s + trace_gb_s) / 1e6 * unit("GB-s")
         + storage_usd;
     OwnUsage {
         requests_per_month: requests.round(),
         rows_written_per_month: rows_written.round(),
         rows_read_per_month: rows_read.round(),
         gb_s_per_month: (gb_s * 10.0).round() / 10.0,
+        trace_subrequests_per_month: traces.round(),
+        trace_gb_s_per_month: (trace_gb_s * 10.0).round() / 10.0,
         mean_measurement_s: (mean_s * 1000.0).round() / 1000.0,
         stored_gb: (stored_gb * 1e4).round() / 1e4,
         storage_usd: round2(storage_usd),
@@ -294,6 +309,24 @@ mod tests {
         assert_eq!(b.answers_per_month, 19_440.0);
         assert!((b.project_rps - 2.0 / 300.0 * 9.0 / 8.0).abs() < 1e-12);
         assert_eq!(b.probes.requests_per_month, 17_280.0 + 17_280.0);
+        // The trace: the 2,160 cold answers (new instances) plus an hourly ask of each of the 2
+        // probes (1,440), each waited on for at most its 2 s deadline at 128 MB.
+        assert_eq!(b.probes.trace_subrequests_per_month, 2_160.0 + 1_440.0);
+        assert_eq!(b.probes.trace_gb_s_per_month, 3_600.0 * 2.0 * 0.125);
+        // Never more than one a wake: waking hourly, the hourly asks alone are one a wake.
+        let often = bill(
+            &r,
+            &PriceTable::default_table().unwrap(),
+            ProbeUsage {
+                every_s: 3_600.0,
+                ..probes(2.0)
+            },
+            None,
+        );
+        assert_eq!(
+            often.probes.trace_subrequests_per_month,
+            often.wakes_per_month
+        );
         assert_eq!(
             b.probes.rows_written_per_month,
             17_280.0 * ROWS_WRITTEN_PER_WAKE + 19_440.0 * ROWS_WRITTEN_PER_ANSWER

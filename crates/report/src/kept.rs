@@ -50,6 +50,19 @@ fn failure_kind(f: &kvbench_wire::kept::Failure<'_>) -> FailureKind {
     }
 }
 
+/// Where `line` ran, as its witnesses say: its colo, a member's `cf-placement` and trace colo, and
+/// whether those two disagree.
+fn count_place(v: &mut VantagePoint, line: &Kept<'_>) {
+    VantagePoint::count(&mut v.colos, &line.colo, 1);
+    if let Some(p) = &line.placement {
+        VantagePoint::count(&mut v.placements, p, 1);
+    }
+    if let Some(t) = &line.trace_colo {
+        VantagePoint::count(&mut v.traces, t, 1);
+    }
+    v.trace_disagrees += u64::from(line.trace_disagrees);
+}
+
 /// The vantage point of `line`'s label, made on its first line.
 fn vantage_of<'m>(
     vantages: &'m mut BTreeMap<String, VantagePoint>,
@@ -210,12 +223,10 @@ impl Aggregate {
 
     fn count_unplaced(&mut self, line: &Kept<'_>, check: kvbench_wire::kept::PlacementCheck) {
         let v = vantage_of(&mut self.vantages, line);
-        VantagePoint::count(&mut v.colos, &line.colo, 1);
-        if let Some(p) = &line.placement {
-            VantagePoint::count(&mut v.placements, p, 1);
-        }
+        count_place(v, line);
         match check {
             kvbench_wire::kept::PlacementCheck::Elsewhere => v.elsewhere += 1,
+            kvbench_wire::kept::PlacementCheck::TraceElsewhere => v.trace_elsewhere += 1,
             _ => v.unplaced += 1,
         }
     }
@@ -231,10 +242,7 @@ impl Aggregate {
 
     fn count_vantage(&mut self, line: &Kept<'_>, outcome: &Outcome) {
         let v = vantage_of(&mut self.vantages, line);
-        VantagePoint::count(&mut v.colos, &line.colo, 1);
-        if let Some(p) = &line.placement {
-            VantagePoint::count(&mut v.placements, p, 1);
-        }
+        count_place(v, line);
         // Its answers' reads are the label's, split cold from warm by the collector.
         match outcome {
             Outcome::Failure(_) => v.failed += 1,
@@ -545,16 +553,25 @@ mod tests {
             ),
             ("member", 1, 0, 2)
         );
-        // The unplaced answer (local-EWR) is counted apart, never in the member's numbers:
-        // 3 answers in all, the member's one warm answer its placed one.
-        assert_eq!((member.unplaced, member.elsewhere), (1, 0));
+        // The unplaced answer (local-EWR) and the one whose trace ran outside its region (NRT)
+        // are counted apart, never in the member's numbers: 3 answers in all, the member's one
+        // warm answer its placed one.
+        assert_eq!(
+            (member.unplaced, member.elsewhere, member.trace_elsewhere),
+            (1, 0, 1)
+        );
+        assert_eq!(member.trace_disagrees, 1, "remote-IAD and a trace of NRT");
         assert_eq!(
             member.placements,
-            BTreeMap::from([("local-EWR".into(), 1), ("remote-IAD".into(), 1)])
+            BTreeMap::from([("local-EWR".into(), 1), ("remote-IAD".into(), 2)])
+        );
+        assert_eq!(
+            member.traces,
+            BTreeMap::from([("IAD".into(), 1), ("NRT".into(), 1), ("unknown".into(), 1)])
         );
         assert_eq!(
             member.colos,
-            BTreeMap::from([("IAD".into(), 2), ("unknown".into(), 2)])
+            BTreeMap::from([("IAD".into(), 3), ("unknown".into(), 2)])
         );
         let hint = &r.vantages["weur"];
         assert_eq!(

@@ -203,6 +203,18 @@ pub struct VantagePoint {
     /// A member's answers placed in a colo outside its region's metro: counted here only.
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub elsewhere: u64,
+    /// A member's answers by the colo its isolate's Cloudflare trace named (`unknown` included):
+    /// the second witness of where it ran, beside `placements`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub traces: BTreeMap<String, u64>,
+    /// A member's answers whose trace named a colo outside its region's metro, whatever
+    /// `cf-placement` said: counted here only.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub trace_elsewhere: u64,
+    /// A member's answers whose `cf-placement` and trace named different colos (counted in or
+    /// out of its row by the trace).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub trace_disagrees: u64,
 }
 
 impl VantagePoint {
@@ -235,11 +247,24 @@ impl VantagePoint {
             plus(VantagePoint::slot(&mut self.placements, p), *n, p)
                 .map_err(|e| e.under("placements"))?;
         }
+        for (t, n) in &from.traces {
+            plus(VantagePoint::slot(&mut self.traces, t), *n, t).map_err(|e| e.under("traces"))?;
+        }
         plus(&mut self.cold, from.cold, "cold")?;
         plus(&mut self.warm, from.warm, "warm")?;
         plus(&mut self.failed, from.failed, "failed")?;
         plus(&mut self.unplaced, from.unplaced, "unplaced")?;
-        plus(&mut self.elsewhere, from.elsewhere, "elsewhere")
+        plus(&mut self.elsewhere, from.elsewhere, "elsewhere")?;
+        plus(
+            &mut self.trace_elsewhere,
+            from.trace_elsewhere,
+            "trace_elsewhere",
+        )?;
+        plus(
+            &mut self.trace_disagrees,
+            from.trace_disagrees,
+            "trace_disagrees",
+        )
     }
 }
 

@@ -1,7 +1,8 @@
-//! What went wrong, explained: the request failures and store errors common enough to change
-//! what the figures mean — more than [`THRESHOLD`] of the requests, or of the store's reads or
-//! writes — each with one sentence on its likely cause, for the printers to show right after the
-//! answer. The errors table keeps every count; this says which ones matter and why.
+//! What went wrong, explained: the request failures, store errors and fleet members out of place
+//! common enough to change what the figures mean — more than [`THRESHOLD`] of the requests, of
+//! the store's reads or writes, or of a member's answers — each with one sentence on its likely
+//! cause, for the printers to show right after the answer. The errors table keeps every count;
+//! this says which ones matter and why.
 
 use serde::{Deserialize, Serialize};
 
@@ -13,14 +14,14 @@ pub const THRESHOLD: f64 = 0.01;
 /// One kind of failure that matters in this report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Trouble {
-    /// `request` (a request that got no `/test` answer), `kept` (answers measured but not kept)
-    /// or the store's name.
+    /// `request` (a request that got no `/test` answer), `kept` (answers measured but not kept),
+    /// the store's name, or a fleet member's label (its answers' place: [`PLACE_KINDS`]).
     pub source: String,
     /// The failure kind (`timeout`, `http_503`), or a store error as `kind/op`.
     pub kind: String,
     pub count: u64,
-    /// Of the requests scheduled (those and the unkept ones for `kept`), or of the store's reads
-    /// (writes for `…/write`).
+    /// Of the requests scheduled (those and the unkept ones for `kept`), of the store's reads
+    /// (writes for `…/write`), or of the member's kept lines.
     pub of: u64,
     pub share: f64,
     /// Its likely cause, in one sentence.
@@ -54,6 +55,11 @@ pub fn of(report: &Report) -> Vec<Trouble> {
             push(&mut out, store, key, *n, of);
         }
     }
+    for (label, v) in &report.vantages {
+        let lines = v.cold + v.warm + v.failed + v.unplaced + v.elsewhere + v.trace_elsewhere;
+        push(&mut out, label, PLACE_KINDS[0], v.trace_elsewhere, lines);
+        push(&mut out, label, PLACE_KINDS[1], v.trace_disagrees, lines);
+    }
     // Most common first; ties in source and kind order (the maps' order, kept by a stable sort).
     out.sort_by(|a, b| b.share.total_cmp(&a.share));
     out
@@ -76,8 +82,17 @@ fn push(out: &mut Vec<Trouble>, source: &str, kind: &str, count: u64, of: u64) {
     }
 }
 
+/// What a member's answers' place can go wrong by: its trace outside its region, and its two
+/// witnesses (`cf-placement`, the trace) disagreeing.
+pub const PLACE_KINDS: [&str; 2] = ["trace_elsewhere", "trace_disagrees"];
+
 /// The likely cause of `kind` at `source`.
 pub fn cause(source: &str, kind: &str) -> &'static str {
+    match kind {
+        "trace_elsewhere" => return "Cloudflare's trace, asked by the member's isolate, named a colo outside its region's metro: it did not run where its label says (placement did not apply, or Cloudflare served the region from another metro — add that colo to the region's colos if it is near), so these answers are kept but not counted in its row",
+        "trace_disagrees" => return "the member's cf-placement header named one colo and its isolate's Cloudflare trace another: one witness of where it ran is wrong (the trace, asked at most an hour before, decides where it is known)",
+        _ => {}
+    }
     if source == "request" {
         return request_cause(kind);
     }
@@ -254,6 +269,39 @@ mod tests {
         r.runs = vec![run(None)];
         assert_eq!(r.keep_failed(), None);
         assert!(of(&r).is_empty());
+    }
+
+    #[test]
+    fn a_member_whose_trace_is_outside_its_region_is_named() {
+        use crate::report::VantagePoint;
+        let mut r = report();
+        let member = |warm, trace_elsewhere, trace_disagrees| VantagePoint {
+            vantage: "member".into(),
+            warm,
+            trace_elsewhere,
+            trace_disagrees,
+            ..VantagePoint::default()
+        };
+        r.vantages
+            .insert("aws:eu-central-1".into(), member(0, 12, 0));
+        r.vantages.insert("aws:us-east-1".into(), member(40, 0, 10));
+        // 1 in 200: under the threshold, not shown.
+        r.vantages
+            .insert("aws:ap-northeast-1".into(), member(199, 1, 0));
+        let t = of(&r);
+        let shown: Vec<(&str, &str, u64, u64)> = t
+            .iter()
+            .map(|t| (t.source.as_str(), t.kind.as_str(), t.count, t.of))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("aws:eu-central-1", "trace_elsewhere", 12, 12),
+                ("aws:us-east-1", "trace_disagrees", 10, 40)
+            ]
+        );
+        assert!(t[0].cause.contains("outside its region"), "{}", t[0].cause);
+        assert!(t[1].cause.contains("cf-placement"), "{}", t[1].cause);
     }
 
     #[test]

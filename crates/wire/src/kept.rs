@@ -37,19 +37,25 @@ impl Vantage {
     }
 }
 
-/// Whether a member's answer ran where its label says, from its `cf-placement` header and the
-/// colos of its region's metro (`kvbench_core::operations::fleet::classify`). Only a placed answer counts
-/// in the member's row; the others are counted apart.
+/// Whether a member's answer ran where its label says, from its two witnesses — the colo its
+/// isolate's Cloudflare trace named (`trace_colo`) and its `cf-placement` header — against the
+/// colos of its region's metro (`kvbench_core::operations::fleet::classify`). The trace, where
+/// known, says where the code ran; the header only where the trace is unknown. Only a placed
+/// answer counts in the member's row; the others are counted apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PlacementCheck {
-    /// `remote-XXX` with XXX a colo of the region's metro (any colo for a member whose label is
-    /// not a known region).
+    /// The trace names a colo of the region's metro; or, the trace unknown, `remote-XXX` with XXX
+    /// one of them (any colo for a member whose label is not a known region).
     Placed,
-    /// `local-…` or no header: placement did not apply, the member ran wherever it was called.
+    /// The trace unknown (or no region to hold it against), and `local-…` or no header:
+    /// placement did not apply, the member ran wherever it was called.
     Unplaced,
-    /// `remote-XXX` with XXX outside the region's metro.
+    /// The trace unknown, and `remote-XXX` with XXX outside the region's metro.
     Elsewhere,
+    /// The trace names a colo outside the region's metro, whatever `cf-placement` says.
+    #[serde(rename = "trace_elsewhere")]
+    TraceElsewhere,
     /// A name a newer writer may use (never written; a reader counts it as not placed).
     #[serde(other)]
     Other,
@@ -61,6 +67,7 @@ impl PlacementCheck {
             PlacementCheck::Placed => "placed",
             PlacementCheck::Unplaced => "unplaced",
             PlacementCheck::Elsewhere => "elsewhere",
+            PlacementCheck::TraceElsewhere => "trace_elsewhere",
             PlacementCheck::Other => "other",
         }
     }
@@ -133,6 +140,15 @@ pub struct Kept<'a> {
     /// A member's `cf-placement` header (`remote-IAD`): where its placed fetch handler ran.
     #[serde(default, borrow)]
     pub placement: Option<Name<'a>>,
+    /// A member's line, when the member answered: the colo its isolate's Cloudflare trace named
+    /// (its [`crate::trace::HEADER`]), or "unknown" (no header, or the member could not tell).
+    /// Absent on hints' lines (their `colo` is their own trace's) and runs'.
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    pub trace_colo: Option<Name<'a>>,
+    /// A member's line: `cf-placement` names one colo and the trace another (both known) —
+    /// one of the two witnesses of its place is wrong.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trace_disagrees: bool,
     /// A member answer's [`PlacementCheck`] (absent on hints' and runs' lines, and on a
     /// member's failure lines: a failure has no placement to check).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -266,6 +282,8 @@ mod tests {
             hint: Some("weur".into()),
             colo: "LHR".into(),
             placement: None,
+            trace_colo: None,
+            trace_disagrees: false,
             placement_check: None,
             cold: true,
             colo_changed: false,

@@ -5,7 +5,8 @@
 //! - [`answer`]: the JSON answer of `/test`;
 //! - [`kept`]: one kept answer of a probe or a run (an NDJSON line);
 //! - [`stream`]: a kept-answers stream's control lines (`end`, `error`) and its reader;
-//! - [`object`]: what the worker and its Durable Objects say to each other (arm, status).
+//! - [`object`]: what the worker and its Durable Objects say to each other (arm, status);
+//! - [`trace`]: the header a fleet member says where its trace placed it in.
 //!
 //! Each shape is one struct that derives both `Serialize` and `Deserialize`, so a field added
 //! for the writer is read by the reader (or fails to compile where a reader builds its own
@@ -19,5 +20,6 @@ pub mod kept;
 pub mod object;
 pub mod stream;
 pub mod text;
+pub mod trace;
 
 pub use text::{Key, Name};

@@ -148,14 +148,21 @@ pub struct ProbeStatus {
     pub placement: Option<PlacementCounts>,
 }
 
-/// A member probe's kept answers by placement check, and the latest `cf-placement`.
+/// A member probe's kept answers by placement check, and the latest `cf-placement` and trace
+/// colo.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct PlacementCounts {
     pub placed: u64,
     pub unplaced: u64,
     pub elsewhere: u64,
+    /// Answers whose trace named a colo outside the region's metro.
+    pub trace_elsewhere: u64,
+    /// Answers whose `cf-placement` and trace named different colos (counted whatever the check).
+    pub trace_disagrees: u64,
     pub last: Option<String>,
+    /// The latest answer's trace colo ("unknown" when the member could not tell).
+    pub last_trace: Option<String>,
 }
 
 impl PlacementCounts {
@@ -166,7 +173,13 @@ impl PlacementCounts {
             placed: n("placed"),
             unplaced: n("unplaced"),
             elsewhere: n("elsewhere"),
+            trace_elsewhere: n("trace_elsewhere"),
+            trace_disagrees: n("trace_disagrees"),
             last: p.get("last").and_then(|x| x.as_str()).map(str::to_string),
+            last_trace: p
+                .get("last_trace")
+                .and_then(|x| x.as_str())
+                .map(str::to_string),
         }
     }
 }

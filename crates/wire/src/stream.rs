@@ -95,6 +95,8 @@ impl<'a> Frame<'a> {
 }
 
 /// What the reader hands out, line by line.
+// Nearly every item is `Kept`: boxing it would allocate per line to shrink the rare others.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Item<'a> {
     Kept(Kept<'a>),

@@ -48,6 +48,8 @@ fn kept_lines() -> Vec<Kept<'static>> {
         hint: Some("weur".into()),
         colo: "LHR".into(),
         placement: None,
+        trace_colo: None,
+        trace_disagrees: false,
         placement_check: None,
         cold: true,
         colo_changed: false,
@@ -62,6 +64,7 @@ fn kept_lines() -> Vec<Kept<'static>> {
         hint: None,
         colo: "IAD".into(),
         placement: Some("remote-IAD".into()),
+        trace_colo: Some("IAD".into()),
         placement_check: Some(PlacementCheck::Placed),
         cold: false,
         handler_ms: Some(38.5),
@@ -70,12 +73,21 @@ fn kept_lines() -> Vec<Kept<'static>> {
     };
     let unplaced = Kept {
         placement: Some("local-EWR".into()),
+        trace_colo: Some("unknown".into()),
         placement_check: Some(PlacementCheck::Unplaced),
+        ..member.clone()
+    };
+    // Its trace names a colo outside the region, and cf-placement another: both counted.
+    let astray = Kept {
+        trace_colo: Some("NRT".into()),
+        trace_disagrees: true,
+        placement_check: Some(PlacementCheck::TraceElsewhere),
         ..member.clone()
     };
     let unreachable = Kept {
         colo: "unknown".into(),
         placement: None,
+        trace_colo: None,
         placement_check: None,
         handler_ms: None,
         call_ms: Some(150_000.0),
@@ -103,7 +115,7 @@ fn kept_lines() -> Vec<Kept<'static>> {
         colo_changed: false,
         ..hint.clone()
     };
-    vec![hint, member, unplaced, unreachable, refused, run]
+    vec![hint, member, unplaced, astray, unreachable, refused, run]
 }
 
 #[test]
@@ -211,7 +223,10 @@ fn the_object_messages_are_the_golden_ones_and_read_back() {
             placed: 280,
             unplaced: 3,
             elsewhere: 1,
+            trace_elsewhere: 2,
+            trace_disagrees: 4,
             last: Some("remote-IAD".into()),
+            last_trace: Some("IAD".into()),
         }),
         ..hint_status.clone()
     };

@@ -216,40 +216,82 @@ pub fn placement(header: Option<&str>) -> Option<String> {
     ok.then(|| value.to_string())
 }
 
-/// Whether a member's answer ran where its label says: `placement` is the answer's
-/// `cf-placement` as [`placement`] kept it, `expected` the colos of the member's region
-/// (`None` for a label that is no known region: any `remote-` colo is then placed, since no
-/// metro is claimed).
-pub fn classify(placement: Option<&str>, expected: Option<&[String]>) -> PlacementCheck {
-    match placement.and_then(|p| p.strip_prefix("remote-")) {
-        None => PlacementCheck::Unplaced,
-        Some(colo) => match expected {
-            Some(colos) if !colos.iter().any(|c| c.eq_ignore_ascii_case(colo)) => {
-                PlacementCheck::Elsewhere
-            }
-            _ => PlacementCheck::Placed,
-        },
+/// What a member's answer says of where it ran, from its two witnesses ([`classify`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verdict {
+    pub check: PlacementCheck,
+    /// `cf-placement` names one colo and the trace another (both known).
+    pub disagree: bool,
+}
+
+/// Whether a member's answer ran where its label says. `placement` is the answer's
+/// `cf-placement` as [`placement`] kept it; `trace` the colo its isolate's Cloudflare trace
+/// named (`None`: unknown); `expected` the colos of the member's region (`None` for a label that
+/// is no known region: nothing to hold a colo against, so any `remote-` is placed).
+///
+/// The trace, where known, says where the code ran: a colo of the region's metro is placed,
+/// another is [`PlacementCheck::TraceElsewhere`], whatever the header says (it may be missing:
+/// Cloudflare documents it as possibly going away). Where the trace is unknown the header alone
+/// decides, as [`by_placement`]. Separately, two known witnesses naming different colos
+/// (`remote-IAD` and a trace of FRA; `local-EWR` and LHR) disagree, and that is counted.
+pub fn classify(
+    placement: Option<&str>,
+    trace: Option<&str>,
+    expected: Option<&[String]>,
+) -> Verdict {
+    let header_colo = placement
+        .and_then(|p| p.split_once('-'))
+        .map(|(_, colo)| colo);
+    let disagree = matches!((header_colo, trace), (Some(h), Some(t)) if !h.eq_ignore_ascii_case(t));
+    let check = match (trace, expected) {
+        (Some(t), Some(colos)) if in_metro(t, colos) => PlacementCheck::Placed,
+        (Some(_), Some(_)) => PlacementCheck::TraceElsewhere,
+        _ => by_placement(placement, expected),
+    };
+    Verdict { check, disagree }
+}
+
+fn in_metro(colo: &str, colos: &[String]) -> bool {
+    colos.iter().any(|c| c.eq_ignore_ascii_case(colo))
+}
+
+/// The verdict of `cf-placement` alone: `remote-XXX` with XXX among `expected` (or any, with no
+/// region) is placed, another `remote-` elsewhere, `local-…` or none unplaced.
+fn by_placement(placement: Option<&str>, expected: Option<&[String]>) -> PlacementCheck {
+    match (placement.and_then(|p| p.strip_prefix("remote-")), expected) {
+        (None, _) => PlacementCheck::Unplaced,
+        (Some(colo), Some(colos)) if !in_metro(colo, colos) => PlacementCheck::Elsewhere,
+        (Some(_), _) => PlacementCheck::Placed,
     }
 }
 
-/// Why an answer that is not [`PlacementCheck::Placed`] is left out of `label`'s row, for a
-/// probe's `last_error`.
+/// Why an answer that is not [`PlacementCheck::Placed`] is left out of `label`'s row, or that
+/// its two witnesses disagree, for a probe's `last_error`; `None` when all is well.
 pub fn placement_error(
     label: &str,
     placement: Option<&str>,
-    check: PlacementCheck,
+    trace: Option<&str>,
+    verdict: Verdict,
 ) -> Option<String> {
     let expected = region(label).map(|r| format!("{} ({})", r.colos.join(" or "), r.metro));
-    match check {
+    let expected = expected.as_deref().unwrap_or("a colo of its metro");
+    let header = placement.unwrap_or("none");
+    let trace = trace.unwrap_or(kvbench_wire::trace::UNKNOWN);
+    let kept = "the answer is kept but not counted in its row";
+    match verdict.check {
+        PlacementCheck::Placed if verdict.disagree => Some(format!(
+            "witnesses disagree: cf-placement {header} but Cloudflare's trace says {trace} (in {label}'s metro, so counted by the trace)"
+        )),
         PlacementCheck::Placed => None,
+        PlacementCheck::TraceElsewhere => Some(format!(
+            "ran elsewhere: Cloudflare's trace says {trace} where {label} expects {expected} (cf-placement {header}); {kept}"
+        )),
         PlacementCheck::Elsewhere => Some(format!(
-            "placed elsewhere: cf-placement {} where {label} expects {}; the answer is kept but not counted in its row",
-            placement.unwrap_or("-"),
-            expected.as_deref().unwrap_or("a colo of its metro"),
+            "placed elsewhere: cf-placement {header} where {label} expects {expected} (trace {trace}); {kept}"
         )),
         PlacementCheck::Unplaced | PlacementCheck::Other => Some(match placement {
-            Some(p) => format!("unplaced: cf-placement {p} (the member ran where it was called, not in {label}); the answer is kept but not counted in its row"),
-            None => format!("unplaced: the answer has no cf-placement header (placement did not apply to this member, so it did not run in {label}); the answer is kept but not counted in its row"),
+            Some(p) => format!("unplaced: cf-placement {p} (the member ran where it was called, not in {label}; trace {trace}); {kept}"),
+            None => format!("unplaced: the answer has no cf-placement header and its trace says {trace} (placement did not apply to this member, so it did not run in {label}); {kept}"),
         }),
     }
 }
@@ -281,6 +323,9 @@ pub struct Called {
     pub placement: Option<String>,
     /// Its handler time ([`server_timing_ms`]).
     pub handler_ms: Option<f64>,
+    /// The colo its isolate's trace named (its [`kvbench_wire::trace::HEADER`], shape-checked
+    /// by [`kvbench_wire::trace::read_header`]); `None`: unknown or not said.
+    pub trace_colo: Option<String>,
     pub body: String,
 }
 
@@ -292,6 +337,10 @@ pub struct MemberCheck {
     /// The answer's status (`None`: no answer).
     pub status: Option<u16>,
     pub placement: Option<String>,
+    /// The colo its trace named, or "unknown".
+    pub trace_colo: String,
+    /// `cf-placement` and the trace name different colos.
+    pub trace_disagrees: bool,
     /// `None` when there was no `/test` answer to check.
     pub placement_check: Option<PlacementCheck>,
     /// The colo the member measured in, or "unknown".
@@ -315,6 +364,8 @@ pub fn check(
         label: label.to_string(),
         status: None,
         placement: None,
+        trace_colo: kvbench_wire::trace::UNKNOWN.into(),
+        trace_disagrees: false,
         placement_check: None,
         colo: "unknown".into(),
         handler_ms: None,
@@ -335,6 +386,8 @@ pub fn check(
     out.status = Some(c.status);
     out.placement.clone_from(&c.placement);
     out.handler_ms = c.handler_ms;
+    let trace = c.trace_colo.as_deref();
+    out.trace_colo = kvbench_wire::trace::header_value(trace).to_string();
     let reply = member_reply(c.status, &c.body, c.handler_ms);
     out.colo = reply.colo;
     out.problem = match reply.failure {
@@ -345,9 +398,13 @@ pub fn check(
         Some((kind, None, detail)) => Some(format!("{}: {detail}", kind.as_str())),
         None => {
             let expected = region(label).map(|r| r.colos.as_slice());
-            let verdict = classify(c.placement.as_deref(), expected);
-            out.placement_check = Some(verdict);
-            placement_error(label, c.placement.as_deref(), verdict)
+            let verdict = classify(c.placement.as_deref(), trace, expected);
+            out.placement_check = Some(verdict.check);
+            out.trace_disagrees = verdict.disagree;
+            // A disagreement of the witnesses is said (`trace_disagrees`), but a member whose
+            // trace places it in its metro serves as its vantage point.
+            placement_error(label, c.placement.as_deref(), trace, verdict)
+                .filter(|_| verdict.check != PlacementCheck::Placed)
         }
     };
     out
@@ -483,38 +540,104 @@ mod tests {
         assert_eq!(odd.failure.unwrap().0, FailureKind::Malformed);
     }
 
+    /// Every combination of the two witnesses, against a region (IAD) and against none.
     #[test]
-    fn answers_are_placed_unplaced_or_elsewhere() {
+    fn the_two_witnesses_of_place() {
+        use PlacementCheck::{Elsewhere, Placed, TraceElsewhere, Unplaced};
         let iad = ["IAD".to_string()];
+        let region = Some(&iad[..]);
+        // (cf-placement, trace, region) => (check, disagree)
         let cases = [
-            (Some("remote-IAD"), Some(&iad[..]), PlacementCheck::Placed),
-            (Some("remote-iad"), Some(&iad[..]), PlacementCheck::Placed),
+            // Both agree, in the region.
+            (Some("remote-IAD"), Some("IAD"), region, Placed, false),
+            (Some("remote-iad"), Some("IAD"), region, Placed, false),
+            // Trace unknown: the header alone decides, as before the trace.
+            (Some("remote-IAD"), None, region, Placed, false),
+            (Some("remote-FRA"), None, region, Elsewhere, false),
+            (Some("local-IAD"), None, region, Unplaced, false),
+            (None, None, region, Unplaced, false),
+            // Header missing (it may go away), trace in the region: placed by the trace.
+            (None, Some("IAD"), region, Placed, false),
+            // Trace outside the region: apart, whatever the header says.
+            (None, Some("NRT"), region, TraceElsewhere, false),
             (
-                Some("remote-FRA"),
-                Some(&iad[..]),
-                PlacementCheck::Elsewhere,
+                Some("remote-NRT"),
+                Some("NRT"),
+                region,
+                TraceElsewhere,
+                false,
             ),
-            (Some("local-IAD"), Some(&iad[..]), PlacementCheck::Unplaced),
-            (None, Some(&iad[..]), PlacementCheck::Unplaced),
-            (Some("remote-FRA"), None, PlacementCheck::Placed),
-            (Some("local-FRA"), None, PlacementCheck::Unplaced),
+            (
+                Some("remote-IAD"),
+                Some("NRT"),
+                region,
+                TraceElsewhere,
+                true,
+            ),
+            // The two disagree: the trace decides, the disagreement is counted.
+            (Some("remote-FRA"), Some("IAD"), region, Placed, true),
+            (Some("local-EWR"), Some("IAD"), region, Placed, true),
+            (Some("local-IAD"), Some("IAD"), region, Placed, false),
+            // No region to hold a colo against: the header decides; a disagreement still counts.
+            (Some("remote-FRA"), None, None, Placed, false),
+            (Some("remote-FRA"), Some("FRA"), None, Placed, false),
+            (Some("remote-FRA"), Some("LHR"), None, Placed, true),
+            (Some("local-FRA"), Some("LHR"), None, Unplaced, true),
+            (None, Some("LHR"), None, Unplaced, false),
         ];
-        for (header, expected, check) in cases {
-            assert_eq!(classify(header, expected), check, "{header:?} {expected:?}");
+        for (header, trace, expected, check, disagree) in cases {
+            assert_eq!(
+                classify(header, trace, expected),
+                Verdict { check, disagree },
+                "{header:?} {trace:?} {expected:?}"
+            );
         }
+    }
+
+    #[test]
+    fn each_verdict_says_why() {
         let label = "aws:us-east-1";
-        assert_eq!(
-            placement_error(label, Some("remote-IAD"), PlacementCheck::Placed),
-            None
-        );
-        let e = placement_error(label, Some("remote-FRA"), PlacementCheck::Elsewhere).unwrap();
+        let v = |check, disagree| Verdict { check, disagree };
+        let error = |p, t, verdict| placement_error(label, p, t, verdict);
+        let placed = v(PlacementCheck::Placed, false);
+        assert_eq!(error(Some("remote-IAD"), Some("IAD"), placed), None);
+        let e = error(
+            Some("remote-FRA"),
+            None,
+            v(PlacementCheck::Elsewhere, false),
+        )
+        .unwrap();
         assert!(
-            e.contains("remote-FRA") && e.contains("IAD (Ashburn, Virginia)"),
+            e.contains("remote-FRA")
+                && e.contains("IAD (Ashburn, Virginia)")
+                && e.contains("trace unknown"),
             "{e}"
         );
-        let e = placement_error(label, None, PlacementCheck::Unplaced).unwrap();
-        assert!(e.contains("no cf-placement"), "{e}");
-        let e = placement_error(label, Some("local-EWR"), PlacementCheck::Unplaced).unwrap();
+        let e = error(None, Some("NRT"), v(PlacementCheck::TraceElsewhere, false)).unwrap();
+        assert!(
+            e.starts_with(
+                "ran elsewhere: Cloudflare's trace says NRT where aws:us-east-1 expects IAD"
+            ) && e.contains("cf-placement none"),
+            "{e}"
+        );
+        let e = error(
+            Some("remote-FRA"),
+            Some("IAD"),
+            v(PlacementCheck::Placed, true),
+        )
+        .unwrap();
+        assert!(
+            e.starts_with(
+                "witnesses disagree: cf-placement remote-FRA but Cloudflare's trace says IAD"
+            ),
+            "{e}"
+        );
+        let e = error(None, None, v(PlacementCheck::Unplaced, false)).unwrap();
+        assert!(
+            e.contains("no cf-placement") && e.contains("trace says unknown"),
+            "{e}"
+        );
+        let e = error(Some("local-EWR"), None, v(PlacementCheck::Unplaced, false)).unwrap();
         assert!(e.starts_with("unplaced: cf-placement local-EWR"), "{e}");
     }
 
@@ -526,6 +649,7 @@ mod tests {
                 status,
                 placement: placement.map(str::to_string),
                 handler_ms,
+                trace_colo: None,
                 body: body.to_string(),
             };
         let ok = check(
@@ -568,12 +692,43 @@ mod tests {
             let problem = got.problem.unwrap_or_default();
             assert!(problem.contains(expected), "{c:?}: {problem}");
         }
+        assert_eq!(ok.trace_colo, "unknown", "a member that said no trace colo");
         let gone = check("x", Err((FailureKind::Connect, "refused\u{1b}[0m")), 2.0);
         assert_eq!(
             gone.problem.as_deref(),
             Some("unreachable (connect): refused [0m")
         );
         assert_eq!(gone.status, None);
+    }
+
+    #[test]
+    fn a_deploy_check_goes_by_the_trace_where_it_is_known() {
+        let answer = r#"{"colo":"IAD","isolate_requests":1,"stores":{"kv":{}}}"#;
+        let traced = |placement: Option<&str>, trace: &str| Called {
+            status: 200,
+            placement: placement.map(str::to_string),
+            handler_ms: Some(1.0),
+            trace_colo: Some(trace.to_string()),
+            body: answer.to_string(),
+        };
+        let agree = check("aws:us-east-1", Ok(&traced(None, "IAD")), 1.0);
+        assert_eq!(
+            (
+                agree.problem,
+                agree.placement_check,
+                agree.trace_colo.as_str(),
+                agree.trace_disagrees
+            ),
+            (None, Some(PlacementCheck::Placed), "IAD", false)
+        );
+        let disagree = check("aws:us-east-1", Ok(&traced(Some("remote-FRA"), "IAD")), 1.0);
+        assert_eq!((disagree.problem, disagree.trace_disagrees), (None, true));
+        let away = check("aws:us-east-1", Ok(&traced(Some("remote-IAD"), "NRT")), 1.0);
+        assert_eq!(away.placement_check, Some(PlacementCheck::TraceElsewhere));
+        assert!(away
+            .problem
+            .unwrap()
+            .starts_with("ran elsewhere: Cloudflare's trace says NRT"));
     }
 
     #[test]

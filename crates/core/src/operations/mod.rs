@@ -1,7 +1,8 @@
 //! The operations around the measurement: who may call what (`auth`), the probes' configuration
 //! (`probes`), one probe's state machine (`probe`), what the probes may spend (`spend`), the
 //! fleet of placed members (`fleet`), the run archive (`runs`), and reading kept answers by
-//! window and page (`window`), and the names that become part of an object's name (`name`).
+//! window and page (`window`), the names that become part of an object's name (`name`), and
+//! where code ran, from Cloudflare's trace (`trace`).
 
 pub mod auth;
 pub mod fleet;
@@ -10,4 +11,5 @@ pub mod probe;
 pub mod probes;
 pub mod runs;
 pub mod spend;
+pub mod trace;
 pub mod window;

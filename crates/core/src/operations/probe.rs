@@ -268,8 +268,8 @@ impl ProbeState {
             self.last_colo = Some(m.colo);
             self.last_t_ms = Some(m.t_ms as i64);
             self.last_error = m.last_error;
-            if let Some((check, header)) = m.placement {
-                count_placement(&mut self.placement, check, header);
+            if let Some(witnessed) = m.placement {
+                count_placement(&mut self.placement, witnessed);
             }
             if let Err(e) = answers.expire(m.t_ms, self.keep_s()) {
                 self.expire_failed += 1;
@@ -326,18 +326,29 @@ pub struct Count {
     pub last_t_ms: Option<i64>,
 }
 
-/// Counts a member's answer by where it ran; only a placed one counts in its label's row.
-pub fn count_placement(
-    counts: &mut PlacementCounts,
-    check: PlacementCheck,
-    header: Option<String>,
-) {
-    match check {
+/// Counts a member's answer by where it ran; only a placed one counts in its label's row. A
+/// disagreement of its two witnesses is counted whatever the verdict.
+pub fn count_placement(counts: &mut PlacementCounts, witnessed: Witnessed) {
+    match witnessed.verdict.check {
         PlacementCheck::Placed => counts.placed += 1,
         PlacementCheck::Elsewhere => counts.elsewhere += 1,
+        PlacementCheck::TraceElsewhere => counts.trace_elsewhere += 1,
         PlacementCheck::Unplaced | PlacementCheck::Other => counts.unplaced += 1,
     }
-    counts.last = header;
+    counts.trace_disagrees += u64::from(witnessed.verdict.disagree);
+    counts.last = witnessed.header;
+    counts.last_trace =
+        Some(kvbench_wire::trace::header_value(witnessed.trace.as_deref()).to_string());
+}
+
+/// A member answer's place: its verdict and the two witnesses it was drawn from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Witnessed {
+    pub verdict: fleet::Verdict,
+    /// Its `cf-placement`.
+    pub header: Option<String>,
+    /// The colo its trace named (`None`: unknown).
+    pub trace: Option<String>,
 }
 
 /// What one measurement leaves to keep.
@@ -347,8 +358,8 @@ pub struct Measured {
     pub t_ms: f64,
     /// The kept line.
     pub line: String,
-    /// A member answer's placement check and `cf-placement`.
-    pub placement: Option<(PlacementCheck, Option<String>)>,
+    /// A member answer's place, and what it was witnessed by.
+    pub placement: Option<Witnessed>,
     /// Its stores' failures, or why it produced no answer.
     pub last_error: Option<String>,
     /// Where it ran.
@@ -420,6 +431,8 @@ pub fn hint_answer(reply: HintReply<'_>, warm: &Cell<bool>) -> Measured {
         hint: Some(reply.hint.into()),
         colo: reply.colo.into(),
         placement: None,
+        trace_colo: None,
+        trace_disagrees: false,
         placement_check: None,
         cold: false,
         colo_changed: reply.last_colo.is_some_and(|c| c != reply.colo),
@@ -447,8 +460,9 @@ pub fn hint_answer(reply: HintReply<'_>, warm: &Cell<bool>) -> Measured {
 }
 
 /// A member probe's kept line: the member's answer as it came, with its own handler time (its
-/// `Server-Timing`, whenever it sent one), the call's round trip apart (the wait, for a failure), its `cf-placement` and whether that is where
-/// the label says; anything else (`called` failed, or answered no `/test` answer) a failure
+/// `Server-Timing`, whenever it sent one), the call's round trip apart (the wait, for a failure), the
+/// two witnesses of its place (its `cf-placement`, its trace colo) and whether that is where the
+/// label says ([`fleet::classify`]); anything else (`called` failed, or answered no `/test` answer) a failure
 /// line — never a gap. `t_ms`: the call's start; `call_ms`: its round trip.
 pub fn member_answer(
     member: &ArmMember,
@@ -475,28 +489,21 @@ pub fn member_answer(
             "",
         ),
     };
-    let (answer, failure, mut last_error) = match &reply.failure {
-        None => (Embedded::new(body), None, store_errors(body)),
-        Some((kind, status, detail)) => (
-            None,
-            Some(Failure {
-                kind: *kind,
-                status: *status,
-                detail: detail.as_str().into(),
-            }),
-            Some(match status {
-                Some(status) => format!("member answered {status}: {detail}"),
-                None => format!("member {}: {detail}", kind.as_str()),
-            }),
-        ),
-    };
+    // What the member said of its trace, when it answered at all ("unknown" when it said none).
+    let trace = called.ok().and_then(|c| c.trace_colo.as_deref());
+    let trace_colo = called
+        .is_ok()
+        .then(|| kvbench_wire::trace::header_value(trace));
+    let (answer, failure, mut last_error) = member_outcome(&reply, body);
     // Only an answer has a placement to check; a failure is the member's failure wherever it
     // ran.
-    let check = answer.is_some().then(|| {
+    let verdict = answer.is_some().then(|| {
         let expected = fleet::region(&member.label).map(|r| r.colos.as_slice());
-        fleet::classify(placement, expected)
+        fleet::classify(placement, trace, expected)
     });
-    if let Some(e) = check.and_then(|c| fleet::placement_error(&member.label, placement, c)) {
+    if let Some(e) =
+        verdict.and_then(|v| fleet::placement_error(&member.label, placement, trace, v))
+    {
         last_error = Some(match last_error {
             Some(stores) => format!("{e}; {stores}"),
             None => e,
@@ -510,7 +517,9 @@ pub fn member_answer(
         hint: None,
         colo: reply.colo.as_str().into(),
         placement: placement.map(Into::into),
-        placement_check: check,
+        trace_colo: trace_colo.map(Into::into),
+        trace_disagrees: verdict.is_some_and(|v| v.disagree),
+        placement_check: verdict.map(|v| v.check),
         cold: reply.cold,
         colo_changed: last_colo.is_some_and(|c| c != reply.colo),
         // The member's own handler time, on any status it sent it with (like every other
@@ -524,10 +533,37 @@ pub fn member_answer(
     Measured {
         t_ms,
         line,
-        placement: check.map(|c| (c, placement.map(str::to_string))),
+        placement: verdict.map(|verdict| Witnessed {
+            verdict,
+            header: placement.map(str::to_string),
+            trace: trace.map(str::to_string),
+        }),
         last_error,
         cold: reply.cold,
         colo: reply.colo,
+    }
+}
+
+/// A member's reply as a kept line has it: its answer (kept as sent) and its stores' failures,
+/// or its failure and what went wrong.
+fn member_outcome<'a>(
+    reply: &'a fleet::MemberReply,
+    body: &'a str,
+) -> (Option<Embedded<'a>>, Option<Failure<'a>>, Option<String>) {
+    match &reply.failure {
+        None => (Embedded::new(body), None, store_errors(body)),
+        Some((kind, status, detail)) => (
+            None,
+            Some(Failure {
+                kind: *kind,
+                status: *status,
+                detail: detail.as_str().into(),
+            }),
+            Some(match status {
+                Some(status) => format!("member answered {status}: {detail}"),
+                None => format!("member {}: {detail}", kind.as_str()),
+            }),
+        ),
     }
 }
 
@@ -672,8 +708,14 @@ mod tests {
         full.expire_failed = 3;
         count_placement(
             &mut full.placement,
-            PlacementCheck::Placed,
-            Some("remote-IAD".into()),
+            Witnessed {
+                verdict: fleet::Verdict {
+                    check: PlacementCheck::TraceElsewhere,
+                    disagree: true,
+                },
+                header: Some("remote-IAD".into()),
+                trace: Some("NRT".into()),
+            },
         );
         let mut hint = ProbeState::default();
         hint.arm(hint_arm(300, 604_800), true, false, NOW);
@@ -836,20 +878,81 @@ mod tests {
         );
     }
 
+    fn witnessed(
+        check: PlacementCheck,
+        disagree: bool,
+        header: &str,
+        trace: Option<&str>,
+    ) -> Witnessed {
+        Witnessed {
+            verdict: fleet::Verdict { check, disagree },
+            header: Some(header.into()),
+            trace: trace.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn a_member_counts_each_verdict_and_each_disagreement_of_its_witnesses() {
+        let mut counts = PlacementCounts::default();
+        for w in [
+            witnessed(PlacementCheck::Placed, true, "remote-CDG", Some("ORY")),
+            witnessed(
+                PlacementCheck::TraceElsewhere,
+                false,
+                "remote-LHR",
+                Some("LHR"),
+            ),
+            witnessed(
+                PlacementCheck::TraceElsewhere,
+                true,
+                "remote-CDG",
+                Some("LHR"),
+            ),
+            witnessed(PlacementCheck::Elsewhere, false, "remote-IAD", None),
+            witnessed(PlacementCheck::Unplaced, false, "local-CDG", None),
+        ] {
+            count_placement(&mut counts, w);
+        }
+        let c = &counts;
+        assert_eq!(
+            (
+                c.placed,
+                c.elsewhere,
+                c.trace_elsewhere,
+                c.unplaced,
+                c.trace_disagrees
+            ),
+            (1, 1, 2, 1, 2)
+        );
+        assert_eq!(c.last.as_deref(), Some("local-CDG"));
+        assert_eq!(c.last_trace.as_deref(), Some("unknown"));
+    }
+
     #[test]
     fn the_keep_loop_counts_every_failure_and_goes_on() {
         let table = Table::default();
         let mut s = member_state("eu-west-1");
         let mut placed = measured(NOW, "CDG", true);
-        placed.placement = Some((PlacementCheck::Placed, Some("remote-CDG".into())));
+        placed.placement = Some(witnessed(
+            PlacementCheck::Placed,
+            false,
+            "remote-CDG",
+            Some("CDG"),
+        ));
         let mut elsewhere = measured(NOW + 1.0, "IAD", false);
-        elsewhere.placement = Some((PlacementCheck::Elsewhere, Some("remote-IAD".into())));
+        elsewhere.placement = Some(witnessed(
+            PlacementCheck::Elsewhere,
+            false,
+            "remote-IAD",
+            None,
+        ));
         elsewhere.last_error = Some("placed elsewhere".into());
         let alarm = s.record(vec![placed, elsewhere], &table, NOW + 5.0);
         assert_eq!(alarm, Alarm::At(NOW + 5.0 + 60_000.0));
         assert_eq!(table.lines.borrow().len(), 2);
         assert_eq!((s.placement.placed, s.placement.elsewhere), (1, 1));
         assert_eq!(s.placement.last.as_deref(), Some("remote-IAD"));
+        assert_eq!(s.placement.last_trace.as_deref(), Some("unknown"));
         assert_eq!(s.last_colo.as_deref(), Some("IAD"));
         assert_eq!(s.last_error.as_deref(), Some("placed elsewhere"));
         assert_eq!(
@@ -1030,6 +1133,7 @@ mod tests {
             status,
             placement: placement.map(str::to_string),
             handler_ms: Some(40.0),
+            trace_colo: None,
             body: body.into(),
         }
     }
@@ -1050,18 +1154,16 @@ mod tests {
             (Some("remote-IAD"), Some("placed"))
         );
         assert!(a.cold && v["cold"] == true && v["colo_changed"] == false);
-        assert_eq!(
-            a.placement,
-            Some((PlacementCheck::Placed, Some("remote-IAD".into())))
-        );
+        // A member that said no trace colo: kept as "unknown", the header alone decides.
+        assert_eq!(v["trace_colo"], "unknown");
+        assert!(v.get("trace_disagrees").is_none());
+        let check = |a: &Measured| a.placement.as_ref().map(|p| p.verdict.check);
+        assert_eq!(check(&a), Some(PlacementCheck::Placed));
         assert_eq!(a.last_error, None);
 
         let c = called(200, Some("remote-DUB"), body);
         let a = member_answer(&m, Ok(&c), NOW, 95.0, Some("IAD"));
-        assert_eq!(
-            a.placement.as_ref().map(|p| p.0),
-            Some(PlacementCheck::Elsewhere)
-        );
+        assert_eq!(check(&a), Some(PlacementCheck::Elsewhere));
         assert!(a
             .last_error
             .as_deref()
@@ -1069,7 +1171,37 @@ mod tests {
             .starts_with("placed elsewhere: cf-placement remote-DUB"));
         let c = called(200, None, body);
         let a = member_answer(&m, Ok(&c), NOW, 95.0, None);
-        assert_eq!(a.placement, Some((PlacementCheck::Unplaced, None)));
+        assert_eq!(check(&a), Some(PlacementCheck::Unplaced));
+
+        // The trace decides where it is known, and its colo is on the line beside the header.
+        let traced = |placement, trace: &str| Called {
+            trace_colo: Some(trace.into()),
+            ..called(200, placement, body)
+        };
+        let a = member_answer(&m, Ok(&traced(None, "IAD")), NOW, 95.0, None);
+        let v = line(&a);
+        assert_eq!(
+            (
+                v["trace_colo"].as_str(),
+                v["placement_check"].as_str(),
+                v["placement"].as_str()
+            ),
+            (Some("IAD"), Some("placed"), None)
+        );
+        let a = member_answer(&m, Ok(&traced(Some("remote-IAD"), "NRT")), NOW, 95.0, None);
+        let v = line(&a);
+        assert_eq!(
+            (
+                v["trace_colo"].as_str(),
+                v["placement_check"].as_str(),
+                v["trace_disagrees"].as_bool()
+            ),
+            (Some("NRT"), Some("trace_elsewhere"), Some(true))
+        );
+        assert!(a
+            .last_error
+            .unwrap()
+            .starts_with("ran elsewhere: Cloudflare's trace says NRT"));
     }
 
     #[test]
@@ -1090,6 +1222,10 @@ mod tests {
             "no handler answered: the wait is the call's"
         );
         assert!(v.get("answer").is_none() && v.get("placement_check").is_none());
+        assert!(
+            v.get("trace_colo").is_none(),
+            "no answer, nothing said of a trace"
+        );
         assert_eq!(
             (a.colo.as_str(), a.cold, a.placement.clone()),
             ("unknown", false, None)

@@ -1,8 +1,8 @@
 //! The probes' configuration: which vantage points (`PROBE_HINTS`, the fleet's members), how
 //! often (`PROBE_EVERY`), how long their answers are kept (`PROBE_KEEP`) and when they are
-//! deleted, the budget var, a start's query (`hints`, `every`, `keep`), and where a probe asks
-//! its colo (`PROBE_COLO_URL`, the trace body). One probe's life is `operations::probe`; what
-//! the probes may spend, `operations::spend`.
+//! deleted, the budget var, and a start's query (`hints`, `every`, `keep`). One probe's life is
+//! `operations::probe`; what the probes may spend, `operations::spend`; where a probe asks its
+//! colo, `operations::trace`.
 
 use crate::error::ParamError;
 use crate::operations::spend::{
@@ -18,11 +18,6 @@ pub const HINTS_VAR: &str = "PROBE_HINTS";
 pub const EVERY_VAR: &str = "PROBE_EVERY";
 /// Var: seconds an answer is kept before it is deleted.
 pub const KEEP_VAR: &str = "PROBE_KEEP";
-/// Var: a URL answering `colo=XXX` lines (Cloudflare's `/cdn-cgi/trace`), fetched once per
-/// object wake to learn the colo a probe runs in; empty = do not ask ("unknown").
-pub const COLO_URL_VAR: &str = "PROBE_COLO_URL";
-/// Where the colo is asked by default.
-pub const DEFAULT_COLO_URL: &str = "https://www.cloudflare.com/cdn-cgi/trace";
 
 /// Five minutes: 9 probes x 8,640 answers a month (see docs/cost.md, "What the probes cost").
 pub const DEFAULT_EVERY_S: u32 = 300;
@@ -223,15 +218,6 @@ pub fn parse_hints(parameter: &str, text: &str) -> Result<Vec<LocationHint>, Par
     Ok(hints)
 }
 
-/// The colo in a `/cdn-cgi/trace` body (`colo=LHR` on its own line).
-pub fn trace_colo(body: &str) -> Option<String> {
-    body.lines()
-        .find_map(|l| l.strip_prefix("colo="))
-        .map(str::trim)
-        .filter(|c| !c.is_empty() && c.len() <= 8 && c.bytes().all(|b| b.is_ascii_alphanumeric()))
-        .map(str::to_string)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -364,16 +350,6 @@ mod tests {
             let e = ProbeConfig::from_vars(|n| (n == BUDGET_VAR).then(|| bad.to_string()));
             assert_eq!(e.unwrap_err().parameter, BUDGET_VAR, "{bad}");
         }
-    }
-
-    #[test]
-    fn colo_from_trace() {
-        assert_eq!(
-            trace_colo("fl=1\nh=x\ncolo=LHR\nloc=GB\n").as_deref(),
-            Some("LHR")
-        );
-        assert_eq!(trace_colo("fl=1\n"), None);
-        assert_eq!(trace_colo("colo=<script>\n"), None);
     }
 
     #[test]

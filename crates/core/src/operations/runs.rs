@@ -510,6 +510,8 @@ pub fn run_line(
         hint: None,
         colo: colo.into(),
         placement: None,
+        trace_colo: None,
+        trace_disagrees: false,
         placement_check: None,
         cold,
         colo_changed: false,

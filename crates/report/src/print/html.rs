@@ -549,6 +549,36 @@ fn per_row_chart<'a>(
 }
 
 /// The vantage × store table of kept answers ([`super::vantage::rows`]).
+/// Under a vantage row's colos: a member's two witnesses of where it ran (`cf-placement`, the
+/// trace), and the answers it left out of its row.
+fn where_notes(row: &super::vantage::Row<'_>) -> String {
+    let mut placed = if row.placed.is_empty() {
+        String::new()
+    } else {
+        // The header's values as they came, `local-…` included: what placed the member, or
+        // did not (the answers outside its region are counted apart, below).
+        format!(
+            "<small class=\"sub\" title=\"the answers' cf-placement header, by count\">cf-placement {}</small>",
+            esc(&row.placed)
+        )
+    };
+    if !row.traced.is_empty() {
+        let _ = write!(
+            placed,
+            "<small class=\"sub\" title=\"the colo each answer's isolate was told by Cloudflare's trace, by count\">trace {}</small>",
+            esc(&row.traced)
+        );
+    }
+    if !row.not_placed.is_empty() {
+        let _ = write!(
+            placed,
+            "<small class=\"sub out\" title=\"answers that ran outside this member's region: kept, not counted in this row\">not counted: {}</small>",
+            esc(&row.not_placed)
+        );
+    }
+    placed
+}
+
 fn vantage_table(report: &Report, summary: &Summary, out: &mut String) {
     let stores: Vec<&String> = report.total.stores.keys().collect();
     out.push_str(
@@ -562,23 +592,7 @@ fn vantage_table(report: &Report, summary: &Summary, out: &mut String) {
     for row in super::vantage::rows(report, summary) {
         let p = row.point;
         let id = format!("vantage {}", row.label);
-        let mut placed = if row.placed.is_empty() {
-            String::new()
-        } else {
-            // The header's values as they came, `local-…` included: what placed the member, or
-            // did not (the answers outside its region are counted apart, below).
-            format!(
-                "<small class=\"sub\" title=\"the answers' cf-placement header, by count\">cf-placement {}</small>",
-                esc(&row.placed)
-            )
-        };
-        if !row.not_placed.is_empty() {
-            let _ = write!(
-                placed,
-                "<small class=\"sub out\" title=\"answers that ran outside this member's region: kept, not counted in this row\">not counted: {}</small>",
-                esc(&row.not_placed)
-            );
-        }
+        let placed = where_notes(&row);
         let _ = write!(
             out,
             "<tr><td>{}<small class=\"sub\">{}{}</small></td><td class=\"where\">{}{placed}</td>{}{}{}",
@@ -620,7 +634,7 @@ fn vantage_table(report: &Report, summary: &Summary, out: &mut String) {
         }
         out.push_str("</tr>");
     }
-    let _ = write!(out, "</tbody></table><p class=\"note\">Each store's cell: its read p50 in ms, then p90 and p99. Successful reads as timed by the worker, over the warm answers of the vantage point: a cold answer is a new instance's, whose connections and metadata exchanges started afresh, and is counted in its own column. A row marked <i>cold answers</i> had no warm answer, so its cells are over the cold ones. The shaded cell has the lowest p50 of its row; the bar is the p99 relative to the row's slowest store. Members are placed workers called over HTTP; a member's row counts only the answers whose <code>cf-placement</code> names a colo of its region's metro (its handler time, as every row: the probe's round trip to it is kept apart), and says how many others it left out (<i>not counted</i>: unplaced, or placed elsewhere). Hints are Durable Objects created with a location hint, measuring in their own isolate. {FEW_NOTE}.</p>");
+    let _ = write!(out, "</tbody></table><p class=\"note\">Each store's cell: its read p50 in ms, then p90 and p99. Successful reads as timed by the worker, over the warm answers of the vantage point: a cold answer is a new instance's, whose connections and metadata exchanges started afresh, and is counted in its own column. A row marked <i>cold answers</i> had no warm answer, so its cells are over the cold ones. The shaded cell has the lowest p50 of its row; the bar is the p99 relative to the row's slowest store. Members are placed workers called over HTTP; a member's row counts only the answers that ran in its region's metro — by the colo Cloudflare's trace told its isolate, or where that is unknown by its <code>cf-placement</code> (its handler time, as every row: the probe's round trip to it is kept apart) — and says how many others it left out (<i>not counted</i>: unplaced, placed elsewhere, or a trace elsewhere) and how many answers' two witnesses disagree. Hints are Durable Objects created with a location hint, measuring in their own isolate. {FEW_NOTE}.</p>");
 }
 
 fn cost(report: &Report, out: &mut String) {

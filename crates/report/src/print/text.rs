@@ -547,6 +547,9 @@ fn vantage_table(report: &Report, summary: &Summary, out: &mut impl Write) -> io
         if !row.placed.is_empty() {
             ran_in = format!("{ran_in} ({})", row.placed);
         }
+        if !row.traced.is_empty() {
+            ran_in = format!("{ran_in} (trace {})", row.traced);
+        }
         if !row.not_placed.is_empty() {
             ran_in = format!("{ran_in} [not counted: {}]", row.not_placed);
         }

@@ -19,8 +19,11 @@ pub struct Row<'a> {
     /// Its answers' `cf-placement` values by count (`remote-IAD 280, local-LHR 3`), whether
     /// they placed it or not; empty for hints and runs.
     pub placed: String,
+    /// Its answers' trace colos by count (`IAD 280, unknown 3`), and how many of them
+    /// disagree with `cf-placement` (`; 2 disagree with cf-placement`); empty for hints and runs.
+    pub traced: String,
     /// A member's answers left out of its numbers because they ran outside its region
-    /// (`3 unplaced, 1 elsewhere`); empty when there are none.
+    /// (`3 unplaced, 1 elsewhere, 2 trace elsewhere`); empty when there are none.
     pub not_placed: String,
     /// Successful reads per store: of the warm answers when there are any, else of the cold.
     pub reads: &'a BTreeMap<String, Quantiles>,
@@ -47,12 +50,27 @@ fn by_count(map: &BTreeMap<String, u64>, shown: usize) -> String {
 }
 
 fn not_placed(point: &VantagePoint) -> String {
-    [(point.unplaced, "unplaced"), (point.elsewhere, "elsewhere")]
-        .iter()
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, what)| format!("{n} {what}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    [
+        (point.unplaced, "unplaced"),
+        (point.elsewhere, "elsewhere"),
+        (point.trace_elsewhere, "trace elsewhere"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .collect::<Vec<_>>()
+    .join(", ")
+}
+
+fn traced(point: &VantagePoint) -> String {
+    let mut text = by_count(&point.traces, 2);
+    if point.trace_disagrees > 0 {
+        text = format!(
+            "{text}; {} disagree with cf-placement",
+            point.trace_disagrees
+        );
+    }
+    text
 }
 
 fn rank(vantage: &str) -> u8 {
@@ -75,7 +93,9 @@ pub fn rows<'a>(report: &'a Report, summary: &'a Summary) -> Vec<Row<'a>> {
                 Some(l) if !l.cold_read.is_empty() => (&l.cold_read, false),
                 Some(l) => (&l.read, true),
                 // A member none of whose answers ran in its region: a row of counts alone.
-                None if point.unplaced + point.elsewhere > 0 => (&NO_READS, false),
+                None if point.unplaced + point.elsewhere + point.trace_elsewhere > 0 => {
+                    (&NO_READS, false)
+                }
                 None => return None,
             };
             let answered: Vec<(&String, f64)> = reads
@@ -91,6 +111,7 @@ pub fn rows<'a>(report: &'a Report, summary: &'a Summary) -> Vec<Row<'a>> {
                 point,
                 ran_in: by_count(&point.colos, 2),
                 placed: by_count(&point.placements, 2),
+                traced: traced(point),
                 not_placed: not_placed(point),
                 reads,
                 warm,
@@ -130,5 +151,20 @@ mod tests {
         assert_eq!(not_placed(&p), "3 unplaced");
         p.elsewhere = 1;
         assert_eq!(not_placed(&p), "3 unplaced, 1 elsewhere");
+        p.trace_elsewhere = 2;
+        assert_eq!(not_placed(&p), "3 unplaced, 1 elsewhere, 2 trace elsewhere");
+    }
+
+    #[test]
+    fn the_trace_is_named_beside_cf_placement_with_its_disagreements() {
+        let mut p = VantagePoint::default();
+        assert_eq!(traced(&p), "");
+        p.traces = BTreeMap::from([("IAD".to_string(), 280), ("unknown".to_string(), 3)]);
+        assert_eq!(traced(&p), "IAD 280, unknown 3");
+        p.trace_disagrees = 2;
+        assert_eq!(
+            traced(&p),
+            "IAD 280, unknown 3; 2 disagree with cf-placement"
+        );
     }
 }
