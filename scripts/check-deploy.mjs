@@ -7,9 +7,14 @@
 // member to answer from its region. It fails (exit 1) when the worker is broken — `/` or `/test`
 // not answering, a configured store failing — or when a member is unreachable (its status and
 // body; Cloudflare's error 1042 named), not placed, or placed outside its region's metro, each
-// named. A store without its secrets is reported, never a failure.
+// named. Any route it calls answering other than 200 fails it too (a 401/403 only when no token
+// was given: that part is then skipped, and said). A store without its secrets is reported, never
+// a failure.
 // Usage: node scripts/check-deploy.mjs URL   (BENCH_TOKEN from the environment when the worker
 // has one; it is sent as a header and never printed).
+// KVBENCH_WORKERS_DEV_VIA=http://host:port: a workers.dev URL is reached through that front door
+// (its host sent as X-Forwarded-Host) — how the deploy test reaches the URL its deploy printed
+// through the Cloudflare API stand-in, which serves each deployed worker's workers.dev host.
 const base = (process.argv[2] ?? "").replace(/\/+$/, "");
 if (!/^https?:\/\/[^/]+$/.test(base)) {
   console.error("usage: node scripts/check-deploy.mjs https://kvbench.<you>.workers.dev");
@@ -27,9 +32,14 @@ if (!Number.isFinite(memberWaitS) || memberWaitS < 0 || memberWaitS > 3600) {
 // Seconds between two looks at the members that are not ready yet.
 const memberLookS = Math.max(1, Number(process.env.KVBENCH_MEMBER_LOOK_S ?? 15) || 15);
 
+const via = (process.env.KVBENCH_WORKERS_DEV_VIA ?? "").replace(/\/+$/, "");
+const host = new URL(base).host;
+const target = via && host.endsWith(".workers.dev") ? via : base;
+
 async function get(path, { auth = false, method = "GET" } = {}) {
   try {
-    const res = await fetch(`${base}${path}`, { method, headers: auth ? headers : {}, signal: AbortSignal.timeout(120_000) });
+    const sent = { ...(auth ? headers : {}), ...(target !== base ? { "x-forwarded-host": host } : {}) };
+    const res = await fetch(`${target}${path}`, { method, headers: sent, signal: AbortSignal.timeout(120_000) });
     const text = await res.text();
     let json = null;
     try {
@@ -96,10 +106,11 @@ if (probes.status === 200 && probes.json?.probes) {
     console.log(`    ${m.label}${where}: ${m.last_error ? `last error: ${short(m.last_error)}` : `${m.kept ?? 0} answers kept`}`);
   }
   if (p.bill?.monthly_usd != null) console.log(`  projected bill: $${p.bill.monthly_usd} a month`);
-} else if (probes.status === 401 && !token) {
+} else if ((probes.status === 401 || probes.status === 403) && !token) {
   console.log("  skipped: behind BENCH_TOKEN");
 } else {
-  console.log(`  GET /probes answered ${probes.status}: ${short(probes.text)}`);
+  problems.push(`GET /probes answered ${probes.status}: ${short(probes.text, 300)}`);
+  console.log(`  ✗ GET /probes answered ${probes.status}: ${short(probes.text)}`);
 }
 
 // Each member called by the worker, as its probe calls it: until every one answers from its

@@ -4,7 +4,11 @@
 # password (SCRAM) authentication, its database `kvbench` migrated (migrations/postgres).
 #
 #   scripts/postgres.sh start DIR PORT PASSWORD   starts it, prints the postgres:// URL;
-#                                                 DIR/postgres.pid holds the server's PID
+#                                                 DIR/postgres.pid holds the server's PID; a
+#                                                 start that fails at any step stops the server
+#                                                 it started and removes its data
+#   scripts/postgres.sh migrate URL               applies migrations/postgres to URL (a URL that
+#                                                 cannot be parsed is refused, never printed)
 #   scripts/postgres.sh stop DIR                  stops it (by that PID) and removes its data
 #   scripts/postgres.sh check                     fails, saying what is missing, without a server
 #                                                 (initdb, pg_ctl) or psql
@@ -34,12 +38,17 @@ as_owner() {
 }
 
 start() {
-  local dir="$1" port="$2" password="$3" bin data
+  local dir="$1" port="$2" password="$3" bin
   [ -n "$password" ] || die "start needs a password"
   bin="$(bindir)"
   command -v psql >/dev/null || die "psql is missing: bash scripts/setup.sh installs postgresql-client"
   mkdir -p "$dir"
-  data="$(mktemp -d /tmp/kvbench-postgres.XXXXXX)"
+  START_DATA="$(mktemp -d /tmp/kvbench-postgres.XXXXXX)"
+  START_DIR="$dir"
+  # Any step that fails from here on (initdb, the server, the database, a migration) stops the
+  # server it started and removes its data: a failed start leaves nothing running.
+  trap 'start_failed' EXIT
+  local data="$START_DATA"
   echo "$data" >"$dir/postgres.data"
   chmod 755 "$data"
   [ "$(id -u)" = 0 ] && chown postgres "$data"
@@ -54,30 +63,38 @@ start() {
     die "the server did not start: $(tail -5 "$data/server.log" 2>/dev/null)"
   head -1 "$data/db/postmaster.pid" >"$dir/postgres.pid"
   local url="postgres://kvbench:$password@127.0.0.1:$port"
-  psql_url "$url/postgres" -c "CREATE DATABASE kvbench" >/dev/null
-  migrate "$url/kvbench"
+  psql_url "$url/postgres" -c "CREATE DATABASE kvbench" >/dev/null || die "CREATE DATABASE kvbench failed"
+  migrate "$url/kvbench" || die "the migrations (migrations/postgres) failed"
+  trap - EXIT
   echo "$url/kvbench?sslmode=disable"
+}
+
+# The EXIT trap of a start that did not finish: stop what it started (by the PID it recorded, or
+# the data directory's postmaster.pid when it failed before recording it) and remove its data.
+start_failed() {
+  local status=$?
+  if [ ! -s "$START_DIR/postgres.pid" ] && [ -s "$START_DATA/db/postmaster.pid" ]; then
+    head -1 "$START_DATA/db/postmaster.pid" >"$START_DIR/postgres.pid"
+  fi
+  stop "$START_DIR"
+  rm -rf "$START_DATA"
+  exit "$status"
 }
 
 # psql on a postgres:// URL without putting the URL on a command line (where ps shows its
 # password to every user): its parts go to libpq's variables (PGHOST, PGPASSWORD, PGSSLMODE, ...),
-# split by node's URL parser (percent-decoded), and psql gets only the other arguments.
+# split by scripts/pg-url.mjs (percent-decoded), and psql gets only the other arguments.
 psql_url() {
   local url="$1" k v
   shift
   local -a vars=()
-  while IFS='=' read -r -d '' k v; do vars+=("$k=$v"); done < <(PG_URL_IN="$url" node -e '
-    const u = new URL(process.env.PG_URL_IN);
-    if (!/^postgres(ql)?:$/.test(u.protocol)) { console.error("not a postgres:// URL"); process.exit(2); }
-    const out = { PGHOST: u.hostname.replace(/^\[|\]$/g, ""), PGPORT: u.port || "5432",
-      PGUSER: decodeURIComponent(u.username), PGPASSWORD: decodeURIComponent(u.password),
-      PGDATABASE: decodeURIComponent(u.pathname.slice(1)) || decodeURIComponent(u.username) };
-    const params = { sslmode: "PGSSLMODE", sslrootcert: "PGSSLROOTCERT", options: "PGOPTIONS",
-      application_name: "PGAPPNAME", connect_timeout: "PGCONNECT_TIMEOUT" };
-    for (const [k, v] of u.searchParams) if (params[k]) out[params[k]] = v;
-    for (const [k, v] of Object.entries(out)) if (v) process.stdout.write(`${k}=${v}\0`);
-  ')
-  [ "${#vars[@]}" -gt 0 ] || die "not a postgres:// URL (POSTGRES_URL)"
+  local parsed
+  # scripts/pg-url.mjs refuses a URL it cannot parse naming the variable, never printing it.
+  parsed="$(mktemp)"
+  PG_URL_IN="$url" node "$ROOT/scripts/pg-url.mjs" libpq "${PG_URL_NAME:-POSTGRES_URL}" >"$parsed" || { rm -f "$parsed"; exit 2; }
+  while IFS='=' read -r -d '' k v; do vars+=("$k=$v"); done <"$parsed"
+  rm -f "$parsed"
+  [ "${#vars[@]}" -gt 0 ] || die "not a postgres:// URL (${PG_URL_NAME:-POSTGRES_URL})"
   env PGCONNECT_TIMEOUT=10 "${vars[@]}" psql -q -v ON_ERROR_STOP=1 "$@"
 }
 
@@ -85,7 +102,7 @@ psql_url() {
 migrate() {
   local f
   for f in "$ROOT"/migrations/postgres/*.sql; do
-    psql_url "$1" -f "$f" >/dev/null
+    psql_url "$1" -f "$f" >/dev/null || return 1
   done
 }
 

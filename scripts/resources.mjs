@@ -25,6 +25,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { parsePostgresUrl } from "./pg-url.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const WRANGLER = path.join(ROOT, "node_modules/.bin/wrangler");
@@ -32,8 +33,9 @@ const WRANGLER = path.join(ROOT, "node_modules/.bin/wrangler");
 export const HYPERDRIVE_NAME = "kvbench";
 /** The Hyperdrive binding the worker reads (crates/core/src/spec.rs). */
 export const HYPERDRIVE_BINDING = "BENCH_HYPERDRIVE";
-/** Each wrangler call ends within this: a hung API is a failed deploy, not a hung one. */
-const WRANGLER_TIMEOUT_MS = 180_000;
+/** Each wrangler call ends within this (KVBENCH_STEP_TIMEOUT_S, as every step of npm run deploy;
+ * 300 s by default): a hung API is a failed deploy naming its step, not a hung one. */
+const WRANGLER_TIMEOUT_S = Number(process.env.KVBENCH_STEP_TIMEOUT_S) > 0 ? Number(process.env.KVBENCH_STEP_TIMEOUT_S) : 300;
 
 function fail(message) {
   console.error(`[kvbench] error: ${message}`);
@@ -54,29 +56,32 @@ function deploySecrets() {
   if (pg) {
     out.push(pg);
     try {
-      const password = new URL(pg).password;
-      if (password) out.push(password, decodeURIComponent(password));
+      const { password } = parsePostgresUrl(pg);
+      if (password) out.push(password, encodeURIComponent(password));
     } catch {
-      /* not a URL: the whole string is redacted above */
+      /* not a URL (npm run deploy refuses it first): the whole string is redacted above */
     }
   }
   return out.filter(Boolean);
 }
 
-/** Runs wrangler with `args`, no terminal; returns its stdout, or fails naming the command. */
+/** Runs wrangler with `args`, no terminal, within the deadline (coreutils `timeout`, which stops
+ * wrangler's whole process group: wrangler's bin runs the CLI in a child process); returns its
+ * stdout and whether the deadline stopped it. */
 function wrangler(args) {
-  const r = spawnSync(WRANGLER, args, {
+  const r = spawnSync("timeout", ["--kill-after=10", String(WRANGLER_TIMEOUT_S), WRANGLER, ...args], {
     cwd: ROOT,
     encoding: "utf8",
     stdio: ["ignore", "pipe", "pipe"],
-    timeout: WRANGLER_TIMEOUT_MS,
     env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
   });
-  return { ok: r.status === 0, out: r.stdout ?? "", err: `${r.stderr ?? ""}${r.error ? r.error.message : ""}` };
+  const timedOut = r.status === 124 || r.status === 137;
+  return { ok: r.status === 0, timedOut, out: r.stdout ?? "", err: `${r.stderr ?? ""}${r.error ? r.error.message : ""}` };
 }
 
 function must(args, what, { showOutput = true } = {}) {
   const r = wrangler(args);
+  if (r.timedOut) fail(`${what}: no answer within ${WRANGLER_TIMEOUT_S} s (KVBENCH_STEP_TIMEOUT_S); stopped wrangler ${args[0]} ${args[1] ?? ""}`.trimEnd());
   if (!r.ok) {
     const detail = showOutput ? `\n${redact(`${r.out}\n${r.err}`).trim().split("\n").slice(-15).join("\n")}` : " (its output is not shown: it may quote a secret; run it by hand to see why)";
     fail(`${what} failed: wrangler ${args.filter((a) => !a.startsWith("--connection-string")).join(" ")}${detail}`);
@@ -125,7 +130,9 @@ function d1Database(name) {
 }
 
 function r2Bucket(name) {
-  if (wrangler(["r2", "bucket", "info", name]).ok) return { id: name, name, how: "found" };
+  const info = wrangler(["r2", "bucket", "info", name]);
+  if (info.timedOut) fail(`looking up the R2 bucket ${name}: no answer within ${WRANGLER_TIMEOUT_S} s (KVBENCH_STEP_TIMEOUT_S)`);
+  if (info.ok) return { id: name, name, how: "found" };
   must(["r2", "bucket", "create", name], `creating the R2 bucket ${name}`);
   return { id: name, name, how: "created" };
 }

@@ -94,6 +94,28 @@ test("a worker without BENCH_TOKEN or BENCH_OPEN fails the check: /test is close
   });
 });
 
+test("a 500 from any route the check calls fails it, naming the route", async () => {
+  // A worker whose / and /test answer, and one other route answers 500 (a broken deploy that
+  // printing alone would let pass).
+  const INDEX = JSON.stringify({ name: "kvbench", version: "0", stores: { kv: { configured: true } }, auth: {} });
+  const TEST = JSON.stringify({ colo: "LOC", stores: { kv: { read_ms: 1, hit: true } } });
+  const PROBES = JSON.stringify({ every_s: 300, probes: [] });
+  for (const broken of ["/probes", "/test", "/"]) {
+    const worker = await fakeMember((n, req) => {
+      const route = req.url.split("?")[0];
+      if (route === broken) return { status: 500, headers: { "content-type": "text/plain" }, body: `internal error on ${route}` };
+      return { status: 200, headers: {}, body: route === "/" ? INDEX : route === "/test" ? TEST : PROBES };
+    });
+    try {
+      const { code, out } = await check(worker.url, { BENCH_TOKEN: "check-500-token" });
+      assert.equal(code, 1, `${broken}: ${out}`);
+      assert.match(out, new RegExp(`${broken === "/" ? `GET ${worker.url}/` : `(GET )?\\${broken}`} answered 500`), broken);
+    } finally {
+      worker.server.close();
+    }
+  }
+});
+
 test("a worker that is not there fails the check", async () => {
   const { code, out } = await check("http://127.0.0.1:1");
   assert.equal(code, 1, out);
