@@ -6,9 +6,17 @@
 // builds, the fields it reads) and from Cloudflare's published API schema (cloudflare/api-schemas);
 // each route names its source below. Where Cloudflare refuses an upload, so does the stand-in:
 // a binding to a KV namespace, D1 database, R2 bucket, Hyperdrive configuration, service or Durable
-// Object class that does not exist, or a migration whose `old_tag` is not the script's current tag —
-// so a deploy that only works because nothing checks it fails here too. D1 queries run against a
-// real SQLite database (the `sqlite3` CLI that scripts/setup.sh installs).
+// Object class that does not exist, two bindings of one name, a migration whose `old_tag` is not the
+// script's current tag, a compatibility date after today, a placement region outside Cloudflare's
+// published list (tests/e2e/cf-placement-regions.json, vendored with its sources) — so a deploy
+// that only works because nothing checks it fails here too. An upload's `keep_bindings` keeps the
+// script's earlier bindings of those types that the upload does not set; without it they go.
+// D1 queries run against a real SQLite database (the `sqlite3` CLI that scripts/setup.sh installs).
+//
+// It is also the workers.dev front door: a request carrying `X-Forwarded-Host:
+// <script>.<subdomain>.workers.dev` is answered 404 ("There is nothing here yet") unless that
+// script is deployed with its workers.dev route on, and otherwise proxied to the origin that
+// `serveWorkers(script => origin)` gives (the test's local run of the built worker).
 //
 // As a module: `startCfApi({ token, accountId })` → `{ url, requests, state, failOn(), close() }`.
 // As a script: `node tests/e2e/cf-api.mjs [--port N]` prints the base URL and the environment to
@@ -22,6 +30,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const SQLITE3 = process.env.SQLITE3_BIN || "sqlite3";
+/** Cloudflare's placement regions (vendored, with its sources and date). */
+export const PLACEMENT = JSON.parse(fs.readFileSync(new URL("./cf-placement-regions.json", import.meta.url), "utf8"));
+export const PLACEMENT_REGIONS = new Set(PLACEMENT.providers.flatMap((p) => p.regions.map((r) => `${p.id}:${r}`)));
 /** Bodies larger than this are refused (wrangler's uploads are a few MiB at most). */
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
 
@@ -132,6 +143,20 @@ function d1Query(db, sql, params) {
 /** The checks Cloudflare makes of an upload's metadata against the account (each a real refusal). */
 function applyUpload(state, script, metadata, parts) {
   if (!metadata.main_module || !parts[metadata.main_module]) throw bad(10021, `main_module ${metadata.main_module} is not a part of the upload`);
+  // A compatibility date after today (UTC) is refused: the runtime has no such date yet.
+  const today = new Date().toISOString().slice(0, 10);
+  if (metadata.compatibility_date && !(/^\d{4}-\d{2}-\d{2}$/.test(metadata.compatibility_date) && metadata.compatibility_date <= today)) {
+    throw bad(10021, `Invalid compatibility_date ${metadata.compatibility_date}: it is not a date on or before ${today}`);
+  }
+  const region = metadata.placement?.region;
+  if (region !== undefined && !PLACEMENT_REGIONS.has(region)) {
+    throw bad(10021, `placement region '${region}' is not a supported region (GET /accounts/:account_id/workers/placement/regions lists them)`);
+  }
+  const names = new Set();
+  for (const b of metadata.bindings ?? []) {
+    if (names.has(b.name)) throw bad(10021, `Binding name '${b.name}' is used more than once`);
+    names.add(b.name);
+  }
   // Migrations first: a binding may name a class the same upload creates.
   const classes = new Set(script.classes);
   let migrationTag = script.migrationTag;
@@ -190,9 +215,12 @@ function applyUpload(state, script, metadata, parts) {
     }
     bindings.push(b);
   }
-  // Secrets from earlier uploads are kept unless this upload sets them (wrangler deploy --help:
-  // "secrets are never deleted by deployments").
-  for (const [k, v] of script.secrets) if (!secrets.has(k)) secrets.set(k, v);
+  // keep_bindings: the script's earlier bindings of those types that this upload does not set
+  // stay (wrangler deploy sends ["secret_text", "secret_key"]: "secrets are never deleted by
+  // deployments"; `keep_vars` adds plain_text and json); every other earlier binding goes.
+  const keep = new Set(metadata.keep_bindings ?? []);
+  if (keep.has("secret_text")) for (const [k, v] of script.secrets) if (!secrets.has(k) && !names.has(k)) secrets.set(k, v);
+  for (const b of script.bindings) if (keep.has(b.type) && !names.has(b.name)) bindings.push(b);
   Object.assign(script, {
     metadata,
     modules: Object.keys(parts).filter((p) => p !== "metadata"),
@@ -243,7 +271,10 @@ function routes(state) {
     ["GET", "/user", () => ({ id: "standin-user", email: "deployer@example.com" })],
     ["GET", "/accounts", (c) => paged([{ id: state.accountId, name: "Stand-in account" }], c.query)],
     ["GET", "/memberships", (c) => paged([{ id: "m1", account: { id: state.accountId, name: "Stand-in account" }, status: "accepted" }], c.query)],
-    ["GET", `${A}/workers/subdomain`, () => ({ subdomain: state.subdomain })],
+    // An account without a workers.dev subdomain answers without one (startCfApi({ subdomain: null })).
+    ["GET", `${A}/workers/subdomain`, () => (state.subdomain ? { subdomain: state.subdomain } : {})],
+    // Cloudflare's placement regions (api-schemas worker-placement-list-regions).
+    ["GET", `${A}/workers/placement/regions`, () => ({ providers: PLACEMENT.providers })],
     // KV (wrangler src/kv/helpers.ts: listKVNamespaces, createKVNamespace; api-schemas workers-kv).
     ["GET", `${A}/storage/kv/namespaces`, (c) => paged([...state.kv.values()].sort((a, b) => a.title.localeCompare(b.title)), c.query)],
     ["POST", `${A}/storage/kv/namespaces`, (c) => {
@@ -271,8 +302,10 @@ function routes(state) {
       const { file, ...shown } = db;
       return shown;
     }],
-    ["GET", `${A}/d1/database/([0-9a-f-]+)`, (c, _a, id) => {
-      const db = state.d1.get(id);
+    // By id, or by name: wrangler >= 4.102 finds a database bound without an id this way for
+    // `d1 … --remote` (GET …/d1/database/<name>?fields=uuid,name).
+    ["GET", `${A}/d1/database/([A-Za-z0-9_-]+)`, (c, _a, id) => {
+      const db = state.d1.get(id) ?? [...state.d1.values()].find((d) => d.name === id);
       if (!db) throw notFound(7404, "The database could not be found");
       const { file, ...shown } = db;
       return { ...shown, file_size: fs.statSync(file).size };
@@ -304,6 +337,16 @@ function routes(state) {
       bucketOf(name);
       state.r2Lifecycle.set(name, checkLifecycleRules(c.json().rules ?? []));
       return {};
+    }],
+    // GraphQL analytics: `r2 bucket info` asks for the bucket's storage metrics
+    // (r2/helpers/bucket.ts getR2StorageMetrics → data.viewer.accounts[0].r2StorageAdaptiveGroups).
+    // The stand-in keeps no objects, so a known bucket has no metrics yet; any other query is refused.
+    ["POST", "/graphql", (c) => {
+      const { operationName, variables } = c.json();
+      if (operationName !== "getR2StorageMetrics") throw bad(10000, `the stand-in answers only getR2StorageMetrics (asked: ${operationName})`);
+      if (variables?.accountTag !== state.accountId) throw new ApiError(403, 10000, "Authentication error: not your account");
+      bucketOf(variables?.filter?.bucketName);
+      return { __graphql: { data: { viewer: { accounts: [{ r2StorageAdaptiveGroups: [] }] } }, errors: null } };
     }],
     // Hyperdrive (wrangler src/hyperdrive/client.ts: createConfig, listConfigs).
     ["GET", `${A}/hyperdrive/configs`, (c) => paged([...state.hyperdrive.values()].map(redactOrigin), c.query)],
@@ -355,6 +398,12 @@ function routes(state) {
       return deployment;
     }],
     ["GET", `${A}/workers/scripts/([^/]+)/subdomain`, (c, _a, name) => script(name).subdomain],
+    // The Worker resource (wrangler >= 4.1xx reads a worker's workers.dev state here before the
+    // subdomain POST: src/routes.ts getWorkerSubdomain → worker.subdomain; api-schemas workers-worker).
+    ["GET", `${A}/workers/workers/([^/]+)`, (c, _a, name) => {
+      const s = script(name);
+      return { id: s.name, name: s.name, created_on: s.created_on, updated_on: s.modified_on, logpush: false, observability: null, tags: [], tail_consumers: [], subdomain: { ...s.subdomain } };
+    }],
     ["POST", `${A}/workers/scripts/([^/]+)/subdomain`, (c, _a, name) => {
       const s = script(name);
       const body = c.json();
@@ -412,7 +461,10 @@ function redactOrigin(h) {
 /**
  * Starts the stand-in on a free loopback port. `token` is the only API token it accepts;
  * `accountId` the only account. `failOn(method, pathRegex, { times, status, code, message })`
- * makes the next matching requests fail as Cloudflare would (an injected error).
+ * makes the next matching requests fail as Cloudflare would (an injected error); with
+ * `{ hang: true }` they are never answered (an API that does not answer). `subdomain: null`: an
+ * account without a workers.dev subdomain. `serveWorkers(script => origin)`: where the front
+ * door sends a deployed worker's workers.dev requests (`frontDoor` records them).
  */
 export async function startCfApi({ token = "standin-api-token-0123456789", accountId = hex(16), subdomain = "standin", port = 0 } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kvbench-cf-api-"));
@@ -420,7 +472,10 @@ export async function startCfApi({ token = "standin-api-token-0123456789", accou
   const table = routes(state).map(([method, pattern, handler]) => [method, new RegExp(`^/client/v4${pattern}$`), handler]);
   const requests = [];
   const faults = [];
+  const frontDoor = [];
+  let workerOrigin = null;
   const server = http.createServer(async (req, res) => {
+    if (req.headers["x-forwarded-host"]) return workersDev(req, res);
     const url = new URL(req.url, "http://x");
     const record = { method: req.method, path: url.pathname.replace(/^\/client\/v4/, ""), query: url.search, status: 0, at: Date.now() };
     requests.push(record);
@@ -436,6 +491,10 @@ export async function startCfApi({ token = "standin-api-token-0123456789", accou
       const fault = faults.find((f) => f.method === req.method && f.path.test(record.path) && f.times > 0);
       if (fault) {
         fault.times--;
+        if (fault.hang) {
+          record.status = "hung";
+          return; // never answered: the connection stays open until close()
+        }
         throw new ApiError(fault.status, fault.code, fault.message);
       }
       const route = table.find(([m, re]) => m === req.method && re.test(url.pathname));
@@ -461,7 +520,8 @@ export async function startCfApi({ token = "standin-api-token-0123456789", accou
       };
       if (req.headers["content-type"]?.startsWith("application/json") && body.length) record.body = ctx.json();
       const out = await route[2](ctx, ...groups);
-      if (out && typeof out === "object" && "resultInfo" in out && "result" in out) send(200, envelope(out.result, out.resultInfo));
+      if (out && typeof out === "object" && "__graphql" in out) send(200, out.__graphql);
+      else if (out && typeof out === "object" && "resultInfo" in out && "result" in out) send(200, envelope(out.result, out.resultInfo));
       else send(200, envelope(out ?? null));
     } catch (e) {
       const status = e instanceof ApiError ? e.status : 500;
@@ -469,18 +529,53 @@ export async function startCfApi({ token = "standin-api-token-0123456789", accou
       send(status, { success: false, errors: [{ code, message: e.message }], messages: [], result: null });
     }
   });
+  /** `<script>.<subdomain>.workers.dev`: the deployed script's worker, as Cloudflare's front
+   * door serves it — 404 when it is not deployed or its workers.dev route is off. */
+  async function workersDev(req, res) {
+    const host = String(req.headers["x-forwarded-host"]).toLowerCase();
+    const record = { method: req.method, host, path: req.url, status: 0 };
+    frontDoor.push(record);
+    const answer = (status, text) => {
+      record.status = status;
+      res.writeHead(status, { "content-type": "text/plain" });
+      res.end(text);
+    };
+    const m = state.subdomain ? host.match(new RegExp(`^([a-z0-9-]+)\\.${state.subdomain}\\.workers\\.dev$`)) : null;
+    const script = m && state.scripts.get(m[1]);
+    if (!script || !script.subdomain.enabled) return answer(404, "There is nothing here yet");
+    try {
+      const origin = workerOrigin ? await workerOrigin(script) : null;
+      if (!origin) return answer(503, `the stand-in serves no worker for ${script.name}`);
+      const body = await readBody(req);
+      const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !["host", "x-forwarded-host", "connection", "content-length"].includes(k)));
+      const r = await fetch(`${origin}${req.url}`, { method: req.method, headers, body: body.length ? body : undefined });
+      const out = Buffer.from(await r.arrayBuffer());
+      record.status = r.status;
+      res.writeHead(r.status, { "content-type": r.headers.get("content-type") ?? "application/octet-stream", "content-length": out.length });
+      res.end(out);
+    } catch (e) {
+      answer(502, `the stand-in could not reach the worker: ${e.message}`);
+    }
+  }
   await new Promise((resolve) => server.listen(port, "127.0.0.1", resolve));
-  const url = `http://127.0.0.1:${server.address().port}/client/v4`;
+  const origin = `http://127.0.0.1:${server.address().port}`;
+  const url = `${origin}/client/v4`;
   return {
     url,
     token,
     accountId,
     state,
     requests,
+    frontDoor,
+    /** The workers.dev front door's address (KVBENCH_WORKERS_DEV_VIA of scripts/check-deploy.mjs). */
+    origin,
+    serveWorkers(fn) {
+      workerOrigin = fn;
+    },
     /** The environment that points wrangler at the stand-in, non-interactively. */
     env: { CLOUDFLARE_API_BASE_URL: url, CLOUDFLARE_API_TOKEN: token, CLOUDFLARE_ACCOUNT_ID: accountId, WRANGLER_SEND_METRICS: "false" },
-    failOn(method, pathPattern, { times = 1, status = 500, code = 10013, message = "An unknown error has occurred (injected by the stand-in)" } = {}) {
-      faults.push({ method, path: pathPattern, times, status, code, message });
+    failOn(method, pathPattern, { times = 1, status = 500, code = 10013, message = "An unknown error has occurred (injected by the stand-in)", hang = false } = {}) {
+      faults.push({ method, path: pathPattern, times, status, code, message, hang });
     },
     clearFaults() {
       faults.length = 0;
