@@ -56,9 +56,19 @@ pub fn of(report: &Report) -> Vec<Trouble> {
         }
     }
     for (label, v) in &report.vantages {
-        let lines = v.cold + v.warm + v.failed + v.unplaced + v.elsewhere + v.trace_elsewhere;
-        push(&mut out, label, PLACE_KINDS[0], v.trace_elsewhere, lines);
-        push(&mut out, label, PLACE_KINDS[1], v.trace_disagrees, lines);
+        let lines = [
+            v.cold,
+            v.warm,
+            v.failed,
+            v.unplaced,
+            v.elsewhere,
+            v.trace_elsewhere,
+        ]
+        .into_iter()
+        .fold(0u64, u64::saturating_add);
+        let [elsewhere, disagrees] = PLACE_KINDS;
+        push(&mut out, label, elsewhere, v.trace_elsewhere, lines);
+        push(&mut out, label, disagrees, v.trace_disagrees, lines);
     }
     // Most common first; ties in source and kind order (the maps' order, kept by a stable sort).
     out.sort_by(|a, b| b.share.total_cmp(&a.share));
