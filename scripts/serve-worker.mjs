@@ -10,8 +10,6 @@
 import fs from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
-// A reset Hyperdrive connection must not end this server (scripts/hyperdrive-guard.cjs).
-import "./hyperdrive-guard.cjs";
 import { ROOT, applyMigrations, newMiniflare, stackOptions, tomlVars } from "./worker-options.mjs";
 const { values } = parseArgs({
   options: { port: { type: "string", default: "8787" }, "env-file": { type: "string" }, member: { type: "boolean", default: false } },

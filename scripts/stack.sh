@@ -166,11 +166,9 @@ start_wrangler() {
   node "$ROOT/scripts/dev-config.mjs" --config "$ROOT/wrangler.toml" --out "$config" \
     ${POSTGRES_URL:+--hyperdrive} || die "scripts/dev-config.mjs failed"
   # Both workers: the benchmark worker (first: it serves the port) and the report worker behind
-  # its REPORT binding (GET /report). wrangler's node loads scripts/hyperdrive-guard.cjs first
-  # (its child inherits the flag): without it, a Hyperdrive query in flight when an edit reloads
-  # the worker kills wrangler dev, and the stack with it.
+  # its REPORT binding (GET /report).
   CLOUDFLARE_HYPERDRIVE_LOCAL_CONNECTION_STRING_BENCH_HYPERDRIVE="${POSTGRES_URL:-}" \
-    spawn worker node --require "$ROOT/scripts/hyperdrive-guard.cjs" "${KVBENCH_WRANGLER_JS:-$ROOT/node_modules/wrangler/bin/wrangler.js}" \
+    spawn worker node "${KVBENCH_WRANGLER_JS:-$ROOT/node_modules/wrangler/bin/wrangler.js}" \
     dev -c "$config" -c crates/report-worker/wrangler.toml \
     --local --ip 127.0.0.1 --port "$WORKER_PORT" \
     --inspector-ip 127.0.0.1 --inspector-port "$INSPECTOR_PORT" \

@@ -1,7 +1,7 @@
 // The child process of hyperdrive-reload.test.mjs: a Miniflare whose worker holds a Hyperdrive
 // connection open, with bytes from the "database" it has not read, while Miniflare reloads it (as
 // wrangler dev does after an edit). workerd's restart resets that connection. Prints "alive after
-// the reload" and exits 0 when the process survives; Miniflare's proxy, unguarded, does not.
+// the reload" and exits 0 when the process survives (Miniflare 4 did not: workers-sdk#15768).
 import net from "node:net";
 import { Miniflare } from "miniflare";
 import { compatibilityDate, miniflareOptions } from "../../scripts/worker-options.mjs";
