@@ -79,6 +79,11 @@ export function miniflareOptions(options) {
 function listModules(worker) {
   const { modulesRules, ...rest } = worker;
   if (!modulesRules) return worker;
+  // Modules listed already (a test's own entry beside the build): the rules have nothing to add.
+  if (Array.isArray(rest.modules)) {
+    delete rest.scriptPath;
+    return rest;
+  }
   if (!rest.scriptPath || !rest.modulesRoot) throw new Error("modulesRules needs scriptPath and modulesRoot");
   const typeOf = (file) => {
     for (const rule of modulesRules) {
