@@ -10,10 +10,13 @@ import { test, after } from "node:test";
 import { assertContained, closeAll, flood, measureHostile, tcpServer, trickle } from "./hostile.mjs";
 
 const TIMEOUT_MS = Number(process.env.HOSTILE_TIMEOUT_MS ?? 2000);
-/** workerd may grow by at most this while one hostile call runs (the client holds a 64 KiB
+/** workerd's peak may grow by at most this while one hostile call runs (the client holds a 64 KiB
  * read buffer and one message of at most 2 MiB; before the fix rows without end took it past
- * 2 GiB). */
-const MAX_GROWTH_MIB = 160;
+ * 2 GiB). A flood of messages the client reads and drops leaves garbage the isolate collects late:
+ * read as the kernel's peak (not RSS sampled every 50 ms, which missed it), workerd 1.20261117
+ * peaks ~200 MiB above its start and stays there however long the flood lasts (173, 195 and 201
+ * MiB for floods of 1, 2 and 5 s, 2026-12-06): a bound, not a leak. */
+const MAX_GROWTH_MIB = 256;
 const PASSWORD = "hostile-password";
 after(closeAll);
 
