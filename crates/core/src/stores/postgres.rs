@@ -473,7 +473,12 @@ impl<C: Connector> PostgresStore<C> {
         conn.io.write_all(&ask).await.map_err(as_connect)?;
         let tls = match conn.byte().await.map_err(as_connect)? {
             b'S' => {
-                conn.io.start_tls().await.map_err(as_connect)?;
+                // workerd 1.20261117 refuses the certificate in the handshake itself (`opened`);
+                // older ones on the first write after it: either way the same words.
+                conn.io
+                    .start_tls()
+                    .await
+                    .map_err(|e| self.lost_in_startup(e, true))?;
                 true
             }
             b'N' if self.url.ssl == SslMode::Prefer => false,
@@ -771,15 +776,18 @@ impl<C: Connector> Store for PostgresStore<C> {
 mod tests {
     use super::*;
 
-    /// A server that agrees to TLS (`S`), whose connection then fails on the first write: what
-    /// workerd does when it refuses the server's certificate (or, with `tls: false`, a plain
-    /// connection the server drops).
+    /// A server that agrees to TLS (`S`), whose connection then fails on the first write (what
+    /// workerd before 1.20261117 did when it refused the server's certificate; with `tls: false`,
+    /// a plain connection the server drops) or, with `in_handshake`, in the handshake itself
+    /// (what workerd 1.20261117 does).
     struct DropsAtStartup {
         tls: bool,
+        in_handshake: bool,
     }
     struct Dropping {
         answered: bool,
         tls: bool,
+        in_handshake: bool,
     }
 
     #[async_trait::async_trait(?Send)]
@@ -789,12 +797,14 @@ mod tests {
             Ok(Dropping {
                 answered: true,
                 tls: self.tls,
+                in_handshake: self.in_handshake,
             })
         }
         async fn connect_upgradable(&self, _: &str, _: u16) -> Result<Dropping, StoreError> {
             Ok(Dropping {
                 answered: false,
                 tls: self.tls,
+                in_handshake: self.in_handshake,
             })
         }
     }
@@ -818,24 +828,35 @@ mod tests {
         }
         async fn close(&mut self) {}
         async fn start_tls(&mut self) -> Result<(), StoreError> {
+            if self.in_handshake {
+                return Err(StoreError::new(
+                    ErrorKind::Runtime,
+                    "TLS: Error: internal error; reference = y",
+                ));
+            }
             Ok(())
         }
     }
 
     #[test]
     fn a_connection_lost_as_the_session_starts_is_connect_and_after_tls_says_why() {
-        for (tls, ssl, says) in [
-            (true, "require", true),
-            (false, "prefer", false),
-            (false, "disable", false),
+        for (tls, in_handshake, ssl, says) in [
+            (true, false, "require", true),
+            (true, true, "require", true),
+            (false, false, "prefer", false),
+            (false, false, "disable", false),
         ] {
             let url = PgUrl::parse(
                 &format!("postgres://u:pw@db.example.com/d?sslmode={ssl}"),
                 "POSTGRES_URL",
             )
             .unwrap();
-            let store =
-                PostgresStore::new(url, DropsAtStartup { tls }, "Postgres", scram::nfkc_tables);
+            let store = PostgresStore::new(
+                url,
+                DropsAtStartup { tls, in_handshake },
+                "Postgres",
+                scram::nfkc_tables,
+            );
             let e = futures::executor::block_on(store.connect()).unwrap_err();
             assert_eq!(e.kind, ErrorKind::Connect, "{ssl}: {e:?}");
             assert_eq!(
