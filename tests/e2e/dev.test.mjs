@@ -147,10 +147,10 @@ test("npm run dev: one build each, survives saturation, a busy machine and an ed
       }
     }
 
-    // wrangler builds each worker twice more at start (once for its bundle, once more when its
-    // file watcher is ready): both must reuse the one build dev.sh made.
+    // wrangler runs each worker's build command again at start (4.164: once; 4.86 ran it twice,
+    // once more when its file watcher was ready): each must reuse the one build dev.sh made.
     await until("wrangler's start-up builds", 300_000, () =>
-      !building() && count(workerLog(), WORKER_REUSED) >= 2 && count(workerLog(), REPORT_REUSED) >= 2,
+      !building() && count(workerLog(), WORKER_REUSED) >= 1 && count(workerLog(), REPORT_REUSED) >= 1,
     );
     const all = devOut() + workerLog();
     assert.equal(count(all, WORKER_BUILD), 1, `benchmark worker builds:\n${all.slice(-4000)}`);
