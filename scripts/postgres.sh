@@ -43,7 +43,9 @@ start() {
   bin="$(bindir)"
   command -v psql >/dev/null || die "psql is missing: bash scripts/setup.sh installs postgresql-client"
   mkdir -p "$dir"
-  START_DATA="$(mktemp -d /tmp/kvbench-postgres.XXXXXX)"
+  # KVBENCH_PG_DATA_ROOT: where the data directory goes (/tmp; a test gives its own, so that what
+  # a concurrent run makes is not taken for its own). The server's user must be able to reach it.
+  START_DATA="$(mktemp -d "${KVBENCH_PG_DATA_ROOT:-/tmp}/kvbench-postgres.XXXXXX")"
   START_DIR="$dir"
   # Any step that fails from here on (initdb, the server, the database, a migration) stops the
   # server it started and removes its data: a failed start leaves nothing running.
@@ -115,7 +117,7 @@ stop() {
     for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null || true
   fi
-  case "$data" in /tmp/kvbench-postgres.*) rm -rf "$data" ;; esac
+  case "$data" in */kvbench-postgres.*) rm -rf "$data" ;; esac
   rm -f "$dir/postgres.pid" "$dir/postgres.data"
 }
 

@@ -122,17 +122,21 @@ test("scripts/postgres.sh start: a step that fails after the server started stop
   fs.mkdirSync(fakeBin);
   // A psql that fails: the server is up by the time start() first runs it (CREATE DATABASE).
   fs.writeFileSync(path.join(fakeBin, "psql"), "#!/bin/sh\necho 'psql: error: injected by the test' >&2\nexit 2\n", { mode: 0o755 });
-  const before = new Set(fs.readdirSync("/tmp").filter((n) => n.startsWith("kvbench-postgres.")));
+  // Its data directory goes under a root of this test's own (another run's servers may be
+  // starting in /tmp at the same time), which the server's user can reach.
+  const root = path.join(dir, "data-root");
+  fs.mkdirSync(root, { mode: 0o755 });
+  fs.chmodSync(dir, 0o755);
   const port = await freePort();
   const r = spawnSync("bash", [path.join(ROOT, "scripts/postgres.sh"), "start", path.join(dir, "state"), String(port), "trap-test-password"], {
     encoding: "utf8",
     timeout: 90_000,
-    env: { ...process.env, PATH: `${fakeBin}:${process.env.PATH}` },
+    env: { ...process.env, PATH: `${fakeBin}:${process.env.PATH}`, KVBENCH_PG_DATA_ROOT: root },
   });
   try {
     assert.notEqual(r.status, 0, r.stdout + r.stderr);
     assert.match(r.stderr, /CREATE DATABASE kvbench failed/);
-    const made = fs.readdirSync("/tmp").filter((n) => n.startsWith("kvbench-postgres.") && !before.has(n));
+    const made = fs.readdirSync(root);
     assert.deepEqual(made, [], "the failed start left its data directory");
     // Nothing listens on its port, and no postgres process runs on a data directory it made.
     await sleep(200);
