@@ -292,4 +292,16 @@ fn the_object_messages_are_the_golden_ones_and_read_back() {
         Directory::read(&serde_json::json!({})),
         Directory::default()
     );
+    // The status readers behind the budget's `running`/`every_s` and the run totals: a field
+    // they misread would be a silent 0 or false there.
+    assert_eq!(ProbeStatus::read(&value(3)), hint_status);
+    assert_eq!(ProbeStatus::read(&value(4)), member_status);
+    assert_eq!(ShardStatus::read(&value(5)), shard);
+    for empty in [serde_json::json!({}), serde_json::json!({"kept": "many", "running": 1})] {
+        assert_eq!(
+            ProbeStatus::read(&empty),
+            serde_json::from_value::<ProbeStatus>(serde_json::json!({})).unwrap()
+        );
+        assert_eq!(ShardStatus::read(&empty), ShardStatus::default());
+    }
 }
