@@ -297,7 +297,10 @@ fn the_object_messages_are_the_golden_ones_and_read_back() {
     assert_eq!(ProbeStatus::read(&value(3)), hint_status);
     assert_eq!(ProbeStatus::read(&value(4)), member_status);
     assert_eq!(ShardStatus::read(&value(5)), shard);
-    for empty in [serde_json::json!({}), serde_json::json!({"kept": "many", "running": 1})] {
+    for empty in [
+        serde_json::json!({}),
+        serde_json::json!({"kept": "many", "running": 1}),
+    ] {
         assert_eq!(
             ProbeStatus::read(&empty),
             serde_json::from_value::<ProbeStatus>(serde_json::json!({})).unwrap()
