@@ -263,24 +263,7 @@ mod tests {
 
     const PS: [f64; 3] = [0.5, 0.9, 0.99];
 
-    /// splitmix64: deterministic uniforms in (0, 1), and normals by Box–Muller.
-    struct Rng(u64);
-
-    impl Rng {
-        fn uniform(&mut self) -> f64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^= z >> 31;
-            ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-        }
-
-        fn normal(&mut self) -> f64 {
-            let (u, v) = (self.uniform(), self.uniform());
-            (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-        }
-    }
+    use crate::testing::Rng;
 
     const WINDOWS: usize = 48;
     const PER_WINDOW: usize = 150;
@@ -314,9 +297,9 @@ mod tests {
             Scenario::Wander(phi) => phi,
             _ => 0.0,
         };
-        let phase = rng.uniform() * std::f64::consts::TAU;
+        let phase = rng.open() * std::f64::consts::TAU;
         let mut ar = WANDER * rng.normal();
-        let mut slow = rng.uniform() < ENTER / (ENTER + LEAVE);
+        let mut slow = rng.open() < ENTER / (ENTER + LEAVE);
         let mut level = LEVEL_SD * rng.normal();
         let total = (WINDOWS * PER_WINDOW) as f64;
         (0..WINDOWS)
@@ -336,7 +319,7 @@ mod tests {
                         };
                         ar = PHI * ar + WANDER * (1.0 - PHI * PHI).sqrt() * rng.normal();
                         let flip = if slow { LEAVE } else { ENTER };
-                        slow ^= rng.uniform() < flip;
+                        slow ^= rng.open() < flip;
                         x += ar + if slow { 2.5f64.ln() } else { 0.0 };
                     }
                     h.record((BASE_US * x.exp()) as u64);

@@ -328,19 +328,7 @@ pub(crate) mod tests {
     /// The first day of the synthetic answers: 2026-11-25.
     pub(crate) const FIRST_DAY: i64 = 20_782;
 
-    /// splitmix64: deterministic uniforms in [0, 1).
-    struct Rng(u64);
-
-    impl Rng {
-        fn uniform(&mut self) -> f64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^= z >> 31;
-            (z >> 11) as f64 / (1u64 << 53) as f64
-        }
-    }
+    use crate::testing::Rng;
 
     /// The latency at quantile `u` of a read of about `base_ms`: ±20% up to p95, then up to
     /// three times as long (its p99 about 2.7 × `base_ms`).
@@ -558,7 +546,7 @@ pub(crate) mod tests {
             for day in 0..14 {
                 let mut h = crate::hist::Hist::default();
                 for _ in 0..500 {
-                    h.record((quantile_ms(rng.uniform(), 10.0) * 1000.0) as u64);
+                    h.record((quantile_ms(rng.unit(), 10.0) * 1000.0) as u64);
                 }
                 let stores = BTreeMap::from([("kv".to_string(), h)]);
                 r.days

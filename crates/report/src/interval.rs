@@ -561,19 +561,7 @@ mod tests {
         }
     }
 
-    /// splitmix64: deterministic uniforms in (0, 1].
-    struct Rng(u64);
-
-    impl Rng {
-        fn uniform(&mut self) -> f64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^= z >> 31;
-            ((z >> 11) + 1) as f64 / (1u64 << 53) as f64
-        }
-    }
+    use crate::testing::Rng;
 
     /// The bucket a value would be read back as.
     fn as_read(us: u64) -> u64 {
@@ -603,7 +591,7 @@ mod tests {
                 let mut h = Hist::default();
                 for _ in 0..N {
                     // 1 - u is uniform on [0, 1) too; the quantile functions take u < 1.
-                    h.record(quantile(1.0 - rng.uniform()).floor() as u64);
+                    h.record(quantile(1.0 - rng.open_closed()).floor() as u64);
                 }
                 // Buckets read once for both levels: reading them is most of this test's time.
                 let buckets = h.buckets();

@@ -38,6 +38,8 @@ pub mod print;
 pub mod report;
 pub mod sample;
 pub mod stability;
+#[cfg(test)]
+mod testing;
 pub mod trouble;
 pub mod v2;
 
