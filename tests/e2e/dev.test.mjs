@@ -174,15 +174,31 @@ test("npm run dev: one build each, survives saturation, a busy machine and an ed
       spawn(process.execPath, ["-e", "const end = Date.now() + 150000; while (Date.now() < end) {}"], { stdio: "ignore" }),
     );
     // A benchmark at saturation: 30 clients, back to back, 1 MiB values, for 150 s at most.
-    const loadEnd = Date.now() + 150_000;
+    const loadStart = Date.now();
+    const loadEnd = loadStart + 150_000;
+    // Each request may wait long (30 clients share two busy cores and a rebuild holds requests):
+    // the bound tells a lost answer from a slow one, and every answer must come.
     const statuses = {};
+    const lost = [];
+    const storeErrors = {};
     let stop = false;
     const client = async () => {
       while (!stop && Date.now() < loadEnd) {
-        const r = await get(`${base}/test?min_bytes=1048576&max_bytes=1048576&stores=do,r2`, 60_000);
+        const sent = Date.now();
+        const r = await get(`${base}/test?min_bytes=1048576&max_bytes=1048576&stores=do,r2`, 180_000);
         statuses[r.status] = (statuses[r.status] || 0) + 1;
+        if (r.status !== 200) {
+          lost.push(`${r.status} sent at +${sent - loadStart} ms, after ${Date.now() - sent} ms: ${r.body.slice(0, 200)}`);
+          continue;
+        }
+        for (const [name, store] of Object.entries(JSON.parse(r.body).stores)) {
+          const key = `${name}: ${String(store.error).slice(0, 80)}`;
+          if (store.error !== null) storeErrors[key] = (storeErrors[key] || 0) + 1;
+        }
       }
     };
+    let edited = 0;
+    let rebuilt = 0;
     const load = Array.from({ length: 30 }, client);
     try {
       await sleep(20_000);
@@ -193,12 +209,14 @@ test("npm run dev: one build each, survives saturation, a busy machine and an ed
       const reusedBefore = count(workerLog(), WORKER_REUSED) + count(workerLog(), WORKER_BUILD);
       const now = new Date();
       fs.utimesSync(path.join(ROOT, "src/lib.rs"), now, now);
+      edited = Date.now();
       await until("the rebuild after the edit", 600_000, () => {
         stillUp();
         const log = workerLog();
         return count(log, /restarting build/g) > restartsBefore &&
           count(log, WORKER_REUSED) + count(log, WORKER_BUILD) > reusedBefore && !building();
       });
+      rebuilt = Date.now();
       stillUp();
     } finally {
       await sleep(Math.min(20_000, Math.max(0, loadEnd - Date.now())));
@@ -207,24 +225,20 @@ test("npm run dev: one build each, survives saturation, a busy machine and an ed
       for (const h of hogs) h.kill("SIGKILL");
     }
     stillUp();
+    console.log(`# dev: under load ${JSON.stringify(statuses)}; store errors ${JSON.stringify(storeErrors)}; edit at +${edited - loadStart} ms, rebuilt at +${rebuilt - loadStart} ms`);
     assert.ok((statuses[200] || 0) > 0, `answers under load: ${JSON.stringify(statuses)}`);
-    // The stack answers again. One request after the rebuild under saturation has, now and then
-    // (2 of ~6 fresh clones, 2026-12-02), had no answer within 60 s; a second one was not
-    // tried then, and 17 runs since (a worktree and a clone at a path with spaces, two CPU hogs
-    // more, two stacks at once) lost none. Up to three are tried, so that a stack that stays
-    // down still fails here; a lost answer is printed with what the stack was doing while it
-    // waited (an open issue).
-    let after = { status: 0, body: "" };
-    for (let attempt = 1; attempt <= 3 && after.status !== 200; attempt++) {
-      const seen = [];
-      const look = setTimeout(() => seen.push(stackLook(port, pids, workerLog())), 20_000);
-      const sent = Date.now();
-      after = await get(`${base}/test?stores=kv,do`, 60_000);
-      clearTimeout(look);
-      if (after.status !== 200) {
-        console.log(`# dev: /test after the rebuild, attempt ${attempt}: status ${after.status} after ${Date.now() - sent} ms: ${after.body.slice(0, 200)}`);
-        for (const line of [...seen, stackLook(port, pids, workerLog())].join("\n").split("\n")) console.log(`#   ${line}`);
-      }
+    assert.deepEqual(lost, [], `answers lost under load, ${JSON.stringify(statuses)}`);
+    // The stack answers again once the load is over: one request, not retried. A lost answer
+    // (2 of ~6 fresh clones on wrangler 4.86; none in 7 runs on 4.164) fails here, printed with
+    // what the stack was doing while it waited.
+    const seen = [];
+    const look = setTimeout(() => seen.push(stackLook(port, pids, workerLog())), 20_000);
+    const sent = Date.now();
+    const after = await get(`${base}/test?stores=kv,do`, 120_000);
+    clearTimeout(look);
+    if (after.status !== 200) {
+      console.log(`# dev: /test after the rebuild: status ${after.status} after ${Date.now() - sent} ms: ${after.body.slice(0, 200)}`);
+      for (const line of [...seen, stackLook(port, pids, workerLog())].join("\n").split("\n")) console.log(`#   ${line}`);
     }
     assert.equal(after.status, 200, after.body);
     assert.equal(JSON.parse(after.body).stores.kv.error, null, after.body);
