@@ -2,9 +2,9 @@
 //! commands and reads replies) kept in a `deadpool` pool, one per request in flight and never
 //! shared, so a slow command (a Lua busy loop) holds only its own connection and a command that
 //! timed out cannot leave a reply behind for the next one. An idle connection is checked before
-//! each use without a round trip: its socket records when Redis closed it (e.g. `CLIENT KILL`),
-//! and such a connection is replaced, not handed out. A connection that failed or timed out is
-//! dropped, never returned.
+//! each use without a round trip: the crate's task that drives a connection ends when Redis
+//! closes it (e.g. `CLIENT KILL`), and such a connection is replaced, not handed out. A
+//! connection that failed or timed out is dropped, never returned.
 //!
 //! Why not `deadpool-redis` or `bb8-redis`: both check a connection with a `PING` round trip on
 //! every checkout, doubling the round trips of a request and turning a Redis held by another
@@ -12,18 +12,12 @@
 //! connect until its timeout instead of answering at once. The manager below is what
 //! `deadpool-redis`'s is, with the liveness check that costs nothing.
 
-use std::io;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use deadpool::managed::{self, Metrics, RecycleError, RecycleResult, Timeouts};
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, ConnectionAddr, ConnectionInfo, IntoConnectionInfo};
 use redis::{ProtocolVersion, RedisConnectionInfo};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
@@ -72,31 +66,22 @@ impl Target {
             .await
             .map_err(|e| e.to_string())?;
         stream.set_nodelay(true).map_err(|e| e.to_string())?;
-        let closed = Arc::new(AtomicBool::new(false));
-        let watched = Watched {
-            inner: stream,
-            closed: closed.clone(),
-        };
         // The gateway keeps its own deadlines (the crate's default answers in 500 ms or fails).
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(None)
             .set_response_timeout(None);
-        let (redis, driver) = MultiplexedConnection::new_with_config(&self.login, watched, config)
+        let (redis, driver) = MultiplexedConnection::new_with_config(&self.login, stream, config)
             .await
             .map_err(|e| e.to_string())?;
         let driver = tokio::spawn(driver).abort_handle();
-        Ok(Conn {
-            redis,
-            closed,
-            driver,
-        })
+        Ok(Conn { redis, driver })
     }
 }
 
 /// One Redis connection, used by one request at a time. Dropping it closes the socket.
 pub struct Conn {
     redis: MultiplexedConnection,
-    closed: Arc<AtomicBool>,
+    /// The crate's task that writes and reads the socket; it ends when the socket does.
     driver: tokio::task::AbortHandle,
 }
 
@@ -105,9 +90,9 @@ impl Conn {
         &mut self.redis
     }
 
-    /// Whether Redis closed the connection or its socket failed.
+    /// Whether Redis closed the connection or its socket failed: the driver ends on either.
     fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Relaxed) || self.driver.is_finished()
+        self.driver.is_finished()
     }
 }
 
@@ -116,60 +101,6 @@ impl Drop for Conn {
         // The crate's driver task owns the socket; a connection with a reply still due must not
         // linger in it.
         self.driver.abort();
-    }
-}
-
-/// A socket that remembers when it reached its end or failed, so an idle connection Redis
-/// closed is known without sending anything.
-struct Watched {
-    inner: TcpStream,
-    closed: Arc<AtomicBool>,
-}
-
-impl Watched {
-    fn note<T>(&self, result: &Poll<io::Result<T>>) {
-        if matches!(result, Poll::Ready(Err(_))) {
-            self.closed.store(true, Ordering::Relaxed);
-        }
-    }
-}
-
-impl AsyncRead for Watched {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        let result = Pin::new(&mut self.inner).poll_read(cx, buf);
-        self.note(&result);
-        if matches!(result, Poll::Ready(Ok(()))) && buf.filled().len() == before {
-            // End of stream.
-            self.closed.store(true, Ordering::Relaxed);
-        }
-        result
-    }
-}
-
-impl AsyncWrite for Watched {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let result = Pin::new(&mut self.inner).poll_write(cx, buf);
-        self.note(&result);
-        result
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let result = Pin::new(&mut self.inner).poll_flush(cx);
-        self.note(&result);
-        result
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 
