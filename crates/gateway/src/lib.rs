@@ -9,6 +9,7 @@ pub mod config;
 pub mod connection;
 pub mod error;
 pub mod fault;
+pub mod meter;
 pub mod name;
 pub mod pool;
 pub mod reply;

@@ -12,6 +12,7 @@
 //! connect until its timeout instead of answering at once. The manager below is what
 //! `deadpool-redis`'s is, with the liveness check that costs nothing.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool::managed::{self, Metrics, RecycleError, RecycleResult, Timeouts};
@@ -20,6 +21,8 @@ use redis::{AsyncConnectionConfig, ConnectionAddr, ConnectionInfo, IntoConnectio
 use redis::{ProtocolVersion, RedisConnectionInfo};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
+
+use crate::meter::{Meter, Metered};
 
 /// Why a connection could not be had. The command was not sent in either case.
 #[derive(Debug, thiserror::Error)]
@@ -70,11 +73,17 @@ impl Target {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(None)
             .set_response_timeout(None);
+        let meter = Meter::unlimited();
+        let stream = Metered::new(stream, meter.clone());
         let (redis, driver) = MultiplexedConnection::new_with_config(&self.login, stream, config)
             .await
             .map_err(|e| e.to_string())?;
         let driver = tokio::spawn(driver).abort_handle();
-        Ok(Conn { redis, driver })
+        Ok(Conn {
+            redis,
+            driver,
+            meter,
+        })
     }
 }
 
@@ -83,9 +92,15 @@ pub struct Conn {
     redis: MultiplexedConnection,
     /// The crate's task that writes and reads the socket; it ends when the socket does.
     driver: tokio::task::AbortHandle,
+    /// What the current request may still read from the socket.
+    meter: Arc<Meter>,
 }
 
 impl Conn {
+    pub fn meter(&self) -> Arc<Meter> {
+        self.meter.clone()
+    }
+
     pub fn redis(&mut self) -> &mut MultiplexedConnection {
         &mut self.redis
     }

@@ -24,6 +24,7 @@ use redis::{RedisError, Value};
 
 use crate::command::Command;
 use crate::error::ApiError;
+use crate::meter::Meter;
 use crate::pool::{Pool, PoolError};
 use crate::reply::{self, Budget, Encoding, RenderError, Reply};
 
@@ -356,9 +357,19 @@ impl Shared {
         let start = Instant::now();
         let deadline = start + self.config.timeout;
         let mut lease = self.pool.lease(deadline).await?;
-        let mut budget = Budget::new(self.config.max_response_bytes);
+        let limit = self.config.max_response_bytes;
+        let mut budget = Budget::new(limit);
+        let meter = lease.conn().meter();
+        meter.reset(Meter::allowance(limit));
         let outcome = {
-            let read = send(lease.conn().redis(), request, encoding, &mut budget);
+            let read = async {
+                tokio::select! {
+                    biased;
+                    answer = send(lease.conn().redis(), request, encoding, &mut budget) => answer,
+                    // The socket stopped reading: the answer would pass the cap.
+                    () = meter.spent() => Err(RenderError::TooLarge { limit }.into()),
+                }
+            };
             tokio::pin!(read);
             if scripted {
                 self.await_script(read, start).await
