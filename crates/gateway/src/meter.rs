@@ -47,6 +47,11 @@ impl Meter {
         self.left.store(bytes, Ordering::Release);
     }
 
+    /// Whether the request has read all it may.
+    pub fn is_spent(&self) -> bool {
+        self.left.load(Ordering::Acquire) == 0
+    }
+
     /// Completes when the request has read all it may: the socket stopped reading.
     pub async fn spent(&self) {
         self.spent.notified().await;
@@ -142,6 +147,7 @@ mod tests {
             read += metered.read(&mut got[read..]).await.unwrap();
         }
         assert_eq!(read, 300, "never more than allowed");
+        assert!(meter.is_spent());
         let more = tokio::time::timeout(
             std::time::Duration::from_millis(50),
             metered.read(&mut got[read..]),

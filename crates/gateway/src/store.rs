@@ -380,7 +380,8 @@ impl Shared {
                 }
             }
         };
-        if outcome.is_ok() {
+        // A socket that read its whole allowance reads no more: not for the next request.
+        if outcome.is_ok() && !meter.is_spent() {
             lease.release();
         }
         outcome
