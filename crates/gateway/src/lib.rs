@@ -9,9 +9,10 @@ pub mod config;
 pub mod connection;
 pub mod error;
 pub mod fault;
+pub mod meter;
 pub mod name;
 pub mod pool;
-pub mod resp;
+pub mod reply;
 pub mod server;
 pub mod store;
 #[doc(hidden)]
@@ -33,7 +34,7 @@ use crate::command::Command;
 use crate::connection::Limits;
 use crate::error::ApiError;
 use crate::fault::{DropConnection, FaultConfig, FaultInjector, Outcome};
-use crate::resp::{Encoding, Reply};
+use crate::reply::{Encoding, Reply};
 use crate::store::{Store, StoreConfig};
 
 /// Everything the gateway needs to run; built from flags by `config::Args::into_settings`.
@@ -256,7 +257,7 @@ fn entries(replies: Vec<Reply>) -> Response {
         .map(|r| match r {
             Reply::Json(j) => j.len(),
             Reply::Error(m) => m.len(),
-        } + resp::ENTRY_OVERHEAD)
+        } + reply::ENTRY_OVERHEAD)
         .sum();
     let mut body = Vec::with_capacity(size + 2);
     body.push(b'[');
@@ -271,7 +272,7 @@ fn entries(replies: Vec<Reply>) -> Response {
             }
             Reply::Error(message) => {
                 body.extend_from_slice(b"{\"error\":");
-                resp::write_json_str(&mut body, &message);
+                reply::write_json_str(&mut body, &message);
             }
         }
         body.push(b'}');

@@ -1,108 +1,28 @@
-//! Redis connections: one per request in flight, never shared, so a slow command (a Lua busy
-//! loop) holds only its own connection and a command that timed out cannot leave a reply behind
-//! for the next one. Idle connections are kept for reuse and checked before each use (a
-//! connection Redis closed, e.g. by `CLIENT KILL`, is replaced, not handed out); a connection
-//! that failed or timed out is dropped, never returned.
+//! Redis connections: the `redis` crate's connections (it parses the URL, logs in, writes
+//! commands and reads replies) kept in a `deadpool` pool, one per request in flight and never
+//! shared, so a slow command (a Lua busy loop) holds only its own connection and a command that
+//! timed out cannot leave a reply behind for the next one. An idle connection is checked before
+//! each use without a round trip: the crate's task that drives a connection ends when Redis
+//! closes it (e.g. `CLIENT KILL`), and such a connection is replaced, not handed out. A
+//! connection that failed or timed out is dropped, never returned.
+//!
+//! Why not `deadpool-redis` or `bb8-redis`: both check a connection with a `PING` round trip on
+//! every checkout, doubling the round trips of a request and turning a Redis held by another
+//! client into "not sent" before the command is even written; `bb8` also retries a refused
+//! connect until its timeout instead of answering at once. The manager below is what
+//! `deadpool-redis`'s is, with the liveness check that costs nothing.
 
-use std::io;
-use std::sync::Mutex;
+use std::sync::Arc;
+use std::time::Duration;
 
-use percent_encoding::percent_decode_str;
-use tokio::io::{AsyncWriteExt, BufReader};
+use deadpool::managed::{self, Metrics, RecycleError, RecycleResult, Timeouts};
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, ConnectionAddr, ConnectionInfo, IntoConnectionInfo};
+use redis::{ProtocolVersion, RedisConnectionInfo};
 use tokio::net::TcpStream;
-use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::time::Instant;
 
-use crate::resp::{self, Budget, Encoding, Reply};
-
-/// Where Redis is and how to log in: parsed from `redis://[[user]:password@]host[:port][/db]`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct RedisAddr {
-    pub host: String,
-    pub port: u16,
-    pub username: Option<String>,
-    password: Option<String>,
-    pub db: u32,
-}
-
-impl std::fmt::Debug for RedisAddr {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never prints the password.
-        f.debug_struct("RedisAddr")
-            .field("host", &self.host)
-            .field("port", &self.port)
-            .field("username", &self.username)
-            .field("db", &self.db)
-            .finish_non_exhaustive()
-    }
-}
-
-impl RedisAddr {
-    /// Parses a `redis://` URL. TLS (`rediss://`) and unix sockets are not supported.
-    pub fn parse(url: &str) -> Result<Self, String> {
-        let rest = url.strip_prefix("redis://").ok_or(
-            "the redis url must start with redis:// (TLS and unix sockets are not supported)",
-        )?;
-        let (authority, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i + 1..]),
-            None => (rest, ""),
-        };
-        if path.contains('?') || authority.contains('?') {
-            return Err("the redis url must not have query parameters".into());
-        }
-        let (userinfo, hostport) = match authority.rfind('@') {
-            Some(i) => (Some(&authority[..i]), &authority[i + 1..]),
-            None => (None, authority),
-        };
-        let decode = |s: &str| -> Result<String, String> {
-            percent_decode_str(s)
-                .decode_utf8()
-                .map(|c| c.into_owned())
-                .map_err(|_| "the redis url's credentials are not UTF-8".to_owned())
-        };
-        let (username, password) = match userinfo {
-            None => (None, None),
-            Some(info) => match info.split_once(':') {
-                Some((user, pass)) => (
-                    Some(decode(user)?).filter(|u| !u.is_empty()),
-                    Some(decode(pass)?),
-                ),
-                None => (Some(decode(info)?).filter(|u| !u.is_empty()), None),
-            },
-        };
-        let (host, port) = if let Some(v6) = hostport.strip_prefix('[') {
-            let (host, after) = v6.split_once(']').ok_or("unclosed [ in the redis url")?;
-            (host, after.strip_prefix(':'))
-        } else {
-            match hostport.rsplit_once(':') {
-                Some((host, port)) => (host, Some(port)),
-                None => (hostport, None),
-            }
-        };
-        if host.is_empty() {
-            return Err("the redis url has no host".into());
-        }
-        let port = match port {
-            None | Some("") => 6379,
-            Some(p) => p
-                .parse()
-                .map_err(|_| format!("bad port {p:?} in the redis url"))?,
-        };
-        let db = match path {
-            "" => 0,
-            p => p
-                .parse()
-                .map_err(|_| format!("bad database {p:?} in the redis url"))?,
-        };
-        Ok(Self {
-            host: host.to_owned(),
-            port,
-            username,
-            password,
-            db,
-        })
-    }
-}
+use crate::meter::{Meter, Metered};
 
 /// Why a connection could not be had. The command was not sent in either case.
 #[derive(Debug, thiserror::Error)]
@@ -113,221 +33,196 @@ pub enum PoolError {
     Saturated { size: usize },
 }
 
-/// One Redis connection, used by one request at a time.
-pub struct Conn {
-    io: BufReader<TcpStream>,
+/// Where Redis is and how to log in, from a `redis://` URL parsed by the `redis` crate.
+#[derive(Clone)]
+struct Target {
+    host: String,
+    port: u16,
+    login: RedisConnectionInfo,
 }
 
-/// The outcome of writing a request: how far it got matters, because bytes that reached
-/// Redis may have run.
-#[derive(Debug)]
-pub struct SendError {
-    pub written: usize,
-    pub error: io::Error,
+impl Target {
+    /// Parses `url`. Only plain TCP and RESP2: the JSON mapping is RESP2's (see `reply`).
+    fn parse(url: &str) -> Result<Self, String> {
+        let info: ConnectionInfo = url
+            .into_connection_info()
+            .map_err(|e| format!("bad redis url: {e}"))?;
+        let (host, port) = match info.addr() {
+            ConnectionAddr::Tcp(host, port) => (host.clone(), *port),
+            _ => return Err("the redis url must be redis://host[:port] (TLS and unix sockets are not supported)".into()),
+        };
+        if info.redis_settings().protocol() != ProtocolVersion::RESP2 {
+            return Err("the redis url must not ask for RESP3: the gateway speaks RESP2".into());
+        }
+        // CLIENT SETINFO is a command of the crate's, not a client's.
+        let login = info.redis_settings().clone().set_skip_set_lib_name();
+        Ok(Self { host, port, login })
+    }
+
+    fn shown(&self) -> String {
+        format!("{}:{}", self.host, self.port)
+    }
+
+    /// Connects and logs in (`AUTH`, `SELECT`).
+    async fn connect(&self) -> Result<Conn, String> {
+        let stream = TcpStream::connect((self.host.as_str(), self.port))
+            .await
+            .map_err(|e| e.to_string())?;
+        stream.set_nodelay(true).map_err(|e| e.to_string())?;
+        // The gateway keeps its own deadlines (the crate's default answers in 500 ms or fails).
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(None)
+            .set_response_timeout(None);
+        let meter = Meter::unlimited();
+        let stream = Metered::new(stream, meter.clone());
+        let (redis, driver) = MultiplexedConnection::new_with_config(&self.login, stream, config)
+            .await
+            .map_err(|e| e.to_string())?;
+        let driver = tokio::spawn(driver).abort_handle();
+        Ok(Conn {
+            redis,
+            driver,
+            meter,
+        })
+    }
+}
+
+/// One Redis connection, used by one request at a time. Dropping it closes the socket.
+pub struct Conn {
+    redis: MultiplexedConnection,
+    /// The crate's task that writes and reads the socket; it ends when the socket does.
+    driver: tokio::task::AbortHandle,
+    /// What the current request may still read from the socket.
+    meter: Arc<Meter>,
 }
 
 impl Conn {
-    /// Connects and logs in (`AUTH`, `SELECT`), all before `deadline`.
-    async fn open(addr: &RedisAddr, deadline: Instant) -> Result<Self, PoolError> {
-        let fail = |reason: String| PoolError::Connect {
-            addr: format!("{}:{}", addr.host, addr.port),
-            reason,
-        };
-        let stream = tokio::time::timeout_at(
-            deadline,
-            TcpStream::connect((addr.host.as_str(), addr.port)),
-        )
-        .await
-        .map_err(|_| fail("connect timed out".into()))?
-        .map_err(|e| fail(e.to_string()))?;
-        stream.set_nodelay(true).map_err(|e| fail(e.to_string()))?;
-        let mut conn = Self {
-            io: BufReader::with_capacity(64 * 1024, stream),
-        };
-        let mut hello = Vec::new();
-        let mut expected = 0;
-        if let Some(password) = &addr.password {
-            let mut auth = vec![b"AUTH".to_vec()];
-            auth.extend(addr.username.iter().map(|u| u.clone().into_bytes()));
-            auth.push(password.clone().into_bytes());
-            resp::encode_command(&mut hello, &auth);
-            expected += 1;
-        }
-        if addr.db != 0 {
-            resp::encode_command(
-                &mut hello,
-                &[b"SELECT".to_vec(), addr.db.to_string().into()],
-            );
-            expected += 1;
-        }
-        if expected > 0 {
-            let login = async {
-                conn.send(&hello, deadline)
-                    .await
-                    .map_err(|e| e.error.to_string())?;
-                for _ in 0..expected {
-                    match conn.read(Encoding::Utf8, &mut Budget::new(4096)).await {
-                        Ok(Reply::Json(_)) => {}
-                        Ok(Reply::Error(msg)) => return Err(msg),
-                        Err(e) => return Err(e.to_string()),
-                    }
-                }
-                Ok(())
-            };
-            tokio::time::timeout_at(deadline, login)
-                .await
-                .map_err(|_| fail("login timed out".into()))?
-                .map_err(fail)?;
-        }
-        Ok(conn)
+    pub fn meter(&self) -> Arc<Meter> {
+        self.meter.clone()
     }
 
-    /// Whether an idle connection can be used: Redis has not closed it and sent nothing
-    /// unasked. Does not wait.
-    fn is_reusable(&self) -> bool {
-        if !self.io.buffer().is_empty() {
-            return false;
-        }
-        let mut probe = [0u8; 1];
-        match self.io.get_ref().try_read(&mut probe) {
-            Err(e) => e.kind() == io::ErrorKind::WouldBlock,
-            // Ok(0) is end of stream; any byte is a reply nobody asked for.
-            Ok(_) => false,
-        }
+    pub fn redis(&mut self) -> &mut MultiplexedConnection {
+        &mut self.redis
     }
 
-    /// Writes `wire` completely before `deadline` (Redis may stop reading, e.g. during a
-    /// script), reporting how much was written if that fails: one `write` either writes or
-    /// not, so the count is exact even on timeout. The loop makes progress on each turn or ends.
-    pub async fn send(&mut self, wire: &[u8], deadline: Instant) -> Result<(), SendError> {
-        let stream = self.io.get_mut();
-        let mut written = 0;
-        while written < wire.len() {
-            let error =
-                match tokio::time::timeout_at(deadline, stream.write(&wire[written..])).await {
-                    Ok(Ok(n)) if n > 0 => {
-                        written += n;
-                        continue;
-                    }
-                    Ok(Ok(_)) => io::ErrorKind::WriteZero.into(),
-                    Ok(Err(error)) => error,
-                    Err(_) => io::Error::new(io::ErrorKind::TimedOut, "redis stopped reading"),
-                };
-            return Err(SendError { written, error });
+    /// Whether Redis closed the connection or its socket failed: the driver ends on either.
+    fn is_closed(&self) -> bool {
+        self.driver.is_finished()
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        // The crate's driver task owns the socket; a connection with a reply still due must not
+        // linger in it.
+        self.driver.abort();
+    }
+}
+
+/// Creates connections for the pool and checks idle ones before reuse.
+struct Manager(Target);
+
+impl managed::Manager for Manager {
+    type Type = Conn;
+    type Error = String;
+
+    async fn create(&self) -> Result<Conn, String> {
+        self.0.connect().await
+    }
+
+    async fn recycle(&self, conn: &mut Conn, _: &Metrics) -> RecycleResult<String> {
+        if conn.is_closed() {
+            return Err(RecycleError::message("closed by redis"));
         }
         Ok(())
-    }
-
-    /// Reads one reply.
-    pub async fn read(
-        &mut self,
-        encoding: Encoding,
-        budget: &mut Budget,
-    ) -> Result<Reply, resp::ReadError> {
-        resp::read_reply(&mut self.io, encoding, budget).await
-    }
-
-    /// Reads the reply to `EXEC`.
-    pub async fn read_exec(
-        &mut self,
-        encoding: Encoding,
-        budget: &mut Budget,
-    ) -> Result<Result<Vec<Reply>, String>, resp::ReadError> {
-        resp::read_exec_reply(&mut self.io, encoding, budget).await
     }
 }
 
 /// Connections to one Redis: at most `size` in use at once, idle ones kept for reuse.
 pub struct Pool {
-    addr: RedisAddr,
+    pool: managed::Pool<Manager>,
+    target: Target,
     size: usize,
-    idle: Mutex<Vec<Conn>>,
-    in_use: Semaphore,
 }
 
 /// A connection lent to one request. Dropped without [`Lease::release`], the connection is
 /// closed: that is what happens to one that failed, timed out or was left mid-reply.
-pub struct Lease<'a> {
-    pool: &'a Pool,
-    conn: Option<Conn>,
-    _slot: SemaphorePermit<'a>,
+pub struct Lease {
+    object: Option<managed::Object<Manager>>,
 }
 
 impl Pool {
-    pub fn new(addr: RedisAddr, size: usize) -> Self {
+    /// Parses `url`; nothing is connected until the first lease.
+    pub fn new(url: &str, size: usize) -> Result<Self, String> {
         let size = size.max(1);
-        Self {
-            addr,
-            size,
-            idle: Mutex::new(Vec::new()),
-            in_use: Semaphore::new(size),
-        }
-    }
-
-    pub fn addr(&self) -> &RedisAddr {
-        &self.addr
+        let target = Target::parse(url)?;
+        let pool = managed::Pool::builder(Manager(target.clone()))
+            .max_size(size)
+            .runtime(deadpool::Runtime::Tokio1)
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(Self { pool, target, size })
     }
 
     /// A live connection, waiting until `deadline` for a free slot.
-    pub async fn lease(&self, deadline: Instant) -> Result<Lease<'_>, PoolError> {
-        let slot = tokio::time::timeout_at(deadline, self.in_use.acquire())
-            .await
-            .map_err(|_| PoolError::Saturated { size: self.size })?
-            .expect("the pool's semaphore is never closed");
-        let conn = match self.take_idle() {
-            Some(conn) => conn,
-            None => Conn::open(&self.addr, deadline).await?,
+    pub async fn lease(&self, deadline: Instant) -> Result<Lease, PoolError> {
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1));
+        let timeouts = Timeouts {
+            wait: Some(left),
+            create: Some(left),
+            recycle: Some(left),
         };
-        Ok(Lease {
-            pool: self,
-            conn: Some(conn),
-            _slot: slot,
-        })
+        let connect = |reason: String| PoolError::Connect {
+            addr: self.target.shown(),
+            reason,
+        };
+        match self.pool.timeout_get(&timeouts).await {
+            Ok(object) => Ok(Lease {
+                object: Some(object),
+            }),
+            Err(managed::PoolError::Timeout(managed::TimeoutType::Wait)) => {
+                Err(PoolError::Saturated { size: self.size })
+            }
+            Err(managed::PoolError::Timeout(_)) => Err(connect("connect timed out".into())),
+            Err(managed::PoolError::Backend(reason)) => Err(connect(reason)),
+            Err(other) => Err(connect(other.to_string())),
+        }
     }
 
     /// A connection outside the pool's count, for `SCRIPT KILL` while the pool may be full.
     pub async fn connect_unpooled(&self, deadline: Instant) -> Result<Conn, PoolError> {
-        Conn::open(&self.addr, deadline).await
-    }
-
-    /// An idle connection that is still usable; dead ones found on the way are dropped. Bounded
-    /// by the number of idle connections.
-    fn take_idle(&self) -> Option<Conn> {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        while let Some(conn) = idle.pop() {
-            if conn.is_reusable() {
-                return Some(conn);
-            }
-        }
-        None
-    }
-
-    fn put_idle(&self, conn: Conn) {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        if idle.len() < self.size {
-            idle.push(conn);
-        }
+        let fail = |reason: String| PoolError::Connect {
+            addr: self.target.shown(),
+            reason,
+        };
+        tokio::time::timeout_at(deadline, self.target.connect())
+            .await
+            .map_err(|_| fail("connect timed out".into()))?
+            .map_err(fail)
     }
 }
 
-impl Lease<'_> {
+impl Lease {
     pub fn conn(&mut self) -> &mut Conn {
-        self.conn
+        self.object
             .as_mut()
             .expect("a lease holds a connection until released")
     }
 
-    /// Replaces the connection with a new one (after a write that sent nothing failed).
-    pub async fn reconnect(&mut self, deadline: Instant) -> Result<(), PoolError> {
-        self.conn = None;
-        self.conn = Some(Conn::open(&self.pool.addr, deadline).await?);
-        Ok(())
-    }
-
     /// Gives a connection whose every reply was read back to the pool.
     pub fn release(mut self) {
-        if let Some(conn) = self.conn.take() {
-            self.pool.put_idle(conn);
+        // Dropping the object returns it to the pool.
+        self.object.take();
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Some(object) = self.object.take() {
+            // Taken out of the pool and dropped: the socket closes.
+            drop(managed::Object::take(object));
         }
     }
 }
@@ -337,30 +232,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn redis_urls_parse() {
-        let a = RedisAddr::parse("redis://127.0.0.1:6390").unwrap();
-        assert_eq!((a.host.as_str(), a.port, a.db), ("127.0.0.1", 6390, 0));
-        assert_eq!((a.username, a.password), (None, None));
+    fn redis_urls_parse_through_the_crate() {
+        let t = Target::parse("redis://127.0.0.1:6390").unwrap();
+        assert_eq!(
+            (t.host.as_str(), t.port, t.login.db()),
+            ("127.0.0.1", 6390, 0)
+        );
+        assert_eq!((t.login.username(), t.login.password()), (None, None));
 
-        let a = RedisAddr::parse("redis://:p%40ss@localhost/3").unwrap();
-        assert_eq!((a.host.as_str(), a.port, a.db), ("localhost", 6379, 3));
-        assert_eq!((a.username, a.password.as_deref()), (None, Some("p@ss")));
+        let t = Target::parse("redis://:p%40ss@localhost/3").unwrap();
+        assert_eq!(
+            (t.host.as_str(), t.port, t.login.db()),
+            ("localhost", 6379, 3)
+        );
+        assert_eq!(t.login.password(), Some("p@ss"));
 
-        let a = RedisAddr::parse("redis://bob:secret@[::1]:7000/").unwrap();
-        assert_eq!((a.host.as_str(), a.port), ("::1", 7000));
-        assert_eq!(a.username.as_deref(), Some("bob"));
-        assert!(!format!("{a:?}").contains("secret"));
+        let t = Target::parse("redis://bob:secret@[::1]:7000/").unwrap();
+        assert_eq!((t.host.as_str(), t.port), ("::1", 7000));
+        assert_eq!(t.login.username(), Some("bob"));
+        assert!(t.login.skip_set_lib_name());
 
         for bad in [
             "rediss://h:1",
             "http://h",
-            "redis://",
             "redis://h:port",
             "redis://h/db",
-            "redis://h?x=1",
-            "redis://[::1",
+            "redis+unix:///tmp/redis.sock",
+            "redis://h/?protocol=resp3",
         ] {
-            assert!(RedisAddr::parse(bad).is_err(), "{bad}");
+            assert!(Target::parse(bad).is_err(), "{bad}");
         }
     }
 }

@@ -18,10 +18,15 @@ use axum::http::StatusCode;
 use tokio::sync::Notify;
 use tokio::time::{timeout_at, Instant};
 
+use futures_util::stream::{FuturesOrdered, StreamExt};
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::{RedisError, Value};
+
 use crate::command::Command;
 use crate::error::ApiError;
-use crate::pool::{Conn, Pool, PoolError, RedisAddr};
-use crate::resp::{self, Budget, Encoding, ReadError, Reply};
+use crate::meter::Meter;
+use crate::pool::{Pool, PoolError};
+use crate::reply::{self, Budget, Encoding, RenderError, Reply};
 
 /// Limits on how Redis is used; built from flags.
 #[derive(Debug, Clone)]
@@ -97,14 +102,28 @@ impl From<PoolError> for StoreError {
     }
 }
 
+/// Why a request's replies could not be had or given.
+#[derive(Debug, thiserror::Error)]
+enum ReadError {
+    #[error("{0}")]
+    Redis(#[from] RedisError),
+    #[error("{0}")]
+    Render(#[from] RenderError),
+}
+
 impl From<ReadError> for StoreError {
     fn from(err: ReadError) -> Self {
         match err {
-            ReadError::TooLarge { limit } => Self::TooLarge { limit },
-            ReadError::Io(e) => Self::UnknownOutcome(format!(
-                "the connection to redis failed before the reply: {e}"
-            )),
-            ReadError::Protocol(_) => Self::UnknownOutcome(err.to_string()),
+            ReadError::Render(RenderError::TooLarge { limit }) => Self::TooLarge { limit },
+            ReadError::Render(e @ RenderError::Protocol(_)) => Self::UnknownOutcome(e.to_string()),
+            ReadError::Redis(e) if e.is_io_error() || e.is_connection_dropped() => {
+                Self::UnknownOutcome(format!(
+                    "the connection to redis failed before the reply: {e}"
+                ))
+            }
+            ReadError::Redis(e) => {
+                Self::UnknownOutcome(format!("unexpected reply from redis: {e}"))
+            }
         }
     }
 }
@@ -117,13 +136,25 @@ pub const BUSY_MARGIN: Duration = Duration::from_millis(1_000);
 /// (the script may be another client's, straight to Redis).
 const BUSY_POLL: Duration = Duration::from_millis(50);
 
-/// What a request expects back.
-#[derive(Clone, Copy)]
-enum Plan {
-    /// One reply per command.
-    Replies(usize),
-    /// `MULTI`, this many commands, `EXEC`.
-    Transaction(usize),
+/// A request as the `redis` crate sends it, and what it expects back.
+enum Request {
+    /// One command, one reply.
+    One(redis::Cmd),
+    /// Commands, one reply each.
+    Pipeline(Vec<redis::Cmd>),
+    /// `MULTI`, this many commands, `EXEC`, sent as a plain pipeline (not the crate's atomic
+    /// one, which answers a transaction with a queueing error as its own error, not Redis'
+    /// `EXECABORT` message): every reply is read, only `EXEC`'s is answered.
+    Transaction(redis::Pipeline, usize),
+}
+
+/// A command with `args` as its words, exactly as the client sent them.
+fn redis_cmd(args: &[Vec<u8>]) -> redis::Cmd {
+    let mut cmd = redis::Cmd::new();
+    for arg in args {
+        cmd.arg(arg.as_slice());
+    }
+    cmd
 }
 
 enum Answer {
@@ -198,9 +229,8 @@ struct Shared {
 impl Store {
     /// Prepares connections to `url`; nothing is connected until the first command.
     pub fn new(url: &str, config: StoreConfig) -> Result<Self, String> {
-        let addr = RedisAddr::parse(url)?;
         Ok(Self(Arc::new(Shared {
-            pool: Pool::new(addr, config.pool_size),
+            pool: Pool::new(url, config.pool_size)?,
             config,
             script_ended: Notify::new(),
         })))
@@ -208,10 +238,9 @@ impl Store {
 
     /// Runs one command.
     pub async fn run(&self, command: &Command, encoding: Encoding) -> Result<Reply, StoreError> {
-        let mut wire = Vec::new();
-        resp::encode_command(&mut wire, &command.args);
+        let request = Request::One(redis_cmd(&command.args));
         let answer = self
-            .exchange(wire, Plan::Replies(1), command.is_script(), encoding)
+            .exchange(request, command.is_script(), encoding)
             .await?;
         match answer {
             Answer::Replies(mut replies) if replies.len() == 1 => Ok(replies.remove(0)),
@@ -225,15 +254,9 @@ impl Store {
         commands: &[Command],
         encoding: Encoding,
     ) -> Result<Vec<Reply>, StoreError> {
-        let mut wire = Vec::new();
-        for command in commands {
-            resp::encode_command(&mut wire, &command.args);
-        }
+        let request = Request::Pipeline(commands.iter().map(|c| redis_cmd(&c.args)).collect());
         let scripted = commands.iter().any(Command::is_script);
-        match self
-            .exchange(wire, Plan::Replies(commands.len()), scripted, encoding)
-            .await?
-        {
+        match self.exchange(request, scripted, encoding).await? {
             Answer::Replies(replies) => Ok(replies),
             Answer::Transaction(_) => unreachable!("a pipeline plan yields replies"),
         }
@@ -246,17 +269,15 @@ impl Store {
         commands: &[Command],
         encoding: Encoding,
     ) -> Result<Result<Vec<Reply>, String>, StoreError> {
-        let mut wire = Vec::new();
-        resp::encode_command(&mut wire, &[b"MULTI".to_vec()]);
+        let mut pipeline = redis::Pipeline::with_capacity(commands.len() + 2);
+        pipeline.add_command(redis::cmd("MULTI"));
         for command in commands {
-            resp::encode_command(&mut wire, &command.args);
+            pipeline.add_command(redis_cmd(&command.args));
         }
-        resp::encode_command(&mut wire, &[b"EXEC".to_vec()]);
+        pipeline.add_command(redis::cmd("EXEC"));
+        let request = Request::Transaction(pipeline, commands.len());
         let scripted = commands.iter().any(Command::is_script);
-        match self
-            .exchange(wire, Plan::Transaction(commands.len()), scripted, encoding)
-            .await?
-        {
+        match self.exchange(request, scripted, encoding).await? {
             Answer::Transaction(result) => Ok(result),
             Answer::Replies(_) => unreachable!("a transaction plan yields a transaction"),
         }
@@ -267,20 +288,19 @@ impl Store {
     /// [`BUSY_MARGIN`] has passed.
     async fn exchange(
         &self,
-        wire: Vec<u8>,
-        plan: Plan,
+        request: Request,
         scripted: bool,
         encoding: Encoding,
     ) -> Result<Answer, StoreError> {
         let start = Instant::now();
         let give_up = start + self.0.config.script_timeout + BUSY_MARGIN;
-        let wire = Arc::new(wire);
+        let request = Arc::new(request);
         loop {
             // Listening before the attempt: a script that ends during it is not missed.
             let ended = self.0.script_ended.notified();
             tokio::pin!(ended);
             ended.as_mut().enable();
-            let answer = self.attempt(&wire, plan, scripted, encoding).await?;
+            let answer = self.attempt(&request, scripted, encoding).await?;
             if !answer.refused_busy() {
                 return Ok(answer);
             }
@@ -301,18 +321,17 @@ impl Store {
     /// stopped at the limit instead of keeping Redis busy for everyone.
     async fn attempt(
         &self,
-        wire: &Arc<Vec<u8>>,
-        plan: Plan,
+        request: &Arc<Request>,
         scripted: bool,
         encoding: Encoding,
     ) -> Result<Answer, StoreError> {
         if !scripted {
-            return self.0.exchange(wire, plan, false, encoding).await;
+            return self.0.exchange(request, false, encoding).await;
         }
         let shared = self.0.clone();
-        let wire = wire.clone();
+        let request = request.clone();
         let task = tokio::spawn(async move {
-            let answer = shared.exchange(&wire, plan, true, encoding).await;
+            let answer = shared.exchange(&request, true, encoding).await;
             shared.script_ended.notify_waiters();
             answer
         });
@@ -327,36 +346,30 @@ impl Store {
 }
 
 impl Shared {
-    /// Sends `wire` on a connection of its own and reads what `plan` expects, within the
-    /// deadlines. The connection goes back to the pool only when every reply was read.
+    /// Sends `request` on a connection of its own and reads its replies, within the deadlines.
+    /// The connection goes back to the pool only when every reply was read and answered.
     async fn exchange(
         &self,
-        wire: &[u8],
-        plan: Plan,
+        request: &Request,
         scripted: bool,
         encoding: Encoding,
     ) -> Result<Answer, StoreError> {
         let start = Instant::now();
         let deadline = start + self.config.timeout;
         let mut lease = self.pool.lease(deadline).await?;
-        if let Err(e) = lease.conn().send(wire, deadline).await {
-            if e.written > 0 {
-                return Err(lost_while_sending(&e.error));
-            }
-            // Nothing reached Redis, so nothing ran: the connection was dead. Once more on a
-            // new one.
-            lease.reconnect(deadline).await?;
-            if let Err(e) = lease.conn().send(wire, deadline).await {
-                return Err(if e.written == 0 {
-                    StoreError::NotSent(e.error.to_string())
-                } else {
-                    lost_while_sending(&e.error)
-                });
-            }
-        }
-        let mut budget = Budget::new(self.config.max_response_bytes);
+        let limit = self.config.max_response_bytes;
+        let mut budget = Budget::new(limit);
+        let meter = lease.conn().meter();
+        meter.reset(Meter::allowance(limit));
         let outcome = {
-            let read = read_plan(lease.conn(), &plan, encoding, &mut budget);
+            let read = async {
+                tokio::select! {
+                    biased;
+                    answer = send(lease.conn().redis(), request, encoding, &mut budget) => answer,
+                    // The socket stopped reading: the answer would pass the cap.
+                    () = meter.spent() => Err(RenderError::TooLarge { limit }.into()),
+                }
+            };
             tokio::pin!(read);
             if scripted {
                 self.await_script(read, start).await
@@ -367,7 +380,8 @@ impl Shared {
                 }
             }
         };
-        if outcome.is_ok() {
+        // A socket that read its whole allowance reads no more: not for the next request.
+        if outcome.is_ok() && !meter.is_spent() {
             lease.release();
         }
         outcome
@@ -418,27 +432,30 @@ impl Shared {
     /// stopped instead: Redis names no script in `SCRIPT KILL`.
     async fn kill_script(&self, deadline: Instant) -> Kill {
         let attempt = async {
-            let mut conn: Conn = self
+            let mut conn = self
                 .pool
                 .connect_unpooled(deadline)
                 .await
                 .map_err(|e| e.to_string())?;
             for kind in ["SCRIPT", "FUNCTION"] {
-                let mut wire = Vec::new();
-                resp::encode_command(&mut wire, &[kind.as_bytes().to_vec(), b"KILL".to_vec()]);
-                conn.send(&wire, deadline)
-                    .await
-                    .map_err(|e| e.error.to_string())?;
+                let kill = redis::cmd(kind).arg("KILL").to_owned();
                 match conn
-                    .read(Encoding::Utf8, &mut Budget::new(4096))
+                    .redis()
+                    .req_packed_command(&kill)
                     .await
                     .map_err(|e| e.to_string())?
                 {
-                    Reply::Json(_) => return Ok(Kill::Stopped),
-                    Reply::Error(msg) if msg.starts_with("NOTBUSY") => return Ok(Kill::NotBusy),
-                    // "BUSY ... You can only call FUNCTION KILL": the other kind is running.
-                    Reply::Error(msg) if msg.starts_with("BUSY") => continue,
-                    Reply::Error(msg) => return Ok(Kill::Refused(msg)),
+                    Value::ServerError(err) => {
+                        let msg = reply::error_message(&err);
+                        if msg.starts_with("NOTBUSY") {
+                            return Ok(Kill::NotBusy);
+                        }
+                        // "BUSY ... You can only call FUNCTION KILL": the other kind is running.
+                        if !msg.starts_with("BUSY") {
+                            return Ok(Kill::Refused(msg));
+                        }
+                    }
+                    _ => return Ok(Kill::Stopped),
                 }
             }
             Err("redis answered BUSY to both SCRIPT KILL and FUNCTION KILL".to_owned())
@@ -458,39 +475,52 @@ impl Shared {
     }
 }
 
-fn lost_while_sending(err: &std::io::Error) -> StoreError {
-    StoreError::UnknownOutcome(format!(
-        "the connection to redis failed while sending: {err}"
-    ))
-}
-
-async fn read_plan(
-    conn: &mut Conn,
-    plan: &Plan,
+/// Sends `request` and renders its replies. The crate reads each reply whole; the budget is
+/// charged as they are rendered.
+///
+/// A pipeline's commands go out as requests of their own on the one connection, all started at
+/// once: the crate queues them in order and writes them together (one round trip), and hands
+/// each reply over as it arrives, so an answer that passes the budget stops early (and the
+/// connection is closed) instead of first holding every reply — 60 `GET`s of 5 MB would hold
+/// 300 MB. `FuturesOrdered` polls its futures first in the order they were pushed, which is the
+/// order their commands are queued in (a test of 500 `RPUSH`es holds it).
+async fn send(
+    conn: &mut MultiplexedConnection,
+    request: &Request,
     encoding: Encoding,
     budget: &mut Budget,
 ) -> Result<Answer, ReadError> {
-    match *plan {
-        Plan::Replies(n) => {
-            let mut replies = Vec::with_capacity(n.min(4096));
-            for _ in 0..n {
-                replies.push(conn.read(encoding, budget).await?);
+    match request {
+        Request::One(cmd) => {
+            let value = conn.req_packed_command(cmd).await?;
+            Ok(Answer::Replies(vec![reply::render(
+                &value, encoding, budget,
+            )?]))
+        }
+        Request::Pipeline(cmds) => {
+            let mut pending: FuturesOrdered<_> = cmds
+                .iter()
+                .map(|cmd| {
+                    let mut conn = conn.clone();
+                    async move { conn.send_packed_command(cmd).await }
+                })
+                .collect();
+            let mut replies = Vec::with_capacity(cmds.len().min(4096));
+            while let Some(value) = pending.next().await {
+                replies.push(reply::render(&value?, encoding, budget)?);
             }
             Ok(Answer::Replies(replies))
         }
-        Plan::Transaction(n) => {
+        Request::Transaction(pipeline, n) => {
             // `+OK` to MULTI, then `+QUEUED` or an error per command (an error makes EXEC
-            // answer EXECABORT, which is what the client gets). Not counted in the answer.
-            for _ in 0..=n {
-                conn.read(Encoding::Utf8, &mut Budget::new(budget_for_queueing()))
-                    .await?;
-            }
-            Ok(Answer::Transaction(conn.read_exec(encoding, budget).await?))
+            // answer EXECABORT, which is what the client gets), then EXEC's reply.
+            let values = conn.req_packed_commands(pipeline, 0, n + 2).await?;
+            let exec = values
+                .last()
+                .ok_or_else(|| RenderError::Protocol("no reply to EXEC".to_owned()))?;
+            Ok(Answer::Transaction(reply::render_exec(
+                exec, encoding, budget,
+            )?))
         }
     }
-}
-
-/// Room for one `+QUEUED` or queueing error (an error quotes at most a little of the command).
-fn budget_for_queueing() -> usize {
-    64 * 1024
 }

@@ -7,7 +7,7 @@ use axum::http::{Method, StatusCode};
 use axum::Router;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
-use serde_json::json;
+use serde_json::{json, Value};
 use support::{auth, call, post, TOKEN};
 use upstash_gateway::testing::RedisServer;
 use upstash_gateway::{app, AppState, Settings};
@@ -115,6 +115,21 @@ async fn pipeline_runs_every_command_in_order_and_is_not_atomic() {
             {"result": null},
         ])
     );
+}
+
+#[tokio::test]
+async fn a_long_pipeline_runs_in_the_order_it_was_sent() {
+    // Ten times the redis crate's queue of 50 requests per connection.
+    let redis = RedisServer::start();
+    let app = gateway(&redis);
+    let pushes: Vec<Value> = (0..500).map(|i| json!(["RPUSH", "order", i])).collect();
+    let (status, body) = post(&app, "/pipeline", Value::Array(pushes)).await;
+    assert_eq!(status, StatusCode::OK);
+    let lengths: Vec<Value> = (1..=500).map(|n| json!({"result": n})).collect();
+    assert_eq!(body, Value::Array(lengths));
+    let (_, body) = post(&app, "/", json!(["LRANGE", "order", 0, -1])).await;
+    let want: Vec<String> = (0..500).map(|i: i32| i.to_string()).collect();
+    assert_eq!(body, json!({"result": want}));
 }
 
 #[tokio::test]
