@@ -19,7 +19,7 @@ use kvbench_core::operations::probes::ProbeConfig;
 use kvbench_core::operations::spend::ProbeNow;
 use kvbench_core::spec::env::PROBES;
 use kvbench_core::stores::durable::LocationHint;
-use kvbench_core::{handle, Call, ErrorKind, Isolate, MetadataCache};
+use kvbench_core::{handle, Call, ErrorKind, Isolate, MetadataCache, Served};
 use kvbench_core::{StoreError, ValueGen};
 use kvbench_wire::kept::FailureKind;
 use kvbench_wire::object::{Arm, ArmMember as MemberArm, ProbeStatus, Stopped};
@@ -46,7 +46,9 @@ pub struct ProbeObject {
     /// The colo, asked once per instance (an object does not move while it runs).
     colo: RefCell<Option<String>>,
     kept: KeptTable,
-    requests: Cell<u64>,
+    /// Measurements this instance ran (a hint probe's `/test`s): its answers' count of
+    /// requests served.
+    measured: Cell<u64>,
     gen: RefCell<ValueGen>,
     deno_meta: MetadataCache,
 }
@@ -194,7 +196,7 @@ impl ProbeObject {
     /// A hint probe's measurement: `/test` in this object's isolate ([`probe::hint_answer`]).
     async fn measure_hint(&self, hint: &str, last_colo: Option<&str>, first: bool) -> Measured {
         let colo = self.colo().await;
-        self.requests.set(self.requests.get() + 1);
+        self.measured.set(self.measured.get() + 1);
         let t_ms = now_ms();
         let reply = self.run_test(&colo, hint).await;
         let handler_ms = kvbench_core::measurement::answer::round_ms(now_ms() - t_ms);
@@ -239,7 +241,7 @@ impl ProbeObject {
             gen: &self.gen,
             clock: &JsClock,
             timer: &JsTimer,
-            requests: self.requests.get(),
+            served: Served::Object(self.measured.get()),
             colo: colo.to_string(),
             // The isolate's own: a probe's measurement shares its memory budget with the
             // `/test`s and objects beside it, and its answer's `concurrent` sees them.
@@ -401,7 +403,7 @@ impl DurableObject for ProbeObject {
             probe: RefCell::new(None),
             colo: RefCell::new(None),
             kept,
-            requests: Cell::new(0),
+            measured: Cell::new(0),
             gen: RefCell::new(seeded_gen()),
             deno_meta: MetadataCache::default(),
         }
