@@ -54,8 +54,9 @@ pub struct ProbeObject {
 }
 
 impl ProbeObject {
-    /// Feeds an event to the machine, its state read from storage on the instance's first.
-    async fn feed<R>(&self, event: impl FnOnce(&mut Probe) -> R) -> worker::Result<R> {
+    /// Reads the machine's state from storage on the instance's first event (one copy of
+    /// this await for every event, not one per caller).
+    async fn ready(&self) -> worker::Result<()> {
         if self.probe.borrow().is_none() {
             let stored: Option<serde_json::Value> =
                 object::load(&self.state.storage(), "probe").await?;
@@ -65,8 +66,13 @@ impl ProbeObject {
                 .borrow_mut()
                 .get_or_insert_with(|| Probe::new(state));
         }
-        let mut probe = self.probe.borrow_mut();
-        let machine = probe
+        Ok(())
+    }
+
+    /// Feeds an event to the machine ([`Self::ready`] first).
+    fn feed<R>(&self, event: impl FnOnce(&mut Probe) -> R) -> worker::Result<R> {
+        let mut machine = self.probe.borrow_mut();
+        let machine = machine
             .as_mut()
             .ok_or_else(|| worker::Error::RustError("the probe's state is not read".into()))?;
         Ok(event(machine))
@@ -81,7 +87,8 @@ impl ProbeObject {
 
     /// The state as the machine has it.
     async fn load(&self) -> worker::Result<ProbeState> {
-        self.feed(|p| p.state().clone()).await
+        self.ready().await?;
+        self.feed(|p| p.state().clone())
     }
 
     /// Executes the machine's effects until it has none. A save or an alarm that fails is fed
@@ -147,21 +154,21 @@ impl ProbeObject {
 
     /// `start` or `tick` ([`Probe::handle_start`], [`Probe::handle_tick`]).
     async fn arm(&self, arm: Arm, start: bool) -> worker::Result<Response> {
-        let armed = if start {
-            self.feed(|p| p.handle_start(&arm, now_ms())).await?
-        } else {
-            // Only a tick asks whether an alarm is set.
-            let alarm_set = self.state.storage().get_alarm().await?.is_some();
-            self.feed(|p| p.handle_tick(&arm, alarm_set, now_ms()))
-                .await?
-        };
+        // Only a tick asks whether an alarm is set.
+        let alarm_set = !start && self.state.storage().get_alarm().await?.is_some();
+        self.ready().await?;
+        let armed = self.feed(|p| match start {
+            true => p.handle_start(&arm, now_ms()),
+            false => p.handle_tick(&arm, alarm_set, now_ms()),
+        })?;
         self.run(false).await?;
         crate::respond::message(&armed)
     }
 
     /// [`Probe::handle_stop`].
     async fn stop(&self) -> worker::Result<Response> {
-        self.feed(Probe::handle_stop).await?;
+        self.ready().await?;
+        self.feed(Probe::handle_stop)?;
         self.run(false).await?;
         crate::respond::message(&Stopped { stopped: true })
     }
@@ -169,7 +176,8 @@ impl ProbeObject {
     async fn status(&self) -> worker::Result<Response> {
         let count = self.kept.count()?;
         let alarm = self.state.storage().get_alarm().await?;
-        let status = self.feed(|p| p.status(count, alarm)).await?;
+        self.ready().await?;
+        let status = self.feed(|p| p.status(count, alarm))?;
         crate::respond::message(&status)
     }
 
@@ -435,8 +443,10 @@ impl DurableObject for ProbeObject {
         let fleet = env_text(&self.env, kvbench_core::operations::fleet::FLEET_VAR);
         let fed = {
             let _visit = crate::in_flight().enter();
-            self.feed(|p| p.handle_alarm(fleet.as_deref(), now_ms()))
-                .await
+            match self.ready().await {
+                Ok(()) => self.feed(|p| p.handle_alarm(fleet.as_deref(), now_ms())),
+                Err(e) => Err(e),
+            }
         };
         match fed {
             // Said in GET /probes ([`Probe::handle_failed`]).

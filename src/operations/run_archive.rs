@@ -52,7 +52,11 @@ impl RunArchive {
     /// failure is logged, and the next write tries again.
     async fn ensure_alarm(&self, url: &worker::Url) {
         let keep_s = Self::query(url, "keep");
-        if let Err(e) = self.feed(|s| s.handle_write(keep_s)).await {
+        let fed = match self.ready().await {
+            Ok(()) => self.feed(|s| s.handle_write(keep_s)),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = fed {
             worker::console_error!("run archive: reading its state failed: {e}");
             return;
         }
@@ -61,18 +65,25 @@ impl RunArchive {
         }
     }
 
-    /// Feeds an event to the machine, its state read from storage on the instance's first.
-    async fn feed<R>(&self, event: impl FnOnce(&mut Shard) -> R) -> worker::Result<R> {
+    /// Reads the machine's state from storage on the instance's first event (one copy of
+    /// this await for every event, not one per caller).
+    async fn ready(&self) -> worker::Result<()> {
         if self.shard.borrow().is_none() {
             let stored: Option<serde_json::Value> =
                 object::load(&self.state.storage(), "shard").await?;
             let state = stored.as_ref().map(ShardState::read).unwrap_or_default();
+            // Another event may have read it meanwhile: the first machine stays.
             self.shard
                 .borrow_mut()
                 .get_or_insert_with(|| Shard::new(state));
         }
-        let mut shard = self.shard.borrow_mut();
-        let machine = shard
+        Ok(())
+    }
+
+    /// Feeds an event to the machine ([`Self::ready`] first).
+    fn feed<R>(&self, event: impl FnOnce(&mut Shard) -> R) -> worker::Result<R> {
+        let mut machine = self.shard.borrow_mut();
+        let machine = machine
             .as_mut()
             .ok_or_else(|| worker::Error::RustError("the shard's state is not read".into()))?;
         Ok(event(machine))
@@ -171,7 +182,8 @@ impl DurableObject for RunArchive {
     /// retries of the alarm.
     async fn alarm(&self) -> worker::Result<Response> {
         let _visit = crate::in_flight().enter();
-        self.feed(|s| s.handle_alarm(now_ms())).await?;
+        self.ready().await?;
+        self.feed(|s| s.handle_alarm(now_ms()))?;
         self.execute().await?;
         Response::ok("")
     }
