@@ -30,7 +30,9 @@ use std::cell::{Cell, RefCell};
 
 use kvbench_core::measurement::budget::ISOLATE_BUDGET_BYTES;
 use kvbench_core::operations::runs::RUN_HEADER;
-use kvbench_core::{handle, Budget, Call, Clock, InFlight, Isolate, MetadataCache, ValueGen};
+use kvbench_core::{
+    handle, Budget, Call, Clock, InFlight, Isolate, MetadataCache, Served, ValueGen,
+};
 use worker::{event, Context, Env, Response, Result};
 
 use crate::bindings::{colo, env_raw, JsClock, JsTimer};
@@ -146,7 +148,7 @@ async fn test(
         gen: GEN.with(|g| *g),
         clock: &JsClock,
         timer: &JsTimer,
-        requests: REQUESTS.with(Cell::get),
+        served: Served::Isolate(REQUESTS.with(Cell::get)),
         colo: colo(req),
         budget: BUDGET.with(|b| *b),
         in_flight: IN_FLIGHT.with(|f| *f),
@@ -157,7 +159,7 @@ async fn test(
     // through its Server-Timing, a hint probe's in its object).
     let handler_ms = kvbench_core::measurement::answer::round_ms(JsClock.now_ms() - started_ms);
     if let Some(run) = &reply.run {
-        let cold = isolate.requests == 1;
+        let cold = isolate.served == Served::Isolate(1);
         keep::keep_run_answer(
             env,
             ctx,

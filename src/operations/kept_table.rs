@@ -5,8 +5,7 @@
 
 use std::cell::Cell;
 
-use kvbench_core::operations::probe::{Answers, Count};
-use kvbench_core::operations::probes;
+use kvbench_core::operations::probe::Count;
 use kvbench_core::operations::window::{Window, PAGE_BYTES, PAGE_LINES};
 use kvbench_core::stores::sql::kept::{
     ADD_FAILED, COUNT, CREATE, CREATE_FAILED, CREATE_FLOOR, DELETE_OLD, FAILED, FIRST, INSERT,
@@ -27,19 +26,6 @@ pub struct KeptTable {
     sql: SqlStorage,
     /// The tables exist (created by the first write of an instance; a read never writes).
     made: Cell<bool>,
-}
-
-/// The table as the probe's state machine uses it.
-impl Answers for KeptTable {
-    fn keep(&self, t_ms: i64, line: &str) -> Result<(), String> {
-        KeptTable::keep(self, t_ms, line).map_err(|e| e.to_string())
-    }
-    fn expire(&self, now_ms: f64, keep_s: u32) -> Result<(), String> {
-        KeptTable::expire(self, now_ms, keep_s).map_err(|e| e.to_string())
-    }
-    fn next_expiry_ms(&self, keep_s: u32) -> Result<Option<f64>, String> {
-        KeptTable::next_expiry_ms(self, keep_s).map_err(|e| e.to_string())
-    }
 }
 
 impl KeptTable {
@@ -128,21 +114,18 @@ impl KeptTable {
         Ok(count)
     }
 
-    /// Deletes the answers that expired an [`probes::EXPIRY_GRACE_S`] ago or more at `now_ms`:
-    /// a read of the keep window that takes less than the grace never loses a row under it.
-    pub fn expire(&self, now_ms: f64, keep_s: u32) -> worker::Result<()> {
+    /// Deletes the answers measured before `before_ms` (the machines' `Expire`: past their keep
+    /// and the grace, so a read of the keep window never has a row deleted under it).
+    pub fn expire_before(&self, before_ms: f64) -> worker::Result<()> {
         let sql = self.write()?;
-        let cutoff = now_ms - probes::expiry_after_ms(keep_s);
-        sql.exec_raw(RAISE_FLOOR, vec![cutoff.into()])?;
-        sql.exec_raw(DELETE_OLD, vec![cutoff.into()])?;
+        sql.exec_raw(RAISE_FLOOR, vec![before_ms.into()])?;
+        sql.exec_raw(DELETE_OLD, vec![before_ms.into()])?;
         Ok(())
     }
 
-    /// When the oldest answer kept is due for deletion.
-    pub fn next_expiry_ms(&self, keep_s: u32) -> worker::Result<Option<f64>> {
-        Ok(self
-            .first_number(FIRST, "first")?
-            .map(|t| t + probes::expiry_after_ms(keep_s)))
+    /// The time of the oldest answer kept (the machines' `ReadOldest`).
+    pub fn oldest_t_ms(&self) -> worker::Result<Option<i64>> {
+        Ok(self.first_number(FIRST, "first")?.map(|t| t as i64))
     }
 
     /// One page of lines after `after` within the window, each with its `seq` (plus `base`: a

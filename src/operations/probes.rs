@@ -12,12 +12,14 @@
 use std::cell::{Cell, RefCell};
 
 use kvbench_core::operations::fleet::{Called, Member};
-use kvbench_core::operations::probe::{self, Alarm, HintReply, Measured, ProbeState, Target, Wake};
+use kvbench_core::operations::probe::{
+    self, Effect, HintReply, Measured, Probe, ProbeState, Target,
+};
 use kvbench_core::operations::probes::ProbeConfig;
 use kvbench_core::operations::spend::ProbeNow;
 use kvbench_core::spec::env::PROBES;
 use kvbench_core::stores::durable::LocationHint;
-use kvbench_core::{handle, Call, ErrorKind, Isolate, MetadataCache};
+use kvbench_core::{handle, Call, ErrorKind, Isolate, MetadataCache, Served};
 use kvbench_core::{StoreError, ValueGen};
 use kvbench_wire::kept::FailureKind;
 use kvbench_wire::object::{Arm, ArmMember as MemberArm, ProbeStatus, Stopped};
@@ -38,67 +40,145 @@ const MEMBER_TIMEOUT_MS: u64 = 150_000;
 pub struct ProbeObject {
     state: State,
     env: Env,
-    /// This instance has answered once: the next answer is warm (`probe::hint_answer`).
-    warm: Cell<bool>,
+    /// The probe's machine ([`Probe`]), over its state read once per instance: every event of
+    /// the instance is fed to it, and this object only executes its effects.
+    probe: RefCell<Option<Probe>>,
     /// The colo, asked once per instance (an object does not move while it runs).
     colo: RefCell<Option<String>>,
-    /// A measurement is running (alarms are at-least-once: a retry must not overlap it).
-    measuring: Cell<bool>,
     kept: KeptTable,
-    requests: Cell<u64>,
+    /// Measurements this instance ran (a hint probe's `/test`s): its answers' count of
+    /// requests served.
+    measured: Cell<u64>,
     gen: RefCell<ValueGen>,
     deno_meta: MetadataCache,
 }
 
 impl ProbeObject {
+    /// Reads the machine's state from storage on the instance's first event (one copy of
+    /// this await for every event, not one per caller).
+    async fn ready(&self) -> worker::Result<()> {
+        if self.probe.borrow().is_none() {
+            let stored: Option<serde_json::Value> =
+                object::load(&self.state.storage(), "probe").await?;
+            let state = stored.as_ref().map(ProbeState::read).unwrap_or_default();
+            // Another event may have read it meanwhile: the first machine stays.
+            self.probe
+                .borrow_mut()
+                .get_or_insert_with(|| Probe::new(state));
+        }
+        Ok(())
+    }
+
+    /// Feeds an event to the machine ([`Self::ready`] first).
+    fn feed<R>(&self, event: impl FnOnce(&mut Probe) -> R) -> worker::Result<R> {
+        let mut machine = self.probe.borrow_mut();
+        let machine = machine
+            .as_mut()
+            .ok_or_else(|| worker::Error::RustError("the probe's state is not read".into()))?;
+        Ok(event(machine))
+    }
+
+    /// Feeds a result to the machine (read by then: it asked for the effect).
+    fn fed(&self, result: impl FnOnce(&mut Probe)) {
+        if let Some(machine) = self.probe.borrow_mut().as_mut() {
+            result(machine);
+        }
+    }
+
+    /// The state as the machine has it.
     async fn load(&self) -> worker::Result<ProbeState> {
-        let stored: Option<serde_json::Value> =
-            object::load(&self.state.storage(), "probe").await?;
-        Ok(stored.as_ref().map(ProbeState::read).unwrap_or_default())
+        self.ready().await?;
+        self.feed(|p| p.state().clone())
     }
 
-    async fn save(&self, s: &ProbeState) -> worker::Result<()> {
-        object::save(&self.state.storage(), "probe", s).await
+    /// Executes the machine's effects until it has none. A save or an alarm that fails is fed
+    /// back as a failure ([`Probe::handle_failed`]: the chain goes on, best effort) and its
+    /// error returned. `own_visits`: each effect but a measurement is a request in flight of
+    /// the isolate (an alarm's; a fetch is one already).
+    async fn run(&self, own_visits: bool) -> worker::Result<()> {
+        let Err(e) = self.execute(own_visits).await else {
+            return Ok(());
+        };
+        self.fed(|p| p.handle_failed(&e.to_string(), now_ms()));
+        // A second failure leaves what is still to do for the next event.
+        let _ = self.execute(own_visits).await;
+        Err(e)
     }
 
-    /// Does what the machine decided with the alarm.
-    async fn set_alarm(&self, alarm: Alarm) -> worker::Result<()> {
+    async fn execute(&self, own_visits: bool) -> worker::Result<()> {
+        loop {
+            let Some(effect) = self.probe.borrow_mut().as_mut().and_then(Probe::poll) else {
+                return Ok(());
+            };
+            if let Effect::Measure {
+                target,
+                last_colo,
+                first,
+            } = effect
+            {
+                let measured = self.measure_one(&target, last_colo.as_deref(), first).await;
+                self.fed(|p| p.handle_measured(measured, now_ms()));
+                continue;
+            }
+            let _visit = own_visits.then(|| crate::in_flight().enter());
+            self.execute_one(effect).await?;
+        }
+    }
+
+    /// One effect other than a measurement. A keep, an expiry or a read is answered at once:
+    /// no await comes between it and its result, so no other event does.
+    async fn execute_one(&self, effect: Effect) -> worker::Result<()> {
         let storage = self.state.storage();
-        match alarm {
-            Alarm::Unchanged => Ok(()),
-            Alarm::At(ms) => storage.set_alarm(at(ms)).await,
-            Alarm::Delete => storage.delete_alarm().await,
+        let text = |e: worker::Error| e.to_string();
+        match effect {
+            Effect::Save(state) => object::save(&storage, "probe", &state).await?,
+            Effect::Keep { t_ms, line } => {
+                let kept = self.kept.keep(t_ms, &line).map_err(text);
+                self.fed(|p| p.handle_kept(kept, now_ms()));
+            }
+            Effect::Expire { before_ms } => {
+                let expired = self.kept.expire_before(before_ms).map_err(text);
+                self.fed(|p| p.handle_expired(expired, now_ms()));
+            }
+            Effect::ReadOldest => {
+                let oldest = self.kept.oldest_t_ms().map_err(text);
+                self.fed(|p| p.handle_oldest(oldest, now_ms()));
+            }
+            Effect::ArmAt(ms) => storage.set_alarm(at(ms)).await?,
+            Effect::Disarm => storage.delete_alarm().await?,
+            // Measured by [`Self::execute`].
+            Effect::Measure { .. } => {}
         }
+        Ok(())
     }
 
-    /// `start` or `tick` ([`ProbeState::arm`]).
+    /// `start` or `tick` ([`Probe::handle_start`], [`Probe::handle_tick`]).
     async fn arm(&self, arm: Arm, start: bool) -> worker::Result<Response> {
-        let mut s = self.load().await?;
-        // A start arms whatever is set; only a tick asks.
+        // Only a tick asks whether an alarm is set.
         let alarm_set = !start && self.state.storage().get_alarm().await?.is_some();
-        let (armed, alarm) = s.arm(arm, start, alarm_set, now_ms());
-        // A refused tick (a stopped probe) changed nothing.
-        if !armed.stopped {
-            self.save(&s).await?;
-        }
-        self.set_alarm(alarm).await?;
+        self.ready().await?;
+        let armed = self.feed(|p| match start {
+            true => p.handle_start(&arm, now_ms()),
+            false => p.handle_tick(&arm, alarm_set, now_ms()),
+        })?;
+        self.run(false).await?;
         crate::respond::message(&armed)
     }
 
-    /// [`ProbeState::stop`].
+    /// [`Probe::handle_stop`].
     async fn stop(&self) -> worker::Result<Response> {
-        let mut s = self.load().await?;
-        let alarm = s.stop(&self.kept, now_ms());
-        self.save(&s).await?;
-        self.set_alarm(alarm).await?;
+        self.ready().await?;
+        self.feed(Probe::handle_stop)?;
+        self.run(false).await?;
         crate::respond::message(&Stopped { stopped: true })
     }
 
     async fn status(&self) -> worker::Result<Response> {
-        let s = self.load().await?;
         let count = self.kept.count()?;
         let alarm = self.state.storage().get_alarm().await?;
-        crate::respond::message(&s.status(count, alarm, self.measuring.get()))
+        self.ready().await?;
+        let status = self.feed(|p| p.status(count, alarm))?;
+        crate::respond::message(&status)
     }
 
     /// The colo this object runs in, from `PROBE_COLO_URL` (Cloudflare's trace), asked once
@@ -114,58 +194,17 @@ impl ProbeObject {
         colo
     }
 
-    /// A wake of the alarm ([`ProbeState::wake`]): measure until warm and keep
-    /// ([`ProbeState::record`]), or only expire. No storage write is pending while the
-    /// measurement's spans run (an awaited write would hold the output gate inside the first
-    /// span).
-    async fn wake(&self) -> worker::Result<()> {
-        // The wake is a request in flight of the isolate, but for a hint's `/test`, which
-        // enters on its own: its answer's `concurrent` counts others, never its own wake.
-        let visit = crate::in_flight().enter();
-        let mut s = self.load().await?;
-        let fleet = env_text(&self.env, kvbench_core::operations::fleet::FLEET_VAR);
-        let target = match s.wake(fleet.as_deref(), &self.kept, now_ms()) {
-            Wake::Measure(target) => target,
-            Wake::Idle { save, alarm } => {
-                if save {
-                    self.save(&s).await?;
-                }
-                return self.set_alarm(alarm).await;
-            }
-            Wake::Retired { alarm } => {
-                self.save(&s).await?;
-                return self.set_alarm(alarm).await;
-            }
-        };
-        if self.measuring.replace(true) {
-            return Ok(());
-        }
-        drop(visit);
-        let measured = probe::measure_until_warm(s.last_colo.clone(), |last_colo| {
-            self.measure_one(&target, last_colo)
-        })
-        .await;
-        self.measuring.set(false);
-        let _visit = crate::in_flight().enter();
-        // The state again: a stop (or start) may have come in while the probe measured, and
-        // must not be undone by saving what was read before.
-        let mut s = self.load().await?;
-        let alarm = s.record(measured, &self.kept, now_ms());
-        self.save(&s).await?;
-        self.set_alarm(alarm).await
-    }
-
-    async fn measure_one(&self, target: &Target, last_colo: Option<String>) -> Measured {
+    async fn measure_one(&self, target: &Target, last_colo: Option<&str>, first: bool) -> Measured {
         match target {
-            Target::Hint(hint) => self.measure_hint(hint, last_colo.as_deref()).await,
-            Target::Member(member) => self.measure_member(member, last_colo.as_deref()).await,
+            Target::Hint(hint) => self.measure_hint(hint, last_colo, first).await,
+            Target::Member(member) => self.measure_member(member, last_colo).await,
         }
     }
 
     /// A hint probe's measurement: `/test` in this object's isolate ([`probe::hint_answer`]).
-    async fn measure_hint(&self, hint: &str, last_colo: Option<&str>) -> Measured {
+    async fn measure_hint(&self, hint: &str, last_colo: Option<&str>, first: bool) -> Measured {
         let colo = self.colo().await;
-        self.requests.set(self.requests.get() + 1);
+        self.measured.set(self.measured.get() + 1);
         let t_ms = now_ms();
         let reply = self.run_test(&colo, hint).await;
         let handler_ms = kvbench_core::measurement::answer::round_ms(now_ms() - t_ms);
@@ -178,7 +217,7 @@ impl ProbeObject {
             status: reply.status,
             body: &reply.body,
         };
-        probe::hint_answer(reply, &self.warm)
+        probe::hint_answer(reply, first)
     }
 
     /// A member probe's measurement: the member's `/test` over HTTP, with `BENCH_TOKEN`
@@ -210,7 +249,7 @@ impl ProbeObject {
             gen: &self.gen,
             clock: &JsClock,
             timer: &JsTimer,
-            requests: self.requests.get(),
+            served: Served::Object(self.measured.get()),
             colo: colo.to_string(),
             // The isolate's own: a probe's measurement shares its memory budget with the
             // `/test`s and objects beside it, and its answer's `concurrent` sees them.
@@ -369,11 +408,10 @@ impl DurableObject for ProbeObject {
         ProbeObject {
             state,
             env,
-            warm: Cell::new(false),
+            probe: RefCell::new(None),
             colo: RefCell::new(None),
-            measuring: Cell::new(false),
             kept,
-            requests: Cell::new(0),
+            measured: Cell::new(0),
             gen: RefCell::new(seeded_gen()),
             deno_meta: MetadataCache::default(),
         }
@@ -398,21 +436,28 @@ impl DurableObject for ProbeObject {
         answer.or_else(|e| Response::error(format!("probe object: {e}"), 500))
     }
 
+    /// A wake ([`Probe::handle_alarm`]): measured until warm and kept, or only expired; the
+    /// effects executed, a failure fed back so the chain goes on. A state that cannot be read
+    /// is not saved over: the wake is tried again.
     async fn alarm(&self) -> worker::Result<Response> {
-        if let Err(e) = self.wake().await {
+        let fleet = env_text(&self.env, kvbench_core::operations::fleet::FLEET_VAR);
+        let fed = {
             let _visit = crate::in_flight().enter();
-            self.measuring.set(false);
-            // Said in GET /probes, and the chain goes on ([`ProbeState::wake_failed`]); a state
-            // that cannot be read is not saved over: the wake is tried again.
-            let alarm = match self.load().await {
-                Ok(mut s) => {
-                    let alarm = s.wake_failed(&e.to_string(), &self.kept, now_ms());
-                    let _ = self.save(&s).await;
-                    alarm
-                }
-                Err(_) => Alarm::At(now_ms() + probe::UNREAD_RETRY_MS),
-            };
-            let _ = self.set_alarm(alarm).await;
+            match self.ready().await {
+                Ok(()) => self.feed(|p| p.handle_alarm(fleet.as_deref(), now_ms())),
+                Err(e) => Err(e),
+            }
+        };
+        match fed {
+            // Said in GET /probes ([`Probe::handle_failed`]).
+            Ok(()) => {
+                let _ = self.run(true).await;
+            }
+            Err(_) => {
+                let _visit = crate::in_flight().enter();
+                let retry = at(now_ms() + probe::UNREAD_RETRY_MS);
+                let _ = self.state.storage().set_alarm(retry).await;
+            }
         }
         Response::ok("")
     }

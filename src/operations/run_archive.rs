@@ -4,25 +4,26 @@
 //! `PROBE_KEEP`. Also the two reads over a run's shards: their totals and their answers as the
 //! sources of one stream.
 
-use std::cell::Cell;
+use std::cell::RefCell;
 
-use kvbench_core::operations::probes;
 use kvbench_core::operations::runs;
+use kvbench_core::operations::shard::{Effect, Shard, ShardState};
 use worker::durable::State;
 use worker::{durable_object, DurableObject, Env, Method, Request, Response};
 
 use crate::keep::Archive;
 use crate::operations::kept_table::{KeptTable, Source};
-use crate::operations::object::{at, get_json, now_ms};
+use crate::operations::object::{self, at, get_json, now_ms};
 use kvbench_wire::object::ShardStatus;
 
-/// One shard of a run: its kept answers, and how long it keeps them (storage key `keep_s`).
+/// One shard of a run: its kept answers, and its machine ([`Shard`]: how long it keeps them,
+/// the expiries that failed, its alarm), whose state is kept under the storage key `shard`.
 #[durable_object(alarm)]
 pub struct RunArchive {
     state: State,
     kept: KeptTable,
-    /// This instance made sure an alarm will delete what expires.
-    alarmed: Cell<bool>,
+    /// The shard's machine, over its state read once per instance.
+    shard: RefCell<Option<Shard>>,
 }
 
 impl RunArchive {
@@ -41,32 +42,95 @@ impl RunArchive {
         self.kept.keep_many(&rows)?;
         self.kept
             .add_failed(Self::query(url, "failed").unwrap_or(0).max(0) as u64)?;
-        let first_t = rows.iter().map(|(t, _)| *t).min();
-        self.ensure_alarm(url, first_t).await?;
+        self.ensure_alarm(url).await;
         Response::empty()
     }
 
-    /// The first write of an instance makes sure an alarm will delete what is older than `keep`
-    /// seconds (runs are bounded like the probes).
-    async fn ensure_alarm(&self, url: &worker::Url, t_ms: Option<i64>) -> worker::Result<()> {
-        if self.alarmed.replace(true) {
-            return Ok(());
+    /// A write makes sure an alarm will delete what is older than `keep` seconds (runs are
+    /// bounded like the probes): the first of an instance, or the first after an arm that
+    /// failed ([`Shard::handle_write`]). What was written stays written whatever this does; a
+    /// failure is logged, and the next write tries again.
+    async fn ensure_alarm(&self, url: &worker::Url) {
+        let keep_s = Self::query(url, "keep");
+        let fed = match self.ready().await {
+            Ok(()) => self.feed(|s| s.handle_write(keep_s)),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = fed {
+            worker::console_error!("run archive: reading its state failed: {e}");
+            return;
         }
+        if let Err(e) = self.execute().await {
+            worker::console_error!("run archive: arming its alarm failed: {e}");
+        }
+    }
+
+    /// Reads the machine's state from storage on the instance's first event (one copy of
+    /// this await for every event, not one per caller).
+    async fn ready(&self) -> worker::Result<()> {
+        if self.shard.borrow().is_none() {
+            let stored: Option<serde_json::Value> =
+                object::load(&self.state.storage(), "shard").await?;
+            let state = stored.as_ref().map(ShardState::read).unwrap_or_default();
+            // Another event may have read it meanwhile: the first machine stays.
+            self.shard
+                .borrow_mut()
+                .get_or_insert_with(|| Shard::new(state));
+        }
+        Ok(())
+    }
+
+    /// Feeds an event to the machine ([`Self::ready`] first).
+    fn feed<R>(&self, event: impl FnOnce(&mut Shard) -> R) -> worker::Result<R> {
+        let mut machine = self.shard.borrow_mut();
+        let machine = machine
+            .as_mut()
+            .ok_or_else(|| worker::Error::RustError("the shard's state is not read".into()))?;
+        Ok(event(machine))
+    }
+
+    fn fed(&self, result: impl FnOnce(&mut Shard)) {
+        if let Some(machine) = self.shard.borrow_mut().as_mut() {
+            result(machine);
+        }
+    }
+
+    /// Executes the machine's effects until it has none, each result fed back (an expiry or a
+    /// read at once, with no await before it); the first failed save or arm is returned after
+    /// the rest ran.
+    async fn execute(&self) -> worker::Result<()> {
         let storage = self.state.storage();
-        if storage.get_alarm().await?.is_some() {
-            return Ok(());
+        let text = |e: worker::Error| e.to_string();
+        let mut failed = Ok(());
+        loop {
+            let Some(effect) = self.shard.borrow_mut().as_mut().and_then(Shard::poll) else {
+                return failed;
+            };
+            match effect {
+                Effect::Save(state) => {
+                    if let Err(e) = object::save(&storage, "shard", &state).await {
+                        failed = failed.and(Err(e));
+                    }
+                }
+                Effect::Expire { before_ms } => {
+                    let expired = self.kept.expire_before(before_ms).map_err(text);
+                    self.fed(|s| s.handle_expired(expired));
+                }
+                Effect::ReadOldest => {
+                    let oldest = self.kept.oldest_t_ms().map_err(text);
+                    self.fed(|s| s.handle_oldest(oldest, now_ms()));
+                }
+                Effect::ArmAt(ms) => {
+                    let armed = storage.set_alarm(at(ms)).await;
+                    self.fed(|s| {
+                        s.handle_armed(armed.as_ref().map(|_| ()).map_err(|e| e.to_string()))
+                    });
+                    if let Err(e) = armed {
+                        failed = failed.and(Err(e));
+                    }
+                }
+            }
         }
-        let keep_s = Self::query(url, "keep")
-            .unwrap_or(i64::from(probes::DEFAULT_KEEP_S))
-            .clamp(i64::from(probes::MIN_KEEP_S), i64::from(probes::MAX_KEEP_S))
-            as u32;
-        storage.put("keep_s", keep_s).await?;
-        let t = t_ms.map_or_else(now_ms, |t| t as f64);
-        let due = self
-            .kept
-            .next_expiry_ms(keep_s)?
-            .unwrap_or(t + probes::expiry_after_ms(keep_s));
-        storage.set_alarm(at(due.max(now_ms() + 1000.0))).await
     }
 
     fn status(&self) -> worker::Result<Response> {
@@ -86,7 +150,7 @@ impl DurableObject for RunArchive {
         RunArchive {
             state,
             kept,
-            alarmed: Cell::new(false),
+            shard: RefCell::new(None),
         }
     }
 
@@ -98,7 +162,10 @@ impl DurableObject for RunArchive {
             (Method::Post, "/failed") => {
                 let n = Self::query(&url, "n").unwrap_or(0).max(0) as u64;
                 match self.kept.add_failed(n) {
-                    Ok(()) => self.ensure_alarm(&url, None).await.and(Response::empty()),
+                    Ok(()) => {
+                        self.ensure_alarm(&url).await;
+                        Response::empty()
+                    }
                     Err(e) => Err(e),
                 }
             }
@@ -109,19 +176,15 @@ impl DurableObject for RunArchive {
         answer.or_else(|e| Response::error(format!("run archive: {e}"), 500))
     }
 
-    /// Deletes what is due, re-arms for when the oldest answer left is due (so an answer lives
-    /// `keep` plus the grace, not up to twice `keep`).
+    /// Deletes what is due and re-arms for when the oldest answer left is due (so an answer
+    /// lives `keep` plus the grace, not up to twice `keep`), by [`Shard::handle_alarm`]: a
+    /// failed expiry is counted and re-armed. Only a failed re-arm throws, for Cloudflare's
+    /// retries of the alarm.
     async fn alarm(&self) -> worker::Result<Response> {
         let _visit = crate::in_flight().enter();
-        let storage = self.state.storage();
-        let keep_s = storage
-            .get::<u32>("keep_s")
-            .await?
-            .unwrap_or(probes::DEFAULT_KEEP_S);
-        self.kept.expire(now_ms(), keep_s)?;
-        if let Some(due) = self.kept.next_expiry_ms(keep_s)? {
-            storage.set_alarm(at(due.max(now_ms() + 1000.0))).await?;
-        }
+        self.ready().await?;
+        self.feed(|s| s.handle_alarm(now_ms()))?;
+        self.execute().await?;
         Response::ok("")
     }
 }

@@ -201,7 +201,7 @@ impl<'a> World<'a> {
             gen: &self.gen,
             clock: self.clock,
             timer: &timer,
-            requests: self.requests.get(),
+            served: kvbench_core::Served::Isolate(self.requests.get()),
             colo: "local".into(),
             budget: &self.budget,
             in_flight: &self.in_flight,

@@ -30,7 +30,7 @@ pub use measurement::answer::{Answer, ErrorBody, StoreResult};
 pub use measurement::budget::Budget;
 pub use measurement::endpoint::{handle, Call, Reply};
 pub use measurement::in_flight::InFlight;
-pub use measurement::measure::{measure, Isolate, StoreList, StoreSet};
+pub use measurement::measure::{measure, Isolate, Served, StoreList, StoreSet};
 pub use measurement::params::{Defaults, Order, Params};
 pub use spec::{StoreSpec, STORES};
 pub use stores::denokv::{DenoKvStore, MetadataCache};

@@ -50,13 +50,34 @@ pub struct Isolate<'a> {
     pub gen: &'a RefCell<ValueGen>,
     pub clock: &'a dyn Clock,
     pub timer: &'a dyn Timer,
-    /// Requests this isolate has served, this one included.
-    pub requests: u64,
+    /// Requests the answering instance has served, this one included: its answer's
+    /// `isolate_requests`.
+    pub served: Served,
     pub colo: String,
     /// Value bytes this isolate may hold in flight (see [`crate::measurement::budget`]).
     pub budget: &'a crate::measurement::budget::Budget,
     /// This isolate's requests in flight (see [`crate::measurement::in_flight`]).
     pub in_flight: &'a crate::measurement::in_flight::InFlight,
+}
+
+/// Requests an instance has served, this one included, by who counts them: one meaning per
+/// name (1: the instance's first, a cold answer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Served {
+    /// The worker isolate's count (`/test`, a run's request).
+    Isolate(u64),
+    /// A hint probe object's own count of its measurements (the isolate it runs in also serves
+    /// other requests and objects, which it does not count).
+    Object(u64),
+}
+
+impl Served {
+    /// The count, whoever keeps it (an answer's `isolate_requests`).
+    pub fn count(self) -> u64 {
+        match self {
+            Served::Isolate(n) | Served::Object(n) => n,
+        }
+    }
 }
 
 /// One store's part of the answer while the request runs: its result so far, the decoding
@@ -140,7 +161,7 @@ pub async fn measure(
     // Every span is over: decode the hits, read what the stores reported, then prepare the
     // next request's value.
     let answer = decoded(
-        Answer::new(key, isolate.colo.clone(), isolate.requests),
+        Answer::new(key, isolate.colo.clone(), isolate.served.count()),
         measured,
     );
     refill(params, isolate, visit, value, wrote);
@@ -552,7 +573,7 @@ mod tests {
                 gen: &self.gen,
                 clock: fake,
                 timer: fake,
-                requests: 1,
+                served: Served::Isolate(1),
                 colo: "test".into(),
                 budget: &self.budget,
                 in_flight: &self.in_flight,

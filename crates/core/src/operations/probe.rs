@@ -1,13 +1,15 @@
-//! One probe as a state machine, platform-free: what its Durable Object keeps ([`ProbeState`]),
-//! and every rule of its life — an arm (a start, or the cron's tick), a stop, a wake of its alarm
-//! (measure, only expire, or retire a member that left `FLEET`), the cold/warm rule of a wake's
-//! answers, the one builder of a kept line from a hint's `/test` reply or a member's call (or why
-//! it failed), the keep loop that counts every answer it could not keep or expire, the alarm each
-//! event leaves, and the probe's status. The object (`src/operations/probes.rs`) holds the
-//! storage, the clock and the calls, and does what these functions decide.
+//! One probe as a sans-IO state machine, platform-free, as quinn-proto's `Connection` is: what
+//! its Durable Object keeps ([`ProbeState`]), and every rule of its life in one place. Events
+//! come in as `handle_*` calls — a start, the cron's tick, a stop, a wake of its alarm, a
+//! measurement's answer, a keep's, an expiry's or a read's result, a failed storage call — and
+//! the effects come out of [`Probe::poll`]: save the state (only when it changed), keep a line,
+//! expire what was measured before t, read the oldest answer's time, measure, arm the alarm at
+//! t or delete it. Nothing here calls storage, awaits or holds a closure: the object
+//! (`src/operations/probes.rs`) executes each effect and feeds its result back. Also the one
+//! builder of a kept line from a hint's `/test` reply or a member's call (or why it failed),
+//! the expiry rule the run archive shares ([`expiry_alarm`]), and the probe's status.
 
-use std::cell::Cell;
-use std::future::Future;
+use std::collections::VecDeque;
 
 use kvbench_wire::kept::{
     clean_detail, Embedded, Failure, FailureKind, Kept, PlacementCheck, Vantage,
@@ -19,16 +21,41 @@ use crate::operations::fleet::{self, Called, Member};
 use crate::operations::probes;
 use crate::operations::spend::ProbeNow;
 
+/// The vantage point a probe measures: a location hint, or a fleet member.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    Hint(String),
+    Member(ArmMember),
+}
+
+impl Target {
+    /// An arming's vantage point (a hint, else a member; `None`: neither).
+    pub fn of(arm: &Arm) -> Option<Target> {
+        match (&arm.hint, &arm.member) {
+            (Some(hint), _) => Some(Target::Hint(hint.clone())),
+            (None, Some(member)) => Some(Target::Member(member.clone())),
+            (None, None) => None,
+        }
+    }
+}
+
+/// How often a probe measures and how long it keeps what it measured, as its latest start (or,
+/// before any start, the cron's first tick) set them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Schedule {
+    pub every_s: u32,
+    pub keep_s: u32,
+}
+
 /// What a probe object keeps besides its answers (its Durable Object storage, key `probe`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ProbeState {
-    /// A hint probe's location hint.
-    pub hint: Option<String>,
-    /// A member probe's member (label and base URL).
-    pub member: Option<ArmMember>,
-    pub every_s: u32,
-    pub keep_s: u32,
+    /// What it measures; `None` until its first arming.
+    pub target: Option<Target>,
+    /// `None` until its first arming.
+    pub schedule: Option<Schedule>,
     /// Set by `POST /probes/stop` (or a member leaving `FLEET`); the cron does not re-arm a
     /// stopped probe.
     pub stopped: bool,
@@ -44,75 +71,140 @@ pub struct ProbeState {
     pub placement: PlacementCounts,
 }
 
-/// The answers an object keeps (its SQLite table), as the machine uses them.
-pub trait Answers {
-    /// Keeps one line measured at `t_ms`.
-    fn keep(&self, t_ms: i64, line: &str) -> Result<(), String>;
-    /// Deletes what is past `keep_s` (plus the grace) at `now_ms`.
-    fn expire(&self, now_ms: f64, keep_s: u32) -> Result<(), String>;
-    /// When the oldest answer kept is due, `None` when nothing is kept.
-    fn next_expiry_ms(&self, keep_s: u32) -> Result<Option<f64>, String>;
+/// What the object does next, as [`Probe::poll`] hands it out. The ones that answer are fed
+/// back at once: [`Effect::Keep`] with [`Probe::handle_kept`], [`Effect::Expire`] with
+/// [`Probe::handle_expired`], [`Effect::ReadOldest`] with [`Probe::handle_oldest`],
+/// [`Effect::Measure`] with [`Probe::handle_measured`]; a failed save or alarm with
+/// [`Probe::handle_failed`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Keep this state (it changed since it was last saved or read).
+    Save(ProbeState),
+    /// Keep this line, measured at `t_ms`.
+    Keep { t_ms: i64, line: String },
+    /// Delete the answers measured before this epoch ms.
+    Expire { before_ms: f64 },
+    /// Read the time of the oldest answer kept.
+    ReadOldest,
+    /// Measure `target` once; `last_colo`: where the previous answer ran; `first`: this
+    /// instance has not answered yet (a hint's answer is then cold, [`hint_answer`]).
+    Measure {
+        target: Target,
+        last_colo: Option<String>,
+        first: bool,
+    },
+    /// Set the alarm for this epoch ms.
+    ArmAt(f64),
+    /// Delete the alarm: there is nothing left to do.
+    Disarm,
 }
 
-/// What becomes of the object's alarm after an event.
+/// What becomes of an alarm that only deletes what is kept ([`expiry_alarm`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Alarm {
-    /// As it is.
-    Unchanged,
     /// Set for this epoch ms.
     At(f64),
-    /// None: the object has nothing left to do.
+    /// None: nothing is kept.
     Delete,
 }
 
-/// What a wake of the alarm does.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Wake {
-    /// Measure this vantage point, then [`ProbeState::record`].
-    Measure(Target),
-    /// Nothing to measure (stopped, or never armed): what was due is deleted; save the state
-    /// when `save`, then set the alarm.
-    Idle { save: bool, alarm: Alarm },
-    /// A member no longer in `FLEET`: stopped now; save the state, then set the alarm.
-    Retired { alarm: Alarm },
+impl Alarm {
+    fn effect(self) -> Effect {
+        match self {
+            Alarm::At(ms) => Effect::ArmAt(ms),
+            Alarm::Delete => Effect::Disarm,
+        }
+    }
 }
 
-/// The vantage point a wake measures.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Target {
-    Hint(String),
-    Member(ArmMember),
-}
-
-/// How long after a failed read of the oldest answer's time a stopped probe tries again: its
+/// How long after a failed read of the oldest answer's time an expiry alarm tries again: the
 /// answers must still expire, so the chain never ends on an error.
 pub const EXPIRY_RETRY_MS: f64 = 3_600_000.0;
 
 /// The earliest an expiry alarm is set after now (a due answer is deleted by the next wake, not
 /// in a tight loop).
-const EXPIRY_MIN_WAIT_MS: f64 = 1000.0;
+pub const EXPIRY_MIN_WAIT_MS: f64 = 1000.0;
+
+/// How long a wake whose state could not be read waits to try again: nothing is saved over a
+/// state it did not read, and the chain goes on.
+pub const UNREAD_RETRY_MS: f64 = 60_000.0;
+
+/// The most measurements of one wake: a cold one, then a warm one.
+pub const MAX_PER_WAKE: usize = 2;
+
+/// The expiry rule of every keeper of answers (a probe, a run's shard): given the oldest
+/// answer's time, the alarm that deletes it — when it is due (at the earliest
+/// [`EXPIRY_MIN_WAIT_MS`] from now), none when nothing is kept; when that could not be read, a
+/// retry in [`EXPIRY_RETRY_MS`] and the error to say — never the end of the chain while answers
+/// may be kept.
+pub fn expiry_alarm(
+    oldest_t_ms: Result<Option<i64>, String>,
+    keep_s: u32,
+    now_ms: f64,
+) -> (Alarm, Option<String>) {
+    match oldest_t_ms {
+        Ok(Some(t)) => {
+            let due = t as f64 + probes::expiry_after_ms(keep_s);
+            (Alarm::At(due.max(now_ms + EXPIRY_MIN_WAIT_MS)), None)
+        }
+        Ok(None) => (Alarm::Delete, None),
+        Err(e) => (
+            Alarm::At(now_ms + EXPIRY_RETRY_MS),
+            Some(format!("reading the oldest answer's time failed: {e}")),
+        ),
+    }
+}
+
+/// The cutoff of an expiry at `now_ms`: answers measured before it are past `keep_s` and the
+/// grace.
+pub fn expire_before_ms(now_ms: f64, keep_s: u32) -> f64 {
+    now_ms - probes::expiry_after_ms(keep_s)
+}
+
+/// What a result fed back continues.
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    /// Nothing is awaited.
+    Ready,
+    /// An idle wake's expiry: then the oldest answer's time.
+    IdleExpiry,
+    /// A wake's answers being kept: this one's keep, then its expiry, then the next.
+    Keeping(Measured),
+    Expiring,
+    /// The oldest answer's time, for the alarm that deletes it.
+    Oldest,
+}
+
+/// One probe object's machine: its state, what storage holds of it, and the effects it asks
+/// for. It lives as long as the object's instance; the object reads its state once and feeds
+/// every event of the instance to it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Probe {
+    state: ProbeState,
+    /// The state as storage has it (`None`: unknown, after a failed save).
+    saved: Option<ProbeState>,
+    effects: VecDeque<Effect>,
+    step: Step,
+    /// A wake is measuring: its target and its answers so far (alarms are at-least-once: a
+    /// retry must not overlap it).
+    wake: Option<(Target, Vec<Measured>)>,
+    /// A wake's answers left to keep.
+    to_keep: VecDeque<Measured>,
+    /// This instance has answered once: its next hint answer is warm.
+    answered: bool,
+}
 
 impl ProbeState {
     /// Reads a stored state out of parsed JSON as its `Deserialize` does (absent or mistyped
     /// fields take their default), without a deserializer of its own: the object that reads it
-    /// is in the bundle shipped to every colo, and a derived one costs it kilobytes
-    /// (`kvbench_wire::object::ProbeStatus::read` does the same; tested against `Deserialize`).
+    /// is in the bundle shipped to every colo, and a derived one costs it kilobytes (tested
+    /// against `Deserialize` in `a_stored_state_reads_back_as_its_deserialize_reads_it`).
     pub fn read(v: &serde_json::Value) -> ProbeState {
         let text = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_string);
         let count = |k: &str| v.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
-        let seconds = |k: &str| u32::try_from(count(k)).unwrap_or(u32::MAX);
-        let member = v.get("member").and_then(|m| {
-            let field = |k: &str| m.get(k).and_then(|x| x.as_str()).map(str::to_string);
-            Some(ArmMember {
-                label: field("label")?,
-                url: field("url")?,
-            })
-        });
         ProbeState {
-            hint: text("hint"),
-            member,
-            every_s: seconds("every_s"),
-            keep_s: seconds("keep_s"),
+            target: v.get("target").and_then(read_target),
+            schedule: v.get("schedule").and_then(read_schedule),
             stopped: v
                 .get("stopped")
                 .and_then(serde_json::Value::as_bool)
@@ -129,180 +221,31 @@ impl ProbeState {
         }
     }
 
-    /// How long it keeps its answers: its start's `keep`, the default before any start.
+    /// How long it keeps its answers: its schedule's, the default before any arming.
     pub fn keep_s(&self) -> u32 {
-        if self.keep_s == 0 {
-            probes::DEFAULT_KEEP_S
-        } else {
-            self.keep_s
-        }
+        self.schedule.map_or(probes::DEFAULT_KEEP_S, |s| s.keep_s)
     }
 
-    /// A start (`start`: arm now and clear a stop) or the cron's tick (arm only a live probe
-    /// whose alarm chain died; `alarm_set`: the object has an alarm). A tick of a stopped
-    /// probe is refused and changes nothing (no save); else the state is saved, then the
-    /// alarm set.
-    pub fn arm(&mut self, arm: Arm, start: bool, alarm_set: bool, now_ms: f64) -> (Armed, Alarm) {
-        if self.stopped && !start {
-            let refused = Armed {
-                armed: false,
-                stopped: true,
-            };
-            return (refused, Alarm::Unchanged);
-        }
-        self.stopped = false;
-        self.hint = arm.hint;
-        self.member = arm.member;
-        // A start's interval and keep persist until the next start: the cron's tick (which
-        // carries the vars') only fills them in for a probe that never had any.
-        if start || self.every_s == 0 {
-            self.every_s = arm.every_s;
-            self.keep_s = arm.keep_s;
-        }
-        let armed = start || !alarm_set;
-        let alarm = if armed {
-            Alarm::At(now_ms)
-        } else {
-            Alarm::Unchanged
-        };
-        let answer = Armed {
-            armed,
-            stopped: false,
-        };
-        (answer, alarm)
-    }
-
-    /// Stops measuring (the state is saved, then the alarm set). The alarm stays only to
-    /// delete what the probe kept: for when the oldest answer is due.
-    pub fn stop(&mut self, answers: &impl Answers, now_ms: f64) -> Alarm {
-        self.stopped = true;
-        self.expiry_alarm(answers, now_ms)
-    }
-
-    /// The alarm of an object with nothing to measure: for when its oldest answer is due (at
-    /// the earliest a second from now), none when it keeps nothing; when that cannot be read,
-    /// a retry in [`EXPIRY_RETRY_MS`] (said in `last_error`) — never the end of the chain
-    /// while answers may be kept.
-    pub fn expiry_alarm(&mut self, answers: &impl Answers, now_ms: f64) -> Alarm {
-        match answers.next_expiry_ms(self.keep_s()) {
-            Ok(Some(due)) => Alarm::At(due.max(now_ms + EXPIRY_MIN_WAIT_MS)),
-            Ok(None) => Alarm::Delete,
-            Err(e) => {
-                self.last_error = Some(format!("reading the oldest answer's time failed: {e}"));
-                Alarm::At(now_ms + EXPIRY_RETRY_MS)
-            }
-        }
-    }
-
-    /// What this probe measures, `None` when it is stopped or was never armed.
-    pub fn target(&self) -> Option<Target> {
-        if self.stopped {
-            return None;
-        }
-        match (&self.hint, &self.member) {
-            (Some(hint), _) => Some(Target::Hint(hint.clone())),
-            (None, Some(member)) => Some(Target::Member(member.clone())),
-            (None, None) => None,
-        }
-    }
-
-    /// A wake of the alarm. `fleet`: the worker's `FLEET` var, `None` when unset — a member
-    /// taken out of it (or under a `FLEET` that does not parse, which `GET /probes` reports)
-    /// stops with its next wake: nothing else would stop it, since the worker only calls the
-    /// members it is configured with.
-    pub fn wake(&mut self, fleet: Option<&str>, answers: &impl Answers, now_ms: f64) -> Wake {
-        let Some(target) = self.target() else {
-            return self.expire_idle(answers, now_ms);
-        };
-        if let Target::Member(member) = &target {
-            let listed = fleet
-                .and_then(|text| fleet::parse_members(fleet::FLEET_VAR, text).ok())
-                .is_some_and(|members| members.iter().any(|m| m.label == member.label));
-            if !listed {
-                self.stopped = true;
-                self.last_error = Some(format!(
-                    "stopped: {} is no longer in {}",
-                    member.label,
-                    fleet::FLEET_VAR
-                ));
-                let alarm = self.expiry_alarm(answers, now_ms);
-                return Wake::Retired { alarm };
-            }
-        }
-        Wake::Measure(target)
-    }
-
-    /// An idle wake: deletes what is due and sets the alarm for when the oldest answer left
-    /// is due. A deletion that fails is counted and the alarm is set all the same: a chain
-    /// that ended here would keep the answers for ever.
-    fn expire_idle(&mut self, answers: &impl Answers, now_ms: f64) -> Wake {
-        let before = self.clone();
-        if let Err(e) = answers.expire(now_ms, self.keep_s()) {
-            self.expire_failed += 1;
-            self.last_error = Some(format!("deleting expired answers failed: {e}"));
-        }
-        let alarm = self.expiry_alarm(answers, now_ms);
-        Wake::Idle {
-            save: *self != before,
-            alarm,
-        }
-    }
-
-    /// A wake's answers, recorded in the state as it is after the measurement (a stop or start
-    /// may have come in meanwhile, and must not be undone): each is kept, or counted in
-    /// `keep_failed`; after each kept one what is past `keep` is deleted, or counted in
-    /// `expire_failed` — neither ends the loop, so no answer of the wake is dropped uncounted.
-    /// Save the state, then set the alarm: the next wake `every` from `now_ms`, or (stopped meanwhile) the expiry.
-    pub fn record(
-        &mut self,
-        measured: Vec<Measured>,
-        answers: &impl Answers,
-        now_ms: f64,
-    ) -> Alarm {
-        for m in measured {
-            if let Err(e) = answers.keep(m.t_ms as i64, &m.line) {
-                self.keep_failed += 1;
-                self.last_error = Some(format!("keeping an answer failed: {e}"));
-                continue;
-            }
-            self.last_colo = Some(m.colo);
-            self.last_t_ms = Some(m.t_ms as i64);
-            self.last_error = m.last_error;
-            if let Some(witnessed) = m.placement {
-                count_placement(&mut self.placement, witnessed);
-            }
-            if let Err(e) = answers.expire(m.t_ms, self.keep_s()) {
-                self.expire_failed += 1;
-                self.last_error = Some(format!("deleting expired answers failed: {e}"));
-            }
-        }
-        self.next_alarm(answers, now_ms)
-    }
-
-    /// A wake that failed outside the measurement (its storage): said in `last_error`, and the
-    /// chain goes on — the next wake of a live probe, else the expiry.
-    pub fn wake_failed(&mut self, error: &str, answers: &impl Answers, now_ms: f64) -> Alarm {
-        self.last_error = Some(format!("probe failed: {error}"));
-        self.next_alarm(answers, now_ms)
-    }
-
-    fn next_alarm(&mut self, answers: &impl Answers, now_ms: f64) -> Alarm {
-        if self.target().is_some() {
-            let every_ms = f64::from(self.every_s.max(probes::MIN_EVERY_S)) * 1000.0;
-            Alarm::At(now_ms + every_ms)
-        } else {
-            self.expiry_alarm(answers, now_ms)
-        }
+    /// What it measures now: `None` when it is stopped or was never armed.
+    pub fn live_target(&self) -> Option<&Target> {
+        self.target.as_ref().filter(|_| !self.stopped)
     }
 
     /// Its status (`GET /status`): `count` of what it keeps, `alarm` the object's, `measuring`
     /// whether a wake is under way (no alarm is set while it measures: it is still running).
     pub fn status(&self, count: Count, alarm: Option<i64>, measuring: bool) -> ProbeStatus {
+        let (hint, member) = match &self.target {
+            Some(Target::Hint(h)) => (Some(h.clone()), None),
+            Some(Target::Member(m)) => (None, Some(m.label.clone())),
+            None => (None, None),
+        };
         ProbeStatus {
-            member: self.member.as_ref().map(|m| m.label.clone()),
+            placement: member.is_some().then(|| self.placement.clone()),
+            member,
             colo: self.last_colo.clone(),
-            every_s: self.every_s,
-            keep_s: self.keep_s,
+            // 0 before any arming, as the status has always said it.
+            every_s: self.schedule.map_or(0, |s| s.every_s),
+            keep_s: self.schedule.map_or(0, |s| s.keep_s),
             running: !self.stopped && (alarm.is_some() || measuring),
             stopped: self.stopped,
             next_alarm_ms: alarm,
@@ -312,9 +255,284 @@ impl ProbeState {
             last_error: self.last_error.clone(),
             keep_failed: self.keep_failed,
             expire_failed: self.expire_failed,
-            placement: self.member.is_some().then(|| self.placement.clone()),
-            hint: self.hint.clone(),
+            hint,
         }
+    }
+}
+
+/// A stored target, as `Deserialize` reads it: `{"hint":"weur"}` or
+/// `{"member":{"label":..,"url":..}}`.
+fn read_target(v: &serde_json::Value) -> Option<Target> {
+    if let Some(hint) = v.get("hint").and_then(|h| h.as_str()) {
+        return Some(Target::Hint(hint.to_string()));
+    }
+    let m = v.get("member")?;
+    let field = |k: &str| m.get(k).and_then(|x| x.as_str()).map(str::to_string);
+    Some(Target::Member(ArmMember {
+        label: field("label")?,
+        url: field("url")?,
+    }))
+}
+
+/// A stored schedule, as `Deserialize` reads it (both fields, or none).
+fn read_schedule(v: &serde_json::Value) -> Option<Schedule> {
+    let seconds = |k: &str| {
+        v.get(k)
+            .and_then(serde_json::Value::as_u64)
+            .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+    };
+    Some(Schedule {
+        every_s: seconds("every_s")?,
+        keep_s: seconds("keep_s")?,
+    })
+}
+
+impl Probe {
+    /// The machine of an instance, over the state storage holds (the default when none).
+    pub fn new(state: ProbeState) -> Probe {
+        Probe {
+            saved: Some(state.clone()),
+            state,
+            effects: VecDeque::new(),
+            step: Step::Ready,
+            wake: None,
+            to_keep: VecDeque::new(),
+            answered: false,
+        }
+    }
+
+    pub fn state(&self) -> &ProbeState {
+        &self.state
+    }
+
+    /// A wake is measuring.
+    pub fn measuring(&self) -> bool {
+        self.wake.is_some()
+    }
+
+    /// The next effect to execute, `None`: nothing (until the next event).
+    pub fn poll(&mut self) -> Option<Effect> {
+        self.effects.pop_front()
+    }
+
+    /// A start: arm now, clear a stop, take the arming's target and schedule.
+    pub fn handle_start(&mut self, arm: &Arm, now_ms: f64) -> Armed {
+        self.state.stopped = false;
+        self.state.target = Target::of(arm);
+        self.state.schedule = Some(Schedule {
+            every_s: arm.every_s,
+            keep_s: arm.keep_s,
+        });
+        self.finish(Some(Alarm::At(now_ms)));
+        Armed {
+            armed: true,
+            stopped: false,
+        }
+    }
+
+    /// The cron's tick (`alarm_set`: the object has an alarm): a stopped probe is refused and
+    /// nothing changes; a live one takes the arming's target, its schedule only when it never
+    /// had one (a start's persists until the next start), and is armed now only when its chain
+    /// died. Saved only when that changed anything.
+    pub fn handle_tick(&mut self, arm: &Arm, alarm_set: bool, now_ms: f64) -> Armed {
+        if self.state.stopped {
+            return Armed {
+                armed: false,
+                stopped: true,
+            };
+        }
+        self.state.target = Target::of(arm);
+        if self.state.schedule.is_none() {
+            self.state.schedule = Some(Schedule {
+                every_s: arm.every_s,
+                keep_s: arm.keep_s,
+            });
+        }
+        // A wake under way has no alarm set, and is alive: it sets the next one.
+        let armed = !alarm_set && self.wake.is_none();
+        self.finish(armed.then_some(Alarm::At(now_ms)));
+        Armed {
+            armed,
+            stopped: false,
+        }
+    }
+
+    /// A stop: it measures no more; the alarm stays only to delete what it kept.
+    pub fn handle_stop(&mut self) {
+        self.state.stopped = true;
+        self.read_oldest();
+    }
+
+    /// A wake of the alarm. `fleet`: the worker's `FLEET` var, `None` when unset — a member
+    /// taken out of it (or under a `FLEET` that does not parse, which `GET /probes` reports)
+    /// stops with its next wake: nothing else would stop it, since the worker only calls the
+    /// members it is configured with. A probe with nothing to measure only expires; a wake
+    /// while one measures does nothing.
+    pub fn handle_alarm(&mut self, fleet: Option<&str>, now_ms: f64) {
+        if self.wake.is_some() {
+            return;
+        }
+        let Some(target) = self.state.live_target().cloned() else {
+            self.step = Step::IdleExpiry;
+            let before_ms = expire_before_ms(now_ms, self.state.keep_s());
+            self.effects.push_back(Effect::Expire { before_ms });
+            return;
+        };
+        if let Target::Member(member) = &target {
+            let listed = fleet
+                .and_then(|text| fleet::parse_members(fleet::FLEET_VAR, text).ok())
+                .is_some_and(|members| members.iter().any(|m| m.label == member.label));
+            if !listed {
+                self.state.stopped = true;
+                self.state.last_error = Some(format!(
+                    "stopped: {} is no longer in {}",
+                    member.label,
+                    fleet::FLEET_VAR
+                ));
+                return self.read_oldest();
+            }
+        }
+        self.measure(target, self.state.last_colo.clone());
+    }
+
+    fn measure(&mut self, target: Target, last_colo: Option<String>) {
+        self.effects.push_back(Effect::Measure {
+            target: target.clone(),
+            last_colo,
+            first: !self.answered,
+        });
+        let answers = self.wake.take().map(|(_, a)| a).unwrap_or_default();
+        self.wake = Some((target, answers));
+    }
+
+    /// A measurement's answer: a cold one (a new instance: connections, Deno KV's metadata
+    /// exchange and the value generator all start afresh) is followed at once by another, so
+    /// every wake yields a warm answer, and never more than [`MAX_PER_WAKE`]. Then the wake's
+    /// answers are kept, in the state as it is now (a stop or start may have come in meanwhile,
+    /// and is not undone).
+    pub fn handle_measured(&mut self, measured: Measured, now_ms: f64) {
+        let Some((target, mut answers)) = self.wake.take() else {
+            return;
+        };
+        self.answered |= measured.answered;
+        let again = measured.cold && answers.len() + 1 < MAX_PER_WAKE;
+        let colo = measured.colo.clone();
+        answers.push(measured);
+        if again {
+            self.wake = Some((target.clone(), answers));
+            return self.measure(target, Some(colo));
+        }
+        self.to_keep = answers.into();
+        self.keep_next(now_ms);
+    }
+
+    /// Keeps the wake's next answer, or — all kept — sets the next alarm: the next wake `every`
+    /// from now for a live probe, else (stopped meanwhile) the expiry.
+    fn keep_next(&mut self, now_ms: f64) {
+        match self.to_keep.pop_front() {
+            Some(m) => {
+                self.effects.push_back(Effect::Keep {
+                    t_ms: m.t_ms as i64,
+                    line: m.line.clone(),
+                });
+                self.step = Step::Keeping(m);
+            }
+            None => self.next_alarm(now_ms),
+        }
+    }
+
+    fn next_alarm(&mut self, now_ms: f64) {
+        match (self.state.live_target(), self.state.schedule) {
+            (Some(_), Some(schedule)) => {
+                let every_ms = f64::from(schedule.every_s.max(probes::MIN_EVERY_S)) * 1000.0;
+                self.finish(Some(Alarm::At(now_ms + every_ms)));
+            }
+            _ => self.read_oldest(),
+        }
+    }
+
+    /// A keep's result: a kept answer is recorded in the state and what is past `keep` is
+    /// deleted after it; a failed one is counted in `keep_failed` and the wake's next answer
+    /// is kept all the same — no answer of a wake is dropped uncounted.
+    pub fn handle_kept(&mut self, result: Result<(), String>, now_ms: f64) {
+        let Step::Keeping(m) = std::mem::replace(&mut self.step, Step::Ready) else {
+            return;
+        };
+        if let Err(e) = result {
+            self.state.keep_failed += 1;
+            self.state.last_error = Some(format!("keeping an answer failed: {e}"));
+            return self.keep_next(now_ms);
+        }
+        let s = &mut self.state;
+        s.last_colo = Some(m.colo);
+        s.last_t_ms = Some(m.t_ms as i64);
+        s.last_error = m.last_error;
+        if let Some(witnessed) = m.placement {
+            count_placement(&mut s.placement, witnessed);
+        }
+        let before_ms = expire_before_ms(m.t_ms, s.keep_s());
+        self.effects.push_back(Effect::Expire { before_ms });
+        self.step = Step::Expiring;
+    }
+
+    /// An expiry's result: a failure is counted in `expire_failed` and said, and the chain goes
+    /// on (the next answer to keep, or the alarm) — never its end.
+    pub fn handle_expired(&mut self, result: Result<(), String>, now_ms: f64) {
+        let step = std::mem::replace(&mut self.step, Step::Ready);
+        if !matches!(step, Step::IdleExpiry | Step::Expiring) {
+            return;
+        }
+        if let Err(e) = result {
+            self.state.expire_failed += 1;
+            self.state.last_error = Some(format!("deleting expired answers failed: {e}"));
+        }
+        match step {
+            Step::IdleExpiry => self.read_oldest(),
+            _ => self.keep_next(now_ms),
+        }
+    }
+
+    fn read_oldest(&mut self) {
+        self.effects.push_back(Effect::ReadOldest);
+        self.step = Step::Oldest;
+    }
+
+    /// The oldest answer's time: the alarm of a probe with nothing to measure ([`expiry_alarm`]).
+    pub fn handle_oldest(&mut self, oldest_t_ms: Result<Option<i64>, String>, now_ms: f64) {
+        if std::mem::replace(&mut self.step, Step::Ready) != Step::Oldest {
+            return;
+        }
+        let (alarm, error) = expiry_alarm(oldest_t_ms, self.state.keep_s(), now_ms);
+        if error.is_some() {
+            self.state.last_error = error;
+        }
+        self.finish(Some(alarm));
+    }
+
+    /// A save or an alarm of the object that failed: said in `last_error`, what was still to do
+    /// is dropped, and the chain goes on — the next wake of a live probe, else the expiry — with
+    /// the state saved again (storage may not have it).
+    pub fn handle_failed(&mut self, error: &str, now_ms: f64) {
+        self.effects.clear();
+        self.step = Step::Ready;
+        self.saved = None;
+        self.state.last_error = Some(format!("probe failed: {error}"));
+        self.next_alarm(now_ms);
+    }
+
+    /// The end of an event: the state saved when it changed, then the alarm set.
+    fn finish(&mut self, alarm: Option<Alarm>) {
+        self.step = Step::Ready;
+        if self.saved.as_ref() != Some(&self.state) {
+            self.saved = Some(self.state.clone());
+            self.effects.push_back(Effect::Save(self.state.clone()));
+        }
+        self.effects.extend(alarm.map(Alarm::effect));
+    }
+
+    /// Its status ([`ProbeState::status`]).
+    pub fn status(&self, count: Count, alarm: Option<i64>) -> ProbeStatus {
+        self.state.status(count, alarm, self.measuring())
     }
 }
 
@@ -366,40 +584,8 @@ pub struct Measured {
     pub colo: String,
     /// A cold answer: another, warm one is measured at once after it.
     pub cold: bool,
-}
-
-/// How long a wake whose state could not be read waits to try again: nothing is saved over a
-/// state it did not read, and the chain goes on.
-pub const UNREAD_RETRY_MS: f64 = 60_000.0;
-
-/// The most measurements of one wake: a cold one, then a warm one.
-pub const MAX_PER_WAKE: usize = 2;
-
-/// A wake's answers: one, or — when it was cold (a new instance: connections, Deno KV's
-/// metadata exchange and the value generator all start afresh) — a warm one at once after it,
-/// both kept and marked, so every wake yields a warm answer, and never more than
-/// [`MAX_PER_WAKE`]. A measurement cannot fail: what went wrong is its line's failure.
-/// `measure_one` is given where the previous answer ran.
-pub async fn measure_until_warm<F, Fut>(
-    last_colo: Option<String>,
-    mut measure_one: F,
-) -> Vec<Measured>
-where
-    F: FnMut(Option<String>) -> Fut,
-    Fut: Future<Output = Measured>,
-{
-    let mut kept: Vec<Measured> = Vec::new();
-    let mut last_colo = last_colo;
-    while kept.len() < MAX_PER_WAKE {
-        let measured = measure_one(last_colo.clone()).await;
-        let cold = measured.cold;
-        last_colo = Some(measured.colo.clone());
-        kept.push(measured);
-        if !cold {
-            break;
-        }
-    }
-    kept
+    /// It is an answer, not a failure: the instance has answered.
+    pub answered: bool,
 }
 
 /// A hint probe's `/test`, as it answered in the probe object's own isolate.
@@ -420,9 +606,9 @@ pub struct HintReply<'a> {
 
 /// A hint probe's kept line: the `/test` answer as it came, or — a reply other than a 200
 /// answer (the isolate's budget, a bad var) — a failure of this vantage point, never a gap
-/// (`Kept::with_reply`). Cold: the object's first answer; `warm` is the object's own mark,
-/// set by its first answer.
-pub fn hint_answer(reply: HintReply<'_>, warm: &Cell<bool>) -> Measured {
+/// (`Kept::with_reply`). Cold: the first answer of the object's instance (`first`: it has
+/// not answered yet, [`Effect::Measure`]).
+pub fn hint_answer(reply: HintReply<'_>, first: bool) -> Measured {
     let kept = Kept {
         seq: None,
         t_ms: reply.t_ms as i64,
@@ -442,7 +628,8 @@ pub fn hint_answer(reply: HintReply<'_>, warm: &Cell<bool>) -> Measured {
         failure: None,
     }
     .with_reply(reply.status, reply.body);
-    let cold = kept.answer.is_some() && !warm.replace(true);
+    let answered = kept.answer.is_some();
+    let cold = answered && first;
     Measured {
         t_ms: reply.t_ms,
         line: Kept { cold, ..kept }.to_line(),
@@ -456,6 +643,7 @@ pub fn hint_answer(reply: HintReply<'_>, warm: &Cell<bool>) -> Measured {
         },
         colo: reply.colo.to_string(),
         cold,
+        answered,
     }
 }
 
@@ -540,6 +728,7 @@ pub fn member_answer(
         }),
         last_error,
         cold: reply.cold,
+        answered: reply.failure.is_none(),
         colo: reply.colo,
     }
 }
@@ -616,44 +805,85 @@ pub fn probe_now(status: Option<&ProbeStatus>, armed_here: bool) -> ProbeNow {
 
 #[cfg(test)]
 mod tests {
-    use std::cell::RefCell;
-
     use super::*;
 
-    /// A kept-answers table in memory, whose writes can be made to fail.
+    /// A kept-answers table in memory, whose calls can be made to fail.
     #[derive(Default)]
     struct Table {
-        lines: RefCell<Vec<(i64, String)>>,
-        keep_fails: Cell<bool>,
-        expire_fails: Cell<bool>,
-        read_fails: Cell<bool>,
-        expired: Cell<u32>,
+        lines: Vec<(i64, String)>,
+        keep_fails: bool,
+        expire_fails: bool,
+        read_fails: bool,
+        expired: u32,
     }
 
-    impl Answers for Table {
-        fn keep(&self, t_ms: i64, line: &str) -> Result<(), String> {
-            if self.keep_fails.get() {
-                return Err("disk full".into());
+    /// The object's loop, with `table` for its storage: executes each effect (feeding back
+    /// the results of keep, expire and read) and returns every effect seen.
+    fn drive(p: &mut Probe, table: &mut Table, now: f64) -> Vec<Effect> {
+        let mut seen = Vec::new();
+        while let Some(effect) = p.poll() {
+            match &effect {
+                Effect::Keep { t_ms, line } => {
+                    let r = if table.keep_fails {
+                        Err("disk full".to_string())
+                    } else {
+                        table.lines.push((*t_ms, line.clone()));
+                        Ok(())
+                    };
+                    p.handle_kept(r, now);
+                }
+                Effect::Expire { before_ms } => {
+                    let r = if table.expire_fails {
+                        Err("locked".to_string())
+                    } else {
+                        table.expired += 1;
+                        table.lines.retain(|(t, _)| *t as f64 >= *before_ms);
+                        Ok(())
+                    };
+                    p.handle_expired(r, now);
+                }
+                Effect::ReadOldest => {
+                    let r = if table.read_fails {
+                        Err("read failed".to_string())
+                    } else {
+                        Ok(table.lines.iter().map(|(t, _)| *t).min())
+                    };
+                    p.handle_oldest(r, now);
+                }
+                Effect::Save(_) | Effect::Measure { .. } | Effect::ArmAt(_) | Effect::Disarm => {}
             }
-            self.lines.borrow_mut().push((t_ms, line.to_string()));
-            Ok(())
+            seen.push(effect);
         }
-        fn expire(&self, now_ms: f64, keep_s: u32) -> Result<(), String> {
-            if self.expire_fails.get() {
-                return Err("locked".into());
-            }
-            self.expired.set(self.expired.get() + 1);
-            let cutoff = now_ms - probes::expiry_after_ms(keep_s);
-            self.lines.borrow_mut().retain(|(t, _)| *t as f64 >= cutoff);
-            Ok(())
-        }
-        fn next_expiry_ms(&self, keep_s: u32) -> Result<Option<f64>, String> {
-            if self.read_fails.get() {
-                return Err("read failed".into());
-            }
-            let first = self.lines.borrow().iter().map(|(t, _)| *t).min();
-            Ok(first.map(|t| t as f64 + probes::expiry_after_ms(keep_s)))
-        }
+        seen
+    }
+
+    /// The saves and the alarm effects among `effects`, in order (what leaves the object).
+    fn outward(effects: &[Effect]) -> Vec<Effect> {
+        effects
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    Effect::Save(_) | Effect::ArmAt(_) | Effect::Disarm | Effect::Measure { .. }
+                )
+            })
+            .cloned()
+            .collect()
+    }
+
+    fn saves(effects: &[Effect]) -> usize {
+        effects
+            .iter()
+            .filter(|e| matches!(e, Effect::Save(_)))
+            .count()
+    }
+
+    fn alarm(effects: &[Effect]) -> Option<Effect> {
+        effects
+            .iter()
+            .rev()
+            .find(|e| matches!(e, Effect::ArmAt(_) | Effect::Disarm))
+            .cloned()
     }
 
     const NOW: f64 = 1_700_000_000_000.0;
@@ -674,16 +904,21 @@ mod tests {
         }
     }
 
-    fn member_state(label: &str) -> ProbeState {
-        let mut s = ProbeState::default();
-        let arm = Arm {
+    fn member_arm(label: &str) -> Arm {
+        Arm {
             hint: None,
             member: Some(member(label)),
             every_s: 60,
             keep_s: 3600,
-        };
-        s.arm(arm, true, false, NOW);
-        s
+        }
+    }
+
+    /// A probe started (and its start's effects executed).
+    fn started(arm: &Arm) -> Probe {
+        let mut p = Probe::new(ProbeState::default());
+        p.handle_start(arm, NOW);
+        drive(&mut p, &mut Table::default(), NOW);
+        p
     }
 
     fn measured(t_ms: f64, colo: &str, cold: bool) -> Measured {
@@ -694,12 +929,13 @@ mod tests {
             last_error: None,
             colo: colo.into(),
             cold,
+            answered: true,
         }
     }
 
     #[test]
     fn a_stored_state_reads_back_as_its_deserialize_reads_it() {
-        let mut full = member_state("aws:us-east-1");
+        let mut full = started(&member_arm("aws:us-east-1")).state().clone();
         full.stopped = true;
         full.last_colo = Some("IAD".into());
         full.last_t_ms = Some(1_790_000_000_000);
@@ -717,8 +953,8 @@ mod tests {
                 trace: Some("NRT".into()),
             },
         );
-        let mut hint = ProbeState::default();
-        hint.arm(hint_arm(300, 604_800), true, false, NOW);
+        let hint = started(&hint_arm(300, 604_800)).state().clone();
+        assert_eq!(hint.target, Some(Target::Hint("weur".into())));
         for state in [full, hint, ProbeState::default()] {
             let v = serde_json::to_value(&state).unwrap();
             assert_eq!(ProbeState::read(&v), state);
@@ -726,7 +962,11 @@ mod tests {
         }
         // A field of the wrong type reads as absent (the derived reader would refuse the whole
         // state, and the probe would start afresh).
-        let odd = serde_json::json!({ "every_s": "x", "member": { "label": "a" }, "stopped": 1 });
+        let odd = serde_json::json!({
+            "schedule": { "every_s": "x", "keep_s": 60 },
+            "target": { "member": { "label": "a" } },
+            "stopped": 1
+        });
         assert_eq!(ProbeState::read(&odd), ProbeState::default());
         assert_eq!(
             ProbeState::read(&serde_json::json!({})),
@@ -735,147 +975,406 @@ mod tests {
     }
 
     #[test]
-    fn a_start_arms_now_and_clears_a_stop_a_tick_never_undoes_a_stop() {
-        let mut s = ProbeState {
+    fn a_start_saves_then_arms_now_and_clears_a_stop_a_tick_never_undoes_a_stop() {
+        let stopped = ProbeState {
             stopped: true,
             ..ProbeState::default()
         };
-        let (armed, alarm) = s.arm(hint_arm(300, 3600), false, false, NOW);
+        let mut p = Probe::new(stopped.clone());
+        let armed = p.handle_tick(&hint_arm(300, 3600), false, NOW);
+        assert_eq!((armed.armed, armed.stopped), (false, true));
+        assert_eq!(p.poll(), None, "a refused tick has no effect");
+        assert_eq!(p.state(), &stopped, "and changes nothing");
+        let armed = p.handle_start(&hint_arm(300, 3600), NOW);
+        assert_eq!((armed.armed, armed.stopped), (true, false));
+        let effects = drive(&mut p, &mut Table::default(), NOW);
+        let state = p.state().clone();
         assert_eq!(
-            (armed.armed, armed.stopped, alarm),
-            (false, true, Alarm::Unchanged)
+            effects,
+            vec![Effect::Save(state.clone()), Effect::ArmAt(NOW)]
         );
+        assert!(!state.stopped);
+        assert_eq!(state.live_target(), Some(&Target::Hint("weur".into())));
         assert_eq!(
-            s,
-            ProbeState {
-                stopped: true,
-                ..ProbeState::default()
-            },
-            "a refused tick changes nothing"
+            state.schedule,
+            Some(Schedule {
+                every_s: 300,
+                keep_s: 3600
+            })
         );
-        let (armed, alarm) = s.arm(hint_arm(300, 3600), true, true, NOW);
-        assert_eq!(
-            (armed.armed, armed.stopped, alarm),
-            (true, false, Alarm::At(NOW))
-        );
-        assert!(!s.stopped);
-        assert_eq!(s.target(), Some(Target::Hint("weur".into())));
     }
 
     #[test]
-    fn a_tick_arms_only_a_chain_that_died_and_keeps_the_starts_interval() {
-        let mut s = ProbeState::default();
-        // A probe that never ran takes the vars' interval from the tick.
-        let (armed, alarm) = s.arm(hint_arm(300, 3600), false, false, NOW);
-        assert!(armed.armed);
-        assert_eq!((s.every_s, s.keep_s, alarm), (300, 3600, Alarm::At(NOW)));
-        // A start's interval persists through the cron's ticks.
-        s.arm(hint_arm(10, 600), true, true, NOW);
-        let (armed, alarm) = s.arm(hint_arm(300, 3600), false, true, NOW);
-        assert_eq!((armed.armed, alarm), (false, Alarm::Unchanged));
-        assert_eq!((s.every_s, s.keep_s), (10, 600));
-        // Its chain died (no alarm): the tick re-arms it, still at the start's interval.
-        let (armed, alarm) = s.arm(hint_arm(300, 3600), false, false, NOW);
-        assert_eq!((armed.armed, alarm), (true, Alarm::At(NOW)));
-        assert_eq!(s.every_s, 10);
+    fn a_tick_arms_only_a_chain_that_died_and_keeps_the_starts_schedule() {
+        let mut p = Probe::new(ProbeState::default());
+        // A probe that never ran takes the vars' schedule from the tick.
+        assert!(p.handle_tick(&hint_arm(300, 3600), false, NOW).armed);
+        let effects = drive(&mut p, &mut Table::default(), NOW);
+        assert_eq!(
+            (saves(&effects), alarm(&effects)),
+            (1, Some(Effect::ArmAt(NOW)))
+        );
+        assert_eq!(p.state().keep_s(), 3600);
+        // A start's schedule persists through the cron's ticks.
+        p.handle_start(&hint_arm(10, 600), NOW);
+        drive(&mut p, &mut Table::default(), NOW);
+        assert!(!p.handle_tick(&hint_arm(300, 3600), true, NOW).armed);
+        drive(&mut p, &mut Table::default(), NOW);
+        let every = p.state().schedule.map(|s| (s.every_s, s.keep_s));
+        assert_eq!(every, Some((10, 600)));
+        // Its chain died (no alarm): the tick re-arms it, still on the start's schedule, and
+        // saves nothing (nothing changed).
+        assert!(p.handle_tick(&hint_arm(300, 3600), false, NOW).armed);
+        let effects = drive(&mut p, &mut Table::default(), NOW);
+        assert_eq!(effects, vec![Effect::ArmAt(NOW)]);
+    }
+
+    #[test]
+    fn a_tick_that_changes_nothing_emits_no_save() {
+        let arm = hint_arm(300, 3600);
+        let mut p = started(&arm);
+        assert!(!p.handle_tick(&arm, true, NOW + 300_000.0).armed);
+        assert_eq!(
+            p.poll(),
+            None,
+            "a live chain, nothing changed: no effect at all"
+        );
+        // Read back from storage in a new instance: the same.
+        let mut fresh = Probe::new(p.state().clone());
+        fresh.handle_tick(&arm, true, NOW);
+        assert_eq!(fresh.poll(), None);
+        // A tick that changes the target (a member's new URL) saves it.
+        let mut m = started(&member_arm("eu-west-1"));
+        let mut moved = member_arm("eu-west-1");
+        moved.member = Some(ArmMember {
+            label: "eu-west-1".into(),
+            url: "https://new.example.workers.dev".into(),
+        });
+        m.handle_tick(&moved, true, NOW);
+        let effects = drive(&mut m, &mut Table::default(), NOW);
+        assert_eq!(effects, vec![Effect::Save(m.state().clone())]);
     }
 
     #[test]
     fn a_stop_keeps_an_alarm_only_for_what_is_kept_and_a_failed_read_retries() {
-        let table = Table::default();
-        let mut s = ProbeState::default();
-        s.arm(hint_arm(60, 3600), true, false, NOW);
-        assert_eq!(s.stop(&table, NOW), Alarm::Delete, "nothing kept: no alarm");
-        assert!(s.stopped && s.target().is_none());
-        table.keep(NOW as i64 - 1000, "a").unwrap();
+        let mut table = Table::default();
+        let mut p = started(&hint_arm(60, 3600));
+        p.handle_stop();
+        let effects = drive(&mut p, &mut table, NOW);
+        assert_eq!(
+            outward(&effects),
+            vec![Effect::Save(p.state().clone()), Effect::Disarm],
+            "nothing kept: no alarm"
+        );
+        assert!(p.state().stopped && p.state().live_target().is_none());
+        table.lines.push((NOW as i64 - 1000, "a".into()));
         let due = NOW - 1000.0 + probes::expiry_after_ms(3600);
-        assert_eq!(s.stop(&table, NOW), Alarm::At(due));
+        p.handle_stop();
+        let effects = drive(&mut p, &mut table, NOW);
+        assert_eq!(
+            outward(&effects),
+            vec![Effect::ArmAt(due)],
+            "already saved stopped"
+        );
         // Already due: the next wake, a second from now, not a loop.
         let later = due + 50_000.0;
-        assert_eq!(s.stop(&table, later), Alarm::At(later + 1000.0));
-        table.read_fails.set(true);
-        assert_eq!(s.stop(&table, NOW), Alarm::At(NOW + EXPIRY_RETRY_MS));
-        assert!(s.last_error.as_deref().unwrap().contains("read failed"));
+        p.handle_stop();
+        assert_eq!(
+            alarm(&drive(&mut p, &mut table, later)),
+            Some(Effect::ArmAt(later + EXPIRY_MIN_WAIT_MS))
+        );
+        table.read_fails = true;
+        p.handle_stop();
+        let effects = drive(&mut p, &mut table, NOW);
+        assert_eq!(alarm(&effects), Some(Effect::ArmAt(NOW + EXPIRY_RETRY_MS)));
+        assert_eq!(saves(&effects), 1, "the error said is a change");
+        assert!(p
+            .state()
+            .last_error
+            .as_deref()
+            .unwrap()
+            .contains("read failed"));
     }
 
     #[test]
     fn an_idle_wake_expires_counts_a_failure_and_never_ends_the_chain() {
-        let table = Table::default();
-        let mut s = ProbeState::default();
-        s.arm(hint_arm(60, 60), true, false, NOW);
-        table.keep(NOW as i64, "a").unwrap();
-        s.stop(&table, NOW);
-        let before = s.clone();
-        let wake = s.wake(None, &table, NOW + 10.0);
+        let mut table = Table::default();
+        let mut p = started(&hint_arm(60, 60));
+        table.lines.push((NOW as i64, "a".into()));
+        p.handle_stop();
+        drive(&mut p, &mut table, NOW);
         let due = NOW + probes::expiry_after_ms(60);
+        p.handle_alarm(None, NOW + 10.0);
+        let effects = drive(&mut p, &mut table, NOW + 10.0);
         assert_eq!(
-            wake,
-            Wake::Idle {
-                save: false,
-                alarm: Alarm::At(due)
-            }
+            effects,
+            vec![
+                Effect::Expire {
+                    before_ms: NOW + 10.0 - probes::expiry_after_ms(60)
+                },
+                Effect::ReadOldest,
+                Effect::ArmAt(due)
+            ],
+            "nothing changed: no save"
         );
-        assert_eq!(s, before);
-        table.expire_fails.set(true);
-        let wake = s.wake(None, &table, due);
+        table.expire_fails = true;
+        p.handle_alarm(None, due);
+        let effects = drive(&mut p, &mut table, due);
         assert_eq!(
-            wake,
-            Wake::Idle {
-                save: true,
-                alarm: Alarm::At(due + 1000.0)
-            }
+            outward(&effects),
+            vec![
+                Effect::Save(p.state().clone()),
+                Effect::ArmAt(due + EXPIRY_MIN_WAIT_MS)
+            ]
         );
-        assert_eq!(s.expire_failed, 1);
-        assert!(s.last_error.as_deref().unwrap().contains("locked"));
-        table.expire_fails.set(false);
-        let wake = s.wake(None, &table, due + 1000.0);
-        assert_eq!(
-            wake,
-            Wake::Idle {
-                save: false,
-                alarm: Alarm::Delete
-            }
-        );
-        assert!(table.lines.borrow().is_empty());
+        assert_eq!(p.state().expire_failed, 1);
+        assert!(p.state().last_error.as_deref().unwrap().contains("locked"));
+        table.expire_fails = false;
+        p.handle_alarm(None, due + 1000.0);
+        let effects = drive(&mut p, &mut table, due + 1000.0);
+        assert_eq!(outward(&effects), vec![Effect::Disarm]);
+        assert!(table.lines.is_empty());
         // Never armed: nothing to measure either.
-        let mut fresh = ProbeState::default();
-        assert!(matches!(fresh.wake(None, &table, NOW), Wake::Idle { .. }));
+        let mut fresh = Probe::new(ProbeState::default());
+        fresh.handle_alarm(None, NOW);
+        assert_eq!(
+            drive(&mut fresh, &mut Table::default(), NOW).last(),
+            Some(&Effect::Disarm)
+        );
     }
 
     #[test]
     fn a_member_out_of_the_fleet_stops_at_its_next_wake() {
-        let table = Table::default();
         let fleet = "eu-west-1=https://m.example.workers.dev";
-        let mut s = member_state("eu-west-1");
+        let mut p = started(&member_arm("eu-west-1"));
+        p.handle_alarm(Some(fleet), NOW);
         assert_eq!(
-            s.wake(Some(fleet), &table, NOW),
-            Wake::Measure(Target::Member(member("eu-west-1")))
+            p.poll(),
+            Some(Effect::Measure {
+                target: Target::Member(member("eu-west-1")),
+                last_colo: None,
+                first: true
+            })
         );
         for fleet in [
             None,
             Some("us-east-1=https://us-east-1.example.workers.dev"),
             Some("not a fleet"),
         ] {
-            let mut s = member_state("eu-west-1");
+            let mut p = started(&member_arm("eu-west-1"));
+            p.handle_alarm(fleet, NOW);
+            let effects = drive(&mut p, &mut Table::default(), NOW);
             assert_eq!(
-                s.wake(fleet, &table, NOW),
-                Wake::Retired {
-                    alarm: Alarm::Delete
-                }
+                outward(&effects),
+                vec![Effect::Save(p.state().clone()), Effect::Disarm]
             );
-            assert!(s.stopped, "{fleet:?}");
+            assert!(p.state().stopped, "{fleet:?}");
             assert_eq!(
-                s.last_error.as_deref(),
+                p.state().last_error.as_deref(),
                 Some("stopped: eu-west-1 is no longer in FLEET")
             );
         }
         // A hint probe does not ask the fleet.
-        let mut s = ProbeState::default();
-        s.arm(hint_arm(60, 60), true, false, NOW);
+        let mut p = started(&hint_arm(60, 60));
+        p.handle_alarm(None, NOW);
+        assert!(matches!(p.poll(), Some(Effect::Measure { .. })));
+    }
+
+    #[test]
+    fn a_wake_measures_until_warm_and_at_most_twice_and_a_retry_does_not_overlap() {
+        let mut p = started(&hint_arm(60, 3600));
+        p.handle_alarm(None, NOW);
         assert_eq!(
-            s.wake(None, &table, NOW),
-            Wake::Measure(Target::Hint("weur".into()))
+            p.poll(),
+            Some(Effect::Measure {
+                target: Target::Hint("weur".into()),
+                last_colo: None,
+                first: true
+            })
         );
+        assert!(p.measuring());
+        // An alarm again while it measures (at-least-once): nothing.
+        p.handle_alarm(None, NOW);
+        assert_eq!(p.poll(), None);
+        // Cold: measured again at once, the colo carried on, the instance no longer first.
+        p.handle_measured(measured(NOW, "LHR", true), NOW + 1.0);
+        assert_eq!(
+            p.poll(),
+            Some(Effect::Measure {
+                target: Target::Hint("weur".into()),
+                last_colo: Some("LHR".into()),
+                first: false
+            })
+        );
+        // Cold twice (a member whose isolates keep changing): bounded all the same.
+        p.handle_measured(measured(NOW + 2.0, "LHR", true), NOW + 3.0);
+        let mut table = Table::default();
+        let effects = drive(&mut p, &mut table, NOW + 3.0);
+        assert_eq!(table.lines.len(), MAX_PER_WAKE);
+        assert!(!p.measuring());
+        assert_eq!(alarm(&effects), Some(Effect::ArmAt(NOW + 3.0 + 60_000.0)));
+        // A warm answer ends the wake.
+        p.handle_alarm(None, NOW + 60_000.0);
+        assert!(matches!(
+            p.poll(),
+            Some(Effect::Measure { first: false, .. })
+        ));
+        p.handle_measured(measured(NOW + 60_000.0, "LHR", false), NOW + 60_001.0);
+        let effects = drive(&mut p, &mut table, NOW + 60_001.0);
+        assert!(!effects.iter().any(|e| matches!(e, Effect::Measure { .. })));
+        assert_eq!(table.lines.len(), 3);
+    }
+
+    #[test]
+    fn the_keep_loop_counts_every_failure_and_goes_on() {
+        let mut table = Table::default();
+        let mut p = started(&member_arm("eu-west-1"));
+        let mut placed = measured(NOW, "CDG", true);
+        placed.placement = Some(witnessed(
+            PlacementCheck::Placed,
+            false,
+            "remote-CDG",
+            Some("CDG"),
+        ));
+        let mut elsewhere = measured(NOW + 1.0, "IAD", false);
+        elsewhere.placement = Some(witnessed(
+            PlacementCheck::Elsewhere,
+            false,
+            "remote-IAD",
+            None,
+        ));
+        elsewhere.last_error = Some("placed elsewhere".into());
+        let fleet = Some("eu-west-1=https://m.example.workers.dev");
+        let wake = |p: &mut Probe, table: &mut Table, answers: Vec<Measured>, now: f64| {
+            p.handle_alarm(fleet, now);
+            for m in answers {
+                assert!(matches!(p.poll(), Some(Effect::Measure { .. })));
+                p.handle_measured(m, now);
+            }
+            drive(p, table, now)
+        };
+        let effects = wake(&mut p, &mut table, vec![placed, elsewhere], NOW + 5.0);
+        assert_eq!(
+            outward(&effects),
+            vec![
+                Effect::Save(p.state().clone()),
+                Effect::ArmAt(NOW + 5.0 + 60_000.0)
+            ]
+        );
+        let s = p.state();
+        assert_eq!(table.lines.len(), 2);
+        assert_eq!((s.placement.placed, s.placement.elsewhere), (1, 1));
+        assert_eq!(s.placement.last.as_deref(), Some("remote-IAD"));
+        assert_eq!(s.placement.last_trace.as_deref(), Some("unknown"));
+        assert_eq!(s.last_colo.as_deref(), Some("IAD"));
+        assert_eq!(s.last_error.as_deref(), Some("placed elsewhere"));
+        assert_eq!(table.expired, 2, "each kept answer expires the old ones");
+
+        // An expiry that fails does not drop the wake's other answers: both kept, both counted.
+        table.expire_fails = true;
+        let answers = vec![
+            measured(NOW + 10.0, "CDG", true),
+            measured(NOW + 11.0, "CDG", false),
+        ];
+        let effects = wake(&mut p, &mut table, answers, NOW + 20.0);
+        assert_eq!(alarm(&effects), Some(Effect::ArmAt(NOW + 20.0 + 60_000.0)));
+        assert_eq!(table.lines.len(), 4);
+        assert_eq!(p.state().expire_failed, 2);
+        table.expire_fails = false;
+
+        // A keep that fails is counted, and the wake's next answer is still kept.
+        table.keep_fails = true;
+        wake(
+            &mut p,
+            &mut table,
+            vec![measured(NOW + 30.0, "CDG", false)],
+            NOW + 31.0,
+        );
+        table.keep_fails = false;
+        let mut timed_out = measured(NOW + 40.0, "CDG", false);
+        timed_out.last_error = Some("member timeout: no answer within 150 s".into());
+        wake(&mut p, &mut table, vec![timed_out], NOW + 41.0);
+        assert_eq!(p.state().keep_failed, 1);
+        assert_eq!(table.lines.len(), 5);
+        assert_eq!(p.state().last_t_ms, Some((NOW + 40.0) as i64));
+        assert_eq!(
+            p.state().last_error.as_deref(),
+            Some("member timeout: no answer within 150 s"),
+            "the latest answer's trouble is the one said"
+        );
+    }
+
+    #[test]
+    fn a_probe_stopped_while_it_measured_keeps_what_it_measured_and_only_expires() {
+        let mut table = Table::default();
+        let mut p = started(&hint_arm(60, 60));
+        p.handle_alarm(None, NOW);
+        p.poll();
+        // A stop comes in while it measures, and is not undone by the wake's end.
+        p.handle_stop();
+        drive(&mut p, &mut table, NOW);
+        p.handle_measured(measured(NOW, "LHR", false), NOW + 1.0);
+        let effects = drive(&mut p, &mut table, NOW + 1.0);
+        let due = NOW + probes::expiry_after_ms(60);
+        assert_eq!(alarm(&effects), Some(Effect::ArmAt(due)));
+        assert_eq!(table.lines.len(), 1);
+        assert!(p.state().stopped);
+    }
+
+    #[test]
+    fn a_failed_save_or_alarm_is_said_and_the_chain_goes_on() {
+        let mut table = Table::default();
+        table.lines.push((NOW as i64, "a".into()));
+        let mut p = started(&hint_arm(60, 60));
+        p.handle_stop();
+        // The stop's save fails: what was left (its alarm) is dropped, the error said and the
+        // state saved again, then the expiry alarm set.
+        assert!(matches!(p.poll(), Some(Effect::ReadOldest)));
+        p.handle_oldest(Ok(Some(NOW as i64)), NOW);
+        assert!(matches!(p.poll(), Some(Effect::Save(_))));
+        p.handle_failed("storage", NOW + 2.0);
+        let effects = drive(&mut p, &mut table, NOW + 2.0);
+        assert_eq!(
+            outward(&effects),
+            vec![
+                Effect::Save(p.state().clone()),
+                Effect::ArmAt(NOW + probes::expiry_after_ms(60))
+            ]
+        );
+        assert_eq!(
+            p.state().last_error.as_deref(),
+            Some("probe failed: storage")
+        );
+        // A live probe's failed alarm: its next wake, and saved even unchanged since.
+        let mut p = started(&hint_arm(60, 60));
+        p.handle_failed("storage", NOW + 2.0);
+        p.handle_failed("storage", NOW + 2.0);
+        let effects = drive(&mut p, &mut table, NOW + 2.0);
+        assert_eq!(
+            outward(&effects),
+            vec![
+                Effect::Save(p.state().clone()),
+                Effect::ArmAt(NOW + 60_002.0)
+            ]
+        );
+    }
+
+    #[test]
+    fn the_expiry_rule_arms_for_the_oldest_never_sooner_than_a_second_and_retries_a_failed_read() {
+        let after = probes::expiry_after_ms(60);
+        assert_eq!(
+            expiry_alarm(Ok(Some(NOW as i64)), 60, NOW),
+            (Alarm::At(NOW + after), None)
+        );
+        assert_eq!(
+            expiry_alarm(Ok(Some(NOW as i64)), 60, NOW + after),
+            (Alarm::At(NOW + after + EXPIRY_MIN_WAIT_MS), None)
+        );
+        assert_eq!(expiry_alarm(Ok(None), 60, NOW), (Alarm::Delete, None));
+        let (alarm, error) = expiry_alarm(Err("gone".into()), 60, NOW);
+        assert_eq!(alarm, Alarm::At(NOW + EXPIRY_RETRY_MS));
+        assert!(error.unwrap().contains("gone"));
+        assert_eq!(expire_before_ms(NOW, 60), NOW - after);
     }
 
     fn witnessed(
@@ -928,131 +1427,20 @@ mod tests {
         assert_eq!(c.last_trace.as_deref(), Some("unknown"));
     }
 
-    #[test]
-    fn the_keep_loop_counts_every_failure_and_goes_on() {
-        let table = Table::default();
-        let mut s = member_state("eu-west-1");
-        let mut placed = measured(NOW, "CDG", true);
-        placed.placement = Some(witnessed(
-            PlacementCheck::Placed,
-            false,
-            "remote-CDG",
-            Some("CDG"),
-        ));
-        let mut elsewhere = measured(NOW + 1.0, "IAD", false);
-        elsewhere.placement = Some(witnessed(
-            PlacementCheck::Elsewhere,
-            false,
-            "remote-IAD",
-            None,
-        ));
-        elsewhere.last_error = Some("placed elsewhere".into());
-        let alarm = s.record(vec![placed, elsewhere], &table, NOW + 5.0);
-        assert_eq!(alarm, Alarm::At(NOW + 5.0 + 60_000.0));
-        assert_eq!(table.lines.borrow().len(), 2);
-        assert_eq!((s.placement.placed, s.placement.elsewhere), (1, 1));
-        assert_eq!(s.placement.last.as_deref(), Some("remote-IAD"));
-        assert_eq!(s.placement.last_trace.as_deref(), Some("unknown"));
-        assert_eq!(s.last_colo.as_deref(), Some("IAD"));
-        assert_eq!(s.last_error.as_deref(), Some("placed elsewhere"));
-        assert_eq!(
-            table.expired.get(),
-            2,
-            "each kept answer expires the old ones"
-        );
-
-        // An expiry that fails does not drop the wake's other answers: both kept, both counted.
-        table.expire_fails.set(true);
-        let alarm = s.record(
-            vec![
-                measured(NOW + 10.0, "CDG", true),
-                measured(NOW + 11.0, "CDG", false),
-            ],
-            &table,
-            NOW + 20.0,
-        );
-        assert_eq!(alarm, Alarm::At(NOW + 20.0 + 60_000.0));
-        assert_eq!(table.lines.borrow().len(), 4);
-        assert_eq!(s.expire_failed, 2);
-        table.expire_fails.set(false);
-
-        // A keep that fails is counted, and the wake's next answer is still kept.
-        table.keep_fails.set(true);
-        s.record(vec![measured(NOW + 30.0, "CDG", true)], &table, NOW + 31.0);
-        table.keep_fails.set(false);
-        let mut timed_out = measured(NOW + 40.0, "CDG", false);
-        timed_out.last_error = Some("member timeout: no answer within 150 s".into());
-        s.record(vec![timed_out], &table, NOW + 41.0);
-        assert_eq!(s.keep_failed, 1);
-        assert_eq!(table.lines.borrow().len(), 5);
-        assert_eq!(s.last_t_ms, Some((NOW + 40.0) as i64));
-        assert_eq!(
-            s.last_error.as_deref(),
-            Some("member timeout: no answer within 150 s"),
-            "the latest answer's trouble is the one said"
-        );
-    }
-
-    #[test]
-    fn a_probe_stopped_while_it_measured_keeps_what_it_measured_and_only_expires() {
-        let table = Table::default();
-        let mut s = ProbeState::default();
-        s.arm(hint_arm(60, 60), true, false, NOW);
-        s.stop(&table, NOW);
-        let alarm = s.record(vec![measured(NOW, "LHR", false)], &table, NOW + 1.0);
-        assert_eq!(alarm, Alarm::At(NOW + probes::expiry_after_ms(60)));
-        assert_eq!(table.lines.borrow().len(), 1);
-        // A failed wake goes on the same way: a live probe's next wake, else the expiry.
-        assert_eq!(
-            s.wake_failed("storage", &table, NOW + 2.0),
-            Alarm::At(NOW + probes::expiry_after_ms(60))
-        );
-        s.arm(hint_arm(60, 60), true, true, NOW);
-        assert_eq!(
-            s.wake_failed("storage", &table, NOW + 2.0),
-            Alarm::At(NOW + 60_002.0)
-        );
-        assert_eq!(s.last_error.as_deref(), Some("probe failed: storage"));
-    }
-
-    #[test]
-    fn a_wake_measures_until_warm_and_at_most_twice() {
-        let run = |answers: Vec<Measured>| {
-            let answers = RefCell::new(answers.into_iter());
-            let seen = RefCell::new(Vec::new());
-            let kept =
-                futures::executor::block_on(measure_until_warm(Some("AMS".into()), |last| {
-                    seen.borrow_mut().push(last);
-                    let next = answers.borrow_mut().next().expect("asked once too often");
-                    async move { next }
-                }));
-            (kept, seen.into_inner())
-        };
-        let (kept, seen) = run(vec![measured(1.0, "LHR", false)]);
-        assert_eq!(kept.len(), 1, "a warm answer ends the wake");
-        assert_eq!(seen, vec![Some("AMS".to_string())]);
-        let (kept, seen) = run(vec![
-            measured(1.0, "LHR", true),
-            measured(2.0, "CDG", false),
-        ]);
-        assert_eq!(kept.len(), 2, "a cold one is followed by a warm one");
-        assert_eq!(
-            seen,
-            vec![Some("AMS".into()), Some("LHR".into())],
-            "the colo carries on"
-        );
-        // Cold twice (a member whose isolates keep changing): bounded all the same.
-        let (kept, _) = run(vec![measured(1.0, "LHR", true), measured(2.0, "LHR", true)]);
-        assert_eq!(kept.len(), MAX_PER_WAKE);
-    }
-
     fn line(m: &Measured) -> serde_json::Value {
         serde_json::from_str(&m.line).unwrap()
     }
 
+    /// The `first` of the next measurement the machine asks for.
+    fn first_of(effect: Option<Effect>) -> bool {
+        match effect {
+            Some(Effect::Measure { first, .. }) => first,
+            other => panic!("not a measurement: {other:?}"),
+        }
+    }
+
     #[test]
-    fn a_hint_answer_is_cold_only_as_the_objects_first_answer() {
-        let warm = Cell::new(false);
+    fn a_hint_answer_is_cold_only_as_the_instances_first_answer() {
         let body = r#"{"colo":"LHR","stores":{"kv":{"error":{"kind":"timeout","message":"5 s"}},"redis":{"error":{"kind":"not_configured","message":"-"}}}}"#;
         let reply = HintReply {
             hint: "weur",
@@ -1063,8 +1451,11 @@ mod tests {
             status: 503,
             body: "over budget",
         };
-        // A failure first: no answer, so the next answer is still the object's first.
-        let failed = hint_answer(reply, &warm);
+        let mut table = Table::default();
+        let mut p = started(&hint_arm(60, 60));
+        p.handle_alarm(None, NOW);
+        // A failure first: no answer, so the next answer is still the instance's first.
+        let failed = hint_answer(reply, first_of(p.poll()));
         let v = line(&failed);
         assert_eq!(
             (
@@ -1077,17 +1468,18 @@ mod tests {
             failed.last_error.as_deref(),
             Some("/test answered 503: over budget")
         );
-        assert!(!failed.cold && !warm.get());
-        let first = hint_answer(
-            HintReply {
-                status: 200,
-                body,
-                ..reply
-            },
-            &warm,
-        );
+        assert!(!failed.cold && !failed.answered);
+        p.handle_measured(failed, NOW);
+        drive(&mut p, &mut table, NOW);
+        p.handle_alarm(None, NOW);
+        let ok = HintReply {
+            status: 200,
+            body,
+            ..reply
+        };
+        let first = hint_answer(ok, first_of(p.poll()));
         let v = line(&first);
-        assert!(first.cold && v["cold"] == true && warm.get());
+        assert!(first.cold && v["cold"] == true);
         assert_eq!(
             (
                 v["label"].as_str(),
@@ -1106,14 +1498,13 @@ mod tests {
             Some("kv: timeout (5 s)"),
             "not_configured is no failure"
         );
+        p.handle_measured(first, NOW);
         let second = hint_answer(
             HintReply {
-                status: 200,
-                body,
                 last_colo: Some("LHR"),
-                ..reply
+                ..ok
             },
-            &warm,
+            first_of(p.poll()),
         );
         assert!(!second.cold && line(&second)["colo_changed"] == false);
         // A 200 that is no JSON is malformed, never a gap.
@@ -1123,7 +1514,7 @@ mod tests {
                 body: "<html>",
                 ..reply
             },
-            &warm,
+            true,
         ));
         assert_eq!(v["failure"]["kind"], "malformed");
     }
@@ -1259,27 +1650,33 @@ mod tests {
 
     #[test]
     fn the_status_says_running_while_a_wake_measures_and_placement_only_for_members() {
-        let s = member_state("eu-west-1");
+        let mut p = started(&member_arm("eu-west-1"));
         let count = Count {
             kept: 3,
             first_t_ms: Some(1),
             last_t_ms: None,
         };
-        let st = s.status(count, None, true);
+        assert!(!p.status(count, None).running);
+        p.handle_alarm(Some("eu-west-1=https://m.example.workers.dev"), NOW);
+        let st = p.status(count, None);
         assert!(
             st.running && !st.stopped,
             "no alarm while it measures: still running"
         );
-        assert!(!s.status(count, None, false).running);
         assert_eq!(st.member.as_deref(), Some("eu-west-1"));
         assert!(st.placement.is_some() && st.hint.is_none());
+        assert_eq!(
+            ProbeState::default().status(count, None, false).every_s,
+            0,
+            "never armed: 0, as before"
+        );
         let mut h = ProbeState {
             last_t_ms: Some(7),
-            ..ProbeState::default()
+            ..started(&hint_arm(60, 60)).state().clone()
         };
-        h.arm(hint_arm(60, 60), true, false, NOW);
         let st = h.status(count, Some(NOW as i64), false);
         assert!(st.running && st.placement.is_none());
+        assert_eq!(st.hint.as_deref(), Some("weur"));
         assert_eq!(
             (st.kept, st.first_t_ms, st.last_t_ms),
             (3, Some(1), Some(7))
