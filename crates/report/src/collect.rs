@@ -752,7 +752,8 @@ impl Collector {
         let days = match self.days.take() {
             Some(days) => days.finish(&run.label, |id| self.store_names.name(id).to_owned()),
             None => run_origin_ms(&run).map_or_else(Daily::default, |origin| {
-                Daily::of_timeline(origin, &run.label, &intervals)
+                let windows = intervals.iter().map(|iv| (iv.start_s, &iv.read_us));
+                Daily::of_timeline(origin, &run.label, windows)
             }),
         };
         Report {

@@ -361,10 +361,7 @@ pub fn of(
 ) -> Estimate {
     let mut deployment = *deployment;
     if deployment.keys.is_none() {
-        deployment.keys = report
-            .provenance
-            .as_ref()
-            .and_then(|p| p.settings.get("keys")?.parse().ok());
+        deployment.keys = report.provenance.as_ref().and_then(|p| p.settings.keys());
     }
     estimate(&report.total, table, project_rps, &deployment)
 }

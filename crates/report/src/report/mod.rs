@@ -62,15 +62,70 @@ pub struct Provenance {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub build: BTreeMap<String, String>,
     /// The worker's settings as its `GET /` gives them (`defaults`: stores, keys, value sizes,
-    /// TTL, order, …), each as text; a run's URL query overrides them for its requests.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub settings: BTreeMap<String, String>,
+    /// TTL, order, …); a run's URL query overrides them for its requests.
+    #[serde(default, skip_serializing_if = "Settings::is_empty")]
+    pub settings: Settings,
     /// Why the worker's build or settings are missing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker_error: Option<String>,
     /// Where the raw data is: what, and its address (relative to the page, or absolute).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub raw: Vec<RawData>,
+}
+
+/// The measuring worker's settings, each as text as the page shows it, with the one the cost
+/// reads typed: written to report.json as one object of texts, as the worker gave them.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(from = "BTreeMap<String, String>", into = "BTreeMap<String, String>")]
+pub struct Settings {
+    text: BTreeMap<String, String>,
+    /// `keys`, the most keys a store holds: `None` when absent or not one count (merged
+    /// reports of workers set apart show `1000 | 250`).
+    keys: Option<u64>,
+}
+
+impl Settings {
+    /// `keys` as a count, read once when the settings were made (or changed).
+    pub fn keys(&self) -> Option<u64> {
+        self.keys
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty()
+    }
+
+    /// Sets `name` to `value` (as text), keeping the typed ones in step.
+    pub fn insert(&mut self, name: String, value: String) {
+        self.text.insert(name, value);
+        *self = Settings::from(std::mem::take(&mut self.text));
+    }
+}
+
+impl std::ops::Deref for Settings {
+    type Target = BTreeMap<String, String>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.text
+    }
+}
+
+impl From<BTreeMap<String, String>> for Settings {
+    fn from(text: BTreeMap<String, String>) -> Settings {
+        let keys = text.get("keys").and_then(|k| k.parse().ok());
+        Settings { text, keys }
+    }
+}
+
+impl<const N: usize> From<[(String, String); N]> for Settings {
+    fn from(pairs: [(String, String); N]) -> Settings {
+        Settings::from(BTreeMap::from(pairs))
+    }
+}
+
+impl From<Settings> for BTreeMap<String, String> {
+    fn from(s: Settings) -> Self {
+        s.text
+    }
 }
 
 /// One download of a report's raw data.
@@ -107,7 +162,7 @@ impl Provenance {
                 .unwrap_or_default()
         };
         self.build = fields("provenance");
-        self.settings = fields("defaults");
+        self.settings = fields("defaults").into();
         if self.build.is_empty() {
             self.worker_error = Some(
                 "the worker's GET / names no build (KVBENCH_PROVENANCE is not set: it was not served or deployed by kvbench's scripts)"
@@ -135,9 +190,10 @@ impl Provenance {
         if self.window.is_none() {
             self.window = other.window;
         }
+        let mut settings = std::mem::take(&mut self.settings).into();
         for (mine, theirs) in [
             (&mut self.build, other.build),
-            (&mut self.settings, other.settings),
+            (&mut settings, other.settings.into()),
         ] {
             for (k, v) in theirs {
                 if mine.len() < PROVENANCE_FIELDS_MAX || mine.contains_key(&k) {
@@ -145,6 +201,7 @@ impl Provenance {
                 }
             }
         }
+        self.settings = settings.into();
         if self.worker_error.is_none() {
             self.worker_error = other.worker_error;
         }
@@ -572,4 +629,31 @@ fn is_zero_u64(n: &u64) -> bool {
 /// `kvbench <version>`, as written into `tool`.
 pub fn tool_name() -> String {
     format!("kvbench {}", env!("CARGO_PKG_VERSION"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Settings are written as the worker gave them, `keys` typed beside its text: a merge of
+    /// workers set apart (`250 | 1000`) has no one count, and a change keeps the two in step.
+    #[test]
+    fn settings_keep_their_text_and_type_the_keys() {
+        let json = r#"{"keys":"250","stores":"kv"}"#;
+        let s: Settings = serde_json::from_str(json).unwrap();
+        assert_eq!(s.keys(), Some(250));
+        assert_eq!(serde_json::to_string(&s).unwrap(), json);
+        let mut p = Provenance {
+            settings: s,
+            ..Provenance::default()
+        };
+        p.add(Provenance {
+            settings: [("keys".to_string(), "1000".to_string())].into(),
+            ..Provenance::default()
+        });
+        assert_eq!(p.settings["keys"], "250 | 1000");
+        assert_eq!(p.settings.keys(), None);
+        p.settings.insert("keys".into(), "7".into());
+        assert_eq!(p.settings.keys(), Some(7));
+    }
 }
