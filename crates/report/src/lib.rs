@@ -1,16 +1,17 @@
 //! The kvbench report, platform-free, in layers whose arrows point one way. The measured model
-//! ([`report`], with HDR histograms in [`hist`] and the days in [`daily`]) knows nothing of what
-//! derives from it. Ingest builds it: the parser of `/test` answers ([`answer`]), samples
-//! ([`sample`]) folded by the collector ([`collect`]), kept answers of a deployed worker
-//! ([`kept`]). Analysis derives from it, once per render ([`derived`]): the summary
-//! ([`summary`]), the answer first with its intervals ([`comparison`] over [`interval`], widened
-//! in [`block`], each store's range in [`stability`]), what went wrong ([`trouble`]), the cost
-//! estimate ([`cost`]) over the dated price table ([`prices`]), the history ([`history`]) and the
-//! probes' bill ([`bill`]). The printers ([`print`]: text, SVG charts, the self-contained
-//! `report.html`) print both and compute nothing. The kvbench CLI and the report worker
-//! (`crates/report-worker`, `GET /report`) both call this one renderer, so the report never
-//! exists twice. A report.json may come from anyone: reading one checks it ([`file`], [`v2`])
-//! before anything is sized from it; writing one puts what derives beside what was measured.
+//! ([`report`], with HDR histograms in [`hist`], the days in [`daily`] and the failure kinds in
+//! [`failure`]) knows nothing of what derives from it. Ingest builds it: the parser of `/test`
+//! answers ([`answer`]), samples ([`sample`]) folded by the collector ([`collect`]), kept answers
+//! of a deployed worker ([`kept`]). Analysis derives from it, once per render ([`derived`]): the
+//! summary ([`summary`]), the answer first with its intervals ([`comparison`] over [`interval`],
+//! widened in [`block`], each store's range in [`stability`]), what went wrong ([`trouble`]), the
+//! cost estimate ([`cost`]) over the dated price table ([`prices`]), the history ([`history`])
+//! and the probes' bill ([`bill`]). The printers ([`print`]: text, SVG charts, the self-contained
+//! `report.html`) print both: the summary, intervals, cost and history they show are computed
+//! before them. The kvbench CLI and the report worker (`crates/report-worker`, `GET /report`)
+//! both call this one renderer, so the report never exists twice. A report.json may come from
+//! anyone: reading one checks it ([`file`], [`v2`]) before anything is sized from it; writing
+//! one puts what derives beside what was measured.
 
 // This crate runs as wasm in the report worker, where a panic ends the instance and every request
 // in flight in it, and it reads files users share: a panic is a bug here, outside tests (the
@@ -28,6 +29,7 @@
 // The measured model: what was measured, and adding it up. Knows nothing of what derives from it.
 pub mod check;
 pub mod daily;
+pub mod failure;
 pub mod hist;
 pub mod report;
 pub mod v2;

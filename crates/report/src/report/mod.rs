@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::check::{plus, plus_hist, AddError};
 use crate::daily::Daily;
+use crate::failure::Side;
 use crate::hist::{Hist, Packed};
-use crate::sample::Side;
 
 mod merge;
 pub use merge::{AddOrMismatch, IntervalSum, MergeError, EXAMPLES_PER_KIND};
@@ -423,7 +423,7 @@ pub struct Section {
     #[serde(default)]
     pub cold: u64,
     /// Requests that did not yield an answer, by kind (`not_sent`, `http_401`, `timeout`, ...);
-    /// each kind is the client's or the worker's ([`crate::sample::Side::of_name`]).
+    /// each kind is the client's or the worker's ([`crate::failure::Side::of_name`]).
     pub failures: BTreeMap<String, u64>,
     /// Up to three distinct messages per failure kind.
     pub failure_examples: BTreeMap<String, Vec<String>>,
