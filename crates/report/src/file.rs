@@ -88,20 +88,32 @@ fn no_days(d: &&Daily) -> bool {
 
 impl Serialize for Analysed {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let (r, d) = (&self.report, &self.derived);
+        // Destructured without `..`: a field added to the model must be laid out here too.
+        let Report {
+            schema_version,
+            tool,
+            runs,
+            total,
+            labels,
+            colos,
+            vantages,
+            timeline,
+            days,
+            provenance,
+        } = &self.report;
         Layout {
-            schema_version: r.schema_version,
-            tool: &r.tool,
-            runs: &r.runs,
-            total: &r.total,
-            labels: &r.labels,
-            colos: &r.colos,
-            vantages: &r.vantages,
-            timeline: &r.timeline,
-            days: &r.days,
-            cost: d.cost.as_ref(),
-            summary: &d.summary,
-            provenance: r.provenance.as_ref(),
+            schema_version: *schema_version,
+            tool,
+            runs,
+            total,
+            labels,
+            colos,
+            vantages,
+            timeline,
+            days,
+            cost: self.derived.cost.as_ref(),
+            summary: &self.derived.summary,
+            provenance: provenance.as_ref(),
         }
         .serialize(s)
     }
