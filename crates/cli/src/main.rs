@@ -12,15 +12,17 @@ use kvbench::import::{import_k6, ImportOptions};
 use kvbench::import_worker::{import_worker, Archive, WorkerImport};
 use kvbench::progress::Progress;
 use kvbench::run::{self, RunConfig};
-use kvbench_report::cost::PriceTable;
+use kvbench_report::prices::PriceTable;
 use kvbench_report::print;
 use kvbench_report::report::{MergeError, RawData, Report};
+use kvbench_report::Analysed;
 
 /// Exit code of a run stopped by Ctrl-C (128 + SIGINT), after its partial report is written.
 const EXIT_INTERRUPTED: u8 = 130;
 
-/// The derived parts: the cost over a price table, and the summary every printer shows.
-fn derive(r: Report, price: &PriceArgs) -> anyhow::Result<Report> {
+/// The report with what derives from it: the cost over a price table, the summary and history
+/// every printer shows.
+fn derive(r: Report, price: &PriceArgs) -> anyhow::Result<Analysed> {
     let table = PriceTable::load(price.prices.as_deref())?;
     Ok(kvbench_report::derive(
         r,
@@ -31,11 +33,11 @@ fn derive(r: Report, price: &PriceArgs) -> anyhow::Result<Report> {
 }
 
 /// report.json, the charts and report.html into `dir`, then the terminal report.
-fn publish(r: &Report, dir: &Path) -> anyhow::Result<()> {
+fn publish(a: &Analysed, dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    r.write(&dir.join("report.json"))?;
-    print::write_files(r, dir)?;
-    print::text::render(r, &mut std::io::stdout().lock())?;
+    a.write(&dir.join("report.json"))?;
+    print::write_files(a, dir)?;
+    print::text::render(&a.report, &a.derived, &mut std::io::stdout().lock())?;
     println!(
         "\nwrote {} (report.html, report.json, charts)",
         dir.display()
@@ -123,7 +125,7 @@ fn main_inner() -> anyhow::Result<ExitCode> {
                 let dir = path.parent().unwrap_or(Path::new("."));
                 print::write_files(&r, dir)?;
             }
-            print::text::render(&r, &mut std::io::stdout().lock())?;
+            print::text::render(&r.report, &r.derived, &mut std::io::stdout().lock())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Import(a) => match a.source {
@@ -192,7 +194,7 @@ fn main_inner() -> anyhow::Result<ExitCode> {
         Command::Cost(a) => {
             let r = derive(Report::read(&report_path(&a.dir))?, &a.price)?;
             print::text::render_cost(
-                r.cost.as_ref().expect("just computed"),
+                r.derived.cost.as_ref().expect("just computed"),
                 &mut std::io::stdout().lock(),
             )?;
             Ok(ExitCode::SUCCESS)

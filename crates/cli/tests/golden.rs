@@ -5,9 +5,11 @@ mod common;
 
 use std::path::Path;
 
-use kvbench_report::cost::{estimate, Deployment, PriceTable};
+use kvbench_report::cost::{estimate, Deployment};
+use kvbench_report::prices::PriceTable;
 use kvbench_report::print::text::render;
-use kvbench_report::report::{Provenance, RawData, Report, Summary};
+use kvbench_report::report::{Provenance, RawData, Report};
+use kvbench_report::{Analysed, Derived};
 
 fn check(name: &str, actual: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -29,7 +31,8 @@ fn check(name: &str, actual: &str) {
     );
 }
 
-fn golden_report() -> Report {
+/// The golden run's measurements, with what derives from them.
+fn golden_report() -> Analysed {
     let samples = common::samples(7, 600, 60);
     let mut r = common::collect(&samples, 10, common::run_info("fra-1", 10.0, 60.0));
     r.provenance = Some(Provenance {
@@ -57,30 +60,31 @@ fn golden_report() -> Report {
             href: "report.json".into(),
         }],
     });
-    r.cost = Some(estimate(
+    let cost = estimate(
         &r.total,
         &PriceTable::default_table().unwrap(),
         None,
         &Deployment::default(),
-    ));
-    r.summary = Some(Summary::of(&r));
-    r
+    );
+    let derived = Derived::of(&r, Some(cost));
+    Analysed { report: r, derived }
 }
 
 #[test]
 fn report_json_matches_golden() {
-    let r = golden_report();
-    let json = serde_json::to_string_pretty(&r).unwrap() + "\n";
+    let a = golden_report();
+    let json = serde_json::to_string_pretty(&a).unwrap() + "\n";
     check("report.json", &json);
-    // What was written reads back to the same report.
+    // What was written reads back to the same measurements.
     let back: Report = serde_json::from_str(&json).unwrap();
-    assert_eq!(back, r);
+    assert_eq!(back, a.report);
 }
 
 #[test]
 fn terminal_report_matches_golden() {
+    let a = golden_report();
     let mut out = Vec::new();
-    render(&golden_report(), &mut out).unwrap();
+    render(&a.report, &a.derived, &mut out).unwrap();
     check("report.txt", &String::from_utf8(out).unwrap());
 }
 
@@ -90,7 +94,7 @@ fn terminal_report_matches_golden() {
 #[test]
 fn terminal_report_escapes_control_characters() {
     const HOSTILE: &str = "x\x1b[2J\x1b]0;owned\x07\r\u{9b}\u{202e}";
-    let mut r = golden_report();
+    let mut r = golden_report().report;
     let section = r.total.clone();
     r.labels.insert(format!("label{HOSTILE}"), section.clone());
     r.labels.insert("plain".into(), section);
@@ -124,14 +128,15 @@ fn terminal_report_escapes_control_characters() {
             href: format!("href{HOSTILE}"),
         });
     }
-    r.cost = Some(estimate(
+    let cost = estimate(
         &r.total,
         &PriceTable::default_table().unwrap(),
         None,
         &Deployment::default(),
-    ));
+    );
+    let derived = Derived::of(&r, Some(cost));
     let mut out = Vec::new();
-    render(&r, &mut out).unwrap();
+    render(&r, &derived, &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
     let raw: Vec<(usize, char)> = text
         .char_indices()

@@ -287,7 +287,8 @@ fn the_scripts_timeout_and_end_to_end_definition_are_reported() {
         assert_eq!(run.timeout_s, 325.0);
     }
     let mut text = Vec::new();
-    kvbench_report::print::text::render(&r, &mut text).unwrap();
+    let derived = kvbench_report::Derived::of(&r, None);
+    kvbench_report::print::text::render(&r, &derived, &mut text).unwrap();
     let text = String::from_utf8(text).unwrap();
     assert!(
         text.contains("blocked, connecting and TLS handshaking included"),

@@ -21,9 +21,10 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use kvbench_report::cost::{Deployment, PriceTable};
+use kvbench_report::cost::Deployment;
 use kvbench_report::kept::timeline_interval;
 use kvbench_report::kept::{Aggregate, Source};
+use kvbench_report::prices::PriceTable;
 use kvbench_report::report::Report;
 use kvbench_wire::stream::{Ending, Item, ReadError, Reader};
 use serde_json::json;
@@ -209,7 +210,7 @@ async fn render(mut req: Request, _ctx: RouteContext<()>) -> Result<Response> {
         Err(e) => return Response::error(format!("the embedded price table: {e}"), 500),
     };
     let mut report = kvbench_report::derive(report, &prices, None, &Deployment::default());
-    report.provenance = Some(provenance(&req));
+    report.report.provenance = Some(provenance(&req));
     if json {
         return match serde_json::to_string(&report) {
             Ok(text) => {

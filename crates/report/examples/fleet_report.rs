@@ -85,7 +85,7 @@ fn main() {
     let fold_cpu = cpu() - cpu0;
     let report = kvbench_report::derive(
         report,
-        &kvbench_report::cost::PriceTable::default_table().expect("the embedded prices"),
+        &kvbench_report::prices::PriceTable::default_table().expect("the embedded prices"),
         None,
         &kvbench_report::cost::Deployment::default(),
     );
@@ -95,7 +95,8 @@ fn main() {
         let path = std::env::args().nth(i + 1).expect("--html PATH");
         std::fs::write(&path, &html).expect("write the page");
         let mut text = Vec::new();
-        kvbench_report::print::text::render(&report, &mut text).expect("text");
+        kvbench_report::print::text::render(&report.report, &report.derived, &mut text)
+            .expect("text");
         std::fs::write(format!("{path}.txt"), text).expect("write the text");
         let json = serde_json::to_string(&report).expect("the report serializes");
         std::fs::write(format!("{path}.json"), json).expect("write report.json");
@@ -106,12 +107,14 @@ fn main() {
         let table = match std::env::args().position(|a| a == "--prices") {
             Some(i) => {
                 let path = std::env::args().nth(i + 1).expect("--prices FILE");
-                kvbench_report::cost::PriceTable::parse(
+                kvbench_report::prices::PriceTable::parse(
                     &std::fs::read_to_string(path).expect("read"),
                 )
                 .expect("a price table")
             }
-            None => kvbench_report::cost::PriceTable::default_table().expect("the embedded prices"),
+            None => {
+                kvbench_report::prices::PriceTable::default_table().expect("the embedded prices")
+            }
         };
         let usage = kvbench_report::bill::ProbeUsage {
             points: labels as f64,
@@ -119,7 +122,7 @@ fn main() {
             stored_s: 7.0 * 86_400.0 + 3_600.0,
             line_bytes: 1_500.0,
         };
-        let bill = kvbench_report::bill::bill(&report, &table, usage, None);
+        let bill = kvbench_report::bill::bill(&report.report, &table, usage, None);
         println!(
             "{}",
             serde_json::to_string_pretty(&bill).expect("the bill serializes")
@@ -131,8 +134,8 @@ fn main() {
          fold:   peak heap {:.1} MB, cpu {:.2} s\n\
          derive: peak heap {:.1} MB\n\
          render: peak heap {:.1} MB, cpu {:.2} s total (wall {:.2} s), page {:.1} MB",
-        report.timeline.intervals.len(),
-        report.timeline.interval_s,
+        report.report.timeline.intervals.len(),
+        report.report.timeline.interval_s,
         fold_peak as f64 / 1e6,
         fold_cpu.as_secs_f64(),
         derive_peak as f64 / 1e6,
@@ -142,18 +145,19 @@ fn main() {
         html.len() as f64 / 1e6
     );
     let days: usize = report
+        .report
         .days
         .0
         .values()
         .flat_map(|l| l.values())
         .map(|s| s.len())
         .sum();
-    let days_json = serde_json::to_string(&report.days)
+    let days_json = serde_json::to_string(&report.report.days)
         .expect("days serialize")
         .len();
     println!(
         "days:   {} dates, {days} histograms, {:.2} MB in report.json",
-        report.days.0.len(),
+        report.report.days.0.len(),
         days_json as f64 / 1e6
     );
 }

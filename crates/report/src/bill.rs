@@ -7,8 +7,9 @@
 
 use serde::Serialize;
 
-use crate::cost::{Deployment, PriceTable, SECONDS_PER_MONTH};
-use crate::report::{CostLine, Report};
+use crate::cost::{CostLine, Deployment, SECONDS_PER_MONTH};
+use crate::prices::PriceTable;
+use crate::report::Report;
 
 /// The cron checks every probe every five minutes (wrangler.toml's `crons`).
 pub const CRON_EVERY_S: f64 = 300.0;
@@ -134,13 +135,8 @@ pub fn bill(report: &Report, table: &PriceTable, probes: ProbeUsage, keys: Optio
         keys,
         ..Deployment::default()
     };
-    let report = crate::derive(report.clone(), table, Some(rps), &everything);
-    let lines = report
-        .cost
-        .as_ref()
-        .map(|e| e.lines.as_slice())
-        .unwrap_or_default();
-    let stores = cheapest(lines);
+    let estimate = crate::cost::of(report, table, Some(rps), &everything);
+    let stores = cheapest(&estimate.lines);
     let wakes_per_month = wakes_per_s * SECONDS_PER_MONTH;
     let answers_per_month = rps * SECONDS_PER_MONTH;
     let mean_s = report.total.latency_us.mean() / 1e6;
@@ -155,12 +151,7 @@ pub fn bill(report: &Report, table: &PriceTable, probes: ProbeUsage, keys: Optio
         monthly_usd: round2(stores_usd + own.monthly_usd),
         stores,
         probes: own,
-        note: note(
-            report
-                .cost
-                .as_ref()
-                .map_or(crate::cost::DEFAULT_KEYS, |e| e.keys),
-        ),
+        note: note(estimate.keys),
     }
 }
 

@@ -752,7 +752,8 @@ impl Collector {
         let days = match self.days.take() {
             Some(days) => days.finish(&run.label, |id| self.store_names.name(id).to_owned()),
             None => run_origin_ms(&run).map_or_else(Daily::default, |origin| {
-                Daily::of_timeline(origin, &run.label, &intervals)
+                let windows = intervals.iter().map(|iv| (iv.start_s, &iv.read_us));
+                Daily::of_timeline(origin, &run.label, windows)
             }),
         };
         Report {
@@ -768,8 +769,6 @@ impl Collector {
                 intervals,
             },
             days,
-            cost: None,
-            summary: None,
             provenance: None,
         }
     }
@@ -906,7 +905,7 @@ mod tests {
         assert_eq!(merged.total.stores["kv"].cold_read_us.len(), 2);
         assert_eq!(merged.timeline.intervals[0].cold, 2);
         // The summary's rows: warm, then cold apart.
-        let rows = crate::report::Summary::of(&merged).latency;
+        let rows = crate::summary::Summary::of(&merged, None).latency;
         let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(
             names,
@@ -1139,7 +1138,7 @@ mod tests {
             "the failed write's SQL time is left out"
         );
         assert!(close(s.write_sql_us.max(), 1_500));
-        let rows = crate::report::latency_rows(&c.section());
+        let rows = crate::summary::latency_rows(&c.section());
         assert!(rows.iter().any(|r| r.name == "d1 read sql"), "{rows:?}");
     }
 

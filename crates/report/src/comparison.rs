@@ -9,9 +9,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::block::{self, Basis, Widened};
+use crate::cost::Estimate;
 use crate::hist::Hist;
 use crate::interval::{IntervalError, LEVEL};
-use crate::report::{Estimate, Report, Section, StoreStats, Timeline};
+use crate::report::{Report, Section, StoreStats, Timeline};
 use crate::stability::Stability;
 
 /// The percentiles of a row, in its columns' order.
@@ -163,22 +164,20 @@ impl Row {
 }
 
 /// The comparison of `report`: each vantage point's warm reads when it has vantage points, else
-/// the whole report's; `None` when no store was read.
-pub fn of(report: &Report) -> Option<Comparison> {
+/// the whole report's, each store priced at its cheapest plan of `cost`; `None` when no store
+/// was read.
+pub fn of(report: &Report, cost: Option<&Estimate>) -> Option<Comparison> {
+    #[cfg(test)]
+    crate::testing::computed(true);
     let mut rows = Vec::new();
     if report.vantages.is_empty() {
         let stores = stores_of(report, Some(&report.total));
-        rows.extend(group(
-            None,
-            stores,
-            Some(&report.timeline),
-            report.cost.as_ref(),
-        ));
+        rows.extend(group(None, stores, Some(&report.timeline), cost));
     } else {
         // The timeline is of all vantage points together: no row has windows of its own.
         for label in report.vantages.keys() {
             let stores = stores_of(report, report.labels.get(label));
-            rows.extend(group(Some(label), stores, None, report.cost.as_ref()));
+            rows.extend(group(Some(label), stores, None, cost));
         }
     }
     (!rows.is_empty()).then(|| Comparison {
@@ -363,7 +362,7 @@ mod tests {
             ("fast", hist((0..500).map(|i| 1_000 + i)), 5),
             ("also-fast", hist((0..500).map(|i| 1_001 + i)), 0),
         ]);
-        let c = of(&r).unwrap();
+        let c = of(&r, None).unwrap();
         assert_eq!(c.reads, "warm");
         let order: Vec<(&str, u32, bool)> = c
             .rows
@@ -395,7 +394,7 @@ mod tests {
             ("b", hist((0..400).map(|i| 1_050 + i * 2)), 0),
             ("c", hist((0..400).map(|i| 1_100 + i * 2)), 0),
         ]);
-        let c = of(&r).unwrap();
+        let c = of(&r, None).unwrap();
         let p50 = |i: usize| &c.rows[i].p50;
         assert!(p50(0).high_ms >= p50(1).low_ms && p50(1).high_ms >= p50(2).low_ms);
         assert!(p50(0).high_ms < p50(2).low_ms);
@@ -406,14 +405,14 @@ mod tests {
     #[test]
     fn a_percentile_too_few_reads_support_is_said_so_never_a_number() {
         let r = report_with(&[("kv", hist((1..=40).map(|i| i * 100)), 0)]);
-        let row = &of(&r).unwrap().rows[0];
+        let row = &of(&r, None).unwrap().rows[0];
         assert!(row.p50.ms.is_some());
         assert!(row.p90.ms.is_some(), "40 reads support p90 (36 do)");
         assert_eq!(row.p99.ms, None);
         assert_eq!(row.p99.text(), "n = 40: too few for p99 (needs n ≥ 368)");
         // A store with no successful read: every cell says so, and it ranks last.
         let r = report_with(&[("none", Hist::default(), 3), ("kv", hist([1_000; 10]), 0)]);
-        let c = of(&r).unwrap();
+        let c = of(&r, None).unwrap();
         assert_eq!(c.rows[0].store, "kv");
         assert_eq!(c.rows[1].store, "none");
         assert_eq!(c.rows[1].p50.text(), "n = 0: too few for p50 (needs n ≥ 6)");
@@ -445,7 +444,7 @@ mod tests {
             }
             r.labels.insert(label.into(), section);
         }
-        let c = of(&r).unwrap();
+        let c = of(&r, None).unwrap();
         assert_eq!(c.reads, "warm");
         let order: Vec<(Option<&str>, &str, u32)> = c
             .rows
@@ -469,8 +468,8 @@ mod tests {
 
     #[test]
     fn the_cost_is_the_cheapest_current_plan_the_month_fits() {
-        let mut r = report_with(&[("kv", hist([1_000; 10]), 0)]);
-        let line = |plan: &str, usd: f64, historical: bool| crate::report::CostLine {
+        let r = report_with(&[("kv", hist([1_000; 10]), 0)]);
+        let line = |plan: &str, usd: f64, historical: bool| crate::cost::CostLine {
             store: "kv".into(),
             plan: plan.into(),
             as_of: "2026-12-03".into(),
@@ -498,7 +497,7 @@ mod tests {
             storage_usd: 0.0,
             over_limit: None,
         };
-        r.cost = Some(Estimate {
+        let cost = Estimate {
             project_rps: 1.0,
             rps_source: "measured".into(),
             redis_db: 0,
@@ -508,7 +507,7 @@ mod tests {
                 line("paid", 5.0, false),
                 line("old", 1.0, true),
                 line("big", 9.0, false),
-                crate::report::CostLine {
+                crate::cost::CostLine {
                     over_limit: Some(
                         "operations a month: needs 2.59M, the plan allows 500.0K".into(),
                     ),
@@ -516,8 +515,8 @@ mod tests {
                 },
             ],
             worker: None,
-        });
-        let row = &of(&r).unwrap().rows[0];
+        };
+        let row = &of(&r, Some(&cost)).unwrap().rows[0];
         assert_eq!(
             (row.monthly_usd, row.plan.as_deref()),
             (Some(5.0), Some("paid"))
@@ -559,7 +558,7 @@ mod tests {
             "a" => 10_000,
             _ => [9_400, 10_200][(w / 5 % 2) as usize],
         });
-        let c = of(&r).unwrap();
+        let c = of(&r, None).unwrap();
         let (b, a) = (&c.rows[0], &c.rows[1]);
         assert_eq!((b.store.as_str(), a.store.as_str()), ("b", "a"), "{c:?}");
         for row in [a, b] {
@@ -588,7 +587,7 @@ mod tests {
     #[test]
     fn too_few_windows_or_a_vantage_point_say_their_intervals_are_within_run() {
         let r = report_with_windows(&["kv"], 7, |_, _| 10_000);
-        let row = &of(&r).unwrap().rows[0];
+        let row = &of(&r, None).unwrap().rows[0];
         assert_eq!(
             (row.basis, row.windows, row.stability.as_ref()),
             (Basis::WithinRun, 7, None)
@@ -609,7 +608,7 @@ mod tests {
         let mut r = report_with_windows(&["kv"], 30, |_, _| 10_000);
         r.vantages.insert("a".into(), VantagePoint::default());
         r.labels.insert("a".into(), r.total.clone());
-        let row = &of(&r).unwrap().rows[0];
+        let row = &of(&r, None).unwrap().rows[0];
         assert_eq!((row.basis, row.windows), (Basis::WithinRun, 0));
         assert!(row
             .note()
@@ -618,6 +617,6 @@ mod tests {
 
     #[test]
     fn nothing_read_no_comparison() {
-        assert_eq!(of(&report_with(&[])), None);
+        assert_eq!(of(&report_with(&[]), None), None);
     }
 }

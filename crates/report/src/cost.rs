@@ -3,97 +3,17 @@
 //! shown. Only operations that succeeded are priced; failed ones (auth, 5xx, timeouts — the store
 //! may or may not bill them) are shown apart per request, and requests never sent, or sent to a
 //! store that was not configured, cost nothing. Bandwidth counts the bytes that travel (Upstash
-//! REST reads as base64) where the provider bills it beyond an included amount (Upstash).
+//! REST reads as base64) where the provider bills it beyond an included amount (Upstash). The
+//! prices come from [`crate::prices`]; the estimate's lines are derived, never stored on the
+//! measured model ([`crate::derived`]).
 
-use std::path::Path;
-
-use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-use crate::report::{CostLine, Estimate, Section, StoreStats};
-
-/// The price table shipped in the crate.
-pub const DEFAULT_PRICES: &str = include_str!("../prices.toml");
+use crate::prices::{Price, PriceTable, WorkerPrice};
+use crate::report::{Report, Section, StoreStats};
 
 /// A month for projections: 30 days.
 pub const SECONDS_PER_MONTH: f64 = 30.0 * 24.0 * 3600.0;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PriceTable {
-    pub price: Vec<Price>,
-    /// The Workers plan the benchmark worker itself runs on.
-    #[serde(default)]
-    pub worker: Option<WorkerPrice>,
-}
-
-/// The Workers plan's prices: what the worker that measures costs, whatever the stores.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WorkerPrice {
-    pub plan: String,
-    pub as_of: String,
-    pub source: String,
-    /// The plan's monthly price, which includes the amounts below.
-    pub minimum_usd: f64,
-    pub included_requests: f64,
-    pub request_per_million: f64,
-    pub included_cpu_ms: f64,
-    /// USD per million CPU milliseconds beyond the included ones.
-    pub cpu_ms_per_million: f64,
-}
-
-/// One plan's prices for one store.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct Price {
-    /// Store name as the worker reports it (`kv`, `upstash`, `denokv`).
-    pub store: String,
-    pub plan: String,
-    pub as_of: String,
-    pub source: String,
-    /// A price no longer offered, kept to compare with the published runs: shown in a run's
-    /// cost table, never chosen as a store's cheapest plan while a current one exists.
-    #[serde(default)]
-    pub historical: bool,
-    pub read_per_million: f64,
-    pub write_per_million: f64,
-    /// 0: one unit per operation; else units = max(1, ceil(bytes / unit_bytes)).
-    #[serde(default)]
-    pub read_unit_bytes: u64,
-    #[serde(default)]
-    pub write_unit_bytes: u64,
-    /// USD per GB of values moved (read and written) beyond `included_gb_per_month`; 0 = free.
-    #[serde(default)]
-    pub bandwidth_per_gb: f64,
-    #[serde(default)]
-    pub included_gb_per_month: f64,
-    /// USD per GB-month of data at rest; 0 = not priced.
-    #[serde(default)]
-    pub storage_per_gb_month: f64,
-    /// USD per million of each billing unit the store's description names (e.g. `"SQLite row
-    /// read"`); when set, the quantities come from the description (`kvbench_core::spec`) and
-    /// `read_per_million`/`write_per_million` are not used.
-    #[serde(default)]
-    pub units: std::collections::BTreeMap<String, f64>,
-    /// Units of `units` included per month, taken off the month's quantity before pricing
-    /// (e.g. Durable Objects' first million requests).
-    #[serde(default)]
-    pub included: std::collections::BTreeMap<String, f64>,
-    /// USD a month the plan costs whatever the usage (a fixed plan's price).
-    #[serde(default)]
-    pub fixed_monthly_usd: f64,
-    /// GB at rest the plan includes before `storage_per_gb_month`.
-    #[serde(default)]
-    pub included_storage_gb: f64,
-    /// The plan's limits: a month beyond one does not fit the plan (it is throttled or refused
-    /// there, not billed more), so it is never a store's cheapest plan. Operations are the
-    /// billed reads and writes (or the units of `units`); GB the values moved; storage the GB
-    /// at rest.
-    #[serde(default)]
-    pub max_operations_per_month: Option<f64>,
-    #[serde(default)]
-    pub max_gb_per_month: Option<f64>,
-    #[serde(default)]
-    pub max_storage_gb: Option<f64>,
-}
 
 /// What the projection needs to know about the deployment and the answers do not say.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -125,130 +45,6 @@ impl Deployment {
         match when {
             When::Always => true,
             When::RedisDbNonZero => self.redis_db != 0,
-        }
-    }
-}
-
-/// Why a price table cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum PriceError {
-    #[error(transparent)]
-    Toml(#[from] toml::de::Error),
-    /// Where, which field, its value: a price or an amount must be finite and not negative
-    /// (TOML has `nan` and `inf`; either would print as `$NaN/month`).
-    #[error("{0}: {1} = {2} is not a price or an amount (finite, 0 or more)")]
-    NotAPrice(String, String, f64),
-}
-
-/// `value` is a price or an amount: finite and not negative.
-fn amount(at: &str, field: &str, value: f64) -> Result<(), PriceError> {
-    if value.is_finite() && value >= 0.0 {
-        Ok(())
-    } else {
-        Err(PriceError::NotAPrice(at.into(), field.into(), value))
-    }
-}
-
-impl Price {
-    /// Every price and amount of the plan, by field name. Destructured without `..`, so a new
-    /// field must be added here (and is then checked) or explicitly left out.
-    fn amounts(&self) -> Vec<(String, f64)> {
-        let Price {
-            store: _,
-            plan: _,
-            as_of: _,
-            source: _,
-            historical: _,
-            read_per_million,
-            write_per_million,
-            read_unit_bytes: _,
-            write_unit_bytes: _,
-            bandwidth_per_gb,
-            included_gb_per_month,
-            storage_per_gb_month,
-            units,
-            included,
-            fixed_monthly_usd,
-            included_storage_gb,
-            max_operations_per_month,
-            max_gb_per_month,
-            max_storage_gb,
-        } = self;
-        let mut out: Vec<(String, f64)> = [
-            ("read_per_million", *read_per_million),
-            ("write_per_million", *write_per_million),
-            ("bandwidth_per_gb", *bandwidth_per_gb),
-            ("included_gb_per_month", *included_gb_per_month),
-            ("storage_per_gb_month", *storage_per_gb_month),
-            ("fixed_monthly_usd", *fixed_monthly_usd),
-            ("included_storage_gb", *included_storage_gb),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-        for (name, limit) in [
-            ("max_operations_per_month", max_operations_per_month),
-            ("max_gb_per_month", max_gb_per_month),
-            ("max_storage_gb", max_storage_gb),
-        ] {
-            out.extend(limit.map(|v| (name.to_string(), v)));
-        }
-        out.extend(units.iter().map(|(u, v)| (format!("units.{u:?}"), *v)));
-        out.extend(
-            included
-                .iter()
-                .map(|(u, v)| (format!("included.{u:?}"), *v)),
-        );
-        out
-    }
-}
-
-impl WorkerPrice {
-    fn amounts(&self) -> [(&'static str, f64); 5] {
-        [
-            ("minimum_usd", self.minimum_usd),
-            ("included_requests", self.included_requests),
-            ("request_per_million", self.request_per_million),
-            ("included_cpu_ms", self.included_cpu_ms),
-            ("cpu_ms_per_million", self.cpu_ms_per_million),
-        ]
-    }
-}
-
-impl PriceTable {
-    /// Parses a price table and checks that every price and amount in it is finite and not
-    /// negative.
-    pub fn parse(text: &str) -> Result<PriceTable, PriceError> {
-        let table: PriceTable = toml::from_str(text)?;
-        for (i, p) in table.price.iter().enumerate() {
-            let at = format!("[[price]] {} ({} {})", i + 1, p.store, p.plan);
-            for (field, value) in p.amounts() {
-                amount(&at, &field, value)?;
-            }
-        }
-        if let Some(w) = &table.worker {
-            for (field, value) in w.amounts() {
-                amount("[worker]", field, value)?;
-            }
-        }
-        Ok(table)
-    }
-
-    /// The embedded table (it parses and passes the checks: tested).
-    pub fn default_table() -> Result<PriceTable, PriceError> {
-        PriceTable::parse(DEFAULT_PRICES)
-    }
-
-    /// `--prices FILE` or the embedded default.
-    pub fn load(path: Option<&Path>) -> anyhow::Result<PriceTable> {
-        match path {
-            None => Ok(PriceTable::default_table().context("the embedded price table")?),
-            Some(p) => {
-                let text = std::fs::read_to_string(p)
-                    .with_context(|| format!("--prices: cannot read {}", p.display()))?;
-                PriceTable::parse(&text)
-                    .with_context(|| format!("--prices: {} is not a price table", p.display()))
-            }
         }
     }
 }
@@ -523,7 +319,7 @@ pub fn estimate(
                 let billed = (monthly - included).max(0.0);
                 let price = p.units.get(&unit).copied();
                 usd += billed * price.unwrap_or(0.0) / 1e6;
-                l.units.push(crate::report::UnitLine {
+                l.units.push(UnitLine {
                     unit,
                     per_request,
                     per_million: price,
@@ -555,13 +351,28 @@ pub fn estimate(
     }
 }
 
+/// The estimate of `report` at `project_rps` (else its measured rate): the keys a store holds
+/// are the deployment's when given, else the measuring worker's own setting.
+pub fn of(
+    report: &Report,
+    table: &PriceTable,
+    project_rps: Option<f64>,
+    deployment: &Deployment,
+) -> Estimate {
+    let mut deployment = *deployment;
+    if deployment.keys.is_none() {
+        deployment.keys = report.provenance.as_ref().and_then(|p| p.settings.keys());
+    }
+    estimate(&report.total, table, project_rps, &deployment)
+}
+
 /// The Workers plan's month at `requests` a month and `cpu_ms` per request (given or assumed).
-fn worker_line(w: &WorkerPrice, requests: f64, given: Option<f64>) -> crate::report::WorkerLine {
+fn worker_line(w: &WorkerPrice, requests: f64, given: Option<f64>) -> WorkerLine {
     let cpu_ms_per_request = given.unwrap_or(DEFAULT_WORKER_CPU_MS);
     let cpu_ms = requests * cpu_ms_per_request;
     let requests_usd = (requests - w.included_requests).max(0.0) * w.request_per_million / 1e6;
     let cpu_usd = (cpu_ms - w.included_cpu_ms).max(0.0) * w.cpu_ms_per_million / 1e6;
-    crate::report::WorkerLine {
+    WorkerLine {
         plan: w.plan.clone(),
         as_of: w.as_of.clone(),
         source: w.source.clone(),
@@ -624,28 +435,128 @@ pub fn cheapest_month(e: &Estimate) -> Option<Month> {
     Some(Month { usd, parts })
 }
 
+/// The cost projection and everything it was computed from (see [`crate::cost`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    /// Requests per second the month is projected at.
+    pub project_rps: f64,
+    /// `measured` (the run's achieved rate) or `--project-rps`.
+    pub rps_source: String,
+    /// `--redis-db`: the database number `REDIS_URL` names (non-zero: a `SELECT` per connection).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub redis_db: u32,
+    /// Keys a store holds at most: with each store's mean value size, its data at rest.
+    #[serde(default)]
+    pub keys: u64,
+    pub seconds_per_month: f64,
+    pub lines: Vec<CostLine>,
+    /// The worker itself on its Workers plan (absent with a price table that has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<WorkerLine>,
+}
+
+/// The Workers plan's month: its price, the requests and CPU time beyond what it includes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerLine {
+    pub plan: String,
+    pub as_of: String,
+    pub source: String,
+    pub minimum_usd: f64,
+    pub requests_per_month: f64,
+    pub included_requests: f64,
+    pub requests_usd: f64,
+    pub cpu_ms_per_request: f64,
+    /// Whether `cpu_ms_per_request` was given (`--worker-cpu-ms`) or is the default assumption.
+    pub cpu_given: bool,
+    pub cpu_ms_per_month: f64,
+    pub included_cpu_ms: f64,
+    pub cpu_usd: f64,
+    pub monthly_usd: f64,
+}
+
+/// One store × plan of the projection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CostLine {
+    pub store: String,
+    pub plan: String,
+    pub as_of: String,
+    pub source: String,
+    /// The plan is no longer offered ([`crate::prices::Price::historical`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub historical: bool,
+    /// Measured: successful operations and their billing units per answered request.
+    pub reads_per_request: f64,
+    pub writes_per_request: f64,
+    pub read_units_per_request: f64,
+    pub write_units_per_request: f64,
+    /// Failed operations per answered request, not priced (shown apart).
+    #[serde(default)]
+    pub failed_reads_per_request: f64,
+    #[serde(default)]
+    pub failed_writes_per_request: f64,
+    /// Bytes of values read and written per answered request.
+    #[serde(default)]
+    pub bytes_per_request: f64,
+    pub read_per_million: f64,
+    pub write_per_million: f64,
+    #[serde(default)]
+    pub bandwidth_per_gb: f64,
+    #[serde(default)]
+    pub included_gb_per_month: f64,
+    pub monthly_read_units: f64,
+    pub monthly_write_units: f64,
+    /// GB of values moved per month, and what the part beyond the included amount costs.
+    #[serde(default)]
+    pub monthly_gb: f64,
+    #[serde(default)]
+    pub bandwidth_usd: f64,
+    /// The plan's fixed monthly price (a fixed plan), included in `monthly_usd`.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub fixed_usd: f64,
+    /// GB at rest (the deployment's keys × the mean value size written) and what it costs
+    /// beyond the plan's included storage.
+    #[serde(default)]
+    pub stored_gb: f64,
+    #[serde(default)]
+    pub storage_usd: f64,
+    /// Fixed price, operations, bandwidth and storage.
+    pub monthly_usd: f64,
+    /// Why this month does not fit the plan (a limit it passes): then it is no store's cheapest
+    /// plan. Absent when it fits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_limit: Option<String>,
+    /// For stores priced per unit of their description: each unit's quantity and price.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub units: Vec<UnitLine>,
+}
+
+/// One billing unit of a store's description in a cost line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnitLine {
+    pub unit: String,
+    pub per_request: f64,
+    /// USD per million; `null` when the price table has none for this unit (priced at 0).
+    pub per_million: Option<f64>,
+    pub monthly_units: f64,
+    /// Units the plan includes per month (taken off before pricing), and what is left to pay.
+    #[serde(default)]
+    pub included_per_month: f64,
+    #[serde(default)]
+    pub billed_units: f64,
+}
+
+fn is_zero_f64(n: &f64) -> bool {
+    *n == 0.0
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
-
-    #[test]
-    fn embedded_table_parses_and_has_the_brief_prices() {
-        let t = PriceTable::default_table().unwrap();
-        let find = |store: &str, rd: f64| {
-            t.price
-                .iter()
-                .any(|p| p.store == store && p.read_per_million == rd)
-        };
-        assert!(find("kv", 0.5));
-        assert!(find("upstash", 2.0));
-        assert!(find("upstash", 1.0));
-        assert!(find("denokv", 1.0));
-        assert!(t
-            .price
-            .iter()
-            .all(|p| !p.as_of.is_empty() && !p.source.is_empty()));
-    }
 
     #[test]
     fn projection_table() {
@@ -1065,35 +976,6 @@ mod tests {
         );
     }
 
-    #[test]
-    fn every_priced_unit_is_one_the_descriptions_name() {
-        for p in PriceTable::default_table().unwrap().price {
-            let Some(id) = kvbench_core::spec::StoreId::parse(&p.store) else {
-                panic!("prices.toml prices an unknown store {}", p.store);
-            };
-            let b = &id.spec().billing;
-            let named: Vec<&str> = b
-                .read
-                .iter()
-                .chain(b.write)
-                .chain(b.per_connection)
-                .map(|c| c.unit)
-                .collect();
-            for unit in p.units.keys() {
-                assert!(
-                    named.contains(&unit.as_str()),
-                    "{}: {unit} not in {named:?}",
-                    p.store
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn bad_price_file_is_an_error() {
-        assert!(PriceTable::parse("price = 3").is_err());
-    }
-
     /// The bill a deployer pays today: a fixed plan fits while the month stays within its
     /// bandwidth, the free plan within its commands; storage is the keys × the mean value size
     /// beyond what the plan includes; the worker's own plan is a line of its own.
@@ -1184,18 +1066,12 @@ mod tests {
             ..Default::default()
         });
         let table = PriceTable::default_table().unwrap();
-        let derived = crate::derive(r.clone(), &table, Some(1.0), &Deployment::default());
-        assert_eq!(derived.cost.unwrap().keys, 250);
+        let derived = of(&r, &table, Some(1.0), &Deployment::default());
+        assert_eq!(derived.keys, 250);
         let given = Deployment {
             keys: Some(7),
             ..Deployment::default()
         };
-        assert_eq!(
-            crate::derive(r, &table, Some(1.0), &given)
-                .cost
-                .unwrap()
-                .keys,
-            7
-        );
+        assert_eq!(of(&r, &table, Some(1.0), &given).keys, 7);
     }
 }

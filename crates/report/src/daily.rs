@@ -9,8 +9,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::check::{plus_hist, AddError};
-use crate::hist::Hist;
-use crate::report::Interval;
+use crate::hist::{Hist, Packed};
 
 /// Most days a report keeps: the probes keep answers up to 90 days, and a day's mark reads the
 /// week before it. A merge past it keeps the newest days.
@@ -67,18 +66,22 @@ impl Daily {
     /// A run's days from its timeline: each window's warm reads dated by the window's start
     /// (`origin_ms` plus its `start_s`), so a window that crosses midnight counts on the day it
     /// began — at most one window (60 s for a run) off. Kept answers are dated one by one
-    /// ([`DayReads`]) instead.
-    pub fn of_timeline(origin_ms: i64, label: &str, intervals: &[Interval]) -> Daily {
+    /// ([`DayReads`]) instead. `windows`: each timeline interval's `start_s` and `read_us`.
+    pub fn of_timeline<'a>(
+        origin_ms: i64,
+        label: &str,
+        windows: impl IntoIterator<Item = (f64, &'a BTreeMap<String, Packed>)>,
+    ) -> Daily {
         let mut out = Daily::default();
-        for iv in intervals.iter().filter(|iv| !iv.read_us.is_empty()) {
-            let at = origin_ms.saturating_add((iv.start_s * 1000.0) as i64);
+        for (start_s, read_us) in windows.into_iter().filter(|(_, r)| !r.is_empty()) {
+            let at = origin_ms.saturating_add((start_s * 1000.0) as i64);
             let stores = out
                 .0
                 .entry(date(day_of_ms(at)))
                 .or_default()
                 .entry(label.to_string())
                 .or_default();
-            for (store, p) in &iv.read_us {
+            for (store, p) in read_us {
                 stores.entry(store.clone()).or_default().add(&p.unpack());
             }
         }
@@ -260,7 +263,7 @@ mod tests {
 
     #[test]
     fn a_run_is_dated_by_its_windows_and_runs_of_two_days_merge() {
-        use crate::hist::Packed;
+        use crate::report::Interval;
         let window = |start_s: f64, store: &str, us: u64| {
             let mut h = Hist::default();
             h.record(us);
@@ -277,11 +280,12 @@ mod tests {
             window(60.0, "kv", 7),
             Interval::default(),
         ];
-        let mut d = Daily::of_timeline(origin, "FRA", &run);
+        let windows = || run.iter().map(|iv| (iv.start_s, &iv.read_us));
+        let mut d = Daily::of_timeline(origin, "FRA", windows());
         assert_eq!(d.0.keys().collect::<Vec<_>>(), ["2026-12-03", "2026-12-04"]);
         assert_eq!(d.0["2026-12-04"]["FRA"]["kv"].len(), 1);
         // Another run a day later, merged.
-        d.add(Daily::of_timeline(origin + DAY_MS, "FRA", &run))
+        d.add(Daily::of_timeline(origin + DAY_MS, "FRA", windows()))
             .unwrap();
         assert_eq!(d.0.len(), 3);
         assert_eq!(d.0["2026-12-04"]["FRA"]["kv"].len(), 2);

@@ -11,8 +11,7 @@ use hdrhistogram::serialization::{
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Deserializer as SerdeDeserializer, Serialize, Serializer};
 
-/// Three significant figures: 0.1% relative precision at any magnitude.
-pub const SIGFIG: u8 = 3;
+pub use crate::v2::SIGFIG;
 
 /// Most samples one histogram counts, read or added: 2^53, exact in a double (what JavaScript
 /// reads a count as) and far beyond a run (285 years at a million requests a second). Every sum

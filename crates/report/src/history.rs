@@ -174,6 +174,8 @@ impl History {
 
 /// The History of a report; empty when its reads span fewer than [`MIN_DAYS`] dates.
 pub fn of(report: &Report) -> History {
+    #[cfg(test)]
+    crate::testing::computed(false);
     let mut numbered: Vec<(i64, &String)> = report
         .days
         .0

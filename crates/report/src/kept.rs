@@ -614,7 +614,7 @@ mod tests {
         // 3 significant digits: 4 ms reads back as 4.001.
         assert_eq!(kv.read_us.max() / 10, 400);
         assert!(r.labels["apac"].stores["kv"].read_us.is_empty());
-        let summary = crate::report::Summary::of(&r);
+        let summary = crate::summary::Summary::of(&r, None);
         // The cold answer's 90 ms is not among the warm reads; 3 reads support no p99.
         let warm = &summary.labels["weur"].read["kv"];
         let max = warm.max_ms.unwrap();

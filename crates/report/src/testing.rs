@@ -36,3 +36,17 @@ impl Rng {
         (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
     }
 }
+
+thread_local! {
+    /// Calls of [`crate::comparison::of`] (every interval of the answer) and
+    /// [`crate::history::of`] (every day's interval) on this thread: what a render computes.
+    pub static COMPUTED: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// Counts one computation of the comparison (`first`) or the history (`!first`).
+pub fn computed(first: bool) {
+    COMPUTED.with(|c| {
+        let (a, b) = c.get();
+        c.set(if first { (a + 1, b) } else { (a, b + 1) });
+    });
+}

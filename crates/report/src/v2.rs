@@ -8,7 +8,9 @@
 
 use flate2::read::ZlibDecoder;
 
-use crate::hist::SIGFIG;
+/// Three significant figures: 0.1% relative precision at any magnitude — what kvbench's
+/// histograms ([`crate::hist`]) record and the only precision a file's may declare.
+pub const SIGFIG: u8 = 3;
 
 /// The cookie of V2 wrapped in deflate: the only form kvbench writes.
 pub const COMPRESSED_COOKIE: u32 = 0x1c84_9314;

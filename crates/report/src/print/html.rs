@@ -7,10 +7,13 @@
 use std::fmt::Write as _;
 
 use crate::comparison::{Comparison, Row};
+use crate::cost::Estimate;
+use crate::derived::Derived;
 use crate::print::chart::{color_hex, Chart};
 use crate::print::text::{latency_origin, quantile_cell, FEW_NOTE};
-use crate::report::{Quantiles, Report, Summary};
+use crate::report::Report;
 use crate::sample::Side;
+use crate::summary::{Quantiles, Summary};
 
 const CSS: &str = r#"
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222;margin:0;background:#fafafa}
@@ -114,7 +117,7 @@ fn header(report: &Report, summary: &Summary, out: &mut String) {
          <th>requested req/s</th><th>planned s</th><th>sent for s</th><th>pacer lag p99 ms</th></tr></thead><tbody>",
     );
     for r in &report.runs {
-        let lag = crate::report::Quantiles::of(&r.pacer_lag_us);
+        let lag = crate::summary::Quantiles::of(&r.pacer_lag_us);
         let lag = quantile_cell(lag.count, lag.p99_ms);
         let _ = write!(
             out,
@@ -637,8 +640,8 @@ fn vantage_table(report: &Report, summary: &Summary, out: &mut String) {
     let _ = write!(out, "</tbody></table><p class=\"note\">Each store's cell: its read p50 in ms, then p90 and p99. Successful reads as timed by the worker, over the warm answers of the vantage point: a cold answer is a new instance's, whose connections and metadata exchanges started afresh, and is counted in its own column. A row marked <i>cold answers</i> had no warm answer, so its cells are over the cold ones. The shaded cell has the lowest p50 of its row; the bar is the p99 relative to the row's slowest store. Members are placed workers called over HTTP; a member's row counts only the answers that ran in its region's metro — by the colo Cloudflare's trace told its isolate, or where that is unknown by its <code>cf-placement</code> (its handler time, as every row: the probe's round trip to it is kept apart) — and says how many others it left out (<i>not counted</i>: unplaced, placed elsewhere, or a trace elsewhere) and how many answers' two witnesses disagree. Hints are Durable Objects created with a location hint, measuring in their own isolate. {FEW_NOTE}.</p>");
 }
 
-fn cost(report: &Report, out: &mut String) {
-    let Some(e) = &report.cost else {
+fn cost(report: &Report, estimate: Option<&Estimate>, out: &mut String) {
+    let Some(e) = estimate else {
         return;
     };
     let _ = write!(
@@ -752,21 +755,21 @@ fn cost(report: &Report, out: &mut String) {
     out.push_str("</tbody></table>");
 }
 
-/// The whole page.
-pub fn render(report: &Report, rendered: &[Chart]) -> String {
-    let summary = Summary::of(report);
+/// The whole page of `report` and what derives from it.
+pub fn render(report: &Report, derived: &Derived, rendered: &[Chart]) -> String {
+    let summary = &derived.summary;
     let mut out = String::with_capacity(64 * 1024);
     out.push_str("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">");
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
     out.push_str("<title>kvbench report</title><style>");
     out.push_str(CSS);
     out.push_str("</style></head><body><main>");
-    header(report, &summary, &mut out);
-    latency_table(report, &summary, &mut out);
+    header(report, summary, &mut out);
+    latency_table(report, summary, &mut out);
     charts(report, rendered, &mut out);
     errors(report, &mut out);
     if !report.vantages.is_empty() {
-        vantage_table(report, &summary, &mut out);
+        vantage_table(report, summary, &mut out);
     } else if summary.labels.len() > 1 {
         per_row_chart(
             report,
@@ -779,9 +782,8 @@ pub fn render(report: &Report, rendered: &[Chart]) -> String {
             &mut out,
         );
     }
-    let history = crate::history::of(report);
-    if !history.series.is_empty() {
-        crate::print::history::html(&history, &mut out);
+    if !derived.history.series.is_empty() {
+        crate::print::history::html(&derived.history, &mut out);
     }
     if !summary.colos.is_empty() {
         per_row_chart(
@@ -795,7 +797,7 @@ pub fn render(report: &Report, rendered: &[Chart]) -> String {
             &mut out,
         );
     }
-    cost(report, &mut out);
+    cost(report, derived.cost.as_ref(), &mut out);
     out.push_str("<p class=\"note\">Regenerate with <code>kvbench report DIR</code>. Histograms, counts and the schema are in report.json (see REPORT.md).</p>");
     out.push_str("</main></body></html>\n");
     out

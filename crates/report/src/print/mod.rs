@@ -1,5 +1,6 @@
 //! Printers over the report schema: the terminal text, the SVG charts and the self-contained
-//! `report.html`. Each is a pure function of a [`Report`]; nothing here changes the model.
+//! `report.html`. Each is a pure function of a [`Report`] and what derives from it
+//! ([`Analysed`], computed once before printing); nothing here changes the model.
 
 pub mod chart;
 pub mod history;
@@ -12,24 +13,25 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
+use crate::derived::Analysed;
 use crate::report::Report;
 
 /// `report.html` with its charts inline: what `kvbench` writes and `GET /report` serves.
-pub fn page(report: &Report) -> anyhow::Result<String> {
-    let charts = chart::render_all(report)?;
-    Ok(html::render(report, &charts))
+pub fn page(a: &Analysed) -> anyhow::Result<String> {
+    let charts = chart::render_all(&a.report)?;
+    Ok(html::render(&a.report, &a.derived, &charts))
 }
 
 /// Every file a report directory holds besides report.json: the charts and report.html.
-pub fn write_files(report: &Report, dir: &Path) -> anyhow::Result<()> {
-    let charts = chart::render_all(report)?;
+pub fn write_files(a: &Analysed, dir: &Path) -> anyhow::Result<()> {
+    let charts = chart::render_all(&a.report)?;
     for c in &charts {
         let path = dir.join(c.file);
         std::fs::write(&path, &c.svg)
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     let path = dir.join("report.html");
-    std::fs::write(&path, html::render(report, &charts))
+    std::fs::write(&path, html::render(&a.report, &a.derived, &charts))
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }

@@ -6,8 +6,11 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use crate::comparison::{Comparison, Row};
-use crate::report::{Estimate, Quantiles, Report, Section, Summary, UnitLine};
+use crate::cost::{Estimate, UnitLine};
+use crate::derived::Derived;
+use crate::report::{Report, Section};
 use crate::sample::Side;
+use crate::summary::{Quantiles, Summary};
 use crate::trouble::Trouble;
 
 /// A string from the data (store, colo, label, URL, error text) as the terminal may show it:
@@ -131,9 +134,9 @@ pub fn latency_origin(report: &Report) -> String {
     }
 }
 
-/// Renders the terminal report.
-pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
-    let summary = Summary::of(report);
+/// Renders the terminal report of `report` and what derives from it.
+pub fn render(report: &Report, derived: &Derived, out: &mut impl Write) -> io::Result<()> {
+    let summary = &derived.summary;
     render_runs(report, out)?;
     if let Some(c) = &summary.comparison {
         comparison_table(c, out)?;
@@ -141,27 +144,26 @@ pub fn render(report: &Report, out: &mut impl Write) -> io::Result<()> {
     if !summary.trouble.is_empty() {
         trouble_list(&summary.trouble, out)?;
     }
-    render_totals(report, &summary, out)?;
+    render_totals(report, summary, out)?;
     if let Some(p) = &report.provenance {
         render_provenance(report, p, out)?;
     }
     writeln!(out)?;
-    latency_table(&summary, out)?;
+    latency_table(summary, out)?;
     render_errors(&report.total, out)?;
     if summary.labels.len() > 1 {
-        label_table(&summary, out)?;
+        label_table(summary, out)?;
     }
     if !report.vantages.is_empty() {
-        vantage_table(report, &summary, out)?;
+        vantage_table(report, summary, out)?;
     }
-    let history = crate::history::of(report);
-    if !history.series.is_empty() {
-        crate::print::history::text(&history, out)?;
+    if !derived.history.series.is_empty() {
+        crate::print::history::text(&derived.history, out)?;
     }
     if !summary.colos.is_empty() {
-        colo_table(&report.total, &summary, out)?;
+        colo_table(&report.total, summary, out)?;
     }
-    if let Some(cost) = &report.cost {
+    if let Some(cost) = &derived.cost {
         writeln!(out)?;
         render_cost(cost, out)?;
     }
@@ -773,14 +775,15 @@ mod tests {
                     ..ImportInfo::default()
                 }),
             });
+        let derived = crate::derived::Derived::of(&report, None);
         let mut text = Vec::new();
-        super::render(&report, &mut text).unwrap();
+        super::render(&report, &derived, &mut text).unwrap();
         let text = String::from_utf8(text).unwrap();
         assert!(
             text.contains("malformed lines 3 (line_too_long 2, time_outside_run 1), incomplete"),
             "{text}"
         );
-        let html = crate::print::html::render(&report, &[]);
+        let html = crate::print::html::render(&report, &derived, &[]);
         assert!(
             html.contains(
                 "3 malformed line(s) (line_too_long 2, time_outside_run 1), 0 incomplete"

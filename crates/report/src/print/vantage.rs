@@ -7,7 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::report::{Quantiles, Report, Summary, VantagePoint};
+use crate::report::{Report, VantagePoint};
+use crate::summary::{Quantiles, Summary};
 
 /// One vantage point, as printed.
 #[derive(Debug, Clone, PartialEq)]
