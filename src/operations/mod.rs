@@ -1,11 +1,13 @@
 //! The operations plane, the main worker's only (a fleet member is built without it, feature
-//! `main-worker`): the probes and their Durable Object class (`probes`), their routes and the
+//! `main-worker`): the probes' Durable Object class (`probes`) and the worker's side of them
+//! (`probe_client`), their routes and the
 //! report route (`probe_routes`), the fleet's directory and its Durable Object class (`directory`), the run archive's
 //! class and reads (`run_archive`), and the kept-answers table both classes hold (`kept_table`).
 
 pub mod directory;
 pub mod kept_table;
 pub mod object;
+pub mod probe_client;
 pub mod probe_routes;
 pub mod probes;
 pub mod run_archive;

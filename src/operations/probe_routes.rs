@@ -17,7 +17,7 @@ use worker::wasm_bindgen_futures::JsFuture;
 use crate::bindings::{env_raw, js_text, JsClock};
 use crate::keep::Archive;
 use crate::operations::kept_table::{answers_stream, Source};
-use crate::operations::probes::{Point, Probes};
+use crate::operations::probe_client::{Point, Probes};
 use crate::operations::run_archive;
 use crate::respond;
 
@@ -90,7 +90,7 @@ pub async fn check(req: Request, env: &Env) -> Result<Response> {
     let checks = futures::future::join_all(
         members
             .iter()
-            .map(|m| crate::operations::probes::check_member(m, token.as_deref())),
+            .map(|m| crate::operations::probe_client::check_member(m, token.as_deref())),
     )
     .await;
     let ok = checks.iter().all(|c| c.problem.is_none());
