@@ -46,11 +46,13 @@ impl FleetDirectory {
 }
 
 impl DurableObject for FleetDirectory {
-    fn new(state: State, _env: Env) -> Self {
+    fn new(state: State, env: Env) -> Self {
+        crate::operations::object::call_log_from(&env);
         FleetDirectory { state }
     }
 
     async fn fetch(&self, req: Request) -> worker::Result<Response> {
+        crate::operations::object::log_call("directory", &req);
         let _visit = crate::in_flight().enter();
         let known = matches!(req.method(), Method::Get | Method::Post) && req.path() == "/members";
         let answer = if known {

@@ -6,7 +6,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use wasm_bindgen::JsValue;
 use worker::durable::{ScheduledTime, Storage, Stub};
-use worker::{Response, Result};
+use worker::{Env, Request, Response, Result};
 
 use crate::bindings::JsClock;
 use crate::operations::kept_table::ORIGIN;
@@ -73,4 +73,32 @@ pub async fn post(stub: &Stub, path: &str, body: &str) -> Result<Response, Strin
         return Err(format!("{}: {text}", response.status_code()));
     }
     Ok(response)
+}
+
+/// The test-only var that makes each object log every call it answers (`kvbench-object-call
+/// <class> <method> <path>`): an end-to-end test counts what one route asks of the objects
+/// (tests/e2e/probes.test.mjs). Unset in wrangler.toml.
+pub const CALL_LOG_VAR: &str = "OBJECT_CALL_LOG";
+
+thread_local! {
+    /// [`CALL_LOG_VAR`] is `true` in this isolate's objects.
+    static CALL_LOG: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Reads [`CALL_LOG_VAR`] as an object is made (its `new`).
+pub fn call_log_from(env: &Env) {
+    if crate::bindings::env_text(env, CALL_LOG_VAR).as_deref() == Some("true") {
+        CALL_LOG.with(|c| c.set(true));
+    }
+}
+
+/// Logs a call an object answers, when [`CALL_LOG_VAR`] asks for it.
+pub fn log_call(class: &str, req: &Request) {
+    if CALL_LOG.with(std::cell::Cell::get) {
+        worker::console_log!(
+            "kvbench-object-call {class} {} {}",
+            req.method().as_ref(),
+            req.path()
+        );
+    }
 }

@@ -341,6 +341,7 @@ async fn read_member_body(
 
 impl DurableObject for ProbeObject {
     fn new(state: State, env: Env) -> Self {
+        crate::operations::object::call_log_from(&env);
         let kept = KeptTable::new(state.storage().sql());
         ProbeObject {
             state,
@@ -356,6 +357,7 @@ impl DurableObject for ProbeObject {
     }
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
+        crate::operations::object::log_call("probe", &req);
         // A request in flight of the isolate: a measurement under way counts it in its
         // answer's `concurrent`.
         let _visit = crate::in_flight().enter();

@@ -81,7 +81,8 @@ impl RunArchive {
 }
 
 impl DurableObject for RunArchive {
-    fn new(state: State, _env: Env) -> Self {
+    fn new(state: State, env: Env) -> Self {
+        crate::operations::object::call_log_from(&env);
         let kept = KeptTable::new(state.storage().sql());
         RunArchive {
             state,
@@ -91,6 +92,7 @@ impl DurableObject for RunArchive {
     }
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
+        crate::operations::object::log_call("run-archive", &req);
         let _visit = crate::in_flight().enter();
         let url = req.url()?;
         let answer = match (req.method(), url.path()) {
