@@ -14,6 +14,7 @@ use worker::Env;
 
 use crate::bindings::env_text;
 use crate::operations::directory::Members;
+use crate::operations::kept_table::Source;
 use crate::operations::object::{get_json, now_ms, post};
 use crate::operations::probes::call_member;
 
@@ -155,43 +156,36 @@ impl Probes {
         self.directory.record(&self.config.members).await
     }
 
-    /// Every probe with its status: this configuration's (asked now), then
-    /// [`Self::outside`]'s (the status that found them: each object is asked once).
-    pub async fn every_status(&self) -> Vec<(Point, Result<StatusRead, String>)> {
+    /// Every probe with its status, each object asked once and all at once: this
+    /// configuration's, and [`Self::outside`]'s. Nothing is written (a read route's).
+    pub async fn sweep(&self) -> Sweep {
         let points = self.points();
-        let statuses = self.statuses(&points).await;
-        let mut all: Vec<_> = points.into_iter().zip(statuses).collect();
-        all.extend(self.outside().await.into_iter().map(|(p, s)| (p, Ok(s))));
-        all
-    }
-
-    /// Every probe as the budget counts it ([`probes::ProbeNow`]): this configuration's — the
-    /// ones a start or a tick arms — then those outside it, which keep running as they are.
-    pub async fn budget_view(&self) -> Vec<ProbeNow> {
-        let configured = self.points().len();
-        self.every_status()
-            .await
-            .into_iter()
-            .enumerate()
-            .map(|(i, (_, read))| {
-                probe::probe_now(read.as_ref().ok().map(|r| &r.status), i < configured)
-            })
-            .collect()
+        let (statuses, outside) = futures::join!(self.statuses(&points), self.outside());
+        Sweep {
+            configured: points.into_iter().zip(statuses).collect(),
+            outside,
+        }
     }
 
     /// Every vantage point with a probe: this configuration's, then [`Self::outside`]'s.
     pub async fn all_points(&self) -> Vec<Point> {
         let mut points = self.points();
-        points.extend(self.outside().await.into_iter().map(|(point, _)| point));
+        points.extend(
+            self.outside()
+                .await
+                .live
+                .into_iter()
+                .map(|(point, _)| point),
+        );
         points
     }
 
-    /// The probes outside this configuration that run or keep answers, with their status:
-    /// hint probes started by a `POST /probes/start?hints=` beyond `PROBE_HINTS`, and members
-    /// of the directory no longer in `FLEET` — listed, stopped and read like the others, never
-    /// left re-arming unseen or keeping answers no route shows. A directory member whose probe
-    /// neither runs nor keeps anything is forgotten.
-    pub async fn outside(&self) -> Vec<(Point, StatusRead)> {
+    /// The probes outside this configuration, with their status: hint probes started by a
+    /// `POST /probes/start?hints=` beyond `PROBE_HINTS`, and members of the directory no longer
+    /// in `FLEET` — listed, stopped and read like the others, never left re-arming unseen or
+    /// keeping answers no route shows. A directory member whose probe neither runs nor keeps
+    /// anything is `gone`, for a start, a stop or the cron to forget ([`Self::forget`]).
+    pub async fn outside(&self) -> Outside {
         let mut candidates: Vec<Point> = LocationHint::ALL
             .into_iter()
             .filter(|hint| !self.config.hints.contains(hint))
@@ -206,25 +200,87 @@ impl Probes {
             );
         }
         let statuses = self.statuses(&candidates).await;
-        let mut out = Vec::new();
-        let mut forget = Vec::new();
+        let mut out = Outside::default();
         for (point, status) in candidates.into_iter().zip(statuses) {
             let Ok(status) = status else {
                 continue;
             };
             if status.status.lives() {
-                out.push((point, status));
+                out.live.push((point, status));
             } else if let Point::Member(m) = point {
-                forget.push(m.label);
+                out.gone.push(m.label);
             }
-        }
-        if let Err(e) = self.directory.forget(forget).await {
-            worker::console_error!("fleet directory: forgetting members failed: {e}");
         }
         out
     }
+
+    /// Forgets the directory members [`Self::outside`] found `gone` (a write: a start's, a
+    /// stop's or the cron's, never a read's).
+    pub async fn forget(&self, gone: Vec<String>) {
+        if let Err(e) = self.directory.forget(gone).await {
+            worker::console_error!("fleet directory: forgetting members failed: {e}");
+        }
+    }
+
+    /// The stream sources of the probes of `sweep` that keep something (a line, or a failed
+    /// keep the stream's end line counts), and of any whose status could not be read: a probe
+    /// that keeps nothing is not asked for its pages.
+    pub fn sources_of(&self, sweep: &Sweep) -> worker::Result<Vec<Source>> {
+        let mut sources = Vec::new();
+        for (point, status) in sweep.every() {
+            if status.is_some_and(|s| s.status.kept == 0 && s.status.keep_failed == 0) {
+                continue;
+            }
+            sources.push(Source {
+                label: point.label(),
+                stub: self.stub(point)?,
+                seq_base: 0,
+            });
+        }
+        Ok(sources)
+    }
 }
 
+/// What [`Probes::outside`] found.
+#[derive(Default)]
+pub struct Outside {
+    /// The probes outside the configuration that run or keep answers, with their status.
+    pub live: Vec<(Point, StatusRead)>,
+    /// Directory members whose probes neither run nor keep anything.
+    pub gone: Vec<String>,
+}
+
+/// Every probe's status as one request read it ([`Probes::sweep`]).
+pub struct Sweep {
+    /// This configuration's points, each with its status or why it could not be read.
+    pub configured: Vec<(Point, Result<StatusRead, String>)>,
+    pub outside: Outside,
+}
+
+impl Sweep {
+    /// Every probe, with its status where it could be read: the configuration's, then those
+    /// outside it.
+    pub fn every(&self) -> impl Iterator<Item = (&Point, Option<&StatusRead>)> {
+        let configured = self.configured.iter().map(|(p, s)| (p, s.as_ref().ok()));
+        let outside = self.outside.live.iter().map(|(p, s)| (p, Some(s)));
+        configured.chain(outside)
+    }
+
+    /// Every probe as the budget counts it ([`ProbeNow`]): this configuration's — the ones a
+    /// start or a tick arms — then those outside it, which keep running as they are.
+    pub fn budget_view(&self) -> Vec<ProbeNow> {
+        let configured = self.configured.len();
+        self.every()
+            .enumerate()
+            .map(|(i, (_, read))| probe::probe_now(read.map(|r| &r.status), i < configured))
+            .collect()
+    }
+
+    /// The time of the first answer any probe keeps.
+    pub fn first_t_ms(&self) -> Option<i64> {
+        self.every().filter_map(|(_, s)| s?.status.first_t_ms).min()
+    }
+}
 /// A vantage point of the probes: a Durable Object location hint, or a placed fleet member.
 #[derive(Debug, Clone)]
 pub enum Point {
