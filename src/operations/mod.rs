@@ -18,6 +18,7 @@ pub mod report_route;
 pub mod route;
 pub mod run_archive;
 
+use kvbench_wire::object::ProbeCall;
 use worker::{Env, Request, Response, Result};
 
 use crate::routes::Route;
@@ -26,8 +27,10 @@ use crate::routes::Route;
 pub async fn serve(route: Route<'_>, req: Request, env: &Env) -> Result<Response> {
     match route {
         Route::Probes => route::answer(probe_control::list(req, env).await),
-        Route::ProbesStart => route::answer(probe_control::control(req, env, "start").await),
-        Route::ProbesStop => route::answer(probe_control::control(req, env, "stop").await),
+        Route::ProbesStart => {
+            route::answer(probe_control::control(req, env, ProbeCall::Start).await)
+        }
+        Route::ProbesStop => route::answer(probe_control::control(req, env, ProbeCall::Stop).await),
         Route::ProbesCheck => route::answer(probe_control::check(req, env).await),
         Route::ProbeAnswers => route::answer(answer_routes::probe_answers(req, env).await),
         Route::RunAnswers(id) => route::answer(answer_routes::run_answers(req, env, id).await),

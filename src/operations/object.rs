@@ -11,6 +11,7 @@ use worker::{Env, Request, Response, Result};
 use crate::bindings::JsClock;
 use crate::operations::kept_table::ORIGIN;
 use kvbench_core::Clock;
+use kvbench_wire::object::ObjectCall;
 
 /// A value an object keeps in its storage, as JSON text: the one serializer of the object's
 /// messages (`serde_json`) for its storage too, not a second one (`serde_wasm_bindgen`) compiled
@@ -45,21 +46,24 @@ pub(crate) fn at(epoch_ms: f64) -> ScheduledTime {
     ScheduledTime::new(js_sys::Date::new(&JsValue::from(epoch_ms)))
 }
 
-/// `GET ORIGIN/<path>` of an object: its JSON answer, a message of `kvbench_wire::object` for
-/// that message's own reader (`ProbeStatus::read`, `ShardStatus::read`).
-pub async fn get_json(stub: &Stub, path: &str) -> Result<serde_json::Value, String> {
+/// A `GET` call of an object ([`ObjectCall`]): its JSON answer, a message of
+/// `kvbench_wire::object` for that message's own reader (`ProbeStatus::read`,
+/// `ShardStatus::read`).
+pub async fn get_json(stub: &Stub, call: impl ObjectCall) -> Result<serde_json::Value, String> {
+    let path = call.path();
     let mut r = stub
-        .fetch_with_str(&format!("{ORIGIN}/{path}"))
+        .fetch_with_str(&format!("{ORIGIN}{path}"))
         .await
         .map_err(|e| e.to_string())?;
     json_of(r.text().await).map_err(|e| format!("{path}: {e}"))
 }
 
-/// `POST ORIGIN/<path>` with `body`; a non-2xx answer is an error with its status and text.
-pub async fn post(stub: &Stub, path: &str, body: &str) -> Result<Response, String> {
+/// A `POST` call of an object ([`ObjectCall`]) with `body`; a non-2xx answer is an error with
+/// its status and text.
+pub async fn post(stub: &Stub, call: impl ObjectCall, body: &str) -> Result<Response, String> {
     let request = crate::bindings::js_request(
-        "POST",
-        &format!("{ORIGIN}/{path}"),
+        call.method(),
+        &format!("{ORIGIN}{}", call.path()),
         &[],
         Some(&JsValue::from_str(body)),
         false,

@@ -8,14 +8,14 @@ use kvbench_core::operations::probes::ProbeConfig;
 use kvbench_core::operations::spend::ProbeNow;
 use kvbench_core::spec::env::PROBES;
 use kvbench_core::stores::durable::LocationHint;
-use kvbench_wire::object::{Arm, ArmMember as MemberArm, ProbeStatus};
+use kvbench_wire::object::{Arm, ArmMember as MemberArm, Armed, ProbeCall, ProbeStatus, Stopped};
 use worker::durable::{ObjectNamespace, Stub};
 use worker::Env;
 
 use crate::bindings::env_text;
 use crate::operations::directory::Members;
 use crate::operations::kept_table::Source;
-use crate::operations::object::{get_json, now_ms, post};
+use crate::operations::object::{get_json, json_of, now_ms, post};
 use crate::operations::probes::call_member;
 
 /// One member checked as a deploy check sees it (`POST /probes/check`): one call of its
@@ -109,18 +109,15 @@ impl Probes {
         .unwrap_or_default()
     }
 
-    /// `POST <call>` to each probe (`start`, `tick`, `stop`), all at once; each probe's JSON
-    /// answer, or its error as text, by vantage point, in the points' order. A start or tick
-    /// first records the members it arms in the directory (`crate::operations::directory`); the
-    /// second value says why that failed.
+    /// `call` (`start`, `tick`, `stop`) to each probe, all at once; each probe's answer, or its
+    /// error as text, by vantage point, in the points' order. A start or tick first records the
+    /// members it arms in the directory (`crate::operations::directory`); the second value says
+    /// why that failed.
     pub async fn each(
         &self,
-        call: &str,
-    ) -> (
-        Vec<(Point, Result<serde_json::Value, String>)>,
-        Option<String>,
-    ) {
-        let directory = if call == "stop" {
+        call: ProbeCall,
+    ) -> (Vec<(Point, Result<Reply, String>)>, Option<String>) {
+        let directory = if call == ProbeCall::Stop {
             None
         } else {
             self.record_members().await.err()
@@ -130,10 +127,12 @@ impl Probes {
             let result = async {
                 let stub = self.stub(&point).map_err(|e| e.to_string())?;
                 let mut response = post(&stub, call, &self.arm_body(&point)).await?;
-                response
-                    .json::<serde_json::Value>()
-                    .await
-                    .map_err(|e| e.to_string())
+                let v: serde_json::Value =
+                    json_of(response.text().await).map_err(|e| e.to_string())?;
+                Ok(match call {
+                    ProbeCall::Stop => Reply::Stopped(Stopped::read(&v)),
+                    _ => Reply::Armed(Armed::read(&v)),
+                })
             }
             .await;
             (point, result)
@@ -241,6 +240,15 @@ impl Probes {
     }
 }
 
+/// A probe's answer to a control call ([`Probes::each`]): what a start or a tick did, or a
+/// stop.
+#[derive(Debug, serde::Serialize)]
+#[serde(untagged)]
+pub enum Reply {
+    Armed(Armed),
+    Stopped(Stopped),
+}
+
 /// What [`Probes::outside`] found.
 #[derive(Default)]
 pub struct Outside {
@@ -315,7 +323,7 @@ impl Point {
 
 /// A probe object's `/status`.
 pub async fn status_of(stub: &Stub) -> Result<StatusRead, String> {
-    let shown = get_json(stub, "status").await?;
+    let shown = get_json(stub, ProbeCall::Status).await?;
     Ok(StatusRead {
         status: ProbeStatus::read(&shown),
         shown,

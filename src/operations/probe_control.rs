@@ -8,6 +8,8 @@ use kvbench_core::error::ParamError;
 use kvbench_core::operations::auth::TOKEN_VAR;
 use kvbench_core::operations::fleet::{Member, FLEET_VAR};
 use kvbench_core::operations::spend::{self, Arming, ProbeNow, Projection};
+use kvbench_wire::object::{ObjectCall, ProbeCall};
+use kvbench_wire::report::BillHead;
 use serde_json::json;
 use worker::{Env, Request};
 
@@ -158,7 +160,7 @@ fn merge(entry: &mut serde_json::Value, extra: serde_json::Value) {
 }
 
 /// `POST /probes/start[?hints=..&every=..&keep=..]` and `POST /probes/stop`.
-pub async fn control(req: Request, env: &Env, call: &str) -> Answer {
+pub async fn control(req: Request, env: &Env, call: ProbeCall) -> Answer {
     admit_control(&req, env)?;
     let mut probes = probes_of(env)?;
     let pairs = query(&req)?;
@@ -167,7 +169,7 @@ pub async fn control(req: Request, env: &Env, call: &str) -> Answer {
         .clone()
         .with_query(&pairs)
         .map_err(RouteError::bad)?;
-    if call == "stop" && pairs.iter().all(|(name, _)| name != "hints") {
+    if call == ProbeCall::Stop && pairs.iter().all(|(name, _)| name != "hints") {
         // A stop without hints stops every probe there is, in PROBE_HINTS and FLEET or not
         // (again, for one already stopped: its answers' expiry alarm is set anew).
         let outside = probes.outside().await;
@@ -179,7 +181,7 @@ pub async fn control(req: Request, env: &Env, call: &str) -> Answer {
             }
         }
     }
-    if call == "start" {
+    if call == ProbeCall::Start {
         // What would run after it: the probes it starts, and those already running beside them.
         let sweep = probes.sweep().await;
         let bill = bill(env, &probes, &sweep, &origin_of(&req)).await;
@@ -212,12 +214,10 @@ fn cron_verdict(
 
 /// What one answer costs, from a bill of the last day's answers (none before any was kept).
 fn per_answer_usd(bill: &serde_json::Value) -> Option<f64> {
-    let usd = bill.get("monthly_usd")?.as_f64()?;
-    let answers = bill.get("answers_per_month")?.as_f64()?;
-    (answers > 0.0).then(|| usd / answers)
+    BillHead::read(bill).per_answer_usd()
 }
 
-async fn respond_each(probes: &Probes, call: &str) -> Answer {
+async fn respond_each(probes: &Probes, call: ProbeCall) -> Answer {
     let (results, directory_error) = probes.each(call).await;
     let failed = results.iter().any(|(_, r)| r.is_err());
     let list: Vec<_> = results
@@ -231,7 +231,8 @@ async fn respond_each(probes: &Probes, call: &str) -> Answer {
             entry
         })
         .collect();
-    let mut body = json!({ "call": call, "every_s": probes.config.every_s, "probes": list });
+    let name = call.path().trim_start_matches('/');
+    let mut body = json!({ "call": name, "every_s": probes.config.every_s, "probes": list });
     if let Some(e) = &directory_error {
         // The probes are armed; only a member's listing after it leaves FLEET is at stake.
         merge(&mut body, json!({ "directory_error": e }));
@@ -264,7 +265,7 @@ pub async fn tick(env: &Env) {
         return;
     }
     probes.forget(sweep.outside.gone).await;
-    let (results, directory_error) = probes.each("tick").await;
+    let (results, directory_error) = probes.each(ProbeCall::Tick).await;
     for (point, r) in results {
         if let Err(e) = r {
             worker::console_error!("probe {}: tick failed: {e}", point.label());

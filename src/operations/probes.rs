@@ -16,9 +16,9 @@ use kvbench_core::operations::probe::{self, Alarm, HintReply, Measured, ProbeSta
 use kvbench_core::{handle, Call, ErrorKind, Isolate, MetadataCache};
 use kvbench_core::{StoreError, ValueGen};
 use kvbench_wire::kept::FailureKind;
-use kvbench_wire::object::{Arm, ArmMember as MemberArm, Stopped};
+use kvbench_wire::object::{Arm, ArmMember as MemberArm, ObjectCall, ProbeCall, Stopped};
 use worker::durable::State;
-use worker::{durable_object, DurableObject, Env, Method, Request, Response};
+use worker::{durable_object, DurableObject, Env, Request, Response};
 
 use crate::bindings::{env_text, seeded_gen, JsClock, JsTimer};
 use crate::operations::kept_table::KeptTable;
@@ -362,16 +362,16 @@ impl DurableObject for ProbeObject {
         // answer's `concurrent`.
         let _visit = crate::in_flight().enter();
         let url = req.url()?;
-        let answer = match (req.method(), url.path()) {
-            (Method::Post, "/start") => self.arm(object::json_of(req.text().await)?, true).await,
-            (Method::Post, "/tick") => self.arm(object::json_of(req.text().await)?, false).await,
-            (Method::Post, "/stop") => self.stop().await,
-            (Method::Get, "/status") => self.status().await,
-            (Method::Get, "/answers") => match self.load().await {
+        let answer = match ProbeCall::of(req.method().as_ref(), url.path()) {
+            Some(ProbeCall::Start) => self.arm(object::json_of(req.text().await)?, true).await,
+            Some(ProbeCall::Tick) => self.arm(object::json_of(req.text().await)?, false).await,
+            Some(ProbeCall::Stop) => self.stop().await,
+            Some(ProbeCall::Status) => self.status().await,
+            Some(ProbeCall::Answers) => match self.load().await {
                 Ok(s) => self.kept.page(&url, s.keep_failed),
                 Err(e) => Err(e),
             },
-            _ => Response::error("no such probe call", 404),
+            None => Response::error("no such probe call", 404),
         };
         answer.or_else(|e| Response::error(format!("probe object: {e}"), 500))
     }

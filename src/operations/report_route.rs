@@ -12,6 +12,10 @@ use serde_json::json;
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::{Env, Request, Response};
 
+use kvbench_wire::report::{
+    BillQuery, Format, RenderQuery, Span, DESCRIBE_HEADER, WORKER_URL_HEADER,
+};
+
 use crate::bindings::{js_text, JsClock};
 use crate::operations::kept_table::answers_stream;
 use crate::operations::probe_client::{Probes, Sweep};
@@ -54,7 +58,49 @@ fn remember(key: &str, status: u16, body: &str) {
     });
 }
 
-/// Streams the probes' kept answers in `window` to the report worker's `path` and returns its
+/// A call of the report worker, its query made once the answers' span is known.
+#[derive(Clone, Copy)]
+enum ReportCall {
+    Render {
+        window_s: u32,
+        format: Format,
+    },
+    Bill {
+        probes: u32,
+        every_s: u32,
+        keep_s: u32,
+    },
+}
+
+impl ReportCall {
+    fn url(self, span: Span) -> String {
+        match self {
+            ReportCall::Render { window_s, format } => {
+                let query = RenderQuery {
+                    span,
+                    window_s: Some(window_s),
+                    format,
+                };
+                format!("https://report{}?{}", RenderQuery::PATH, query.query())
+            }
+            ReportCall::Bill {
+                probes,
+                every_s,
+                keep_s,
+            } => {
+                let query = BillQuery {
+                    span,
+                    probes,
+                    every_s,
+                    keep_s,
+                };
+                format!("https://report{}?{}", BillQuery::PATH, query.query())
+            }
+        }
+    }
+}
+
+/// Streams the probes' kept answers in `window` to the report worker's `call` and returns its
 /// status and body, and whether any answer is kept at all (an empty answer is not cached: the
 /// first probe answer must show at once); the report's clock starts at the first kept answer.
 async fn report_call(
@@ -62,8 +108,7 @@ async fn report_call(
     probes: &Probes,
     sweep: &Sweep,
     window: Window,
-    path: &str,
-    extra_query: &str,
+    call: ReportCall,
     worker_url: &str,
 ) -> Result<(u16, String, bool), String> {
     let service = env
@@ -71,17 +116,19 @@ async fn report_call(
         .map_err(|_| format!("the report worker is not bound ({REPORT_BINDING}): deploy crates/report-worker (npm run deploy does)"))?;
     let sources = probes.sources_of(sweep).map_err(|e| e.to_string())?;
     let first = sweep.first_t_ms();
-    let origin = first.unwrap_or(window.since_ms).max(window.since_ms);
-    let span = (window.until_ms - origin).max(0);
+    let origin_ms = first.unwrap_or(window.since_ms).max(window.since_ms);
+    let span = Span {
+        origin_ms,
+        span_ms: (window.until_ms - origin_ms).max(0),
+        since_ms: Some(window.since_ms),
+        until_ms: Some(window.until_ms),
+    };
     // The answers flow through a TransformStream: this request writes each page as the report
     // worker reads the other end (a Rust stream handed over as the body would need this isolate
     // to pull it while it waits, which workerd takes for a hang).
     let pipe = worker::web_sys::TransformStream::new().map_err(|e| js_text(&e))?;
     let writer = pipe.writable().get_writer().map_err(|e| js_text(&e))?;
-    let url = format!(
-        "https://report{path}?origin_ms={origin}&span_ms={span}&since_ms={}&until_ms={}{extra_query}",
-        window.since_ms, window.until_ms
-    );
+    let url = call.url(span);
     // What the page names as its provenance: this worker's build and settings, as its GET / says.
     let describe = format!(
         r#"{{"provenance":{},"defaults":{}}}"#,
@@ -94,8 +141,8 @@ async fn report_call(
         "POST",
         &url,
         &[
-            ("kvbench-worker-url", worker_url),
-            ("kvbench-describe", &describe),
+            (WORKER_URL_HEADER, worker_url),
+            (DESCRIBE_HEADER, &describe),
         ],
         Some(&pipe.readable().into()),
         false,
@@ -120,22 +167,6 @@ async fn report_call(
     let status = response.status_code();
     let text = response.text().await.map_err(|e| e.to_string())?;
     Ok((status, text, first.is_some()))
-}
-
-/// What `GET /report` serves: the page, or the report.json it is made of.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Format {
-    Html,
-    Json,
-}
-
-impl Format {
-    fn as_str(self) -> &'static str {
-        match self {
-            Format::Html => "html",
-            Format::Json => "json",
-        }
-    }
 }
 
 /// `GET /report`'s `?window=` (`DEFAULT_WINDOW` without it) as the window the report covers in
@@ -244,8 +275,7 @@ fn start_render(env: Env, origin: String, key: String, window_s: u32, format: Fo
             &probes,
             &sweep,
             window,
-            "/render",
-            &format!("&window_s={window_s}&format={}", format.as_str()),
+            ReportCall::Render { window_s, format },
             &origin,
         )
         .await?;
@@ -328,13 +358,12 @@ pub async fn bill(
                 since_ms: now - 86_400_000,
                 until_ms: now + 1,
             };
-            let extra = format!(
-                "&probes={}&every_s={}&keep_s={}",
-                probes.config.vantage_points(),
-                probes.config.every_s,
-                probes.config.keep_s
-            );
-            match report_call(env, probes, sweep, window, "/bill", &extra, worker_url).await {
+            let call = ReportCall::Bill {
+                probes: u32::try_from(probes.config.vantage_points()).unwrap_or(u32::MAX),
+                every_s: probes.config.every_s,
+                keep_s: probes.config.keep_s,
+            };
+            match report_call(env, probes, sweep, window, call, worker_url).await {
                 Ok((status, body, kept)) => {
                     if kept {
                         remember(&key, status, &body);

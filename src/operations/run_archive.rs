@@ -9,12 +9,12 @@ use std::cell::Cell;
 use kvbench_core::operations::probes;
 use kvbench_core::operations::runs;
 use worker::durable::State;
-use worker::{durable_object, DurableObject, Env, Method, Request, Response};
+use worker::{durable_object, DurableObject, Env, Request, Response};
 
 use crate::keep::Archive;
 use crate::operations::kept_table::{KeptTable, Source};
 use crate::operations::object::{at, get_json, now_ms};
-use kvbench_wire::object::ShardStatus;
+use kvbench_wire::object::{ObjectCall, ShardCall, ShardStatus};
 
 /// One shard of a run: its kept answers, and how long it keeps them (storage key `keep_s`).
 #[durable_object(alarm)]
@@ -95,18 +95,18 @@ impl DurableObject for RunArchive {
         crate::operations::object::log_call("run-archive", &req);
         let _visit = crate::in_flight().enter();
         let url = req.url()?;
-        let answer = match (req.method(), url.path()) {
-            (Method::Post, "/append") => self.append(&url, &req.text().await?).await,
-            (Method::Post, "/failed") => {
+        let answer = match ShardCall::of(req.method().as_ref(), url.path()) {
+            Some(ShardCall::Append) => self.append(&url, &req.text().await?).await,
+            Some(ShardCall::Failed) => {
                 let n = Self::query(&url, "n").unwrap_or(0).max(0) as u64;
                 match self.kept.add_failed(n) {
                     Ok(()) => self.ensure_alarm(&url, None).await.and(Response::empty()),
                     Err(e) => Err(e),
                 }
             }
-            (Method::Get, "/status") => self.status(),
-            (Method::Get, "/answers") => self.kept.page(&url, 0),
-            _ => Response::error("no such run archive call", 404),
+            Some(ShardCall::Status) => self.status(),
+            Some(ShardCall::Answers) => self.kept.page(&url, 0),
+            None => Response::error("no such run archive call", 404),
         };
         answer.or_else(|e| Response::error(format!("run archive: {e}"), 500))
     }
@@ -146,7 +146,9 @@ pub fn sources(archive: &Archive, run: &str) -> worker::Result<Vec<Source>> {
 pub async fn totals(archive: &Archive, run: &str) -> Result<(u64, u64), String> {
     let reads = (0..archive.shards).map(|k| async move {
         let shard = archive.shard(run, k).map_err(|e| e.to_string())?;
-        Ok::<_, String>(ShardStatus::read(&get_json(&shard, "status").await?))
+        Ok::<_, String>(ShardStatus::read(
+            &get_json(&shard, ShardCall::Status).await?,
+        ))
     });
     let (mut kept, mut failed) = (0, 0);
     for status in futures::future::join_all(reads).await {
