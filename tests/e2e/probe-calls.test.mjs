@@ -3,8 +3,10 @@
 // logs each call it answers (`kvbench-object-call <class> <method> <path>`,
 // src/operations/object.rs), and Miniflare hands workerd's log lines to this test. 14 probes
 // (the 11 location hints and 3 FLEET members), nothing started: one `GET /probes` reads each
-// status once and the directory once, and writes nothing; `POST /probes/start` reads each status
-// once before it arms. Run `npm run build` first (scripts/test.sh does).
+// status once and the directory once, and writes nothing; `/probes/answers`, `/report` and
+// `/runs/<id>/answers` write nothing either and read each status at most once; `POST
+// /probes/start` reads each status once before it arms. Run `npm run build` first
+// (scripts/test.sh does).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { sleep, startStack } from "./procs.mjs";
@@ -69,6 +71,16 @@ test("one GET /probes with 14 probes reads each status once and the directory on
   console.log(`GET /probes, ${PROBES} probes: ${made.length} object calls ${JSON.stringify(tally(made))}`);
   assert.deepEqual(tally(made), { "probe GET /status": PROBES, "directory GET /members": 1 }, made.join("\n"));
   assert.equal(made.length, PROBES + 1);
+});
+
+test("the other reads write nothing and read each status at most once", async () => {
+  for (const path of ["/probes/answers", "/report?window=1h", "/report?window=1h&format=json", "/runs/never-kept/answers"]) {
+    const { status, body, calls: made } = await counted("GET", path);
+    assert.ok(status === 200 || status === 404, `${path}: ${status} ${body.slice(0, 200)}`);
+    console.log(`GET ${path}: ${made.length} object calls ${JSON.stringify(tally(made))}`);
+    assert.deepEqual(made.filter((c) => !c.split(" ").includes("GET")), [], `${path} wrote`);
+    assert.ok((tally(made)["probe GET /status"] ?? 0) <= PROBES, `${path}: ${made.join("\n")}`);
+  }
 });
 
 test("POST /probes/start reads each status once, then arms each probe once", async () => {
