@@ -342,6 +342,9 @@ fn the_object_calls_are_the_golden_ones_and_read_back() {
     lines::<ShardCall>("shard", &mut actual);
     lines::<DirectoryCall>("directory", &mut actual);
     check("calls.txt", &actual);
+    // One stream reads the pages of probes and shards alike (the worker's `answers_stream`).
+    assert_eq!(ProbeCall::Answers.path(), ShardCall::Answers.path());
+    assert_eq!(ProbeCall::Answers.method(), ShardCall::Answers.method());
 }
 
 /// The worker ↔ report worker exchange (`report`): the render and bill queries as the worker
