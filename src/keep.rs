@@ -13,6 +13,7 @@ use kvbench_core::operations::runs::{self, Keep, ShardSink, Writer};
 use kvbench_core::operations::window::parse_seconds;
 use kvbench_core::spec::env::RUNS;
 use kvbench_core::ParamError;
+use kvbench_wire::object::{ObjectCall, ShardCall};
 use worker::durable::ObjectNamespace;
 use worker::{Context, Env};
 
@@ -106,12 +107,20 @@ struct Shards<'a> {
 
 impl ShardSink for Shards<'_> {
     async fn append(&self, k: u32, body: &str, _lines: u64, failed: u64) -> Result<(), String> {
-        let path = format!("append?keep={}&failed={failed}", self.archive.keep_s);
+        let path = format!(
+            "{}?keep={}&failed={failed}",
+            ShardCall::Append.path(),
+            self.archive.keep_s
+        );
         self.archive.post_raw(self.run, k, &path, body).await
     }
 
     async fn record_failed(&self, k: u32, failed: u64) -> Result<(), String> {
-        let path = format!("failed?n={failed}&keep={}", self.archive.keep_s);
+        let path = format!(
+            "{}?n={failed}&keep={}",
+            ShardCall::Failed.path(),
+            self.archive.keep_s
+        );
         self.archive.post_raw(self.run, k, &path, "").await
     }
 }
@@ -140,7 +149,7 @@ impl Archive {
         init.set_method("POST");
         init.set_body(&body.into());
         let request = worker::web_sys::Request::new_with_str_and_init(
-            &format!("{}/{path}", crate::bindings::OBJECT_ORIGIN),
+            &format!("{}{path}", crate::bindings::OBJECT_ORIGIN),
             &init,
         )
         .map_err(js)?;

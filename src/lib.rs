@@ -113,7 +113,7 @@ const OPERATIONS: bool = cfg!(feature = "main-worker");
 async fn scheduled(_event: worker::ScheduledEvent, env: Env, _ctx: worker::ScheduleContext) {
     let _visit = in_flight().enter();
     futures::join!(
-        operations::probe_routes::tick(&env),
+        operations::probe_control::tick(&env),
         stores::r2::sweep::run(&env)
     );
 }

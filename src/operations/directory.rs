@@ -11,9 +11,10 @@ use kvbench_core::operations::fleet::Member;
 use kvbench_core::spec::env::DIRECTORY;
 use kvbench_wire::object::{Directory, DirectoryChange};
 use worker::durable::{State, Stub};
-use worker::{durable_object, DurableObject, Env, Method, Request, Response};
+use worker::{durable_object, DurableObject, Env, Request, Response};
 
 use crate::operations::object::{self, get_json, post};
+use kvbench_wire::object::{DirectoryCall, ObjectCall};
 
 /// The directory's one object.
 pub const OBJECT: &str = "members";
@@ -30,11 +31,11 @@ impl FleetDirectory {
     /// `POST /members` applies a [`DirectoryChange`] (written only when it changes something,
     /// so the cron's tick costs a row read, not a write); both `GET` and `POST` answer the
     /// [`Directory`] after the call.
-    async fn serve(&self, mut req: Request) -> worker::Result<Response> {
+    async fn serve(&self, call: DirectoryCall, mut req: Request) -> worker::Result<Response> {
         let storage = self.state.storage();
         let stored: Option<serde_json::Value> = object::load(&storage, KEY).await?;
         let mut directory = stored.as_ref().map(Directory::read).unwrap_or_default();
-        if req.method() == Method::Post {
+        if call == DirectoryCall::Change {
             let change: serde_json::Value = object::json_of(req.text().await)?;
             let change = DirectoryChange::read(&change);
             if directory.apply(change) {
@@ -46,17 +47,17 @@ impl FleetDirectory {
 }
 
 impl DurableObject for FleetDirectory {
-    fn new(state: State, _env: Env) -> Self {
+    fn new(state: State, env: Env) -> Self {
+        crate::operations::object::call_log_from(&env);
         FleetDirectory { state }
     }
 
     async fn fetch(&self, req: Request) -> worker::Result<Response> {
+        crate::operations::object::log_call("directory", &req);
         let _visit = crate::in_flight().enter();
-        let known = matches!(req.method(), Method::Get | Method::Post) && req.path() == "/members";
-        let answer = if known {
-            self.serve(req).await
-        } else {
-            Response::error("no such directory call", 404)
+        let answer = match DirectoryCall::of(req.method().as_ref(), &req.path()) {
+            Some(call) => self.serve(call, req).await,
+            None => Response::error("no such directory call", 404),
         };
         answer.or_else(|e| Response::error(format!("fleet directory: {e}"), 500))
     }
@@ -96,12 +97,12 @@ impl Members {
 
     async fn change(&self, change: &DirectoryChange) -> Result<(), String> {
         let body = serde_json::to_string(change).map_err(|e| e.to_string())?;
-        post(&self.0, "members", &body).await.map(drop)
+        post(&self.0, DirectoryCall::Change, &body).await.map(drop)
     }
 
     /// Every member the directory holds.
     pub async fn members(&self) -> Result<Vec<Member>, String> {
-        let directory = Directory::read(&get_json(&self.0, "members").await?);
+        let directory = Directory::read(&get_json(&self.0, DirectoryCall::Read).await?);
         Ok(directory
             .members
             .into_iter()

@@ -12,7 +12,7 @@ use kvbench_core::stores::sql::kept::{
     INSERT_MANY, PAGE, RAISE_FLOOR,
 };
 use kvbench_wire::kept::with_seq;
-use kvbench_wire::object::PageHead;
+use kvbench_wire::object::{ObjectCall, PageHead, ProbeCall};
 use kvbench_wire::stream::Control;
 use wasm_bindgen::JsValue;
 use worker::durable::Stub;
@@ -246,9 +246,14 @@ pub fn answers_stream(
             let end = format!("{}\n", Control::end_line(c.lines, c.keep_failed));
             return Some((Ok(end.into_bytes()), c));
         };
+        // A probe's page and a shard's are the same call (`ShardCall::Answers`).
         let url = format!(
-            "{ORIGIN}/answers?after={}&since={}&until={}&limit={PAGE_LINES}&base={}",
-            c.after, window.since_ms, window.until_ms, source.seq_base
+            "{ORIGIN}{}?after={}&since={}&until={}&limit={PAGE_LINES}&base={}",
+            ProbeCall::Answers.path(),
+            c.after,
+            window.since_ms,
+            window.until_ms,
+            source.seq_base
         );
         let page = page(&source, &url).await;
         match page {

@@ -6,11 +6,12 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use wasm_bindgen::JsValue;
 use worker::durable::{ScheduledTime, Storage, Stub};
-use worker::{Response, Result};
+use worker::{Env, Request, Response, Result};
 
 use crate::bindings::JsClock;
 use crate::operations::kept_table::ORIGIN;
 use kvbench_core::Clock;
+use kvbench_wire::object::ObjectCall;
 
 /// A value an object keeps in its storage, as JSON text: the one serializer of the object's
 /// messages (`serde_json`) for its storage too, not a second one (`serde_wasm_bindgen`) compiled
@@ -45,21 +46,24 @@ pub(crate) fn at(epoch_ms: f64) -> ScheduledTime {
     ScheduledTime::new(js_sys::Date::new(&JsValue::from(epoch_ms)))
 }
 
-/// `GET ORIGIN/<path>` of an object: its JSON answer, a message of `kvbench_wire::object` for
-/// that message's own reader (`ProbeStatus::read`, `ShardStatus::read`).
-pub async fn get_json(stub: &Stub, path: &str) -> Result<serde_json::Value, String> {
+/// A `GET` call of an object ([`ObjectCall`]): its JSON answer, a message of
+/// `kvbench_wire::object` for that message's own reader (`ProbeStatus::read`,
+/// `ShardStatus::read`).
+pub async fn get_json(stub: &Stub, call: impl ObjectCall) -> Result<serde_json::Value, String> {
+    let path = call.path();
     let mut r = stub
-        .fetch_with_str(&format!("{ORIGIN}/{path}"))
+        .fetch_with_str(&format!("{ORIGIN}{path}"))
         .await
         .map_err(|e| e.to_string())?;
     json_of(r.text().await).map_err(|e| format!("{path}: {e}"))
 }
 
-/// `POST ORIGIN/<path>` with `body`; a non-2xx answer is an error with its status and text.
-pub async fn post(stub: &Stub, path: &str, body: &str) -> Result<Response, String> {
+/// A `POST` call of an object ([`ObjectCall`]) with `body`; a non-2xx answer is an error with
+/// its status and text.
+pub async fn post(stub: &Stub, call: impl ObjectCall, body: &str) -> Result<Response, String> {
     let request = crate::bindings::js_request(
-        "POST",
-        &format!("{ORIGIN}/{path}"),
+        call.method(),
+        &format!("{ORIGIN}{}", call.path()),
         &[],
         Some(&JsValue::from_str(body)),
         false,
@@ -73,4 +77,32 @@ pub async fn post(stub: &Stub, path: &str, body: &str) -> Result<Response, Strin
         return Err(format!("{}: {text}", response.status_code()));
     }
     Ok(response)
+}
+
+/// The test-only var that makes each object log every call it answers (`kvbench-object-call
+/// <class> <method> <path>`): an end-to-end test counts what one route asks of the objects
+/// (tests/e2e/probes.test.mjs). Unset in wrangler.toml.
+pub const CALL_LOG_VAR: &str = "OBJECT_CALL_LOG";
+
+thread_local! {
+    /// [`CALL_LOG_VAR`] is `true` in this isolate's objects.
+    static CALL_LOG: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Reads [`CALL_LOG_VAR`] as an object is made (its `new`).
+pub fn call_log_from(env: &Env) {
+    if crate::bindings::env_text(env, CALL_LOG_VAR).as_deref() == Some("true") {
+        CALL_LOG.with(|c| c.set(true));
+    }
+}
+
+/// Logs a call an object answers, when [`CALL_LOG_VAR`] asks for it.
+pub fn log_call(class: &str, req: &Request) {
+    if CALL_LOG.with(std::cell::Cell::get) {
+        worker::console_log!(
+            "kvbench-object-call {class} {} {}",
+            req.method().as_ref(),
+            req.path()
+        );
+    }
 }

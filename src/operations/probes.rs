@@ -11,25 +11,20 @@
 
 use std::cell::{Cell, RefCell};
 
-use kvbench_core::operations::fleet::{Called, Member};
+use kvbench_core::operations::fleet::Called;
 use kvbench_core::operations::probe::{
     self, Effect, HintReply, Measured, Probe, ProbeState, Target,
 };
-use kvbench_core::operations::probes::ProbeConfig;
-use kvbench_core::operations::spend::ProbeNow;
-use kvbench_core::spec::env::PROBES;
-use kvbench_core::stores::durable::LocationHint;
 use kvbench_core::{handle, Call, ErrorKind, Isolate, MetadataCache, Served};
 use kvbench_core::{StoreError, ValueGen};
 use kvbench_wire::kept::FailureKind;
-use kvbench_wire::object::{Arm, ArmMember as MemberArm, ProbeStatus, Stopped};
-use worker::durable::{ObjectNamespace, State, Stub};
-use worker::{durable_object, DurableObject, Env, Method, Request, Response};
+use kvbench_wire::object::{Arm, ArmMember as MemberArm, ObjectCall, ProbeCall, Stopped};
+use worker::durable::State;
+use worker::{durable_object, DurableObject, Env, Request, Response};
 
 use crate::bindings::{env_text, seeded_gen, JsClock, JsTimer};
-use crate::operations::directory::Members;
 use crate::operations::kept_table::KeptTable;
-use crate::operations::object::{self, at, get_json, now_ms, post};
+use crate::operations::object::{self, at, now_ms};
 use crate::stores::Stores;
 
 /// How long a member's `/test` may take: its own stores' timeouts bound it (TIMEOUT_MS per call,
@@ -282,28 +277,9 @@ const MEMBER_BODY_MAX: usize = 1 << 20;
 /// `GET url` with the token as a bearer header, within [`MEMBER_TIMEOUT_MS`]: the status, the
 /// checked `cf-placement` and the body. A failure is its kind (`timeout`, `connect`,
 /// `transport`) and what happened.
-/// One member checked as a deploy check sees it (`POST /probes/check`): one call of its
-/// `/test`, read by [`kvbench_core::operations::fleet::check`]; nothing is kept.
-pub async fn check_member(
-    member: &Member,
-    token: Option<&str>,
-) -> kvbench_core::operations::fleet::MemberCheck {
-    let t_ms = now_ms();
-    let called = call_member(&member.test_url(), token, CHECK_TIMEOUT_MS).await;
-    let call_ms = kvbench_core::measurement::answer::round_ms(now_ms() - t_ms);
-    let called = match &called {
-        Ok(c) => Ok(c),
-        Err((kind, detail)) => Err((*kind, detail.as_str())),
-    };
-    kvbench_core::operations::fleet::check(&member.label, called, call_ms)
-}
-
-/// How long a deploy check waits for one member (all are asked at once).
-const CHECK_TIMEOUT_MS: u64 = 60_000;
-
 /// One call of a member's `/test`: its status, `cf-placement` (shape-checked), handler time from
 /// its `Server-Timing`, and body (or what a redirect said) — or why there is none.
-async fn call_member(
+pub(crate) async fn call_member(
     url: &str,
     token: Option<&str>,
     timeout_ms: u64,
@@ -404,6 +380,7 @@ async fn read_member_body(
 
 impl DurableObject for ProbeObject {
     fn new(state: State, env: Env) -> Self {
+        crate::operations::object::call_log_from(&env);
         let kept = KeptTable::new(state.storage().sql());
         ProbeObject {
             state,
@@ -418,20 +395,21 @@ impl DurableObject for ProbeObject {
     }
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
+        crate::operations::object::log_call("probe", &req);
         // A request in flight of the isolate: a measurement under way counts it in its
         // answer's `concurrent`.
         let _visit = crate::in_flight().enter();
         let url = req.url()?;
-        let answer = match (req.method(), url.path()) {
-            (Method::Post, "/start") => self.arm(object::json_of(req.text().await)?, true).await,
-            (Method::Post, "/tick") => self.arm(object::json_of(req.text().await)?, false).await,
-            (Method::Post, "/stop") => self.stop().await,
-            (Method::Get, "/status") => self.status().await,
-            (Method::Get, "/answers") => match self.load().await {
+        let answer = match ProbeCall::of(req.method().as_ref(), url.path()) {
+            Some(ProbeCall::Start) => self.arm(object::json_of(req.text().await)?, true).await,
+            Some(ProbeCall::Tick) => self.arm(object::json_of(req.text().await)?, false).await,
+            Some(ProbeCall::Stop) => self.stop().await,
+            Some(ProbeCall::Status) => self.status().await,
+            Some(ProbeCall::Answers) => match self.load().await {
                 Ok(s) => self.kept.page(&url, s.keep_failed),
                 Err(e) => Err(e),
             },
-            _ => Response::error("no such probe call", 404),
+            None => Response::error("no such probe call", 404),
         };
         answer.or_else(|e| Response::error(format!("probe object: {e}"), 500))
     }
@@ -461,241 +439,4 @@ impl DurableObject for ProbeObject {
         }
         Response::ok("")
     }
-}
-
-/// The worker's side: the probe objects of this deployment.
-pub struct Probes {
-    namespace: ObjectNamespace,
-    /// The fleet directory (`crate::operations::directory`).
-    directory: Members,
-    pub config: ProbeConfig,
-}
-
-impl Probes {
-    pub fn from_env(env: &Env) -> Result<Self, String> {
-        let namespace = env
-            .durable_object(PROBES)
-            .map_err(|_| format!("the Durable Object binding {PROBES} is missing"))?;
-        let directory = Members::from_env(env).map_err(|_| {
-            format!(
-                "the Durable Object binding {} is missing",
-                kvbench_core::spec::env::DIRECTORY
-            )
-        })?;
-        let config = ProbeConfig::from_vars(|name| env_text(env, name))
-            .map_err(|e| format!("{}: {}", e.parameter, e.message))?;
-        Ok(Probes {
-            namespace,
-            directory,
-            config,
-        })
-    }
-
-    /// Every vantage point of this configuration: the hints, then the fleet's members.
-    pub fn points(&self) -> Vec<Point> {
-        let hints = self.config.hints.iter().map(|&h| Point::Hint(h));
-        let members = self.config.members.iter().cloned().map(Point::Member);
-        hints.chain(members).collect()
-    }
-
-    /// A vantage point's probe object: a hint's is created with that location hint; a
-    /// member's with its region's (`fleet-regions.json`), so its call to the member is short
-    /// and stable — a member whose label is no known region's, wherever it is first asked for.
-    pub fn stub(&self, point: &Point) -> worker::Result<Stub> {
-        match point {
-            Point::Hint(hint) => self
-                .namespace
-                .get_by_name_with_location_hint(&ProbeConfig::object_name(*hint), hint.as_str()),
-            Point::Member(member) => match member.probe_hint() {
-                Some(hint) => self
-                    .namespace
-                    .get_by_name_with_location_hint(&member.object_name(), hint.as_str()),
-                None => self.namespace.get_by_name(&member.object_name()),
-            },
-        }
-    }
-
-    fn arm_body(&self, point: &Point) -> String {
-        let (hint, member) = match point {
-            Point::Hint(hint) => (Some(hint.as_str().to_string()), None),
-            Point::Member(m) => (
-                None,
-                Some(MemberArm {
-                    label: m.label.clone(),
-                    url: m.url.clone(),
-                }),
-            ),
-        };
-        serde_json::to_string(&Arm {
-            hint,
-            member,
-            every_s: self.config.every_s,
-            keep_s: self.config.keep_s,
-        })
-        .unwrap_or_default()
-    }
-
-    /// `POST <call>` to each probe (`start`, `tick`, `stop`), all at once; each probe's JSON
-    /// answer, or its error as text, by vantage point, in the points' order. A start or tick
-    /// first records the members it arms in the directory (`crate::operations::directory`); the
-    /// second value says why that failed.
-    pub async fn each(
-        &self,
-        call: &str,
-    ) -> (
-        Vec<(Point, Result<serde_json::Value, String>)>,
-        Option<String>,
-    ) {
-        let directory = if call == "stop" {
-            None
-        } else {
-            self.record_members().await.err()
-        };
-        // All at once, like [`Self::statuses`].
-        let calls = self.points().into_iter().map(|point| async move {
-            let result = async {
-                let stub = self.stub(&point).map_err(|e| e.to_string())?;
-                let mut response = post(&stub, call, &self.arm_body(&point)).await?;
-                response
-                    .json::<serde_json::Value>()
-                    .await
-                    .map_err(|e| e.to_string())
-            }
-            .await;
-            (point, result)
-        });
-        (futures::future::join_all(calls).await, directory)
-    }
-
-    pub async fn status(&self, point: &Point) -> Result<StatusRead, String> {
-        status_of(&self.stub(point).map_err(|e| e.to_string())?).await
-    }
-
-    /// [`Self::status`] of each point, asked all at once (the objects are spread over the
-    /// world: one after the other, their round trips would add up), in the points' order.
-    pub async fn statuses(&self, points: &[Point]) -> Vec<Result<StatusRead, String>> {
-        futures::future::join_all(points.iter().map(|p| self.status(p))).await
-    }
-
-    /// Records this configuration's members in the directory.
-    async fn record_members(&self) -> Result<(), String> {
-        self.directory.record(&self.config.members).await
-    }
-
-    /// Every probe with its status: this configuration's (asked now), then
-    /// [`Self::outside`]'s (the status that found them: each object is asked once).
-    pub async fn every_status(&self) -> Vec<(Point, Result<StatusRead, String>)> {
-        let points = self.points();
-        let statuses = self.statuses(&points).await;
-        let mut all: Vec<_> = points.into_iter().zip(statuses).collect();
-        all.extend(self.outside().await.into_iter().map(|(p, s)| (p, Ok(s))));
-        all
-    }
-
-    /// Every probe as the budget counts it ([`probes::ProbeNow`]): this configuration's — the
-    /// ones a start or a tick arms — then those outside it, which keep running as they are.
-    pub async fn budget_view(&self) -> Vec<ProbeNow> {
-        let configured = self.points().len();
-        self.every_status()
-            .await
-            .into_iter()
-            .enumerate()
-            .map(|(i, (_, read))| {
-                probe::probe_now(read.as_ref().ok().map(|r| &r.status), i < configured)
-            })
-            .collect()
-    }
-
-    /// Every vantage point with a probe: this configuration's, then [`Self::outside`]'s.
-    pub async fn all_points(&self) -> Vec<Point> {
-        let mut points = self.points();
-        points.extend(self.outside().await.into_iter().map(|(point, _)| point));
-        points
-    }
-
-    /// The probes outside this configuration that run or keep answers, with their status:
-    /// hint probes started by a `POST /probes/start?hints=` beyond `PROBE_HINTS`, and members
-    /// of the directory no longer in `FLEET` — listed, stopped and read like the others, never
-    /// left re-arming unseen or keeping answers no route shows. A directory member whose probe
-    /// neither runs nor keeps anything is forgotten.
-    pub async fn outside(&self) -> Vec<(Point, StatusRead)> {
-        let mut candidates: Vec<Point> = LocationHint::ALL
-            .into_iter()
-            .filter(|hint| !self.config.hints.contains(hint))
-            .map(Point::Hint)
-            .collect();
-        if let Ok(members) = self.directory.members().await {
-            candidates.extend(
-                members
-                    .into_iter()
-                    .filter(|m| self.config.members.iter().all(|c| c.label != m.label))
-                    .map(Point::Member),
-            );
-        }
-        let statuses = self.statuses(&candidates).await;
-        let mut out = Vec::new();
-        let mut forget = Vec::new();
-        for (point, status) in candidates.into_iter().zip(statuses) {
-            let Ok(status) = status else {
-                continue;
-            };
-            if status.status.lives() {
-                out.push((point, status));
-            } else if let Point::Member(m) = point {
-                forget.push(m.label);
-            }
-        }
-        if let Err(e) = self.directory.forget(forget).await {
-            worker::console_error!("fleet directory: forgetting members failed: {e}");
-        }
-        out
-    }
-}
-
-/// A vantage point of the probes: a Durable Object location hint, or a placed fleet member.
-#[derive(Debug, Clone)]
-pub enum Point {
-    Hint(LocationHint),
-    Member(Member),
-}
-
-impl Point {
-    /// Its label in kept answers and reports.
-    pub fn label(&self) -> String {
-        match self {
-            Point::Hint(hint) => hint.as_str().to_string(),
-            Point::Member(m) => m.label.clone(),
-        }
-    }
-
-    /// The fields that name it in JSON (`/probes`, start and stop answers).
-    pub fn describe(&self) -> serde_json::Value {
-        match self {
-            Point::Hint(hint) => {
-                serde_json::json!({ "label": hint.as_str(), "vantage": "hint", "hint": hint.as_str() })
-            }
-            Point::Member(m) => serde_json::json!({
-                "label": m.label,
-                "vantage": "member",
-                "hint": null,
-                "region": kvbench_core::operations::fleet::region(&m.label).map(|r| serde_json::json!({ "metro": r.metro, "colo": r.colo(), "colos": r.colos, "continent": r.continent, "probe_hint": r.hint().map(|h| h.as_str()) })),
-            }),
-        }
-    }
-}
-
-/// A probe object's `/status`.
-pub async fn status_of(stub: &Stub) -> Result<StatusRead, String> {
-    let shown = get_json(stub, "status").await?;
-    Ok(StatusRead {
-        status: ProbeStatus::read(&shown),
-        shown,
-    })
-}
-
-/// A probe's status as the worker reads it, and as the object sent it (`GET /probes` shows
-/// that, beside the probe's description).
-pub struct StatusRead {
-    pub status: ProbeStatus,
-    pub shown: serde_json::Value,
 }

@@ -9,12 +9,12 @@ use std::cell::RefCell;
 use kvbench_core::operations::runs;
 use kvbench_core::operations::shard::{Effect, Shard, ShardState};
 use worker::durable::State;
-use worker::{durable_object, DurableObject, Env, Method, Request, Response};
+use worker::{durable_object, DurableObject, Env, Request, Response};
 
 use crate::keep::Archive;
 use crate::operations::kept_table::{KeptTable, Source};
 use crate::operations::object::{self, at, get_json, now_ms};
-use kvbench_wire::object::ShardStatus;
+use kvbench_wire::object::{ObjectCall, ShardCall, ShardStatus};
 
 /// One shard of a run: its kept answers, and its machine ([`Shard`]: how long it keeps them,
 /// the expiries that failed, its alarm), whose state is kept under the storage key `shard`.
@@ -145,7 +145,8 @@ impl RunArchive {
 }
 
 impl DurableObject for RunArchive {
-    fn new(state: State, _env: Env) -> Self {
+    fn new(state: State, env: Env) -> Self {
+        crate::operations::object::call_log_from(&env);
         let kept = KeptTable::new(state.storage().sql());
         RunArchive {
             state,
@@ -155,11 +156,12 @@ impl DurableObject for RunArchive {
     }
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
+        crate::operations::object::log_call("run-archive", &req);
         let _visit = crate::in_flight().enter();
         let url = req.url()?;
-        let answer = match (req.method(), url.path()) {
-            (Method::Post, "/append") => self.append(&url, &req.text().await?).await,
-            (Method::Post, "/failed") => {
+        let answer = match ShardCall::of(req.method().as_ref(), url.path()) {
+            Some(ShardCall::Append) => self.append(&url, &req.text().await?).await,
+            Some(ShardCall::Failed) => {
                 let n = Self::query(&url, "n").unwrap_or(0).max(0) as u64;
                 match self.kept.add_failed(n) {
                     Ok(()) => {
@@ -169,9 +171,9 @@ impl DurableObject for RunArchive {
                     Err(e) => Err(e),
                 }
             }
-            (Method::Get, "/status") => self.status(),
-            (Method::Get, "/answers") => self.kept.page(&url, 0),
-            _ => Response::error("no such run archive call", 404),
+            Some(ShardCall::Status) => self.status(),
+            Some(ShardCall::Answers) => self.kept.page(&url, 0),
+            None => Response::error("no such run archive call", 404),
         };
         answer.or_else(|e| Response::error(format!("run archive: {e}"), 500))
     }
@@ -202,12 +204,18 @@ pub fn sources(archive: &Archive, run: &str) -> worker::Result<Vec<Source>> {
         .collect()
 }
 
-/// A run's shards with their status: the sum of what they keep and of the failed keeps.
+/// A run's shards with their status, all asked at once (up to 64 objects: one after the other,
+/// their round trips would add up): the sum of what they keep and of the failed keeps.
 pub async fn totals(archive: &Archive, run: &str) -> Result<(u64, u64), String> {
-    let (mut kept, mut failed) = (0, 0);
-    for k in 0..archive.shards {
+    let reads = (0..archive.shards).map(|k| async move {
         let shard = archive.shard(run, k).map_err(|e| e.to_string())?;
-        let status = ShardStatus::read(&get_json(&shard, "status").await?);
+        Ok::<_, String>(ShardStatus::read(
+            &get_json(&shard, ShardCall::Status).await?,
+        ))
+    });
+    let (mut kept, mut failed) = (0, 0);
+    for status in futures::future::join_all(reads).await {
+        let status = status?;
         kept += status.kept;
         failed += status.keep_failed;
     }

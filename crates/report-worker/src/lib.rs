@@ -26,6 +26,9 @@ use kvbench_report::kept::timeline_interval;
 use kvbench_report::kept::{Aggregate, Source};
 use kvbench_report::prices::PriceTable;
 use kvbench_report::report::Report;
+use kvbench_wire::report::{
+    BillQuery, Format, RenderQuery, Span, DESCRIBE_HEADER, WORKER_URL_HEADER,
+};
 use kvbench_wire::stream::{Ending, Item, ReadError, Reader};
 use serde_json::json;
 use worker::{event, Context, Env, Request, Response, Result, RouteContext, Router};
@@ -78,20 +81,24 @@ fn wasm_memory_bytes() -> f64 {
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
     Router::new()
-        .post_async("/render", render)
-        .post_async("/bill", bill)
+        .post_async(RenderQuery::PATH, render)
+        .post_async(BillQuery::PATH, bill)
         .run(req, env)
         .await
 }
 
-/// A finite number from the query (`NaN`, `inf` and `1e999` are not one).
-fn query_f64(req: &Request, name: &str) -> Option<f64> {
-    req.url()
-        .ok()?
-        .query_pairs()
-        .find(|(k, _)| k == name)
-        .and_then(|(_, v)| v.parse::<f64>().ok())
-        .filter(|v| v.is_finite())
+/// The request's query, a value by name (what `kvbench_wire::report`'s readers take).
+fn query(req: &Request) -> impl Fn(&str) -> Option<String> {
+    let pairs: Vec<(String, String)> = req
+        .url()
+        .map(|u| u.query_pairs().into_owned().collect())
+        .unwrap_or_default();
+    move |name| {
+        pairs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    }
 }
 
 fn bad(message: String) -> Result<Response> {
@@ -99,11 +106,13 @@ fn bad(message: String) -> Result<Response> {
 }
 
 /// Reads the body's kept answers into a report; the stream must end with its `end` line.
-async fn aggregate(req: &mut Request, source: &Source) -> std::result::Result<Read, Refusal> {
-    let origin_ms = query_f64(req, "origin_ms").ok_or("origin_ms is missing")? as i64;
-    let span_ms = query_f64(req, "span_ms").unwrap_or(0.0).max(0.0);
-    let interval = timeline_interval(Duration::from_millis(span_ms as u64));
-    let mut agg = Aggregate::new(origin_ms, interval);
+async fn aggregate(
+    req: &mut Request,
+    span: Span,
+    source: &Source,
+) -> std::result::Result<Read, Refusal> {
+    let interval = timeline_interval(Duration::from_millis(span.span_ms.max(0) as u64));
+    let mut agg = Aggregate::new(span.origin_ms, interval);
     let mut stream = req.stream().map_err(|e| e.to_string())?;
     let mut reader = Reader::new(MAX_LINE);
     let mut take = |item: Item<'_>| -> std::result::Result<(), Refusal> {
@@ -153,7 +162,7 @@ struct Read {
 fn source(req: &Request) -> Source {
     let url = req
         .headers()
-        .get("kvbench-worker-url")
+        .get(WORKER_URL_HEADER)
         .ok()
         .flatten()
         .unwrap_or_else(|| "(the worker)".into());
@@ -167,30 +176,34 @@ fn source(req: &Request) -> Source {
 /// The page's provenance: the worker's description (its `kvbench-describe` header: what its
 /// `GET /` says of its build and settings), the window (`since_ms`, `until_ms`) and the links to
 /// its raw data.
-fn provenance(req: &Request) -> kvbench_report::report::Provenance {
+fn provenance(req: &Request, query: &RenderQuery) -> kvbench_report::report::Provenance {
     let header = |name: &str| req.headers().get(name).ok().flatten();
-    let worker_url = header("kvbench-worker-url").unwrap_or_default();
-    let describe = header("kvbench-describe").and_then(|d| serde_json::from_str(&d).ok());
-    let since = query_f64(req, "since_ms").map(|v| v as i64);
-    let until = query_f64(req, "until_ms").map(|v| v as i64);
+    let worker_url = header(WORKER_URL_HEADER).unwrap_or_default();
+    let describe = header(DESCRIBE_HEADER).and_then(|d| serde_json::from_str(&d).ok());
     let now = js_sys::Date::now() as i64;
     kvbench_report::kept::page_provenance(
         &worker_url,
         describe.as_ref(),
-        (since.unwrap_or(0), until.unwrap_or(now)),
+        (
+            query.span.since_ms.unwrap_or(0),
+            query.span.until_ms.unwrap_or(now),
+        ),
         now,
-        query_f64(req, "window_s").map(|v| v as u64),
+        query.window_s.map(u64::from),
     )
 }
 
-/// `POST /render?origin_ms=..&span_ms=..&since_ms=..&until_ms=..&window_s=..&format=html|json`:
+/// `POST /render?origin_ms=..&span_ms=..&since_ms=..&until_ms=..&window_s=..&format=html|json`
+/// ([`RenderQuery`]):
 /// report.html (or its report.json) of the answers in the body.
 async fn render(mut req: Request, _ctx: RouteContext<()>) -> Result<Response> {
     let source = source(&req);
-    let json = req
-        .url()
-        .is_ok_and(|u| u.query_pairs().any(|(k, v)| k == "format" && v == "json"));
-    let (report, answers) = match aggregate(&mut req, &source).await {
+    let query = match RenderQuery::read(query(&req)) {
+        Ok(q) => q,
+        Err(e) => return bad(e),
+    };
+    let json = query.format == Format::Json;
+    let (report, answers) = match aggregate(&mut req, query.span, &source).await {
         Ok(Read {
             report: Some(r),
             lines,
@@ -210,7 +223,7 @@ async fn render(mut req: Request, _ctx: RouteContext<()>) -> Result<Response> {
         Err(e) => return Response::error(format!("the embedded price table: {e}"), 500),
     };
     let mut report = kvbench_report::derive(report, &prices, None, &Deployment::default());
-    report.report.provenance = Some(provenance(&req));
+    report.report.provenance = Some(provenance(&req, &query));
     if json {
         return match serde_json::to_string(&report) {
             Ok(text) => {
@@ -250,22 +263,19 @@ fn empty_page() -> Result<Response> {
     Ok(r)
 }
 
-/// `POST /bill?origin_ms=..&span_ms=..&probes=N&every_s=S&keep_s=K`: the month of N probes waking
+/// `POST /bill?origin_ms=..&span_ms=..&probes=N&every_s=S&keep_s=K` ([`BillQuery`]): the month of N probes waking
 /// every S seconds and keeping their answers K seconds, from what the answers in the body measured
 /// (`kvbench_report::bill`).
 async fn bill(mut req: Request, _ctx: RouteContext<()>) -> Result<Response> {
-    let (Some(probes), Some(every_s)) = (query_f64(&req, "probes"), query_f64(&req, "every_s"))
-    else {
-        return bad("probes and every_s are required, as finite numbers".into());
+    let query = match BillQuery::read(query(&req)) {
+        Ok(q) => q,
+        Err(e) => return bad(e),
     };
-    if probes < 1.0 || every_s <= 0.0 {
-        return bad("probes >= 1 and every_s > 0".into());
-    }
     // Seconds an answer stays at rest: `keep_s` plus the grace before its deletion.
-    let stored_s = query_f64(&req, "keep_s").unwrap_or(0.0).max(0.0)
-        + f64::from(kvbench_core::operations::probes::EXPIRY_GRACE_S);
+    let stored_s =
+        f64::from(query.keep_s) + f64::from(kvbench_core::operations::probes::EXPIRY_GRACE_S);
     let source = source(&req);
-    let (report, lines, bytes) = match aggregate(&mut req, &source).await {
+    let (report, lines, bytes) = match aggregate(&mut req, query.span, &source).await {
         Ok(Read {
             report: Some(r),
             lines,
@@ -280,8 +290,8 @@ async fn bill(mut req: Request, _ctx: RouteContext<()>) -> Result<Response> {
         Err(Refusal(status, e)) => return Response::error(e, status),
     };
     let fleet = kvbench_report::bill::ProbeUsage {
-        points: probes,
-        every_s,
+        points: f64::from(query.probes),
+        every_s: f64::from(query.every_s),
         stored_s,
         line_bytes: bytes as f64 / lines.max(1) as f64,
     };
@@ -300,6 +310,6 @@ async fn bill(mut req: Request, _ctx: RouteContext<()>) -> Result<Response> {
 /// The measuring worker's `keys` setting, from its description (`kvbench-describe`).
 fn described_keys(req: &Request) -> Option<u64> {
     let describe: serde_json::Value =
-        serde_json::from_str(&req.headers().get("kvbench-describe").ok()??).ok()?;
+        serde_json::from_str(&req.headers().get(DESCRIBE_HEADER).ok()??).ok()?;
     describe.get("defaults")?.get("keys")?.as_u64()
 }

@@ -6,6 +6,8 @@
 //! - [`kept`]: one kept answer of a probe or a run (an NDJSON line);
 //! - [`stream`]: a kept-answers stream's control lines (`end`, `error`) and its reader;
 //! - [`object`]: what the worker and its Durable Objects say to each other (arm, status);
+//! - [`report`]: what the worker and the report worker say to each other (the render and bill
+//!   queries, the bill's head);
 //! - [`trace`]: the header a fleet member says where its trace placed it in.
 //!
 //! Each shape is one struct that derives both `Serialize` and `Deserialize`, so a field added
@@ -18,6 +20,7 @@
 pub mod answer;
 pub mod kept;
 pub mod object;
+pub mod report;
 pub mod stream;
 pub mod text;
 pub mod trace;

@@ -5,7 +5,8 @@
 //! directory the members it arms or forgets ([`DirectoryChange`], `POST /members`) and reads
 //! them ([`Directory`], the answer of both `GET` and `POST /members`). The object writes each with these types and the worker
 //! reads it with them, so a renamed field fails to compile instead of reading as a silent `0`.
-//! `GET /probes` shows a [`ProbeStatus`] as it is, beside the probe's description.
+//! `GET /probes` shows a [`ProbeStatus`] as it is, beside the probe's description. The calls
+//! themselves — method and path — are [`ProbeCall`], [`ShardCall`] and [`DirectoryCall`].
 
 use std::collections::BTreeMap;
 
@@ -36,10 +37,37 @@ pub struct Armed {
     pub stopped: bool,
 }
 
+impl Armed {
+    /// Reads it out of parsed JSON as its `Deserialize` does (see [`ProbeStatus::read`]).
+    pub fn read(v: &serde_json::Value) -> Armed {
+        let flag = |k: &str| {
+            v.get(k)
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false)
+        };
+        Armed {
+            armed: flag("armed"),
+            stopped: flag("stopped"),
+        }
+    }
+}
+
 /// What a stop did: the probe is stopped (its alarm stays only to delete what it keeps).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stopped {
     pub stopped: bool,
+}
+
+impl Stopped {
+    /// Reads it out of parsed JSON as its `Deserialize` does (see [`ProbeStatus::read`]).
+    pub fn read(v: &serde_json::Value) -> Stopped {
+        Stopped {
+            stopped: v
+                .get("stopped")
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false),
+        }
+    }
 }
 
 /// The fleet directory: every member a start or the cron armed and whose probe still runs or
@@ -312,6 +340,117 @@ pub fn read_append(body: &str) -> Option<Vec<(i64, &str)>> {
             Some((t.parse::<i64>().ok()?, line))
         })
         .collect()
+}
+
+/// A call the worker makes to one of its Durable Objects: a method and a path on the object's
+/// origin, named once here for both sides — the worker's call and the object's dispatch
+/// (`fetch`), so a renamed path fails to compile instead of answering 404.
+pub trait ObjectCall: Copy + Sized + 'static {
+    /// Every call of the class.
+    const ALL: &'static [Self];
+    /// `GET` or `POST`.
+    fn method(self) -> &'static str;
+    /// The path, `/` first.
+    fn path(self) -> &'static str;
+    /// The call a request is, by its method and path; `None` for any other.
+    fn of(method: &str, path: &str) -> Option<Self> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|c| c.method() == method && c.path() == path)
+    }
+}
+
+/// A probe object's calls: `POST /start` and the cron's `POST /tick` with an [`Arm`]
+/// ([`Armed`] back), `POST /stop` ([`Stopped`] back), `GET /status` ([`ProbeStatus`] back) and
+/// `GET /answers?..` (a page of kept answers, [`PageHead`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeCall {
+    Start,
+    Tick,
+    Stop,
+    Status,
+    Answers,
+}
+
+impl ObjectCall for ProbeCall {
+    const ALL: &'static [ProbeCall] = &[
+        ProbeCall::Start,
+        ProbeCall::Tick,
+        ProbeCall::Stop,
+        ProbeCall::Status,
+        ProbeCall::Answers,
+    ];
+    fn method(self) -> &'static str {
+        match self {
+            ProbeCall::Start | ProbeCall::Tick | ProbeCall::Stop => "POST",
+            ProbeCall::Status | ProbeCall::Answers => "GET",
+        }
+    }
+    fn path(self) -> &'static str {
+        match self {
+            ProbeCall::Start => "/start",
+            ProbeCall::Tick => "/tick",
+            ProbeCall::Stop => "/stop",
+            ProbeCall::Status => "/status",
+            ProbeCall::Answers => "/answers",
+        }
+    }
+}
+
+/// A run archive shard's calls: `POST /append?keep=..&failed=..` (rows of [`append_row`]),
+/// `POST /failed?n=..&keep=..` (keeps that failed), `GET /status` ([`ShardStatus`] back) and
+/// `GET /answers?..` (a page, [`PageHead`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShardCall {
+    Append,
+    Failed,
+    Status,
+    Answers,
+}
+
+impl ObjectCall for ShardCall {
+    const ALL: &'static [ShardCall] = &[
+        ShardCall::Append,
+        ShardCall::Failed,
+        ShardCall::Status,
+        ShardCall::Answers,
+    ];
+    fn method(self) -> &'static str {
+        match self {
+            ShardCall::Append | ShardCall::Failed => "POST",
+            ShardCall::Status | ShardCall::Answers => "GET",
+        }
+    }
+    fn path(self) -> &'static str {
+        match self {
+            ShardCall::Append => "/append",
+            ShardCall::Failed => "/failed",
+            ShardCall::Status => "/status",
+            ShardCall::Answers => "/answers",
+        }
+    }
+}
+
+/// The fleet directory's calls: `GET /members` ([`Directory`] back) and `POST /members` with a
+/// [`DirectoryChange`] (the [`Directory`] after it back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirectoryCall {
+    Read,
+    Change,
+}
+
+impl ObjectCall for DirectoryCall {
+    const ALL: &'static [DirectoryCall] = &[DirectoryCall::Read, DirectoryCall::Change];
+    fn method(self) -> &'static str {
+        match self {
+            DirectoryCall::Read => "GET",
+            DirectoryCall::Change => "POST",
+        }
+    }
+    fn path(self) -> &'static str {
+        "/members"
+    }
 }
 
 #[cfg(test)]

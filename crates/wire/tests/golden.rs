@@ -5,7 +5,9 @@
 //!   reads it and must write back byte for byte — the reader loses nothing the writer wrote;
 //! - `kept.jsonl`, the kept line (as a stream hands it out, `seq` first), and `control.jsonl`,
 //!   a stream's end and error lines, and `object.jsonl`, the messages between the worker and
-//!   its Durable Objects, are written here and read back equal.
+//!   its Durable Objects, are written here and read back equal;
+//! - `calls.txt`, the calls of each Durable Object class (method and path), and `report.txt`,
+//!   the worker ↔ report worker queries and the bill's head, likewise.
 //!
 //! Refresh with `UPDATE_GOLDEN=1 cargo test -p kvbench-wire --test golden` after an intended
 //! change, review the diff, and run the readers' tests; never edit them by hand.
@@ -297,6 +299,13 @@ fn the_object_messages_are_the_golden_ones_and_read_back() {
     assert_eq!(ProbeStatus::read(&value(3)), hint_status);
     assert_eq!(ProbeStatus::read(&value(4)), member_status);
     assert_eq!(ShardStatus::read(&value(5)), shard);
+    assert_eq!(Armed::read(&value(2)), armed);
+    assert_eq!(Stopped::read(&value(6)), stopped);
+    assert_eq!(
+        Armed::read(&serde_json::json!({"armed": "yes"})),
+        serde_json::from_value::<Armed>(serde_json::json!({"armed": false, "stopped": false}))
+            .unwrap()
+    );
     for empty in [
         serde_json::json!({}),
         serde_json::json!({"kept": "many", "running": 1}),
@@ -307,4 +316,120 @@ fn the_object_messages_are_the_golden_ones_and_read_back() {
         );
         assert_eq!(ShardStatus::read(&empty), ShardStatus::default());
     }
+}
+
+/// The calls of each Durable Object class (`object::ObjectCall`), one line each, as the worker
+/// sends them and the object's `fetch` dispatches them: each read back as itself, and nothing
+/// else is one.
+#[test]
+fn the_object_calls_are_the_golden_ones_and_read_back() {
+    use kvbench_wire::object::{DirectoryCall, ObjectCall, ProbeCall, ShardCall};
+    fn lines<C: ObjectCall + std::fmt::Debug + PartialEq>(class: &str, out: &mut String) {
+        for &call in C::ALL {
+            out.push_str(&format!("{class} {} {}\n", call.method(), call.path()));
+            assert_eq!(C::of(call.method(), call.path()), Some(call));
+        }
+        let other = if C::ALL[0].method() == "GET" {
+            "PUT"
+        } else {
+            "DELETE"
+        };
+        assert_eq!(C::of(other, C::ALL[0].path()), None);
+        assert_eq!(C::of("GET", "/nothing"), None);
+    }
+    let mut actual = String::new();
+    lines::<ProbeCall>("probe", &mut actual);
+    lines::<ShardCall>("shard", &mut actual);
+    lines::<DirectoryCall>("directory", &mut actual);
+    check("calls.txt", &actual);
+    // One stream reads the pages of probes and shards alike (the worker's `answers_stream`).
+    assert_eq!(ProbeCall::Answers.path(), ShardCall::Answers.path());
+    assert_eq!(ProbeCall::Answers.method(), ShardCall::Answers.method());
+}
+
+/// The worker ↔ report worker exchange (`report`): the render and bill queries as the worker
+/// writes them, read back equal by the report worker's reader; the bill's head as the worker
+/// reads it, by `BillHead::read` and by `Deserialize`.
+#[test]
+fn the_report_exchange_is_the_golden_one_and_reads_back() {
+    use kvbench_wire::report::{BillHead, BillQuery, Format, RenderQuery, Span};
+    let span = Span {
+        origin_ms: 1_790_000_000_000,
+        span_ms: 86_400_000,
+        since_ms: Some(1_789_913_600_000),
+        until_ms: Some(1_790_000_000_001),
+    };
+    let render = RenderQuery {
+        span,
+        window_s: Some(86_400),
+        format: Format::Json,
+    };
+    let bill = BillQuery {
+        span,
+        probes: 14,
+        every_s: 300,
+        keep_s: 604_800,
+    };
+    let priced = BillHead {
+        monthly_usd: Some(12.5),
+        answers_per_month: Some(120_960.0),
+        why: None,
+    };
+    let unpriced = BillHead {
+        monthly_usd: None,
+        answers_per_month: None,
+        why: Some("no probe answer is kept yet".into()),
+    };
+    let lines = [
+        render.query(),
+        bill.query(),
+        serde_json::to_string(&priced).unwrap(),
+        serde_json::to_string(&unpriced).unwrap(),
+    ];
+    check("report.txt", &(lines.join("\n") + "\n"));
+    let pairs = |q: &str| -> Vec<(String, String)> {
+        q.split('&')
+            .filter_map(|p| p.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let get = |q: &str| {
+        let pairs = pairs(q);
+        move |name: &str| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        }
+    };
+    assert_eq!(RenderQuery::read(get(&lines[0])), Ok(render));
+    assert_eq!(BillQuery::read(get(&lines[1])), Ok(bill));
+    for (line, head) in [(&lines[2], &priced), (&lines[3], &unpriced)] {
+        let value: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(&BillHead::read(&value), head);
+        assert_eq!(&serde_json::from_str::<BillHead>(line).unwrap(), head);
+    }
+    assert_eq!(priced.per_answer_usd(), Some(12.5 / 120_960.0));
+    assert_eq!(unpriced.per_answer_usd(), None);
+    // A bill that carries more (the report worker's whole `Bill`) reads as its head.
+    let whole = serde_json::json!({"monthly_usd": 3.0, "answers_per_month": 6.0, "stores": [], "note": "n"});
+    assert_eq!(BillHead::read(&whole).per_answer_usd(), Some(0.5));
+    assert_eq!(BillHead::read(&serde_json::json!({})), BillHead::default());
+    // The report worker's rules for a bill's query.
+    let without = "origin_ms=1&span_ms=0&every_s=300";
+    assert!(BillQuery::read(get(without)).is_err());
+    let zero = "origin_ms=1&span_ms=0&probes=0&every_s=300";
+    assert_eq!(
+        BillQuery::read(get(zero)),
+        Err("probes >= 1 and every_s > 0".into())
+    );
+    assert!(
+        RenderQuery::read(get("span_ms=1")).is_err(),
+        "origin_ms is required"
+    );
+    let bare = RenderQuery::read(get("origin_ms=5")).unwrap();
+    assert_eq!(
+        (bare.span.span_ms, bare.window_s, bare.format),
+        (0, None, Format::Html)
+    );
 }
