@@ -524,7 +524,7 @@ fn colo_table(t: &Section, summary: &Summary, out: &mut impl Write) -> io::Resul
     Ok(())
 }
 
-/// The vantage × store table ([`super::vantage::rows`]): `*` marks each row's fastest store.
+/// The vantage × store table ([`super::view::vantage::rows`]): `*` marks each row's fastest store.
 fn vantage_table(report: &Report, summary: &Summary, out: &mut impl Write) -> io::Result<()> {
     let stores: Vec<&String> = report.total.stores.keys().collect();
     write!(
@@ -536,7 +536,7 @@ fn vantage_table(report: &Report, summary: &Summary, out: &mut impl Write) -> io
         write!(out, " {:>23}", format!("{} p50/p90/p99", tty(s)))?;
     }
     writeln!(out)?;
-    for row in super::vantage::rows(report, summary) {
+    for row in super::view::vantage::rows(report, summary) {
         let p = row.point;
         let mut ran_in = row.ran_in.clone();
         let kind = if row.warm {
