@@ -701,6 +701,40 @@ mod tests {
         );
     }
 
+    /// Text from the data is escaped wherever the page shows it: a run's label, engine and URL
+    /// in the lead and the runs table, through the templates.
+    #[test]
+    fn data_in_the_page_is_escaped() {
+        use crate::collect::Collector;
+        use crate::hist::Hist;
+        use crate::report::RunInfo;
+        use std::time::Duration;
+
+        let evil = "<img src=x onerror=alert('1')>";
+        let report =
+            Collector::new(Duration::from_secs(1), Duration::from_secs(1)).finish(RunInfo {
+                label: evil.into(),
+                url: format!("http://x/\"{evil}"),
+                started_at: String::new(),
+                requested_rate: 1.0,
+                planned_duration_s: 1.0,
+                send_window_s: 1.0,
+                elapsed_s: 1.0,
+                timeout_s: 1.0,
+                max_in_flight: 1,
+                interrupted: false,
+                pacer_lag_us: Hist::default(),
+                engine: evil.into(),
+                latency_from: "sent".into(),
+                import: None,
+            });
+        let page = render(&report, &[]);
+        assert!(!page.contains("<img"), "{page}");
+        let escaped = "&lt;img src=x onerror=alert(&#39;1&#39;)&gt;";
+        assert_eq!(page.matches(escaped).count(), 4, "{page}");
+        assert!(page.contains("http://x/&quot;&lt;img"), "{page}");
+    }
+
     /// Only relative and http(s) links are links; anything else is printed as text.
     #[test]
     fn only_relative_and_http_links_are_links() {

@@ -64,3 +64,55 @@ pub fn of(t: &Section) -> Errors<'_> {
         .collect();
     Errors { requests, stores }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::StoreStats;
+
+    #[test]
+    fn requests_by_side_then_each_stores_errors_and_its_timed_out_calls() {
+        let mut t = Section::default();
+        for (kind, n) in [("timeout", 3), ("http_500", 2), ("connect", 1)] {
+            t.failures.insert(kind.into(), n);
+        }
+        t.failure_examples
+            .insert("http_500".into(), vec!["boom".into(), "later".into()]);
+        let mut kv = StoreStats::default();
+        kv.errors.insert("quota".into(), 4);
+        kv.abandoned_running = 1;
+        t.stores.insert("kv".into(), kv);
+        t.stores.insert("upstash".into(), StoreStats::default());
+        let e = of(&t);
+        let requests: Vec<(Side, &str, u64, &str)> = e
+            .requests
+            .iter()
+            .map(|r| (r.side, r.kind, r.count, r.example))
+            .collect();
+        assert_eq!(
+            requests,
+            [
+                (Side::Client, "connect", 1, ""),
+                (Side::Client, "timeout", 3, ""),
+                (Side::Worker, "http_500", 2, "boom"),
+            ]
+        );
+        let kv = e.stores.first().map(|s| (s.store, &s.errors, s.abandoned));
+        assert_eq!(kv, Some(("kv", &vec![("quota", 4)], Some((0, 1)))));
+        assert_eq!(e.stores.get(1).map(|s| s.abandoned), Some(None));
+        assert!(!e.is_empty());
+    }
+
+    #[test]
+    fn timed_out_calls_alone_are_no_errors() {
+        let mut t = Section::default();
+        let kv = StoreStats {
+            abandoned_finished: 2,
+            ..StoreStats::default()
+        };
+        t.stores.insert("kv".into(), kv);
+        assert!(of(&t).is_empty());
+        t.failures.insert("timeout".into(), 1);
+        assert!(!of(&t).is_empty());
+    }
+}

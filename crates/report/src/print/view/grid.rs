@@ -98,3 +98,45 @@ pub fn bar_percent(p99_ms: Option<f64>, row_max: f64) -> f64 {
         _ => 0.0,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(p50: f64, p99: f64) -> Quantiles {
+        Quantiles {
+            count: 400,
+            p50_ms: Some(p50),
+            p99_ms: Some(p99),
+            ..Quantiles::default()
+        }
+    }
+
+    #[test]
+    fn each_store_has_a_cell_the_fastest_is_marked_and_bars_scale_to_the_slowest() {
+        let reads = BTreeMap::from([
+            ("kv".to_string(), q(9.0, 40.0)),
+            ("redis".to_string(), q(2.0, 0.4)),
+        ]);
+        let cells = cells(&["d1", "kv", "redis"], &reads);
+        let shown: Vec<(&str, &str, f64, bool)> = cells
+            .iter()
+            .map(|c| (c.store, c.reads.p50.as_str(), c.bar_percent, c.best))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("d1", "-", 0.0, false),
+                ("kv", "9.00", 100.0, false),
+                // 1% of the slowest, drawn at 2% so it still shows.
+                ("redis", "2.00", 2.0, true),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_row_of_one_store_marks_none_fastest() {
+        let reads = BTreeMap::from([("kv".to_string(), q(9.0, 40.0))]);
+        assert!(cells(&["kv"], &reads).iter().all(|c| !c.best));
+    }
+}
