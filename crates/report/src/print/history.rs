@@ -203,7 +203,7 @@ pub fn text(h: &History, out: &mut impl Write) -> io::Result<()> {
         );
         writeln!(out, "{}", line.trim_end())?;
     }
-    writeln!(out, "  ({})", crate::print::text::FEW_NOTE)
+    writeln!(out, "  ({})", crate::print::view::cell::FEW_NOTE)
 }
 
 /// The section on the page.
@@ -248,7 +248,7 @@ pub fn html(h: &History, out: &mut String) {
     let _ = write!(
         out,
         "</tbody></table><p class=\"note\">{}</p>",
-        esc(crate::print::text::FEW_NOTE)
+        esc(crate::print::view::cell::FEW_NOTE)
     );
 }
 

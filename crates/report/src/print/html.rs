@@ -10,7 +10,7 @@ use maud::{html, Markup, PreEscaped, Render, DOCTYPE};
 
 use crate::comparison::{Comparison, Row};
 use crate::print::chart::{color_hex, Chart};
-use crate::print::text::{percent, quantile_cell, FEW_NOTE};
+use crate::print::view::cell::{percent, quantile_cell, FEW_NOTE};
 use crate::print::view::{self, cost::Cost, errors::Errors, grid, runs::Run, totals::Totals};
 use crate::report::{Provenance, Report, Summary};
 

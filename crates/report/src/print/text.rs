@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use crate::comparison::{Comparison, Row};
+use crate::print::view::cell::{ms_cell, percent, quantile_cell, FEW_NOTE};
 use crate::print::view::{
     self,
     cost::Cost,
@@ -16,16 +17,6 @@ use crate::print::view::{
 };
 use crate::report::{Estimate, Quantiles, Report, Summary};
 use crate::trouble::Trouble;
-
-/// An import's refused lines by reason, as ` (line_too_long 2, time_outside_run 1)`; empty
-/// when none is counted by reason (older reports).
-pub fn refused_text(refused: &BTreeMap<String, u64>) -> String {
-    if refused.is_empty() {
-        return String::new();
-    }
-    let reasons: Vec<String> = refused.iter().map(|(r, n)| format!("{r} {n}")).collect();
-    format!(" ({})", reasons.join(", "))
-}
 
 /// A string from the data (store, colo, label, URL, error text) as the terminal may show it:
 /// control characters (C0 with tab, CR and LF, DEL, C1 with CSI `\u{9b}`) and bidirectional
@@ -50,38 +41,6 @@ pub fn tty(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// A millisecond figure as every printer shows it: two decimals, `-` when there is none.
-pub fn ms_cell(ms: Option<f64>) -> String {
-    match ms {
-        Some(ms) => format!("{ms:.2}"),
-        None => "-".into(),
-    }
-}
-
-/// A rate in requests per second as every printer shows it: one decimal from 1 req/s up, three
-/// significant digits below (a probe every 300 s requests 0.00333 req/s, not "0.0").
-pub fn rate_text(rate: f64) -> String {
-    if rate >= 1.0 || rate <= 0.0 || !rate.is_finite() {
-        format!("{rate:.1}")
-    } else {
-        let decimals = (2.0 - rate.log10().floor()).clamp(1.0, 12.0) as usize;
-        format!("{rate:.decimals$}")
-    }
-}
-
-/// A percentile of `count` values as every table shows it: its figure, `few` when the count
-/// cannot support it ([`Quantiles`] leaves it out), `-` when there is no value at all.
-pub fn quantile_cell(count: u64, ms: Option<f64>) -> String {
-    match ms {
-        None if count > 0 => "few".into(),
-        ms => ms_cell(ms),
-    }
-}
-
-/// What `few` means, under every table that can show it.
-pub const FEW_NOTE: &str =
-    "few: too few values to bound that percentile at 95% (p50 needs 6, p90 36, p95 72, p99 368)";
-
 /// `p50 p90 p95 p99 max mean` columns, ms.
 fn quantile_cells(q: &Quantiles) -> String {
     let cell = |ms| quantile_cell(q.count, ms);
@@ -99,43 +58,6 @@ fn quantile_cells(q: &Quantiles) -> String {
 fn p50_p99(q: &Quantiles) -> String {
     let cell = |ms| quantile_cell(q.count, ms);
     format!("{:>8} {:>8}", cell(q.p50_ms), cell(q.p99_ms))
-}
-
-/// What the end-to-end latency of runs with this `latency_from` includes, in words.
-fn origin_text(latency_from: &str) -> &'static str {
-    match latency_from {
-        "sent" => {
-            "measured by the load generator from the actual send (k6 http_req_duration: blocked, \
-             connecting and TLS excluded)"
-        }
-        "started" => {
-            "measured by the load generator from k6's start of the request (http_req_duration \
-             plus blocked, connecting and TLS handshaking included)"
-        }
-        "worker" => {
-            "measured by the worker itself: its whole measurement on its own clock (kept answers: \
-             probes or a /test?run=; no client and no client network in it)"
-        }
-        _ => {
-            "measured by the load generator from the intended start (queueing and pacer lag count)"
-        }
-    }
-}
-
-/// What the end-to-end latency includes, in words (each definition once when runs differ).
-pub fn latency_origin(report: &Report) -> String {
-    let mut seen: Vec<&'static str> = Vec::new();
-    for r in &report.runs {
-        let text = origin_text(&r.latency_from);
-        if !seen.contains(&text) {
-            seen.push(text);
-        }
-    }
-    match seen.as_slice() {
-        [] => origin_text("intended").to_string(),
-        [one] => one.to_string(),
-        several => format!("mixed: {}", several.join("; ")),
-    }
 }
 
 /// Renders the terminal report.
@@ -405,11 +327,6 @@ fn trouble_list(trouble: &[Trouble], out: &mut impl Write) -> io::Result<()> {
         )?;
     }
     writeln!(out)
-}
-
-/// A share as every printer shows it: `0.17%`.
-pub fn percent(share: f64) -> String {
-    format!("{:.2}%", share * 100.0)
 }
 
 /// The latency table: end to end, then each store's spans.

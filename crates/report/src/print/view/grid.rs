@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::print::text::quantile_cell;
+use crate::print::view::cell::quantile_cell;
 use crate::report::Quantiles;
 
 /// One label or colo.

@@ -3,6 +3,7 @@
 //! [`Summary`](crate::report::Summary). The text and the HTML printers lay these out; they decide
 //! padding, markup and escaping, never a figure.
 
+pub mod cell;
 pub mod cost;
 pub mod errors;
 pub mod grid;

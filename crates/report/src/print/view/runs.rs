@@ -1,7 +1,7 @@
 //! The runs table as plain data: one row per run with its rate, window, pacer lag and what it
 //! imported, built once and laid out by the text and the HTML printers.
 
-use crate::print::text::{quantile_cell, rate_text, refused_text};
+use crate::print::view::cell::{quantile_cell, rate_text, refused_text};
 use crate::report::{ImportInfo, Quantiles, Report, RunInfo};
 
 /// One run.

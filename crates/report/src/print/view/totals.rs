@@ -2,7 +2,7 @@
 //! retried, cold, not kept — with the achieved rate and what the end-to-end latency includes,
 //! built once and laid out by the text and the HTML printers.
 
-use crate::print::text::latency_origin;
+use crate::print::view::cell::latency_origin;
 use crate::report::Report;
 
 /// The totals of all runs.

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::print::text::quantile_cell;
+use crate::print::view::cell::quantile_cell;
 use crate::print::view::grid::bar_percent;
 use crate::report::{Quantiles, Report, Summary, VantagePoint};
 
