@@ -89,7 +89,7 @@ fn swatch(store: &str, report: &Report) -> Markup {
 }
 
 /// The page's head: title, where it ran, the answer, what went wrong, the runs and the totals.
-fn header(report: &Report, summary: &Summary) -> Markup {
+fn header(report: &Report, summary: &Summary, totals: &Totals) -> Markup {
     let labels: Vec<&str> = report.labels.keys().map(String::as_str).collect();
     html! {
         h1 { "kvbench report" }
@@ -106,7 +106,7 @@ fn header(report: &Report, summary: &Summary) -> Markup {
         @if let Some(c) = &summary.comparison { (comparison(report, c)) }
         @if !summary.trouble.is_empty() { (trouble(&summary.trouble)) }
         (runs_table(&view::runs::of(report)))
-        (totals_table(&view::totals::of(report)))
+        (totals_table(totals))
         @if let Some(p) = &report.provenance { (provenance(p)) }
     }
 }
@@ -621,6 +621,7 @@ fn worker_line(w: &view::cost::Worker) -> Markup {
 pub fn render(report: &Report, rendered: &[Chart]) -> String {
     let summary = Summary::of(report);
     let history = crate::history::of(report);
+    let totals = view::totals::of(report);
     let page = html! {
         (DOCTYPE)
         html lang="en" {
@@ -631,10 +632,10 @@ pub fn render(report: &Report, rendered: &[Chart]) -> String {
                 style { (PreEscaped(CSS)) }
             }
             body { main {
-                (header(report, &summary))
+                (header(report, &summary, &totals))
                 (latency_table(report, &summary))
                 (charts(report, rendered))
-                (errors(report, &view::totals::of(report), &view::errors::of(&report.total)))
+                (errors(report, &totals, &view::errors::of(&report.total)))
                 (per_place(report, &summary))
                 @if !history.series.is_empty() { (history_section(&history)) }
                 @if !summary.colos.is_empty() {
