@@ -4,9 +4,10 @@
 //! (the same one `report.json` carries) through the tables' views ([`super::view`]), and each
 //! figure cell carries its exact value in `data-value`, so a test can check the page against the
 //! file. The markup is `maud` templates: every value written into them is escaped by
-//! construction; only the CSS, the charts' SVG and the history section go in as they are.
+//! construction; only the page's frame and CSS (no data in them), the charts' SVG and the
+//! History section (escaped by [`super::history`]) go in as they are.
 
-use maud::{html, Markup, PreEscaped, Render, DOCTYPE};
+use maud::{html, Markup, PreEscaped, Render};
 
 use crate::comparison::{Comparison, Row};
 use crate::print::chart::{color_hex, Chart};
@@ -372,20 +373,25 @@ fn latency_table(report: &Report, summary: &Summary) -> Markup {
     }
 }
 
-/// The charts' legend and each chart, its SVG inline.
-fn charts(report: &Report, charts: &[Chart]) -> Markup {
+/// The charts' legend and each chart, its SVG inline: one figure at a time into the page (a
+/// month's timelines are megabytes of SVG).
+fn charts(report: &Report, charts: &[Chart], out: &mut String) {
     html! {
         h2 { "Charts" }
         p class="legend" {
             @for store in report.total.stores.keys() { span { (swatch(store, report)) } }
             span { (swatch("end-to-end", report)) }
         }
-        @for c in charts {
+    }
+    .render_to(out);
+    for c in charts {
+        html! {
             figure id=(Esc(c.file)) {
                 figcaption { (Esc(c.title)) " " span class="note" { "(" (Esc(c.file)) ")" } }
                 (PreEscaped(bare_svg(&c.svg)))
             }
         }
+        .render_to(out);
     }
 }
 
@@ -617,39 +623,44 @@ fn worker_line(w: &view::cost::Worker) -> Markup {
     }
 }
 
-/// The whole page.
+/// The page up to its first section: no value from the data in it.
+const OPEN: &str = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+    <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+    <title>kvbench report</title><style>";
+
+/// The whole page, its sections one after the other into one buffer: a section is dropped once
+/// written, and the History section (3 MB for a month of a fleet) is written in place, so the
+/// page is never held twice.
 pub fn render(report: &Report, rendered: &[Chart]) -> String {
     let summary = Summary::of(report);
-    let history = crate::history::of(report);
     let totals = view::totals::of(report);
-    let page = html! {
-        (DOCTYPE)
-        html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                title { "kvbench report" }
-                style { (PreEscaped(CSS)) }
-            }
-            body { main {
-                (header(report, &summary, &totals))
-                (latency_table(report, &summary))
-                (charts(report, rendered))
-                (errors(report, &totals, &view::errors::of(&report.total)))
-                (per_place(report, &summary))
-                @if !history.series.is_empty() { (history_section(&history)) }
-                @if !summary.colos.is_empty() {
-                    (grid(report, "colos", "Per colo (Cloudflare data center that ran the worker)", &colo_rows(report, &summary)))
-                }
-                @if let Some(e) = &report.cost { (cost(report, &view::cost::of(e))) }
-                p class="note" {
-                    "Regenerate with " code { "kvbench report DIR" } ". Histograms, counts and the schema are in report.json (see REPORT.md)."
-                }
-            } }
+    let mut out = String::with_capacity(64 * 1024);
+    out.push_str(OPEN);
+    out.push_str(CSS);
+    out.push_str("</style></head><body><main>");
+    header(report, &summary, &totals).render_to(&mut out);
+    latency_table(report, &summary).render_to(&mut out);
+    charts(report, rendered, &mut out);
+    errors(report, &totals, &view::errors::of(&report.total)).render_to(&mut out);
+    per_place(report, &summary).render_to(&mut out);
+    let history = crate::history::of(report);
+    if !history.series.is_empty() {
+        super::history::html(&history, &mut out);
+    }
+    if !summary.colos.is_empty() {
+        let title = "Per colo (Cloudflare data center that ran the worker)";
+        grid(report, "colos", title, &colo_rows(report, &summary)).render_to(&mut out);
+    }
+    if let Some(e) = &report.cost {
+        cost(report, &view::cost::of(e)).render_to(&mut out);
+    }
+    html! {
+        p class="note" {
+            "Regenerate with " code { "kvbench report DIR" } ". Histograms, counts and the schema are in report.json (see REPORT.md)."
         }
-    };
-    let mut out = page.into_string();
-    out.push('\n');
+    }
+    .render_to(&mut out);
+    out.push_str("</main></body></html>\n");
     out
 }
 
@@ -681,13 +692,6 @@ fn colo_rows<'a>(report: &'a Report, summary: &'a Summary) -> Vec<grid::Row<'a>>
             .iter()
             .map(|(k, c)| (k, c.answered, &c.latency, &c.read)),
     )
-}
-
-/// The History section ([`super::history::html`]), which escapes what it writes itself.
-fn history_section(history: &crate::history::History) -> PreEscaped<String> {
-    let mut out = String::new();
-    super::history::html(history, &mut out);
-    PreEscaped(out)
 }
 
 #[cfg(test)]
