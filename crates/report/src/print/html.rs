@@ -62,7 +62,7 @@ pub fn esc(text: &str) -> String {
 
 /// A string from the data in a template, escaped by [`esc`]: maud escapes every value already,
 /// this also writes `'` as `&#39;`, as the page always has.
-struct Esc<'a>(&'a str);
+pub(super) struct Esc<'a>(pub(super) &'a str);
 
 impl Render for Esc<'_> {
     fn render_to(&self, buffer: &mut String) {
