@@ -621,7 +621,7 @@ mod tests {
         assert!((4.0..4.01).contains(&max), "{max}");
         assert_eq!(warm.p99_ms, None);
         assert_eq!(summary.labels["apac"].read["kv"].count, 0);
-        let rows = crate::print::vantage::rows(&r, &summary);
+        let rows = crate::print::view::vantage::rows(&r, &summary);
         let by_label: BTreeMap<&str, (bool, Option<f64>)> = rows
             .iter()
             .map(|row| {

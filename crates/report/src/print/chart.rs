@@ -240,6 +240,30 @@ fn legend_row(area: &Area<'_>, items: &[(&str, RGBColor)]) -> Fallible {
     Ok(())
 }
 
+/// The end-to-end panel's lines: one per percentile, in grey.
+fn e2e_lines(e2e: &[&Series], width_s: f64) -> Vec<Line> {
+    // Darker for a higher percentile, in TIMELINE_QUANTILES' order (p90, p99, p50).
+    const GREYS: [RGBColor; 3] = [
+        RGBColor(130, 130, 130),
+        RGBColor(40, 40, 40),
+        RGBColor(190, 190, 190),
+    ];
+    e2e.iter()
+        .flat_map(|s| {
+            TIMELINE_QUANTILES
+                .iter()
+                .zip(GREYS)
+                .enumerate()
+                .map(move |(qi, ((_, name), grey))| Line {
+                    name: format!("{E2E} {name}"),
+                    color: grey,
+                    stroke: 2,
+                    points: points(s, qi, width_s),
+                })
+        })
+        .collect()
+}
+
 fn draw_timeline(report: &Report, hits_only: bool, svg: &mut String) -> Fallible {
     let others = unknown_stores(report);
     let (width_s, series) = timeline_series(report, hits_only);
@@ -269,25 +293,7 @@ fn draw_timeline(report: &Report, hits_only: bool, svg: &mut String) -> Fallible
         let title = format!("{name} read latency, {what} (worker-timed), per {per} s");
         timeline_panel(area, &title, x_max, &lines)?;
     }
-    // Darker for a higher percentile, in TIMELINE_QUANTILES' order (p90, p99, p50).
-    const GREYS: [RGBColor; 3] = [
-        RGBColor(130, 130, 130),
-        RGBColor(40, 40, 40),
-        RGBColor(190, 190, 190),
-    ];
-    let lines: Vec<Line> =
-        e2e.iter()
-            .flat_map(|s| {
-                TIMELINE_QUANTILES.iter().zip(GREYS).enumerate().map(
-                    move |(qi, ((_, name), grey))| Line {
-                        name: format!("{E2E} {name}"),
-                        color: grey,
-                        stroke: 2,
-                        points: points(s, qi, width_s),
-                    },
-                )
-            })
-            .collect();
+    let lines = e2e_lines(&e2e, width_s);
     let by = if report.runs.iter().all(|r| r.latency_from == "worker") {
         "the worker's own"
     } else {
@@ -320,19 +326,10 @@ fn percentile_label(x: &f64) -> String {
 }
 
 /// Latency by percentile: every store's curve of one operation on shared axes.
-fn distribution_panel(
-    area: &Area<'_>,
-    title: &str,
-    curves: &[(&str, &Hist)],
-    others: &[&str],
-) -> Fallible {
-    let curves: Vec<_> = curves.iter().filter(|(_, h)| !h.is_empty()).collect();
-    if curves.is_empty() {
-        return no_data(area, title);
-    }
-    let x_max = 3.0; // p99.9
-                     // Log-scaled latency too: stores differ by orders of magnitude (a KV cache miss against an
-                     // in-region Redis hit), and a linear axis would flatten the faster ones onto zero.
+/// The latency axis of the distribution panel, log-scaled too: stores differ by orders of
+/// magnitude (a KV cache miss against an in-region Redis hit), and a linear axis would flatten
+/// the faster ones onto zero.
+fn latency_range(curves: &[&(&str, &Hist)]) -> (f64, f64) {
     let floor = 0.05;
     let y_min = curves
         .iter()
@@ -346,6 +343,30 @@ fn distribution_panel(
         .fold(0.0, f64::max)
         .max(y_min * 2.0)
         * 1.25;
+    (y_min, y_max)
+}
+
+/// A histogram's percentile curve: 301 points from p0 to `x_max` nines, none below `y_min`.
+fn percentile_curve(h: &Hist, x_max: f64, y_min: f64) -> impl Iterator<Item = (f64, f64)> + '_ {
+    (0..=300).map(move |i| {
+        let x = i as f64 * x_max / 300.0;
+        let q = 1.0 - 10f64.powf(-x);
+        (nines(q).min(x_max), ms(h.quantile(q)).max(y_min))
+    })
+}
+
+fn distribution_panel(
+    area: &Area<'_>,
+    title: &str,
+    curves: &[(&str, &Hist)],
+    others: &[&str],
+) -> Fallible {
+    let curves: Vec<_> = curves.iter().filter(|(_, h)| !h.is_empty()).collect();
+    if curves.is_empty() {
+        return no_data(area, title);
+    }
+    let x_max = 3.0; // p99.9
+    let (y_min, y_max) = latency_range(&curves);
     let mut chart = ChartBuilder::on(area)
         .caption(title, ("sans-serif", 20))
         .margin(10)
@@ -366,13 +387,11 @@ fn distribution_panel(
         .draw()?;
     for (name, h) in curves {
         let c = color(name, others);
-        let points = (0..=300).map(|i| {
-            let x = i as f64 * x_max / 300.0;
-            let q = 1.0 - 10f64.powf(-x);
-            (nines(q).min(x_max), ms(h.quantile(q)).max(y_min))
-        });
         chart
-            .draw_series(LineSeries::new(points, c.stroke_width(2)))?
+            .draw_series(LineSeries::new(
+                percentile_curve(h, x_max, y_min),
+                c.stroke_width(2),
+            ))?
             .label(format!("{name} (n={})", h.len()))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
     }

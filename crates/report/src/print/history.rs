@@ -5,11 +5,14 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
+use maud::{html, Markup, Render};
+
 use crate::block::Widened;
 use crate::history::{Change, Changed, Day, History, WEEK_DAYS, WEEK_DAYS_MIN};
 use crate::interval::{IntervalError, Percentile};
-use crate::print::html::esc;
+use crate::print::html::Esc;
 use crate::print::text::tty;
+use crate::print::view::cell::FEW_NOTE;
 
 /// Most changed days listed in words; the table marks every one.
 pub const CHANGES_SHOWN: usize = 20;
@@ -41,14 +44,10 @@ impl Figure {
     }
 
     /// The value, its interval under it.
-    fn html(&self) -> String {
-        match &self.interval {
-            Some(i) => format!(
-                "{}<small class=\"sub\">{}</small>",
-                esc(&self.value),
-                esc(i)
-            ),
-            None => esc(&self.value),
+    fn html(&self) -> Markup {
+        html! {
+            (Esc(&self.value))
+            @if let Some(i) = &self.interval { small class="sub" { (Esc(i)) } }
         }
     }
 }
@@ -203,53 +202,42 @@ pub fn text(h: &History, out: &mut impl Write) -> io::Result<()> {
         );
         writeln!(out, "{}", line.trim_end())?;
     }
-    writeln!(out, "  ({})", crate::print::text::FEW_NOTE)
+    writeln!(out, "  ({FEW_NOTE})")
 }
 
-/// The section on the page.
+/// The table's head, before its rows: no value from the data in it.
+const TABLE_OPEN: &str = "<table class=\"history\"><thead><tr><th>store</th><th>vantage point</th>\
+    <th>day</th><th>reads</th><th>p50</th><th>p99</th><th>week before</th>\
+    <th>week p50</th><th>week p99</th><th>change</th></tr></thead><tbody>";
+
+/// The section on the page, a row at a time into it (a month of a fleet is 3 MB of rows).
 pub fn html(h: &History, out: &mut String) {
-    // About 280 bytes a row: grown once, not by doubling (a month of a fleet is 3 MB).
+    // About 280 bytes a row: grown once, not by doubling.
     out.reserve(h.series.iter().map(|s| s.days.len()).sum::<usize>() * 300);
-    out.push_str("<h2 id=\"history\">History</h2>");
-    let _ = write!(
-        out,
-        "<p class=\"lead\">{}</p><ul class=\"changes\">",
-        esc(&lead())
-    );
-    for line in change_lines(&h.changes()) {
-        let _ = write!(out, "<li>{}</li>", esc(&line));
+    html! {
+        h2 id="history" { "History" }
+        p class="lead" { (Esc(&lead())) }
+        ul class="changes" { @for line in change_lines(&h.changes()) { li { (Esc(&line)) } } }
     }
-    out.push_str(
-        "</ul><table class=\"history\"><thead><tr><th>store</th><th>vantage point</th>\
-         <th>day</th><th>reads</th><th>p50</th><th>p99</th><th>week before</th>\
-         <th>week p50</th><th>week p99</th><th>change</th></tr></thead><tbody>",
-    );
+    .render_to(out);
+    out.push_str(TABLE_OPEN);
     for r in rows(h) {
-        let changed = r.moved.contains(&true);
-        let _ = write!(
-            out,
-            "<tr{}>",
-            if changed { " class=\"changed\"" } else { "" }
-        );
-        for cell in [&r.store, &r.label, &r.date] {
-            let _ = write!(out, "<td class=\"where\">{}</td>", esc(cell));
+        html! {
+            tr class=[r.moved.contains(&true).then_some("changed")] {
+                @for cell in [&r.store, &r.label, &r.date] { td class="where" { (Esc(cell)) } }
+                td { (Esc(&r.reads)) }
+                @for (f, moved) in r.day.iter().zip(r.moved) {
+                    td class=[moved.then_some("moved")] { (f.html()) }
+                }
+                td { (Esc(&r.week)) }
+                @for f in &r.before { td { (f.html()) } }
+                td class="where mark" { (Esc(&r.change)) }
+            }
         }
-        let _ = write!(out, "<td>{}</td>", esc(&r.reads));
-        for (f, moved) in r.day.iter().zip(r.moved) {
-            let class = if moved { " class=\"moved\"" } else { "" };
-            let _ = write!(out, "<td{class}>{}</td>", f.html());
-        }
-        let _ = write!(out, "<td>{}</td>", esc(&r.week));
-        for f in &r.before {
-            let _ = write!(out, "<td>{}</td>", f.html());
-        }
-        let _ = write!(out, "<td class=\"where mark\">{}</td></tr>", esc(&r.change));
+        .render_to(out);
     }
-    let _ = write!(
-        out,
-        "</tbody></table><p class=\"note\">{}</p>",
-        esc(crate::print::text::FEW_NOTE)
-    );
+    out.push_str("</tbody></table>");
+    html! { p class="note" { (Esc(FEW_NOTE)) } }.render_to(out);
 }
 
 #[cfg(test)]

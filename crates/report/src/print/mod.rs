@@ -6,7 +6,7 @@ pub mod chart;
 pub mod history;
 pub mod html;
 pub mod text;
-pub mod vantage;
+pub mod view;
 
 use std::fmt::Write as _;
 use std::path::Path;

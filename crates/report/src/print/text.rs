@@ -6,10 +6,18 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use crate::comparison::{Comparison, Row};
-use crate::cost::{Estimate, UnitLine};
+use crate::cost::Estimate;
 use crate::derived::Derived;
-use crate::report::{Report, Section};
-use crate::sample::Side;
+use crate::print::view::cell::{ms_cell, percent, quantile_cell, FEW_NOTE};
+use crate::print::view::{
+    self,
+    cost::Cost,
+    errors::Errors,
+    grid::Pair,
+    runs::{Import, Run},
+    totals::Totals,
+};
+use crate::report::Report;
 use crate::summary::{Quantiles, Summary};
 use crate::trouble::Trouble;
 
@@ -17,16 +25,6 @@ use crate::trouble::Trouble;
 /// control characters (C0 with tab, CR and LF, DEL, C1 with CSI `\u{9b}`) and bidirectional
 /// overrides are written as Rust escapes (`\u{1b}`), so a label cannot clear or retitle the
 /// terminal, forge a line or reorder one. HTML and SVG escape for their own syntax instead.
-/// An import's refused lines by reason, as ` (line_too_long 2, time_outside_run 1)`; empty
-/// when none is counted by reason (older reports).
-pub fn refused_text(refused: &BTreeMap<String, u64>) -> String {
-    if refused.is_empty() {
-        return String::new();
-    }
-    let reasons: Vec<String> = refused.iter().map(|(r, n)| format!("{r} {n}")).collect();
-    format!(" ({})", reasons.join(", "))
-}
-
 pub fn tty(text: &str) -> Cow<'_, str> {
     fn unsafe_char(c: char) -> bool {
         c.is_control()
@@ -45,38 +43,6 @@ pub fn tty(text: &str) -> Cow<'_, str> {
     }
     Cow::Owned(out)
 }
-
-/// A millisecond figure as every printer shows it: two decimals, `-` when there is none.
-pub fn ms_cell(ms: Option<f64>) -> String {
-    match ms {
-        Some(ms) => format!("{ms:.2}"),
-        None => "-".into(),
-    }
-}
-
-/// A rate in requests per second as every printer shows it: one decimal from 1 req/s up, three
-/// significant digits below (a probe every 300 s requests 0.00333 req/s, not "0.0").
-pub fn rate_text(rate: f64) -> String {
-    if rate >= 1.0 || rate <= 0.0 || !rate.is_finite() {
-        format!("{rate:.1}")
-    } else {
-        let decimals = (2.0 - rate.log10().floor()).clamp(1.0, 12.0) as usize;
-        format!("{rate:.decimals$}")
-    }
-}
-
-/// A percentile of `count` values as every table shows it: its figure, `few` when the count
-/// cannot support it ([`Quantiles`] leaves it out), `-` when there is no value at all.
-pub fn quantile_cell(count: u64, ms: Option<f64>) -> String {
-    match ms {
-        None if count > 0 => "few".into(),
-        ms => ms_cell(ms),
-    }
-}
-
-/// What `few` means, under every table that can show it.
-pub const FEW_NOTE: &str =
-    "few: too few values to bound that percentile at 95% (p50 needs 6, p90 36, p95 72, p99 368)";
 
 /// `p50 p90 p95 p99 max mean` columns, ms.
 fn quantile_cells(q: &Quantiles) -> String {
@@ -97,43 +63,6 @@ fn p50_p99(q: &Quantiles) -> String {
     format!("{:>8} {:>8}", cell(q.p50_ms), cell(q.p99_ms))
 }
 
-/// What the end-to-end latency of runs with this `latency_from` includes, in words.
-fn origin_text(latency_from: &str) -> &'static str {
-    match latency_from {
-        "sent" => {
-            "measured by the load generator from the actual send (k6 http_req_duration: blocked, \
-             connecting and TLS excluded)"
-        }
-        "started" => {
-            "measured by the load generator from k6's start of the request (http_req_duration \
-             plus blocked, connecting and TLS handshaking included)"
-        }
-        "worker" => {
-            "measured by the worker itself: its whole measurement on its own clock (kept answers: \
-             probes or a /test?run=; no client and no client network in it)"
-        }
-        _ => {
-            "measured by the load generator from the intended start (queueing and pacer lag count)"
-        }
-    }
-}
-
-/// What the end-to-end latency includes, in words (each definition once when runs differ).
-pub fn latency_origin(report: &Report) -> String {
-    let mut seen: Vec<&'static str> = Vec::new();
-    for r in &report.runs {
-        let text = origin_text(&r.latency_from);
-        if !seen.contains(&text) {
-            seen.push(text);
-        }
-    }
-    match seen.as_slice() {
-        [] => origin_text("intended").to_string(),
-        [one] => one.to_string(),
-        several => format!("mixed: {}", several.join("; ")),
-    }
-}
-
 /// Renders the terminal report of `report` and what derives from it.
 pub fn render(report: &Report, derived: &Derived, out: &mut impl Write) -> io::Result<()> {
     let summary = &derived.summary;
@@ -144,13 +73,13 @@ pub fn render(report: &Report, derived: &Derived, out: &mut impl Write) -> io::R
     if !summary.trouble.is_empty() {
         trouble_list(&summary.trouble, out)?;
     }
-    render_totals(report, summary, out)?;
+    render_totals(&view::totals::of(report), out)?;
     if let Some(p) = &report.provenance {
         render_provenance(report, p, out)?;
     }
     writeln!(out)?;
     latency_table(summary, out)?;
-    render_errors(&report.total, out)?;
+    render_errors(&view::errors::of(&report.total), out)?;
     if summary.labels.len() > 1 {
         label_table(summary, out)?;
     }
@@ -161,7 +90,7 @@ pub fn render(report: &Report, derived: &Derived, out: &mut impl Write) -> io::R
         crate::print::history::text(&derived.history, out)?;
     }
     if !summary.colos.is_empty() {
-        colo_table(&report.total, summary, out)?;
+        colo_table(report, summary, out)?;
     }
     if let Some(cost) = &derived.cost {
         writeln!(out)?;
@@ -179,96 +108,103 @@ fn render_runs(report: &Report, out: &mut impl Write) -> io::Result<()> {
         report.runs.len(),
         labels.join(", ")
     )?;
-    for r in &report.runs {
-        writeln!(
-            out,
-            "  run {:<12} {} started {}: {} req/s requested for {}, sent for {:.1} s{}{}",
-            tty(&r.label),
-            tty(&r.url),
-            tty(&r.started_at),
-            rate_text(r.requested_rate),
-            humantime::format_duration(std::time::Duration::from_secs_f64(r.planned_duration_s)),
-            r.send_window_s,
-            if r.engine == "kvbench" {
-                String::new()
-            } else {
-                format!(" (engine {})", tty(&r.engine))
-            },
-            if r.interrupted {
-                " (INTERRUPTED: partial report)"
-            } else {
-                ""
-            }
-        )?;
-        if !r.pacer_lag_us.is_empty() {
-            let lag = Quantiles::of(&r.pacer_lag_us);
-            writeln!(
-                out,
-                "      pacer lag ms: p50 {} p99 {} max {}",
-                quantile_cell(lag.count, lag.p50_ms),
-                quantile_cell(lag.count, lag.p99_ms),
-                quantile_cell(lag.count, lag.max_ms)
-            )?;
-        }
-        if let Some(i) = &r.import {
-            writeln!(
-                out,
-                "      imported {} line(s) from {}; malformed lines {}{}, incomplete requests {}{}{}",
-                i.lines,
-                tty(&i.files.join(", ")),
-                i.malformed_lines,
-                tty(&refused_text(&i.refused)),
-                i.incomplete_requests,
-                if i.truncated { " (file cut short)" } else { "" },
-                match i.keep_failed {
-                    Some(n) => format!(", measured but not kept {n}"),
-                    None => String::new(),
-                }
-            )?;
-        }
+    for r in view::runs::of(report) {
+        run_lines(&r, out)?;
     }
     Ok(())
 }
 
-/// The whole report's counts, its failures by side, what the latency includes, and the answers
-/// by requests in flight.
-fn render_totals(report: &Report, summary: &Summary, out: &mut impl Write) -> io::Result<()> {
-    let t = &report.total;
+/// One run: its line, its pacer lag, what it imported.
+fn run_lines(r: &Run, out: &mut impl Write) -> io::Result<()> {
+    let run = r.run;
     writeln!(
         out,
-        "achieved rate {:.2} req/s over {:.1} s; scheduled {}, sent {}, answered {} (cold {}), failed {} (not sent {}){}",
-        t.achieved_rate,
+        "  run {:<12} {} started {}: {} req/s requested for {}, sent for {} s{}{}",
+        tty(&run.label),
+        tty(&run.url),
+        tty(&run.started_at),
+        r.rate,
+        humantime::format_duration(std::time::Duration::from_secs_f64(run.planned_duration_s)),
+        r.sent_s,
+        if run.engine == "kvbench" {
+            String::new()
+        } else {
+            format!(" (engine {})", tty(&run.engine))
+        },
+        if run.interrupted {
+            " (INTERRUPTED: partial report)"
+        } else {
+            ""
+        }
+    )?;
+    if r.has_lag {
+        writeln!(
+            out,
+            "      pacer lag ms: p50 {} p99 {} max {}",
+            r.lag_p50, r.lag_p99, r.lag_max
+        )?;
+    }
+    if let Some(i) = &r.import {
+        import_line(i, out)?;
+    }
+    Ok(())
+}
+
+/// What a run imported: its lines, its files, and the lines it could not use.
+fn import_line(i: &Import, out: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "      imported {} line(s) from {}; malformed lines {}{}, incomplete requests {}{}{}",
+        i.info.lines,
+        tty(&i.files),
+        i.info.malformed_lines,
+        tty(&i.refused),
+        i.info.incomplete_requests,
+        if i.info.truncated {
+            " (file cut short)"
+        } else {
+            ""
+        },
+        match i.info.keep_failed {
+            Some(n) => format!(", measured but not kept {n}"),
+            None => String::new(),
+        }
+    )
+}
+
+/// The whole report's counts, its failures by side, what the latency includes, and the answers
+/// by requests in flight.
+fn render_totals(t: &Totals, out: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "achieved rate {} req/s over {} s; scheduled {}, sent {}, answered {} (cold {}), failed {} (not sent {}){}",
+        t.achieved_rate_text,
         t.send_window_s,
         t.scheduled,
         t.sent,
         t.answered,
         t.cold,
-        t.failed(),
-        t.not_sent(),
-        match report.keep_failed() {
+        t.failed,
+        t.not_sent,
+        match t.keep_failed {
             Some(n) => format!("; measured but not kept {n}"),
             None => String::new(),
         }
     )?;
-    if t.failed() > 0 || t.retried > 0 {
+    if t.failed > 0 || t.retried > 0 {
         writeln!(
             out,
             "failed on the client's side {} (no byte of an answer reached kvbench), the worker's {} \
              (it answered, not with a /test answer); retried on a new connection {}",
-            summary.client_failed, summary.worker_failed, summary.retried
+            t.client_failed, t.worker_failed, t.retried
         )?;
     }
-    writeln!(out, "end-to-end latency: {}", latency_origin(report))?;
+    writeln!(out, "end-to-end latency: {}", t.latency_origin)?;
     if !t.concurrent.is_empty() || t.excluded_concurrent > 0 {
-        let dist: Vec<String> = t
-            .concurrent
-            .iter()
-            .map(|(n, count)| format!("{n}: {count}"))
-            .collect();
         writeln!(
             out,
             "answers by other requests in flight in their isolate: {}{}",
-            dist.join(", "),
+            t.concurrent.join(", "),
             if t.excluded_concurrent > 0 {
                 format!("; {} left out (--max-concurrent)", t.excluded_concurrent)
             } else {
@@ -395,11 +331,6 @@ fn trouble_list(trouble: &[Trouble], out: &mut impl Write) -> io::Result<()> {
     writeln!(out)
 }
 
-/// A share as every printer shows it: `0.17%`.
-pub fn percent(share: f64) -> String {
-    format!("{:.2}%", share * 100.0)
-}
-
 /// The latency table: end to end, then each store's spans.
 fn latency_table(summary: &Summary, out: &mut impl Write) -> io::Result<()> {
     writeln!(
@@ -423,41 +354,36 @@ fn latency_table(summary: &Summary, out: &mut impl Write) -> io::Result<()> {
 
 /// Errors by kind: the requests' (the client's side, then the worker's), then the stores' errors
 /// in answers and their timed-out calls.
-fn render_errors(t: &Section, out: &mut impl Write) -> io::Result<()> {
-    if t.failures.is_empty() && t.stores.values().all(|s| s.errors.is_empty()) {
-        writeln!(out, "\nno errors")?;
-    } else {
-        writeln!(
-            out,
-            "\nerrors by kind (requests: the client's, then the worker's; then the stores' errors in answers):"
-        )?;
-        for side in [Side::Client, Side::Worker] {
-            for (kind, n) in t.failures.iter().filter(|(k, _)| Side::of_name(k) == side) {
-                let example = t.failure_examples.get(kind).and_then(|e| e.first());
-                let (kind, example) = (tty(kind), example.map(|e| tty(e)));
-                let side = side.name();
-                match example {
-                    Some(e) if !e.is_empty() => {
-                        writeln!(out, "  {side:<7} {kind:<16} {n:>8}  e.g. {e}")?
-                    }
-                    _ => writeln!(out, "  {side:<7} {kind:<16} {n:>8}")?,
-                }
-            }
+fn render_errors(e: &Errors, out: &mut impl Write) -> io::Result<()> {
+    if e.is_empty() {
+        return writeln!(out, "\nno errors");
+    }
+    writeln!(
+        out,
+        "\nerrors by kind (requests: the client's, then the worker's; then the stores' errors in answers):"
+    )?;
+    for r in &e.requests {
+        let (side, kind, n) = (r.side.name(), tty(r.kind), r.count);
+        if r.example.is_empty() {
+            writeln!(out, "  {side:<7} {kind:<16} {n:>8}")?;
+        } else {
+            writeln!(
+                out,
+                "  {side:<7} {kind:<16} {n:>8}  e.g. {}",
+                tty(r.example)
+            )?;
         }
-        for (store, s) in &t.stores {
-            for (kind, n) in &s.errors {
-                let (store, kind) = (tty(store), tty(kind));
-                writeln!(out, "  {store:<7} {kind:<16} {n:>8}")?;
-            }
-            if s.abandoned_finished + s.abandoned_running > 0 {
-                writeln!(
-                    out,
-                    "  {:<7} timed-out calls waited for before the next store: {} finished, {} still running",
-                    tty(store),
-                    s.abandoned_finished,
-                    s.abandoned_running
-                )?;
-            }
+    }
+    for s in &e.stores {
+        let store = tty(s.store);
+        for (kind, n) in &s.errors {
+            writeln!(out, "  {store:<7} {:<16} {n:>8}", tty(kind))?;
+        }
+        if let Some((finished, running)) = s.abandoned {
+            writeln!(
+                out,
+                "  {store:<7} timed-out calls waited for before the next store: {finished} finished, {running} still running",
+            )?;
         }
     }
     Ok(())
@@ -498,8 +424,8 @@ fn label_table(summary: &Summary, out: &mut impl Write) -> io::Result<()> {
 }
 
 /// One row per colo: its answers, end-to-end and each store's read p50/p99.
-fn colo_table(t: &Section, summary: &Summary, out: &mut impl Write) -> io::Result<()> {
-    let stores: Vec<&String> = t.stores.keys().collect();
+fn colo_table(report: &Report, summary: &Summary, out: &mut impl Write) -> io::Result<()> {
+    let stores: Vec<&str> = report.total.stores.keys().map(String::as_str).collect();
     write!(
         out,
         "\n{:<8} {:>8} {:>17}",
@@ -509,79 +435,47 @@ fn colo_table(t: &Section, summary: &Summary, out: &mut impl Write) -> io::Resul
         write!(out, " {:>17}", format!("{} p50/p99", tty(s)))?;
     }
     writeln!(out)?;
-    for (colo, c) in &summary.colos {
+    let rows = view::grid::of(
+        &stores,
+        summary
+            .colos
+            .iter()
+            .map(|(k, c)| (k, c.answered, &c.latency, &c.read)),
+    );
+    for row in rows {
         write!(
             out,
             "{:<8} {:>8} {}",
-            tty(colo),
-            c.answered,
-            p50_p99(&c.latency)
+            tty(row.name),
+            row.answered,
+            pair(&row.e2e)
         )?;
-        for s in &stores {
-            let q = c.read.get(*s).cloned().unwrap_or_default();
-            write!(out, " {}", p50_p99(&q))?;
+        for c in &row.stores {
+            write!(out, " {}", pair(&c.reads))?;
         }
         writeln!(out)?;
     }
     Ok(())
 }
 
-/// The vantage × store table ([`super::vantage::rows`]): `*` marks each row's fastest store.
+/// A p50 and a p99 in two columns.
+fn pair(p: &Pair) -> String {
+    format!("{:>8} {:>8}", p.p50, p.p99)
+}
+
+/// The vantage × store table ([`view::vantage`]): `*` marks each row's fastest store.
 fn vantage_table(report: &Report, summary: &Summary, out: &mut impl Write) -> io::Result<()> {
-    let stores: Vec<&String> = report.total.stores.keys().collect();
     write!(
         out,
         "\n{:<20} {:<7} {:<22} {:>6} {:>5} {:>6}",
         "vantage point", "kind", "ran in", "warm", "cold", "failed"
     )?;
-    for s in &stores {
+    for s in report.total.stores.keys() {
         write!(out, " {:>23}", format!("{} p50/p90/p99", tty(s)))?;
     }
     writeln!(out)?;
-    for row in super::vantage::rows(report, summary) {
-        let p = row.point;
-        let mut ran_in = row.ran_in.clone();
-        let kind = if row.warm {
-            p.vantage.clone()
-        } else {
-            format!("{}°", p.vantage)
-        };
-        if !row.placed.is_empty() {
-            ran_in = format!("{ran_in} ({})", row.placed);
-        }
-        if !row.traced.is_empty() {
-            ran_in = format!("{ran_in} (trace {})", row.traced);
-        }
-        if !row.not_placed.is_empty() {
-            ran_in = format!("{ran_in} [not counted: {}]", row.not_placed);
-        }
-        write!(
-            out,
-            "{:<20} {:<7} {:<22} {:>6} {:>5} {:>6}",
-            tty(row.label),
-            tty(&kind),
-            tty(&ran_in),
-            p.warm,
-            p.cold,
-            p.failed
-        )?;
-        for s in &stores {
-            let q = row.reads.get(*s).cloned().unwrap_or_default();
-            let mark = if row.fastest == Some(s.as_str()) {
-                "*"
-            } else {
-                " "
-            };
-            let cell = |ms| quantile_cell(q.count, ms);
-            write!(
-                out,
-                " {:>7} {:>7} {:>6}{mark}",
-                cell(q.p50_ms),
-                cell(q.p90_ms),
-                cell(q.p99_ms)
-            )?;
-        }
-        writeln!(out)?;
+    for row in view::vantage::rows(report, summary) {
+        vantage_row(&row, out)?;
     }
     writeln!(
         out,
@@ -589,12 +483,48 @@ fn vantage_table(report: &Report, summary: &Summary, out: &mut impl Write) -> io
     )
 }
 
+/// A vantage point's line: where it ran (and the witnesses of it), its counts, its cells.
+fn vantage_row(row: &view::vantage::Row, out: &mut impl Write) -> io::Result<()> {
+    let p = row.point;
+    let kind = if row.warm {
+        p.vantage.clone()
+    } else {
+        format!("{}°", p.vantage)
+    };
+    let mut ran_in = row.ran_in.clone();
+    if !row.placed.is_empty() {
+        ran_in = format!("{ran_in} ({})", row.placed);
+    }
+    if !row.traced.is_empty() {
+        ran_in = format!("{ran_in} (trace {})", row.traced);
+    }
+    if !row.not_placed.is_empty() {
+        ran_in = format!("{ran_in} [not counted: {}]", row.not_placed);
+    }
+    write!(
+        out,
+        "{:<20} {:<7} {:<22} {:>6} {:>5} {:>6}",
+        tty(row.label),
+        tty(&kind),
+        tty(&ran_in),
+        p.warm,
+        p.cold,
+        p.failed
+    )?;
+    for c in &row.cells {
+        let mark = if c.fastest { "*" } else { " " };
+        write!(out, " {:>7} {:>7} {:>6}{mark}", c.p50, c.p90, c.p99)?;
+    }
+    writeln!(out)
+}
+
 /// The cost projection as a table, with every input and the date of every price.
 pub fn render_cost(e: &Estimate, out: &mut impl Write) -> io::Result<()> {
+    let c = view::cost::of(e);
     writeln!(
         out,
-        "cost per 30-day month at {:.2} req/s ({}), USD; units/request measured in this run (successful operations only):",
-        e.project_rps, e.rps_source
+        "cost per 30-day month at {} req/s ({}), USD; units/request measured in this run (successful operations only):",
+        c.rps, c.rps_source
     )?;
     writeln!(
         out,
@@ -610,45 +540,76 @@ pub fn render_cost(e: &Estimate, out: &mut impl Write) -> io::Result<()> {
         "storage",
         "$/month"
     )?;
-    for l in &e.lines {
+    for l in &c.lines {
+        cost_line(l, out)?;
+    }
+    if let Some(w) = &c.worker {
+        worker_line(w, out)?;
+    }
+    cost_notes(&c, out)
+}
+
+/// A store at a plan, whether it fits, and its billing units.
+fn cost_line(l: &view::cost::Line, out: &mut impl Write) -> io::Result<()> {
+    let c = l.line;
+    writeln!(
+        out,
+        "{:<8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>8} {:>12}  {}{} ({})",
+        tty(&c.store),
+        l.read_units,
+        l.write_units,
+        l.read_per_million,
+        l.write_per_million,
+        l.monthly_gb,
+        l.bandwidth_usd,
+        l.stored_gb,
+        l.storage_usd,
+        l.monthly_usd,
+        if c.historical { "[withdrawn] " } else { "" },
+        tty(&c.plan),
+        tty(&c.as_of)
+    )?;
+    if let Some(why) = &c.over_limit {
+        writeln!(out, "         does not fit this plan: {}", tty(why))?;
+    }
+    for u in &l.units {
         writeln!(
             out,
-            "{:<8} {:>9.3} {:>9.3} {:>9.2} {:>9.2} {:>9.1} {:>10.2} {:>9.4} {:>8.2} {:>12.2}  {}{} ({})",
-            tty(&l.store),
-            l.read_units_per_request,
-            l.write_units_per_request,
-            l.read_per_million,
-            l.write_per_million,
-            l.monthly_gb,
-            l.bandwidth_usd,
-            l.stored_gb,
-            l.storage_usd,
-            l.monthly_usd,
-            if l.historical { "[withdrawn] " } else { "" },
-            tty(&l.plan),
-            tty(&l.as_of)
-        )?;
-        if let Some(why) = &l.over_limit {
-            writeln!(out, "         does not fit this plan: {}", tty(why))?;
-        }
-        unit_lines(&l.units, out)?;
-    }
-    if let Some(w) = &e.worker {
-        writeln!(
-            out,
-            "worker   {:.1}M requests ({:.2} beyond the included), {:.1}M CPU-ms at {} ms a request ({}; {:.2} beyond the included): {:.2} a month  {} ({})",
-            w.requests_per_month / 1e6,
-            w.requests_usd,
-            w.cpu_ms_per_month / 1e6,
-            w.cpu_ms_per_request,
-            if w.cpu_given { "given" } else { "assumed: --worker-cpu-ms sets it" },
-            w.cpu_usd,
-            w.monthly_usd,
-            tty(&w.plan),
-            tty(&w.as_of)
+            "         {} {}/req {}{}",
+            u.per_request,
+            tty(u.unit),
+            u.per_million.map_or(
+                "(not in the price table: priced at 0)".to_string(),
+                |p| format!("x ${p} per million")
+            ),
+            u.included
         )?;
     }
-    if let Some(total) = crate::cost::cheapest_month(e) {
+    Ok(())
+}
+
+/// The worker's plan: its requests and CPU time a month.
+fn worker_line(w: &view::cost::Worker, out: &mut impl Write) -> io::Result<()> {
+    let l = w.line;
+    writeln!(
+        out,
+        "worker   {}M requests ({} beyond the included), {}M CPU-ms at {} ms a request ({}; {} beyond the included): {} a month  {} ({})",
+        w.requests_m,
+        w.requests_usd,
+        w.cpu_ms_m,
+        l.cpu_ms_per_request,
+        if l.cpu_given { "given" } else { "assumed: --worker-cpu-ms sets it" },
+        w.cpu_usd,
+        w.monthly_usd,
+        tty(&l.plan),
+        tty(&l.as_of)
+    )
+}
+
+/// Under the cost table: the month at the cheapest plans, what storage assumes, what is not
+/// priced.
+fn cost_notes(c: &Cost, out: &mut impl Write) -> io::Result<()> {
+    if let Some(total) = &c.month {
         writeln!(
             out,
             "the month at each store's cheapest plan that fits, with the worker: {:.2} USD ({})",
@@ -659,64 +620,29 @@ pub fn render_cost(e: &Estimate, out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
         "stored GB: {} keys × each store's mean value size (at most that many live at once, each for its TTL)",
-        e.keys
+        c.keys
     )?;
-    let failed: Vec<String> = e
-        .lines
-        .iter()
-        .filter(|l| l.failed_reads_per_request > 0.0 || l.failed_writes_per_request > 0.0)
-        .map(|l| {
-            format!(
-                "{} {:.4} reads + {:.4} writes",
-                tty(&l.store),
-                l.failed_reads_per_request,
-                l.failed_writes_per_request
-            )
-        })
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    if !failed.is_empty() {
+    if !c.failed.is_empty() {
+        let failed: Vec<String> = c
+            .failed
+            .iter()
+            .map(|(store, r, w)| format!("{} {r} reads + {w} writes", tty(store)))
+            .collect();
         writeln!(
             out,
             "failed operations per request, not priced above (a store may still bill them): {}",
             failed.join("; ")
         )?;
     }
-    if e.redis_db != 0 {
+    if c.redis_db != 0 {
         writeln!(
             out,
             "redis: --redis-db {}: a SELECT per connection set up is counted as a command",
-            e.redis_db
+            c.redis_db
         )?;
     }
-    if e.lines.is_empty() {
+    if c.lines.is_empty() {
         writeln!(out, "  (no priced store in this report)")?;
-    }
-    Ok(())
-}
-
-/// A cost line's units, one line each: how many per request and their price.
-fn unit_lines(units: &[UnitLine], out: &mut impl Write) -> io::Result<()> {
-    for u in units {
-        let included = if u.included_per_month > 0.0 {
-            format!(
-                " beyond {} a month included ({:.0} of {:.0} billed)",
-                u.included_per_month, u.billed_units, u.monthly_units
-            )
-        } else {
-            String::new()
-        };
-        writeln!(
-            out,
-            "         {:.3} {}/req {}{included}",
-            u.per_request,
-            tty(&u.unit),
-            u.per_million.map_or(
-                "(not in the price table: priced at 0)".to_string(),
-                |p| format!("x ${p} per million")
-            )
-        )?;
     }
     Ok(())
 }

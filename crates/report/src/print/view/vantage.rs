@@ -1,4 +1,4 @@
-//! The seed's view: one row per vantage point of kept answers — who measured, where it ran, how
+//! The vantage table as plain data: one row per vantage point of kept answers — who measured, where it ran, how
 //! many answers were warm — with every store's read percentiles side by side and the fastest
 //! marked, so the best store per place is seen at a glance. The percentiles are of the warm
 //! answers when the vantage point has any (a cold instance's connections and metadata exchanges
@@ -7,6 +7,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::print::view::cell::quantile_cell;
+use crate::print::view::grid::bar_percent;
 use crate::report::{Report, VantagePoint};
 use crate::summary::{Quantiles, Summary};
 
@@ -32,6 +34,23 @@ pub struct Row<'a> {
     pub warm: bool,
     /// The store with the lowest read p50, when more than one store answered.
     pub fastest: Option<&'a str>,
+    /// One cell per store of the report, in its order.
+    pub cells: Vec<Cell<'a>>,
+}
+
+/// A store's successful reads at one vantage point, as shown ([`quantile_cell`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell<'a> {
+    pub store: &'a str,
+    pub p50: String,
+    pub p90: String,
+    pub p99: String,
+    /// The exact p50, for `data-value`.
+    pub p50_ms: Option<f64>,
+    /// The p99 against the row's slowest store's ([`bar_percent`]).
+    pub bar_percent: f64,
+    /// The row's fastest store.
+    pub fastest: bool,
 }
 
 static NO_READS: BTreeMap<String, Quantiles> = BTreeMap::new();
@@ -74,6 +93,31 @@ fn traced(point: &VantagePoint) -> String {
     text
 }
 
+fn cells<'a>(
+    stores: &[&'a str],
+    reads: &BTreeMap<String, Quantiles>,
+    fastest: Option<&str>,
+) -> Vec<Cell<'a>> {
+    let row_max = reads.values().filter_map(|q| q.p99_ms).fold(0.0, f64::max);
+    let none = Quantiles::default();
+    stores
+        .iter()
+        .map(|s| {
+            let q = reads.get(*s).unwrap_or(&none);
+            let cell = |ms| quantile_cell(q.count, ms);
+            Cell {
+                store: s,
+                p50: cell(q.p50_ms),
+                p90: cell(q.p90_ms),
+                p99: cell(q.p99_ms),
+                p50_ms: q.p50_ms,
+                bar_percent: bar_percent(q.p99_ms, row_max),
+                fastest: fastest == Some(*s),
+            }
+        })
+        .collect()
+}
+
 fn rank(vantage: &str) -> u8 {
     match vantage {
         "member" => 0,
@@ -85,6 +129,7 @@ fn rank(vantage: &str) -> u8 {
 
 /// The rows: placed members first, then hints, then runs, each by label.
 pub fn rows<'a>(report: &'a Report, summary: &'a Summary) -> Vec<Row<'a>> {
+    let stores: Vec<&str> = report.total.stores.keys().map(String::as_str).collect();
     let mut rows: Vec<Row<'a>> = report
         .vantages
         .iter()
@@ -117,6 +162,7 @@ pub fn rows<'a>(report: &'a Report, summary: &'a Summary) -> Vec<Row<'a>> {
                 reads,
                 warm,
                 fastest,
+                cells: cells(&stores, reads, fastest),
             })
         })
         .collect();
