@@ -6,8 +6,8 @@
 use std::cell::Cell;
 
 use kvbench_core::operations::probe::{Answers, Count};
-use kvbench_core::operations::probes;
 use kvbench_core::operations::window::{Window, PAGE_BYTES, PAGE_LINES};
+use kvbench_core::spec::keep;
 use kvbench_core::stores::sql::kept::{
     ADD_FAILED, COUNT, CREATE, CREATE_FAILED, CREATE_FLOOR, DELETE_OLD, FAILED, FIRST, INSERT,
     INSERT_MANY, PAGE, RAISE_FLOOR,
@@ -128,11 +128,11 @@ impl KeptTable {
         Ok(count)
     }
 
-    /// Deletes the answers that expired an [`probes::EXPIRY_GRACE_S`] ago or more at `now_ms`:
+    /// Deletes the answers that expired an [`keep::EXPIRY_GRACE_S`] ago or more at `now_ms`:
     /// a read of the keep window that takes less than the grace never loses a row under it.
     pub fn expire(&self, now_ms: f64, keep_s: u32) -> worker::Result<()> {
         let sql = self.write()?;
-        let cutoff = now_ms - probes::expiry_after_ms(keep_s);
+        let cutoff = now_ms - keep::expiry_after_ms(keep_s);
         sql.exec_raw(RAISE_FLOOR, vec![cutoff.into()])?;
         sql.exec_raw(DELETE_OLD, vec![cutoff.into()])?;
         Ok(())
@@ -142,7 +142,7 @@ impl KeptTable {
     pub fn next_expiry_ms(&self, keep_s: u32) -> worker::Result<Option<f64>> {
         Ok(self
             .first_number(FIRST, "first")?
-            .map(|t| t + probes::expiry_after_ms(keep_s)))
+            .map(|t| t + keep::expiry_after_ms(keep_s)))
     }
 
     /// One page of lines after `after` within the window, each with its `seq` (plus `base`: a

@@ -21,8 +21,11 @@ pub mod clock;
 pub mod error;
 pub mod measurement;
 pub mod operations;
-pub mod spec;
 pub mod stores;
+
+/// The store descriptions and the keep policy: their own crate (`kvbench-spec`, no store clients),
+/// which the report links without the rest of the core.
+pub use kvbench_spec as spec;
 
 pub use clock::{Clock, Timer};
 pub use error::{ErrorKind, ParamError, StoreError};

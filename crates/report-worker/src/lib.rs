@@ -262,7 +262,7 @@ async fn bill(mut req: Request, _ctx: RouteContext<()>) -> Result<Response> {
     }
     // Seconds an answer stays at rest: `keep_s` plus the grace before its deletion.
     let stored_s = query_f64(&req, "keep_s").unwrap_or(0.0).max(0.0)
-        + f64::from(kvbench_core::operations::probes::EXPIRY_GRACE_S);
+        + f64::from(kvbench_spec::keep::EXPIRY_GRACE_S);
     let source = source(&req);
     let (report, lines, bytes) = match aggregate(&mut req, &source).await {
         Ok(Read {
