@@ -11,7 +11,7 @@ use std::rc::Rc;
 use async_trait::async_trait;
 use kvbench_core::stores::denokv::proto;
 use kvbench_core::stores::durable::LocationHint;
-use kvbench_core::stores::redis::{Connection, Connector};
+use kvbench_core::stores::socket::{Connection, Connector};
 use kvbench_core::stores::sql::D1Session;
 use kvbench_core::stores::store::{Deferred, Fetched, Options};
 use kvbench_core::{

@@ -31,8 +31,8 @@ use postgres_protocol::message::frontend;
 use postgres_protocol::IsNull;
 
 use crate::error::{quote, ErrorKind, StoreError};
-use crate::stores::redis::{Connection, Connector};
 use crate::stores::secret::redact;
+use crate::stores::socket::{Connection, Connector};
 use crate::stores::store::{Deferred, Fetched, Options, Store};
 use crate::stores::value::Value;
 
