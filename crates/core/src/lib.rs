@@ -41,6 +41,6 @@ pub use stores::http::{HttpRequest, HttpResponse, HttpTransport};
 pub use stores::postgres::{PgUrl, PostgresStore};
 pub use stores::redis::{RedisStore, RedisUrl};
 pub use stores::socket::{Connection, Connector};
-pub use stores::store::{Consistency, Options, Store, StoreId};
+pub use stores::store::{Consistency, DynStore, Options, Store, StoreId};
 pub use stores::upstash::UpstashStore;
 pub use stores::value::{Value, ValueGen};

@@ -313,6 +313,9 @@ impl<C: Connector> RedisStore<C> {
 
 #[async_trait(?Send)]
 impl<C: Connector> Store for RedisStore<C> {
+    /// The `SET key value EX ttl` command, encoded.
+    type Prepared = Vec<u8>;
+
     async fn connect(&self) -> Result<bool, StoreError> {
         if self.conn.borrow().is_some() {
             return Ok(false);
@@ -354,7 +357,7 @@ impl<C: Connector> Store for RedisStore<C> {
         }
     }
 
-    fn encode_put(&self, key: &str, value: &Value, ttl_s: u32) -> Result<Vec<u8>, StoreError> {
+    fn prepare(&self, key: &str, value: &Value, ttl_s: u32) -> Result<Vec<u8>, StoreError> {
         Ok(command(&[
             b"SET",
             key.as_bytes(),
@@ -367,7 +370,6 @@ impl<C: Connector> Store for RedisStore<C> {
     async fn put(
         &self,
         _key: &str,
-        _value: &[u8],
         _ttl_s: u32,
         body: Vec<u8>,
         _options: &Options,
