@@ -31,7 +31,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const WRANGLER = path.join(ROOT, "node_modules/.bin/wrangler");
 /** The Hyperdrive configuration's name (the hyperdrive store's database). */
 export const HYPERDRIVE_NAME = "kvbench";
-/** The Hyperdrive binding the worker reads (crates/core/src/spec.rs). */
+/** The Hyperdrive binding the worker reads (crates/spec/src/store.rs). */
 export const HYPERDRIVE_BINDING = "BENCH_HYPERDRIVE";
 /** Each wrangler call ends within this (KVBENCH_STEP_TIMEOUT_S, as every step of npm run deploy;
  * 300 s by default): a hung API is a failed deploy naming its step, not a hung one. */

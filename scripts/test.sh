@@ -38,7 +38,7 @@ cargo fmt --all --check
 step "clippy (host)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 step "clippy (wasm32-unknown-unknown)"
-cargo clippy -p kvbench-worker -p kvbench-core -p kvbench-report -p kvbench-report-worker -p kvbench-wire --target wasm32-unknown-unknown --all-targets --locked -- -D warnings
+cargo clippy -p kvbench-worker -p kvbench-core -p kvbench-spec -p kvbench-report -p kvbench-report-worker -p kvbench-wire --target wasm32-unknown-unknown --all-targets --locked -- -D warnings
 # The fleet member's build (without the main-worker feature: scripts/build.sh member).
 cargo clippy -p kvbench-worker --target wasm32-unknown-unknown --lib --no-default-features --locked -- -D warnings
 

@@ -10,7 +10,7 @@ import { provenance } from "./provenance.mjs";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
-/** Binding names, as in wrangler.toml (and crates/core/src/spec.rs `env`). */
+/** Binding names, as in wrangler.toml (and crates/spec/src/store.rs `env`). */
 export const BINDINGS = {
   kv: "BENCH_KV",
   durableObject: "BENCH_DO",

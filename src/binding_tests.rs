@@ -9,10 +9,11 @@ use kvbench_core::{ErrorKind, Store};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::wasm_bindgen_test;
 
-use crate::bindings::{env_text, JsClock, KvBinding};
+use crate::bindings::{env_text, JsClock};
 use crate::stores::cache::CacheBinding;
 use crate::stores::d1::D1Binding;
 use crate::stores::durable::DoBinding;
+use crate::stores::kv::KvBinding;
 use crate::stores::r2::R2Binding;
 use crate::stores::socket::redis_store;
 use crate::testing::{
@@ -310,7 +311,7 @@ const MIB: usize = 1 << 20;
 const NO_COPY: usize = 64 * 1024;
 
 /// The binding stores (`kv`, `do`, `d1`, `r2`, `cache`), by name; the cache on `origin`.
-fn bindings(origin: &worker::Url) -> Vec<(&'static str, Box<dyn Store>)> {
+fn bindings(origin: &worker::Url) -> Vec<(&'static str, Box<dyn kvbench_core::DynStore>)> {
     vec![
         ("kv", Box::new(KvBinding::from_env(&env()).unwrap())),
         ("do", Box::new(DoBinding::from_env(&env()).unwrap())),
@@ -326,7 +327,7 @@ fn bindings(origin: &worker::Url) -> Vec<(&'static str, Box<dyn Store>)> {
 /// docs/measuring.md's "what remains inside a span", shown where the copies happen: a read inside its
 /// span (`get`, up to the hit/miss decision) copies no 1 MiB value into wasm for `kv`, `do`, `d1`,
 /// `r2` and `cache` — sizing a hit is a JS `byteLength`, or deferred until every span is over
-/// (`d1`); a write's value is copied into JS before the first span (`encode_put`), so `put`
+/// (`d1`); a write's value is copied into JS before the first span (`prepare`), so `put`
 /// copies nothing out of wasm. Redis over TCP reads its reply through wasm: that copy is inside
 /// its own read span, as docs/measuring.md says.
 #[wasm_bindgen_test]
@@ -389,16 +390,19 @@ async fn reads_copy_no_value_into_wasm_inside_their_span() {
             full, 1,
             "one hit in FULL_CHECK_EVERY is checked byte for byte"
         );
-        // And the write's JSON body was taken into JS by encode_put: put copies nothing.
+        // And the write's body was taken into JS by prepare: put copies nothing.
         let v = value(MIB);
         let key = unique_key("copy-put-upstash");
-        let body = upstash.encode_put(&key, &v, 60).unwrap();
-        assert!(body.is_empty(), "the body went to JS before the span");
-        let (put, bytes) = allocated_during(upstash.put(
+        let request = Store::prepare(&upstash, &key, &v, 60).unwrap();
+        assert!(
+            request.body.is_empty() && request.prepared.is_some(),
+            "the body went to JS before the span"
+        );
+        let (put, bytes) = allocated_during(Store::put(
+            &upstash,
             &key,
-            v.bytes(),
             60,
-            body,
+            request,
             &kvbench_core::stores::store::Options::default(),
         ))
         .await;
@@ -423,22 +427,16 @@ async fn reads_copy_no_value_into_wasm_inside_their_span() {
 
 #[wasm_bindgen_test]
 async fn writes_copy_no_value_out_of_wasm_inside_their_span() {
-    // The copy into JS happens in encode_put (before the first span): put allocates nothing of
+    // The copy into JS happens in prepare (before the first span): put allocates nothing of
     // the value, and the prepared JS objects hold it.
     let origin = worker::Url::parse("https://kvbench.example.com/test").unwrap();
     let stores = bindings(&origin);
+    let options = kvbench_core::stores::store::Options::default();
     for (name, store) in &stores {
         let key = unique_key(&format!("copy-put-{name}"));
         let v = value(MIB);
-        let body = store.encode_put(&key, &v, 60).expect("encode");
-        let (put, bytes) = allocated_during(store.put(
-            &key,
-            v.bytes(),
-            60,
-            body,
-            &kvbench_core::stores::store::Options::default(),
-        ))
-        .await;
+        let write = store.prepare(&key, &v, 60).expect("prepare");
+        let (put, bytes) = allocated_during(write.put(&options)).await;
         put.expect("put");
         assert!(
             bytes < NO_COPY,
@@ -453,7 +451,7 @@ async fn writes_copy_no_value_out_of_wasm_inside_their_span() {
     );
 }
 
-/// One JS copy of a value (`prepared::JsCopy`, kept with the value) serves every write of it, in
+/// One JS copy of a value (`js_copy::JsCopy`, kept with the value) serves every write of it, in
 /// every request that reuses it: written through KV, the Durable Object, R2, the Cache API and
 /// Upstash by one request's stores, then again under another key by a second request's, each
 /// store holds every byte of it — none of them detached or consumed the buffer the next was given.
@@ -462,7 +460,7 @@ async fn one_js_copy_of_the_value_serves_every_write() {
     let origin = worker::Url::parse("https://kvbench.example.com/test").unwrap();
     let meta = kvbench_core::MetadataCache::default();
     let v = value(300_000);
-    let copy = crate::stores::prepared::JsCopy::of(&v).bytes;
+    let copy = crate::js_copy::JsCopy::of(&v).bytes;
     let ids = [
         kvbench_core::StoreId::Kv,
         kvbench_core::StoreId::Do,
@@ -480,7 +478,7 @@ async fn one_js_copy_of_the_value_serves_every_write() {
         }
     }
     assert!(
-        js_sys::Object::is(&copy, &crate::stores::prepared::JsCopy::of(&v).bytes),
+        js_sys::Object::is(&copy, &crate::js_copy::JsCopy::of(&v).bytes),
         "the value kept its one copy"
     );
     assert_eq!(copy.length() as usize, v.len(), "and the copy is whole");

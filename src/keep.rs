@@ -8,10 +8,10 @@
 //! shard (or carried by the run's next keep), so `GET /runs/<id>/answers` says how many keeps
 //! failed.
 
-use kvbench_core::operations::probes::{self, KEEP_VAR};
 use kvbench_core::operations::runs::{self, Keep, ShardSink, Writer};
 use kvbench_core::operations::window::parse_seconds;
 use kvbench_core::spec::env::RUNS;
+use kvbench_core::spec::keep::{self, KEEP_VAR};
 use kvbench_core::ParamError;
 use kvbench_wire::object::{ObjectCall, ShardCall};
 use worker::durable::ObjectNamespace;
@@ -82,8 +82,8 @@ impl Archive {
             None => runs::DEFAULT_SHARDS,
         };
         let keep_s = match env_text(env, KEEP_VAR) {
-            Some(v) => parse_seconds(KEEP_VAR, &v, probes::MIN_KEEP_S, probes::MAX_KEEP_S)?,
-            None => probes::DEFAULT_KEEP_S,
+            Some(v) => parse_seconds(KEEP_VAR, &v, keep::MIN_KEEP_S, keep::MAX_KEEP_S)?,
+            None => keep::DEFAULT_KEEP_S,
         };
         Ok(Archive {
             namespace,

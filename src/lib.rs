@@ -16,6 +16,7 @@
 )]
 
 mod bindings;
+mod js_copy;
 mod js_strings;
 mod keep;
 mod microtasks;

@@ -6,7 +6,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use kvbench_core::stores::store::{Fetched, Options};
-use kvbench_core::{Store, StoreError, Value};
+use kvbench_core::{DynStore, StoreError, Value};
 use wasm_bindgen::{JsCast, JsValue};
 
 fn global(name: &str) -> JsValue {
@@ -43,28 +43,26 @@ pub fn value(len: usize) -> Value {
 }
 
 /// The size of a hit, or `None` for a miss.
-pub async fn read(store: &dyn Store, key: &str) -> Result<Option<u64>, StoreError> {
+pub async fn read(store: &dyn DynStore, key: &str) -> Result<Option<u64>, StoreError> {
     match store.get(key, &Options::default()).await? {
         Fetched::Miss => Ok(None),
         Fetched::Hit(decode) => decode.finish().map(Some),
     }
 }
 
-/// Writes `value` the way the probe does: the body encoded first, then the put.
+/// Writes `value` the way the probe does: the write prepared first, then the put.
 pub async fn write(
-    store: &dyn Store,
+    store: &dyn DynStore,
     key: &str,
     value: &Value,
     ttl_s: u32,
 ) -> Result<(), StoreError> {
-    let body = store.encode_put(key, value, ttl_s)?;
-    store
-        .put(key, value.bytes(), ttl_s, body, &Options::default())
-        .await
+    let write = store.prepare(key, value, ttl_s)?;
+    write.put(&Options::default()).await
 }
 
 /// Miss, write, then a hit of exactly the written size, for each size.
-pub async fn miss_put_hit(store: &dyn Store, prefix: &str, sizes: &[usize]) {
+pub async fn miss_put_hit(store: &dyn DynStore, prefix: &str, sizes: &[usize]) {
     for &len in sizes {
         let key = unique_key(prefix);
         assert_eq!(

@@ -9,14 +9,12 @@ use kvbench_core::{ErrorKind, Store, StoreError, Value};
 use worker::{Cache, Response};
 
 use crate::bindings::{body_len, js_text, runtime};
-use crate::stores::prepared::PreparedWrite;
+use crate::js_copy::JsCopy;
 
 pub struct CacheBinding {
     cache: Cache,
     /// The request's origin: cache keys live on it.
     origin: String,
-    /// The write's response, built before the first span (it holds a copy of the value).
-    write: PreparedWrite<Response>,
 }
 
 impl CacheBinding {
@@ -31,7 +29,6 @@ impl CacheBinding {
         Ok(CacheBinding {
             cache: Cache::default(),
             origin: url.origin().ascii_serialization(),
-            write: PreparedWrite::default(),
         })
     }
 
@@ -56,6 +53,9 @@ impl CacheBinding {
 
 #[async_trait(?Send)]
 impl Store for CacheBinding {
+    /// The entry to put, built before the first span (it holds a copy of the value).
+    type Prepared = Response;
+
     async fn get(&self, key: &str, _options: &Options) -> Result<Fetched, StoreError> {
         let url = cache::url(&self.origin, key);
         match self.cache.get(url, false).await.map_err(runtime)? {
@@ -64,25 +64,18 @@ impl Store for CacheBinding {
         }
     }
 
-    fn encode_put(&self, _key: &str, value: &Value, ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        self.write.set(Self::entry(
-            &crate::stores::prepared::JsCopy::of(value).bytes,
-            ttl_s,
-        )?);
-        Ok(Vec::new())
+    /// The entry ([`CacheBinding::entry`]), its body the value's JS copy.
+    fn prepare(&self, _key: &str, value: &Value, ttl_s: u32) -> Result<Response, StoreError> {
+        Self::entry(&JsCopy::of(value).bytes, ttl_s)
     }
 
     async fn put(
         &self,
         key: &str,
-        value: &[u8],
-        ttl_s: u32,
-        _body: Vec<u8>,
+        _ttl_s: u32,
+        response: Response,
         _options: &Options,
     ) -> Result<(), StoreError> {
-        let response = self
-            .write
-            .take_or(|| Self::entry(&js_sys::Uint8Array::from(value), ttl_s))?;
         self.cache
             .put(cache::url(&self.origin, key), response)
             .await

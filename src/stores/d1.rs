@@ -25,15 +25,13 @@ use worker::wasm_bindgen_futures::JsFuture;
 use worker::{D1Database, D1DatabaseSession, D1PreparedStatement, Env};
 
 use crate::bindings::{js_text, missing_binding, runtime, JsClock};
+use crate::js_copy::JsCopy;
 use crate::js_strings::name;
-use crate::stores::prepared::PreparedWrite;
 
 pub struct D1Binding {
     db: D1Database,
     /// This request's session, once its first query ran (read and write share it).
     session: RefCell<Option<std::rc::Rc<D1DatabaseSession>>>,
-    /// The value as a JS string, converted before the first span.
-    value: PreparedWrite<JsValue>,
     /// This request's read result and write results, as the runtime gave them: their `meta` is
     /// read after every span (`Store::reported`).
     results: RefCell<Results>,
@@ -56,7 +54,6 @@ impl D1Binding {
         Ok(D1Binding {
             db,
             session: RefCell::new(None),
-            value: PreparedWrite::default(),
             results: RefCell::default(),
         })
     }
@@ -160,6 +157,9 @@ pub(crate) fn stored_len(value: &JsValue) -> Result<u64, StoreError> {
 
 #[async_trait(?Send)]
 impl Store for D1Binding {
+    /// The value as a JS string, converted before the first span.
+    type Prepared = JsValue;
+
     async fn get(&self, key: &str, options: &Options) -> Result<Fetched, StoreError> {
         self.results.borrow_mut().read = None;
         let now = kvbench_core::Clock::now_ms(&JsClock);
@@ -195,30 +195,25 @@ impl Store for D1Binding {
         }
     }
 
-    fn encode_put(&self, _key: &str, value: &Value, _ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        let text = crate::stores::prepared::JsCopy::of(value).text(|| {
+    /// The value as a JS string.
+    fn prepare(&self, _key: &str, value: &Value, _ttl_s: u32) -> Result<JsValue, StoreError> {
+        JsCopy::of(value).text(|| {
             let text = match value.plain_str() {
                 Some(text) => text,
                 None => std::str::from_utf8(value.bytes())
                     .map_err(|_| StoreError::new(ErrorKind::Runtime, "value is not UTF-8 text"))?,
             };
             Ok(JsValue::from_str(text))
-        })?;
-        self.value.set(text);
-        Ok(Vec::new())
+        })
     }
 
     async fn put(
         &self,
         key: &str,
-        value: &[u8],
         ttl_s: u32,
-        _body: Vec<u8>,
+        value: JsValue,
         options: &Options,
     ) -> Result<(), StoreError> {
-        let value = self
-            .value
-            .take_or(|| Ok::<_, StoreError>(JsValue::from_str(&String::from_utf8_lossy(value))))?;
         let now_ms = kvbench_core::Clock::now_ms(&JsClock);
         let expires_at = sql::expires_at_ms(now_ms, ttl_s);
         let upsert = self

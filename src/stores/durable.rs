@@ -12,7 +12,7 @@ use worker::durable::{ObjectNamespace, Stub};
 use worker::{Env, Request, Response};
 
 use crate::bindings::{body_len, missing_binding, runtime};
-use crate::stores::prepared::{JsCopy, PreparedWrite};
+use crate::js_copy::JsCopy;
 
 // The class lives in the main worker; a fleet member binds it by script name.
 #[cfg(feature = "main-worker")]
@@ -23,8 +23,6 @@ pub use object::BenchObject;
 /// The worker's side: one stub `fetch` per read or write.
 pub struct DoBinding {
     namespace: ObjectNamespace,
-    /// The write's request, built before the first span (it holds a copy of the value).
-    write: PreparedWrite<Request>,
 }
 
 impl DoBinding {
@@ -32,10 +30,7 @@ impl DoBinding {
         let namespace = env
             .durable_object(BENCH_DO)
             .map_err(|_| missing_binding("Durable Object namespace", BENCH_DO))?;
-        Ok(DoBinding {
-            namespace,
-            write: PreparedWrite::default(),
-        })
+        Ok(DoBinding { namespace })
     }
 
     fn stub(&self, key: &str, options: &Options) -> Result<Stub, StoreError> {
@@ -68,6 +63,9 @@ async fn failure(mut response: Response) -> StoreError {
 
 #[async_trait(?Send)]
 impl Store for DoBinding {
+    /// The write's request, built before the first span (it holds a copy of the value).
+    type Prepared = Request;
+
     async fn get(&self, key: &str, options: &Options) -> Result<Fetched, StoreError> {
         let stub = self.stub(key, options)?;
         let response = stub
@@ -81,23 +79,18 @@ impl Store for DoBinding {
         }
     }
 
-    fn encode_put(&self, key: &str, value: &Value, ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        self.write
-            .set(Self::put_request(key, &JsCopy::of(value).bytes, ttl_s)?);
-        Ok(Vec::new())
+    /// The write's request ([`DoBinding::put_request`]), its body the value's JS copy.
+    fn prepare(&self, key: &str, value: &Value, ttl_s: u32) -> Result<Request, StoreError> {
+        Self::put_request(key, &JsCopy::of(value).bytes, ttl_s)
     }
 
     async fn put(
         &self,
         key: &str,
-        value: &[u8],
-        ttl_s: u32,
-        _body: Vec<u8>,
+        _ttl_s: u32,
+        request: Request,
         options: &Options,
     ) -> Result<(), StoreError> {
-        let request = self
-            .write
-            .take_or(|| Self::put_request(key, &worker::js_sys::Uint8Array::from(value), ttl_s))?;
         let response = self
             .stub(key, options)?
             .fetch_with_request(request)

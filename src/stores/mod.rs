@@ -1,29 +1,30 @@
 //! Every store of this deployment, built from the environment for one request: the store, or
 //! why it is not configured. Adding a store is one field here plus its glue module: one per
 //! binding (`cache`, `d1`, `durable` with the `do` store's class, `r2` with the cron's sweep),
-//! `socket` for the TCP stores and `postgres` for POSTGRES_URL and BENCH_HYPERDRIVE; `prepared`
-//! holds what the writes are built from ahead of the measurement.
+//! `socket` for the TCP stores and `postgres` for POSTGRES_URL and BENCH_HYPERDRIVE; `kv` is
+//! the `BENCH_KV` namespace's.
 
 pub mod cache;
 pub mod d1;
 pub mod durable;
+pub mod kv;
 pub mod postgres;
-pub mod prepared;
 pub mod r2;
 pub mod socket;
 
 use std::cell::OnceCell;
 
 use kvbench_core::{
-    DenoKvStore, MetadataCache, PostgresStore, RedisStore, Store, StoreError, StoreId, StoreSet,
-    UpstashStore,
+    DenoKvStore, DynStore, MetadataCache, PostgresStore, RedisStore, Store, StoreError, StoreId,
+    StoreSet, UpstashStore,
 };
 use worker::Env;
 
-use crate::bindings::{deno_kv_store, upstash_store, FetchTransport, KvBinding};
+use crate::bindings::{deno_kv_store, upstash_store, FetchTransport};
 use crate::stores::cache::CacheBinding;
 use crate::stores::d1::D1Binding;
 use crate::stores::durable::DoBinding;
+use crate::stores::kv::KvBinding;
 use crate::stores::postgres::{hyperdrive_store, postgres_store};
 use crate::stores::r2::R2Binding;
 use crate::stores::socket::{redis_store, SocketConnector};
@@ -77,7 +78,7 @@ impl<'a> Stores<'a> {
     }
 
     /// Every store, built: what `GET /` lists.
-    pub fn all(&self) -> Vec<(StoreId, Result<&dyn Store, StoreError>)> {
+    pub fn all(&self) -> Vec<(StoreId, Result<&dyn DynStore, StoreError>)> {
         StoreId::ALL
             .into_iter()
             .map(|id| (id, self.store(id)))
@@ -99,7 +100,7 @@ impl<'a> Stores<'a> {
 }
 
 impl StoreSet for Stores<'_> {
-    fn store(&self, id: StoreId) -> Result<&dyn Store, StoreError> {
+    fn store(&self, id: StoreId) -> Result<&dyn DynStore, StoreError> {
         let env = &self.env;
         match id {
             StoreId::Kv => entry(self.kv.get_or_init(|| KvBinding::from_env(env))),
@@ -123,9 +124,12 @@ impl StoreSet for Stores<'_> {
 }
 
 /// A store as the measurement takes it: the store, or why it is not configured.
-fn entry<S: Store>(store: &Result<S, StoreError>) -> Result<&dyn Store, StoreError> {
+fn entry<S: Store>(store: &Result<S, StoreError>) -> Result<&dyn DynStore, StoreError>
+where
+    S::Prepared: 'static,
+{
     store
         .as_ref()
-        .map(|s| s as &dyn Store)
+        .map(|s| s as &dyn DynStore)
         .map_err(Clone::clone)
 }

@@ -17,7 +17,7 @@ use worker::worker_sys::{R2Bucket, R2ObjectBody};
 use worker::Env;
 
 use crate::bindings::{js_text, missing_binding, JsClock};
-use crate::stores::prepared::PreparedWrite;
+use crate::js_copy::JsCopy;
 
 #[cfg(feature = "main-worker")]
 pub(crate) mod sweep;
@@ -26,15 +26,12 @@ pub use kvbench_core::stores::sweep::EXPIRES_AT;
 
 pub struct R2Binding {
     bucket: R2Bucket,
-    /// The value as a `Uint8Array`, copied out of wasm before the first span.
-    value: PreparedWrite<Uint8Array>,
 }
 
 impl R2Binding {
     pub fn from_env(env: &Env) -> Result<Self, StoreError> {
         Ok(R2Binding {
             bucket: bucket(env)?,
-            value: PreparedWrite::default(),
         })
     }
 }
@@ -67,6 +64,9 @@ pub(crate) fn expires_at_field(object: &worker::worker_sys::R2Object) -> Option<
 
 #[async_trait(?Send)]
 impl Store for R2Binding {
+    /// The value as a `Uint8Array`, copied out of wasm before the first span.
+    type Prepared = Uint8Array;
+
     async fn get(&self, key: &str, _options: &Options) -> Result<Fetched, StoreError> {
         let promise = self
             .bucket
@@ -94,23 +94,18 @@ impl Store for R2Binding {
         Ok(Fetched::Hit(Deferred::ready(u64::from(len))))
     }
 
-    fn encode_put(&self, _key: &str, value: &Value, _ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        self.value
-            .set(crate::stores::prepared::JsCopy::of(value).bytes);
-        Ok(Vec::new())
+    /// The value's JS copy.
+    fn prepare(&self, _key: &str, value: &Value, _ttl_s: u32) -> Result<Uint8Array, StoreError> {
+        Ok(JsCopy::of(value).bytes)
     }
 
     async fn put(
         &self,
         key: &str,
-        value: &[u8],
         ttl_s: u32,
-        _body: Vec<u8>,
+        value: Uint8Array,
         _options: &Options,
     ) -> Result<(), StoreError> {
-        let value = self
-            .value
-            .take_or(|| Ok::<_, StoreError>(Uint8Array::from(value)))?;
         let expires_at = sql::expires_at_ms(JsClock.now_ms(), ttl_s).to_string();
         let metadata = Object::new();
         let options = Object::new();

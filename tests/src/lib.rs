@@ -11,9 +11,9 @@ use std::rc::Rc;
 use async_trait::async_trait;
 use kvbench_core::stores::denokv::proto;
 use kvbench_core::stores::durable::LocationHint;
-use kvbench_core::stores::redis::{Connection, Connector};
+use kvbench_core::stores::socket::{Connection, Connector};
 use kvbench_core::stores::sql::D1Session;
-use kvbench_core::stores::store::{Deferred, Fetched, Options};
+use kvbench_core::stores::store::{Deferred, DynStore, Fetched, Options};
 use kvbench_core::{
     Clock, ErrorKind, HttpRequest, HttpResponse, HttpTransport, Store, StoreError, StoreId, Timer,
 };
@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 /// A store's read as the probe sees it once every span is over: the value's size on a hit,
 /// `None` on a miss.
 pub async fn read(
-    store: &dyn Store,
+    store: &dyn DynStore,
     key: &str,
     options: Options,
 ) -> Result<Option<u64>, StoreError> {
@@ -33,17 +33,34 @@ pub async fn read(
     }
 }
 
-/// A store's write as the probe makes it: the body encoded first, then sent.
+/// A value's copy as the mock bindings write it, made once per value and kept with it
+/// (`Value::outside`), as the worker's glue keeps one JS copy (`js_copy::JsCopy`).
+#[derive(Clone)]
+pub struct MockValue(std::rc::Rc<[u8]>);
+
+impl MockValue {
+    pub fn of(value: &kvbench_core::Value) -> MockValue {
+        value.outside(|bytes| MockValue(bytes.into()))
+    }
+}
+
+impl std::ops::Deref for MockValue {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// A store's write as the probe makes it: prepared first, then sent.
 pub async fn write(
-    store: &dyn Store,
+    store: &dyn DynStore,
     key: &str,
     value: &[u8],
     ttl_s: u32,
 ) -> Result<(), StoreError> {
-    let body = store.encode_put(key, &kvbench_core::Value::from_bytes(value.to_vec()), ttl_s)?;
-    store
-        .put(key, value, ttl_s, body, &Options::default())
-        .await
+    let value = kvbench_core::Value::from_bytes(value.to_vec());
+    let write = store.prepare(key, &value, ttl_s)?;
+    write.put(&Options::default()).await
 }
 
 /// One operation as a store saw it.
@@ -289,6 +306,8 @@ impl<'a> MockKv<'a> {
 
 #[async_trait(?Send)]
 impl Store for MockKv<'_> {
+    type Prepared = MockValue;
+
     async fn get(&self, key: &str, options: &Options) -> Result<Fetched, StoreError> {
         self.ops.borrow_mut().push(Op::Get {
             key: key.into(),
@@ -310,12 +329,22 @@ impl Store for MockKv<'_> {
         })
     }
 
+    /// The value's bytes, as a binding's glue takes them: one copy per value, kept with it
+    /// and shared by every store ([`MockValue`]).
+    fn prepare(
+        &self,
+        _key: &str,
+        value: &kvbench_core::Value,
+        _ttl_s: u32,
+    ) -> Result<MockValue, StoreError> {
+        Ok(MockValue::of(value))
+    }
+
     async fn put(
         &self,
         key: &str,
-        value: &[u8],
         ttl_s: u32,
-        _body: Vec<u8>,
+        value: MockValue,
         _options: &Options,
     ) -> Result<(), StoreError> {
         self.ops.borrow_mut().push(Op::Put {
@@ -849,6 +878,8 @@ impl<'a> MockBinding<'a> {
 
 #[async_trait(?Send)]
 impl Store for MockBinding<'_> {
+    type Prepared = MockValue;
+
     async fn get(&self, key: &str, options: &Options) -> Result<Fetched, StoreError> {
         self.record(false, key, 0, 0, options);
         match self.fault.get() {
@@ -874,12 +905,22 @@ impl Store for MockBinding<'_> {
         })
     }
 
+    /// The value's bytes, as a binding's glue takes them: one copy per value, kept with it
+    /// and shared by every store ([`MockValue`]).
+    fn prepare(
+        &self,
+        _key: &str,
+        value: &kvbench_core::Value,
+        _ttl_s: u32,
+    ) -> Result<MockValue, StoreError> {
+        Ok(MockValue::of(value))
+    }
+
     async fn put(
         &self,
         key: &str,
-        value: &[u8],
         ttl_s: u32,
-        _body: Vec<u8>,
+        value: MockValue,
         options: &Options,
     ) -> Result<(), StoreError> {
         self.record(true, key, value.len(), ttl_s, options);

@@ -6,8 +6,9 @@ use std::cell::{Cell, RefCell};
 
 use kvbench_core::measurement::params::Defaults;
 use kvbench_core::{
-    handle, Budget, Call, DenoKvStore, ErrorKind, Isolate, MetadataCache, PgUrl, PostgresStore,
-    RedisStore, RedisUrl, Reply, Store, StoreError, StoreId, StoreList, UpstashStore, ValueGen,
+    handle, Budget, Call, DenoKvStore, DynStore, ErrorKind, Isolate, MetadataCache, PgUrl,
+    PostgresStore, RedisStore, RedisUrl, Reply, StoreError, StoreId, StoreList, UpstashStore,
+    ValueGen,
 };
 use kvbench_tests::{
     FakeClock, FakeTimer, Fault, MockBinding, MockDenoKv, MockKv, MockPostgres, MockRedis,
@@ -169,7 +170,7 @@ impl<'a> World<'a> {
             unconfigured.push(StoreId::Upstash);
         }
         let stores: StoreList = [
-            (StoreId::Kv, &self.kv as &dyn Store),
+            (StoreId::Kv, &self.kv as &dyn DynStore),
             (StoreId::Upstash, &upstash),
             (StoreId::DenoKv, &denokv),
             (StoreId::Do, &self.durable),

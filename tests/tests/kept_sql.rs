@@ -151,7 +151,7 @@ fn many_lines_in_one_statement_are_numbered_in_order_after_the_floor() {
 /// `keep` plus the grace, the chain ends once nothing is kept, and no answer goes early.
 #[test]
 fn a_stopped_probes_alarms_delete_every_answer_when_due_and_end() {
-    use kvbench_core::operations::probes::expiry_after_ms;
+    use kvbench_core::spec::keep::expiry_after_ms;
     let keep_s = 60;
     let after = expiry_after_ms(keep_s) as i64;
     let c = object();

@@ -489,7 +489,7 @@ fn a_write_body_carries_the_exact_bytes() {
     let s = store(PgUrl::parse("postgres://u:p@h/d", "POSTGRES_URL").unwrap());
     let bytes = value(70_000, 3);
     let body = s
-        .encode_put("kvbench:postgres:k", &Value::from_bytes(bytes.clone()), 60)
+        .prepare("kvbench:postgres:k", &Value::from_bytes(bytes.clone()), 60)
         .unwrap();
     assert!(
         body.windows(bytes.len()).any(|w| w == bytes.as_slice()),

@@ -21,8 +21,11 @@ pub mod clock;
 pub mod error;
 pub mod measurement;
 pub mod operations;
-pub mod spec;
 pub mod stores;
+
+/// The store descriptions and the keep policy: their own crate (`kvbench-spec`, no store clients),
+/// which the report links without the rest of the core.
+pub use kvbench_spec as spec;
 
 pub use clock::{Clock, Timer};
 pub use error::{ErrorKind, ParamError, StoreError};
@@ -36,7 +39,8 @@ pub use spec::{StoreSpec, STORES};
 pub use stores::denokv::{DenoKvStore, MetadataCache};
 pub use stores::http::{HttpRequest, HttpResponse, HttpTransport};
 pub use stores::postgres::{PgUrl, PostgresStore};
-pub use stores::redis::{Connection, Connector, RedisStore, RedisUrl};
-pub use stores::store::{Consistency, Options, Store, StoreId};
+pub use stores::redis::{RedisStore, RedisUrl};
+pub use stores::socket::{Connection, Connector};
+pub use stores::store::{Consistency, DynStore, Options, Store, StoreId};
 pub use stores::upstash::UpstashStore;
 pub use stores::value::{Value, ValueGen};

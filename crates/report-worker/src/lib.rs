@@ -272,8 +272,7 @@ async fn bill(mut req: Request, _ctx: RouteContext<()>) -> Result<Response> {
         Err(e) => return bad(e),
     };
     // Seconds an answer stays at rest: `keep_s` plus the grace before its deletion.
-    let stored_s =
-        f64::from(query.keep_s) + f64::from(kvbench_core::operations::probes::EXPIRY_GRACE_S);
+    let stored_s = f64::from(query.keep_s) + f64::from(kvbench_spec::keep::EXPIRY_GRACE_S);
     let source = source(&req);
     let (report, lines, bytes) = match aggregate(&mut req, query.span, &source).await {
         Ok(Read {

@@ -22,7 +22,7 @@ pub struct ProbeUsage {
     /// Seconds between a probe's wakes.
     pub every_s: f64,
     /// Seconds an answer is kept, plus the grace before it is deleted
-    /// (`kvbench_core::operations::probes::expiry_after_ms`).
+    /// (`kvbench_spec::keep::expiry_after_ms`).
     pub stored_s: f64,
     /// Mean bytes of a kept line (the answer and its context), as the stream carried them.
     pub line_bytes: f64,
@@ -211,7 +211,7 @@ fn own_usage(
     let gb_s = answers * mean_s * BILLED_GB;
     let cold = (answers - wakes).max(0.0);
     let traces = (cold + probes.points * HOURS_PER_MONTH).min(wakes);
-    let trace_s = kvbench_core::operations::trace::DEADLINE_MS as f64 / 1000.0;
+    let trace_s = kvbench_spec::trace::DEADLINE_MS as f64 / 1000.0;
     let trace_gb_s = traces * trace_s * BILLED_GB;
     let answers_per_s = answers / SECONDS_PER_MONTH;
     let stored_gb = (answers_per_s * probes.stored_s * probes.line_bytes

@@ -40,8 +40,8 @@ pub const DEFAULT_KEYS: u64 = 1000;
 pub const DEFAULT_WORKER_CPU_MS: f64 = 1.0;
 
 impl Deployment {
-    fn holds(&self, when: kvbench_core::spec::When) -> bool {
-        use kvbench_core::spec::When;
+    fn holds(&self, when: kvbench_spec::When) -> bool {
+        use kvbench_spec::When;
         match when {
             When::Always => true,
             When::RedisDbNonZero => self.redis_db != 0,
@@ -69,7 +69,7 @@ fn units(count: u64, exact: Option<u64>, bytes: &crate::hist::Hist, unit_bytes: 
 /// within their 0.1% precision): reads as the store's wire carries them (base64 for Upstash
 /// REST), writes as sent.
 fn bytes_moved(store_name: &str, store: &StoreStats) -> f64 {
-    use kvbench_core::spec::{StoreId, Wire};
+    use kvbench_spec::{StoreId, Wire};
     let wire = StoreId::parse(store_name).map_or(Wire::Raw, |id| id.spec().billing.read_wire);
     let read: f64 = store
         .read_bytes
@@ -194,14 +194,14 @@ fn short(x: f64) -> String {
 /// Units of one charge for `ops` operations (`hits` of them found a value, `time_us` their wall
 /// times), from the measured operations.
 fn charge_units(
-    count: kvbench_core::spec::Count,
+    count: kvbench_spec::Count,
     ops: u64,
     hits: u64,
     exact: impl Fn(u32) -> Option<u64>,
     bytes: &crate::hist::Hist,
     time_us: &crate::hist::Hist,
 ) -> f64 {
-    use kvbench_core::spec::Count;
+    use kvbench_spec::Count;
     match count {
         Count::Each(n) => f64::from(n) * ops as f64,
         Count::OnHit(n) => f64::from(n) * hits as f64,
@@ -227,7 +227,7 @@ pub fn units_per_request_in(
     s: &StoreStats,
     deployment: &Deployment,
 ) -> Vec<(String, f64)> {
-    let Some(spec) = kvbench_core::spec::StoreId::parse(store_name).map(|id| id.spec()) else {
+    let Some(spec) = kvbench_spec::StoreId::parse(store_name).map(|id| id.spec()) else {
         return Vec::new();
     };
     let answers = s.answers.max(1) as f64;
@@ -243,7 +243,7 @@ pub fn units_per_request_in(
         None => out.push((unit.to_string(), n / answers)),
     };
     let none = crate::hist::Hist::default();
-    let billed = |c: &&kvbench_core::spec::Charge| deployment.holds(c.when);
+    let billed = |c: &&kvbench_spec::Charge| deployment.holds(c.when);
     for c in spec.billing.read.iter().filter(billed) {
         add(
             c.unit,

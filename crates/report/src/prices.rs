@@ -61,7 +61,7 @@ pub struct Price {
     #[serde(default)]
     pub storage_per_gb_month: f64,
     /// USD per million of each billing unit the store's description names (e.g. `"SQLite row
-    /// read"`); when set, the quantities come from the description (`kvbench_core::spec`) and
+    /// read"`); when set, the quantities come from the description (`kvbench_spec`) and
     /// `read_per_million`/`write_per_million` are not used.
     #[serde(default)]
     pub units: std::collections::BTreeMap<String, f64>,
@@ -236,7 +236,7 @@ mod tests {
     #[test]
     fn every_priced_unit_is_one_the_descriptions_name() {
         for p in PriceTable::default_table().unwrap().price {
-            let Some(id) = kvbench_core::spec::StoreId::parse(&p.store) else {
+            let Some(id) = kvbench_spec::StoreId::parse(&p.store) else {
                 panic!("prices.toml prices an unknown store {}", p.store);
             };
             let b = &id.spec().billing;

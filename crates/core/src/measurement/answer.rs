@@ -1,5 +1,6 @@
 //! The JSON answer of `/test`, as the worker writes it: the wire's one answer type
-//! ([`kvbench_wire::answer`]), its stores named by [`StoreId`].
+//! ([`kvbench_wire::answer`]), its stores named by [`StoreId`] (whose legacy fields the store
+//! descriptions give: `kvbench_spec`'s `StoreName` impl).
 
 use crate::error::StoreError;
 use crate::stores::store::StoreId;
@@ -12,16 +13,6 @@ pub type Answer = kvbench_wire::answer::Answer<'static, StoreId>;
 pub type StoreResult = kvbench_wire::answer::StoreResult<'static>;
 /// A store call that failed.
 pub type ErrorBody = kvbench_wire::answer::ErrorBody<'static>;
-
-impl StoreName for StoreId {
-    fn legacy(&self) -> Option<Legacy> {
-        match self {
-            StoreId::Kv => Some(Legacy::Kv),
-            StoreId::Upstash => Some(Legacy::Redis),
-            _ => None,
-        }
-    }
-}
 
 /// A store's failure of `op`, as the answer carries it.
 pub fn failed(error: StoreError, op: Op) -> ErrorBody {

@@ -18,21 +18,21 @@ use crate::clock::{Clock, Timer};
 use crate::error::{ErrorKind, StoreError};
 use crate::measurement::answer::{failed, round_ms, Abandoned, Answer, Op, StoreResult};
 use crate::measurement::params::{Order, Params};
-use crate::stores::store::{Deferred, Fetched, Options, Store, StoreId};
+use crate::stores::store::{Deferred, DynStore, Fetched, Options, StoreId, Write};
 use crate::stores::value::ValueGen;
 
 /// The stores of this deployment, looked up by id when a request measures them (so a deployment
 /// builds only the stores a request selects); an `Err` is a store that is not configured (and
 /// why).
 pub trait StoreSet {
-    fn store(&self, id: StoreId) -> Result<&dyn Store, StoreError>;
+    fn store(&self, id: StoreId) -> Result<&dyn DynStore, StoreError>;
 }
 
 /// Stores listed up front (tests, and anything that has them all at hand).
-pub type StoreList<'a> = Vec<(StoreId, Result<&'a dyn Store, StoreError>)>;
+pub type StoreList<'a> = Vec<(StoreId, Result<&'a dyn DynStore, StoreError>)>;
 
 impl StoreSet for StoreList<'_> {
-    fn store(&self, id: StoreId) -> Result<&dyn Store, StoreError> {
+    fn store(&self, id: StoreId) -> Result<&dyn DynStore, StoreError> {
         match self.iter().find(|(s, _)| *s == id) {
             Some((_, Ok(store))) => Ok(*store),
             Some((_, Err(e))) => Err(e.clone()),
@@ -80,13 +80,16 @@ impl Served {
     }
 }
 
+/// A configured store and its write, prepared before the first span (or why it could not be).
+type Prepared<'a> = (&'a dyn DynStore, Result<Write<'a>, StoreError>);
+
 /// One store's part of the answer while the request runs: its result so far, the decoding
 /// of a hit, if one is pending, and the store, whose report on its calls is read at the end.
 struct Measured<'a> {
     id: StoreId,
     result: StoreResult,
     pending: Option<Deferred>,
-    store: Option<&'a dyn Store>,
+    store: Option<&'a dyn DynStore>,
 }
 
 /// Runs one measurement. Never fails: every store failure is data in the answer.
@@ -101,35 +104,35 @@ pub async fn measure(
     if options.do_scope == crate::stores::durable::DoScope::Colo {
         options.colo = Some(isolate.colo.clone());
     }
-    let resolved: Vec<(StoreId, Result<&dyn Store, StoreError>)> =
+    let resolved: Vec<(StoreId, Result<&dyn DynStore, StoreError>)> =
         order.iter().map(|&id| (id, stores.store(id))).collect();
-    // Each store's own key (its namespace + the key) and write body, made before the first span
-    // (most bodies are a copy of the value).
+    // Each store's own key (its namespace + the key) and write, made before the first span
+    // (most writes are built from a copy of the value).
     let store_keys: Vec<String> = resolved
         .iter()
         .map(|(id, _)| id.spec().store_key(&key))
         .collect();
-    let bodies: Vec<Result<Vec<u8>, StoreError>> = resolved
-        .iter()
+    let prepared: Vec<(StoreId, Result<Prepared<'_>, StoreError>)> = resolved
+        .into_iter()
         .zip(&store_keys)
-        .map(|((_, store), store_key)| match store {
-            Ok(store) => store.encode_put(store_key, &value, params.ttl_s),
-            Err(_) => Ok(Vec::new()),
+        .map(|((id, store), store_key)| {
+            let prepared = store.map(|s| (s, s.prepare(store_key, &value, params.ttl_s)));
+            (id, prepared)
         })
         .collect();
 
     let deadlines = Deadlines::new(isolate);
-    let mut measured = Vec::with_capacity(resolved.len());
+    let mut measured = Vec::with_capacity(prepared.len());
     let mut wrote = false;
-    for (((id, store), body), store_key) in resolved.into_iter().zip(bodies).zip(&store_keys) {
-        let m = match store {
+    for ((id, prepared), store_key) in prepared.into_iter().zip(&store_keys) {
+        let m = match prepared {
             Err(e) => Measured {
                 id,
                 result: not_configured(e),
                 pending: None,
                 store: None,
             },
-            Ok(store) => {
+            Ok((store, write)) => {
                 let (result, pending) = measure_store(
                     params,
                     isolate,
@@ -138,7 +141,7 @@ pub async fn measure(
                     store_key,
                     &options,
                     value.bytes(),
-                    body,
+                    write,
                 )
                 .await;
                 wrote |= result.write_ms.is_some();
@@ -248,18 +251,18 @@ fn with_report(result: &mut StoreResult, reported: crate::stores::meta::Reported
     }
 }
 
-/// One store: setup if due, the read, and on a miss the write of `body`. Returns the result and
+/// One store: setup if due, the read, and on a miss the prepared `write`. Returns the result and
 /// the decoding of a hit, still to run.
 #[allow(clippy::too_many_arguments)]
-async fn measure_store(
+async fn measure_store<'a>(
     params: &Params,
     isolate: &Isolate<'_>,
     deadlines: &Deadlines<'_>,
-    store: &dyn Store,
-    key: &str,
-    options: &Options,
+    store: &'a dyn DynStore,
+    key: &'a str,
+    options: &'a Options,
     value: &[u8],
-    body: Result<Vec<u8>, StoreError>,
+    write: Result<Write<'a>, StoreError>,
 ) -> (StoreResult, Option<Deferred>) {
     let mut result = StoreResult::default();
     let done = |result: StoreResult, pending| (result, pending);
@@ -290,8 +293,8 @@ async fn measure_store(
         Ok(Fetched::Miss) => {
             result.hit = Some(false);
             result.value_bytes = Some(value.len() as u64);
-            let body = match body {
-                Ok(body) => body,
+            let write = match write {
+                Ok(write) => write,
                 Err(e) => {
                     result.error = Some(failed(e, Op::Write));
                     return done(result, None);
@@ -302,13 +305,8 @@ async fn measure_store(
                 result.error = Some(failed(e, Op::Write));
                 return done(result, None);
             }
-            let (write, write_ms, abandoned) = timed(
-                isolate,
-                deadlines,
-                params.timeout_ms,
-                store.put(key, value, params.ttl_s, body, options),
-            )
-            .await;
+            let (write, write_ms, abandoned) =
+                timed(isolate, deadlines, params.timeout_ms, write.put(options)).await;
             result.write_ms = Some(write_ms);
             result.abandoned = abandoned;
             if let Err(e) = write {
@@ -325,7 +323,7 @@ async fn connect(
     isolate: &Isolate<'_>,
     deadlines: &Deadlines<'_>,
     timeout_ms: u32,
-    store: &dyn Store,
+    store: &dyn DynStore,
     result: &mut StoreResult,
 ) -> Result<(), StoreError> {
     let start = isolate.clock.now_ms();
@@ -504,6 +502,7 @@ async fn by_deadline<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stores::store::Store;
     use std::cell::Cell;
 
     /// A clock the timer moves, and a timer that counts the timers set and fires at its due
@@ -616,6 +615,7 @@ mod tests {
 
     #[async_trait::async_trait(?Send)]
     impl Store for Reporting {
+        type Prepared = ();
         fn reported(&self) -> crate::stores::meta::Reported {
             crate::stores::meta::Reported {
                 read: Some(crate::stores::meta::d1(
@@ -629,12 +629,19 @@ mod tests {
         async fn get(&self, _key: &str, _options: &Options) -> Result<Fetched, StoreError> {
             Ok(Fetched::Miss)
         }
+        fn prepare(
+            &self,
+            _key: &str,
+            _value: &crate::Value,
+            _ttl_s: u32,
+        ) -> Result<(), StoreError> {
+            Ok(())
+        }
         async fn put(
             &self,
             _key: &str,
-            _value: &[u8],
             _ttl_s: u32,
-            _body: Vec<u8>,
+            _prepared: (),
             _options: &Options,
         ) -> Result<(), StoreError> {
             Ok(())

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::operations::fleet::{self, Called, Member};
 use crate::operations::probes;
 use crate::operations::spend::ProbeNow;
+use crate::spec::keep;
 
 /// The vantage point a probe measures: a location hint, or a fleet member.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,7 +145,7 @@ pub fn expiry_alarm(
 ) -> (Alarm, Option<String>) {
     match oldest_t_ms {
         Ok(Some(t)) => {
-            let due = t as f64 + probes::expiry_after_ms(keep_s);
+            let due = t as f64 + keep::expiry_after_ms(keep_s);
             (Alarm::At(due.max(now_ms + EXPIRY_MIN_WAIT_MS)), None)
         }
         Ok(None) => (Alarm::Delete, None),
@@ -158,7 +159,7 @@ pub fn expiry_alarm(
 /// The cutoff of an expiry at `now_ms`: answers measured before it are past `keep_s` and the
 /// grace.
 pub fn expire_before_ms(now_ms: f64, keep_s: u32) -> f64 {
-    now_ms - probes::expiry_after_ms(keep_s)
+    now_ms - keep::expiry_after_ms(keep_s)
 }
 
 /// What a result fed back continues.
@@ -223,7 +224,7 @@ impl ProbeState {
 
     /// How long it keeps its answers: its schedule's, the default before any arming.
     pub fn keep_s(&self) -> u32 {
-        self.schedule.map_or(probes::DEFAULT_KEEP_S, |s| s.keep_s)
+        self.schedule.map_or(keep::DEFAULT_KEEP_S, |s| s.keep_s)
     }
 
     /// What it measures now: `None` when it is stopped or was never armed.
@@ -1068,7 +1069,7 @@ mod tests {
         );
         assert!(p.state().stopped && p.state().live_target().is_none());
         table.lines.push((NOW as i64 - 1000, "a".into()));
-        let due = NOW - 1000.0 + probes::expiry_after_ms(3600);
+        let due = NOW - 1000.0 + keep::expiry_after_ms(3600);
         p.handle_stop();
         let effects = drive(&mut p, &mut table, NOW);
         assert_eq!(
@@ -1103,14 +1104,14 @@ mod tests {
         table.lines.push((NOW as i64, "a".into()));
         p.handle_stop();
         drive(&mut p, &mut table, NOW);
-        let due = NOW + probes::expiry_after_ms(60);
+        let due = NOW + keep::expiry_after_ms(60);
         p.handle_alarm(None, NOW + 10.0);
         let effects = drive(&mut p, &mut table, NOW + 10.0);
         assert_eq!(
             effects,
             vec![
                 Effect::Expire {
-                    before_ms: NOW + 10.0 - probes::expiry_after_ms(60)
+                    before_ms: NOW + 10.0 - keep::expiry_after_ms(60)
                 },
                 Effect::ReadOldest,
                 Effect::ArmAt(due)
@@ -1315,7 +1316,7 @@ mod tests {
         drive(&mut p, &mut table, NOW);
         p.handle_measured(measured(NOW, "LHR", false), NOW + 1.0);
         let effects = drive(&mut p, &mut table, NOW + 1.0);
-        let due = NOW + probes::expiry_after_ms(60);
+        let due = NOW + keep::expiry_after_ms(60);
         assert_eq!(alarm(&effects), Some(Effect::ArmAt(due)));
         assert_eq!(table.lines.len(), 1);
         assert!(p.state().stopped);
@@ -1338,7 +1339,7 @@ mod tests {
             outward(&effects),
             vec![
                 Effect::Save(p.state().clone()),
-                Effect::ArmAt(NOW + probes::expiry_after_ms(60))
+                Effect::ArmAt(NOW + keep::expiry_after_ms(60))
             ]
         );
         assert_eq!(
@@ -1361,7 +1362,7 @@ mod tests {
 
     #[test]
     fn the_expiry_rule_arms_for_the_oldest_never_sooner_than_a_second_and_retries_a_failed_read() {
-        let after = probes::expiry_after_ms(60);
+        let after = keep::expiry_after_ms(60);
         assert_eq!(
             expiry_alarm(Ok(Some(NOW as i64)), 60, NOW),
             (Alarm::At(NOW + after), None)

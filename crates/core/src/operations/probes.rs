@@ -1,6 +1,6 @@
 //! The probes' configuration: which vantage points (`PROBE_HINTS`, the fleet's members), how
-//! often (`PROBE_EVERY`), how long their answers are kept (`PROBE_KEEP`) and when they are
-//! deleted, the budget var, and a start's query (`hints`, `every`, `keep`). One probe's life is
+//! often (`PROBE_EVERY`), how long their answers are kept (`PROBE_KEEP`, within the keep policy
+//! of `spec::keep`), the budget var, and a start's query (`hints`, `every`, `keep`). One probe's life is
 //! `operations::probe`; what the probes may spend, `operations::spend`; where a probe asks its
 //! colo, `operations::trace`.
 
@@ -10,32 +10,20 @@ use crate::operations::spend::{
     MAX_BUDGET_USD,
 };
 use crate::operations::window::parse_seconds;
+use crate::spec::keep::{DEFAULT_KEEP_S, KEEP_VAR, MAX_KEEP_S, MIN_KEEP_S};
+/// The keep policy (`spec::keep`), which the probes' configuration and the probe machine read.
 use crate::stores::durable::LocationHint;
 
 /// Var: the location hints to probe from, a comma list (default: all eleven).
 pub const HINTS_VAR: &str = "PROBE_HINTS";
 /// Var: seconds between two answers of one probe.
 pub const EVERY_VAR: &str = "PROBE_EVERY";
-/// Var: seconds an answer is kept before it is deleted.
-pub const KEEP_VAR: &str = "PROBE_KEEP";
 
 /// Five minutes: 9 probes x 8,640 answers a month (see docs/cost.md, "What the probes cost").
 pub const DEFAULT_EVERY_S: u32 = 300;
 /// Shortest interval (the local stack and tests use a few seconds).
 pub const MIN_EVERY_S: u32 = 1;
 pub const MAX_EVERY_S: u32 = 86_400;
-/// A week.
-pub const DEFAULT_KEEP_S: u32 = 7 * 86_400;
-pub const MIN_KEEP_S: u32 = 60;
-pub const MAX_KEEP_S: u32 = 90 * 86_400;
-/// An answer is deleted this long after it expired (`keep`): a read of the keep window that
-/// takes less never has a row deleted under it.
-pub const EXPIRY_GRACE_S: u32 = 3600;
-
-/// Milliseconds after its `t_ms` an answer kept for `keep_s` is deleted.
-pub fn expiry_after_ms(keep_s: u32) -> f64 {
-    (f64::from(keep_s.max(MIN_KEEP_S)) + f64::from(EXPIRY_GRACE_S)) * 1000.0
-}
 
 /// The probes of this deployment.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 use crate::operations::probe::{self, Alarm};
-use crate::operations::probes;
+use crate::spec::keep;
 
 /// What a shard keeps besides its answers (its Durable Object storage, key `shard`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,7 +40,7 @@ impl ShardState {
 
     /// How long it keeps: its run's `keep`, the default before any write said one.
     pub fn keep_s(&self) -> u32 {
-        self.keep_s.unwrap_or(probes::DEFAULT_KEEP_S)
+        self.keep_s.unwrap_or(keep::DEFAULT_KEEP_S)
     }
 }
 
@@ -108,8 +108,8 @@ impl Shard {
             return;
         }
         let keep_s = keep_s
-            .unwrap_or(i64::from(probes::DEFAULT_KEEP_S))
-            .clamp(i64::from(probes::MIN_KEEP_S), i64::from(probes::MAX_KEEP_S));
+            .unwrap_or(i64::from(keep::DEFAULT_KEEP_S))
+            .clamp(i64::from(keep::MIN_KEEP_S), i64::from(keep::MAX_KEEP_S));
         self.state.keep_s = u32::try_from(keep_s).ok();
         self.armed = true;
         self.read_oldest();
@@ -204,7 +204,7 @@ mod tests {
             keep_s: Some(60),
             expire_failed: 0,
         };
-        let due = NOW + probes::expiry_after_ms(60);
+        let due = NOW + keep::expiry_after_ms(60);
         assert_eq!(
             effects,
             vec![
@@ -223,7 +223,7 @@ mod tests {
         // A keep out of bounds is clamped.
         let mut s = Shard::new(ShardState::default());
         s.handle_write(Some(1));
-        assert_eq!(s.state().keep_s, Some(probes::MIN_KEEP_S));
+        assert_eq!(s.state().keep_s, Some(keep::MIN_KEEP_S));
     }
 
     #[test]
@@ -233,7 +233,7 @@ mod tests {
         drive(&mut s, Some(NOW as i64), Ok(()), Err("storage".into()), NOW);
         s.handle_write(None);
         let effects = drive(&mut s, Some(NOW as i64), Ok(()), Ok(()), NOW);
-        let due = NOW + probes::expiry_after_ms(probes::DEFAULT_KEEP_S);
+        let due = NOW + keep::expiry_after_ms(keep::DEFAULT_KEEP_S);
         assert_eq!(effects, vec![Effect::ReadOldest, Effect::ArmAt(due)]);
         s.handle_write(None);
         assert_eq!(s.poll(), None, "armed now");
@@ -245,7 +245,7 @@ mod tests {
             keep_s: Some(60),
             expire_failed: 0,
         });
-        let due = NOW + probes::expiry_after_ms(60);
+        let due = NOW + keep::expiry_after_ms(60);
         s.handle_alarm(due);
         let effects = drive(&mut s, Some(NOW as i64), Err("locked".into()), Ok(()), due);
         let counted = ShardState {
@@ -256,7 +256,7 @@ mod tests {
             effects,
             vec![
                 Effect::Expire {
-                    before_ms: due - probes::expiry_after_ms(60)
+                    before_ms: due - keep::expiry_after_ms(60)
                 },
                 Effect::ReadOldest,
                 Effect::Save(counted),
@@ -270,7 +270,7 @@ mod tests {
         let effects = drive(&mut s, Some(later), Ok(()), Ok(()), due + 1000.0);
         assert_eq!(
             effects.last(),
-            Some(&Effect::ArmAt(later as f64 + probes::expiry_after_ms(60)))
+            Some(&Effect::ArmAt(later as f64 + keep::expiry_after_ms(60)))
         );
         assert_eq!(effects.len(), 3);
         // Nothing left: no alarm, and the next write arms again.

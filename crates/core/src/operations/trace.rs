@@ -13,9 +13,8 @@ use kvbench_wire::trace::colo_code;
 pub const COLO_URL_VAR: &str = "PROBE_COLO_URL";
 /// Where the colo is asked by default.
 pub const DEFAULT_COLO_URL: &str = "https://www.cloudflare.com/cdn-cgi/trace";
-/// How long a trace may take before its colo is "unknown": it runs before a member's answer
-/// is sent (or a probe's measurement starts), so it is short.
-pub const DEADLINE_MS: u64 = 2_000;
+/// How long a trace may take (`spec::trace`, which the report's bill prices too).
+pub use crate::spec::trace::DEADLINE_MS;
 /// A member isolate asks again after this long (an isolate does not move, but one that lives
 /// for hours is asked again rather than trusted forever).
 pub const REFRESH_MS: f64 = 3_600_000.0;

@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use crate::measurement::answer::round_ms;
+use kvbench_wire::answer::round_ms;
 
 /// What a store reported about one call (`stores.<name>.read_meta` / `write_meta`).
 pub type CallMeta = kvbench_wire::answer::CallMeta<'static>;

@@ -31,8 +31,8 @@ use postgres_protocol::message::frontend;
 use postgres_protocol::IsNull;
 
 use crate::error::{quote, ErrorKind, StoreError};
-use crate::stores::redis::{Connection, Connector};
 use crate::stores::secret::redact;
+use crate::stores::socket::{Connection, Connector};
 use crate::stores::store::{Deferred, Fetched, Options, Store};
 use crate::stores::value::Value;
 
@@ -709,6 +709,9 @@ fn statement(sql: &str, types: &[u32], params: &[&[u8]]) -> Result<Vec<u8>, Stor
 
 #[async_trait(?Send)]
 impl<C: Connector> Store for PostgresStore<C> {
+    /// The write's statement (parse, bind, execute, sync), encoded.
+    type Prepared = Vec<u8>;
+
     async fn connect(&self) -> Result<bool, StoreError> {
         if self.conn.borrow().is_some() {
             return Ok(false);
@@ -740,7 +743,7 @@ impl<C: Connector> Store for PostgresStore<C> {
         }
     }
 
-    fn encode_put(&self, key: &str, value: &Value, ttl_s: u32) -> Result<Vec<u8>, StoreError> {
+    fn prepare(&self, key: &str, value: &Value, ttl_s: u32) -> Result<Vec<u8>, StoreError> {
         let ttl = f64::from(ttl_s).to_be_bytes();
         statement(
             WRITE_SQL,
@@ -752,7 +755,6 @@ impl<C: Connector> Store for PostgresStore<C> {
     async fn put(
         &self,
         _key: &str,
-        _value: &[u8],
         _ttl_s: u32,
         body: Vec<u8>,
         _options: &Options,

@@ -12,40 +12,9 @@ use percent_encoding::percent_decode_str;
 
 use crate::error::{quote, ErrorKind, StoreError};
 use crate::stores::secret::redact;
+use crate::stores::socket::{Connection, Connector};
 use crate::stores::store::{Deferred, Fetched, Options, Store};
 use crate::stores::value::Value;
-
-/// Opens byte streams: `connect()` (`cloudflare:sockets`) in the worker, TCP or a scripted
-/// server in tests.
-#[async_trait(?Send)]
-pub trait Connector {
-    type Conn: Connection;
-    /// Opens a connection to `host:port` (TLS when `tls`) and waits until it is established.
-    async fn connect(&self, host: &str, port: u16, tls: bool) -> Result<Self::Conn, StoreError>;
-    /// Opens a plain connection that [`Connection::start_tls`] can upgrade later, for a
-    /// protocol that asks the server first (Postgres's `SSLRequest`).
-    async fn connect_upgradable(&self, host: &str, port: u16) -> Result<Self::Conn, StoreError> {
-        self.connect(host, port, false).await
-    }
-}
-
-/// One open byte stream. Dropping a pending call abandons it (that is how timeouts cancel).
-#[async_trait(?Send)]
-pub trait Connection {
-    async fn write_all(&mut self, bytes: &[u8]) -> Result<(), StoreError>;
-    /// Reads what is available into `buf`; `Ok(0)` means the peer closed the connection.
-    async fn read(&mut self, buf: &mut [u8]) -> Result<usize, StoreError>;
-    /// Closes the connection; errors are of no interest once the measurement is over.
-    async fn close(&mut self);
-    /// Upgrades a connection from [`Connector::connect_upgradable`] to TLS, once the server
-    /// agreed to it.
-    async fn start_tls(&mut self) -> Result<(), StoreError> {
-        Err(StoreError::new(
-            ErrorKind::Connect,
-            "this connection cannot be upgraded to TLS",
-        ))
-    }
-}
 
 /// A parsed `redis://` or `rediss://` URL (`REDIS_URL`). Its `Debug` never shows the password.
 #[derive(Clone, PartialEq, Eq)]
@@ -344,6 +313,9 @@ impl<C: Connector> RedisStore<C> {
 
 #[async_trait(?Send)]
 impl<C: Connector> Store for RedisStore<C> {
+    /// The `SET key value EX ttl` command, encoded.
+    type Prepared = Vec<u8>;
+
     async fn connect(&self) -> Result<bool, StoreError> {
         if self.conn.borrow().is_some() {
             return Ok(false);
@@ -385,7 +357,7 @@ impl<C: Connector> Store for RedisStore<C> {
         }
     }
 
-    fn encode_put(&self, key: &str, value: &Value, ttl_s: u32) -> Result<Vec<u8>, StoreError> {
+    fn prepare(&self, key: &str, value: &Value, ttl_s: u32) -> Result<Vec<u8>, StoreError> {
         Ok(command(&[
             b"SET",
             key.as_bytes(),
@@ -398,7 +370,6 @@ impl<C: Connector> Store for RedisStore<C> {
     async fn put(
         &self,
         _key: &str,
-        _value: &[u8],
         _ttl_s: u32,
         body: Vec<u8>,
         _options: &Options,

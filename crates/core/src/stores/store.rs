@@ -5,6 +5,7 @@ use crate::stores::durable::{DoScope, LocationHint};
 use crate::stores::sql::D1Session;
 use crate::stores::value::Value;
 use async_trait::async_trait;
+use futures::future::LocalBoxFuture;
 
 pub use crate::spec::StoreId;
 
@@ -96,9 +97,14 @@ pub enum Fetched {
     Hit(Deferred),
 }
 
-/// A key-value store as the benchmark sees it.
+/// A key-value store as the benchmark sees it. Each store writes through a value of its own,
+/// [`Store::Prepared`] — the encoded command, the request, the JS copy of the value — made by
+/// [`Store::prepare`] before the measurement's first span (CPU a deployed clock would otherwise
+/// count in a span) and taken by [`Store::put`], the timed call.
 #[async_trait(?Send)]
 pub trait Store {
+    /// A write of this store, ready to send.
+    type Prepared;
     /// Setup the store needs before its timed calls (Deno KV's per-isolate metadata exchange,
     /// Redis's per-request connection), done only when due. `Ok(true)` = it did network work in
     /// this call, so the measurement reports that time as `connect_ms` instead of counting it in the
@@ -114,19 +120,87 @@ pub trait Store {
     }
     /// Reads `key` until the whole answer is in hand; decoding a hit may be deferred.
     async fn get(&self, key: &str, options: &Options) -> Result<Fetched, StoreError>;
-    /// Encodes the request body that writes `value` under `key` (CPU), before any timed span;
-    /// stores that need no body (a binding taking the bytes as they are) keep the default.
-    fn encode_put(&self, _key: &str, _value: &Value, _ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        Ok(Vec::new())
-    }
-    /// Writes `value` under `key`, expiring after `ttl_s` seconds; `body` is what
-    /// [`Store::encode_put`] returned for the same arguments.
+    /// Makes the write of `value` under `key`, expiring after `ttl_s` seconds, ready to send
+    /// (CPU), before any timed span.
+    fn prepare(&self, key: &str, value: &Value, ttl_s: u32) -> Result<Self::Prepared, StoreError>;
+    /// Sends the write [`Store::prepare`] made for `key` and `ttl_s`.
     async fn put(
         &self,
         key: &str,
-        value: &[u8],
         ttl_s: u32,
-        body: Vec<u8>,
+        prepared: Self::Prepared,
         options: &Options,
     ) -> Result<(), StoreError>;
+}
+
+/// A store as a measurement holds it, among others whose writes have other types: a [`Store`]
+/// whose prepared write is kept inside a [`Write`]. Every [`Store`] is one; the futures are the
+/// store's own, passed on unwrapped.
+pub trait DynStore {
+    fn connect(&self) -> LocalBoxFuture<'_, Result<bool, StoreError>>;
+    fn reported(&self) -> crate::stores::meta::Reported;
+    fn get<'a>(
+        &'a self,
+        key: &'a str,
+        options: &'a Options,
+    ) -> LocalBoxFuture<'a, Result<Fetched, StoreError>>;
+    /// [`Store::prepare`], as a [`Write`] of `key` that [`Write::put`] sends.
+    fn prepare<'a>(
+        &'a self,
+        key: &'a str,
+        value: &Value,
+        ttl_s: u32,
+    ) -> Result<Write<'a>, StoreError>;
+}
+
+/// One store's write, prepared: [`Write::put`] sends it ([`Store::put`] with the value
+/// [`Store::prepare`] made).
+pub struct Write<'a>(WriteFn<'a>);
+
+type WriteFn<'a> = Box<dyn FnOnce(&'a Options) -> LocalBoxFuture<'a, Result<(), StoreError>> + 'a>;
+
+impl<'a> Write<'a> {
+    /// The store's `put` of this write.
+    pub fn put(self, options: &'a Options) -> LocalBoxFuture<'a, Result<(), StoreError>> {
+        (self.0)(options)
+    }
+}
+
+impl std::fmt::Debug for Write<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Write")
+    }
+}
+
+impl<S: Store> DynStore for S
+where
+    S::Prepared: 'static,
+{
+    fn connect(&self) -> LocalBoxFuture<'_, Result<bool, StoreError>> {
+        Store::connect(self)
+    }
+
+    fn reported(&self) -> crate::stores::meta::Reported {
+        Store::reported(self)
+    }
+
+    fn get<'a>(
+        &'a self,
+        key: &'a str,
+        options: &'a Options,
+    ) -> LocalBoxFuture<'a, Result<Fetched, StoreError>> {
+        Store::get(self, key, options)
+    }
+
+    fn prepare<'a>(
+        &'a self,
+        key: &'a str,
+        value: &Value,
+        ttl_s: u32,
+    ) -> Result<Write<'a>, StoreError> {
+        let prepared = Store::prepare(self, key, value, ttl_s)?;
+        Ok(Write(Box::new(move |options| {
+            Store::put(self, key, ttl_s, prepared, options)
+        })))
+    }
 }

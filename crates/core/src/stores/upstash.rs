@@ -26,8 +26,6 @@ pub struct UpstashStore<T> {
     url: String,
     token: String,
     transport: T,
-    /// The `SET` request, made before the first span.
-    write: std::cell::RefCell<Option<HttpRequest>>,
 }
 
 impl<T: HttpTransport> UpstashStore<T> {
@@ -36,7 +34,6 @@ impl<T: HttpTransport> UpstashStore<T> {
             url: url.into(),
             token: token.into(),
             transport,
-            write: Default::default(),
         }
     }
 
@@ -272,6 +269,8 @@ fn get_result(result: Value) -> Result<Option<u64>, StoreError> {
 
 #[async_trait(?Send)]
 impl<T: HttpTransport> Store for UpstashStore<T> {
+    type Prepared = HttpRequest;
+
     async fn get(&self, key: &str, _options: &Options) -> Result<Fetched, StoreError> {
         let response = self.send(self.get_request(key)).await?;
         let token = self.token.clone();
@@ -307,24 +306,23 @@ impl<T: HttpTransport> Store for UpstashStore<T> {
         })))
     }
 
-    fn encode_put(&self, key: &str, value: &WriteValue, ttl_s: u32) -> Result<Vec<u8>, StoreError> {
-        *self.write.borrow_mut() = Some(self.set_request(key, value, ttl_s));
-        Ok(Vec::new())
+    /// The `SET` request, its body as the transport took it ([`Self::set_request`]).
+    fn prepare(
+        &self,
+        key: &str,
+        value: &WriteValue,
+        ttl_s: u32,
+    ) -> Result<HttpRequest, StoreError> {
+        Ok(self.set_request(key, value, ttl_s))
     }
 
     async fn put(
         &self,
-        key: &str,
-        value: &[u8],
-        ttl_s: u32,
-        _body: Vec<u8>,
+        _key: &str,
+        _ttl_s: u32,
+        request: HttpRequest,
         _options: &Options,
     ) -> Result<(), StoreError> {
-        let prepared = self.write.borrow_mut().take();
-        let request = match prepared {
-            Some(request) => request,
-            None => self.set_request(key, &WriteValue::from_bytes(value.to_vec()), ttl_s),
-        };
         let response = self.send(request).await?;
         match decode(&response, &[&self.token]).map_err(|e| self.redact(e))? {
             Value::String(s) if s == "OK" => Ok(()),
@@ -353,7 +351,11 @@ mod tests {
             r.headers,
             vec![("Authorization".to_string(), "Bearer t".to_string())]
         );
-        assert_eq!(store.encode_put("k", &v, 60).unwrap(), Vec::<u8>::new());
+        assert_eq!(
+            store.prepare("k/1 ?#:", &v, 60).unwrap(),
+            r,
+            "the write sends it"
+        );
     }
 
     struct NoTransport;

@@ -6,11 +6,6 @@
 const STRING: u8 = 0x02;
 const ESCAPE: u8 = 0xff;
 
-/// Deno KV's limit on an encoded key in a write (`denokv_proto::limits::MAX_WRITE_KEY_SIZE_BYTES`).
-pub const MAX_KEY_BYTES: usize = 2048;
-/// Deno KV's limit on one value's bytes (`denokv_proto::limits::MAX_VALUE_SIZE_BYTES`).
-pub const MAX_VALUE_BYTES: usize = 65_536;
-
 /// Encodes the tuple `[part, ...]` of strings.
 pub fn encode(parts: &[&str]) -> Vec<u8> {
     let mut out = Vec::with_capacity(parts.iter().map(|p| p.len() + 2).sum());

@@ -19,8 +19,6 @@ use crate::stores::store::{Deferred, Fetched, Options, Store};
 /// The `denokv` store: a [`KvConnect`] client with the benchmark's key and value conventions.
 pub struct DenoKvStore<'a, T> {
     client: KvConnect<'a, T>,
-    /// The write's body as the transport took it before the first span.
-    prepared: std::cell::RefCell<Option<crate::stores::http::PreparedBody>>,
 }
 
 /// An answer up to this size is decoded as soon as it arrives (a miss's answer is a few bytes);
@@ -39,7 +37,6 @@ impl<'a, T: HttpTransport> DenoKvStore<'a, T> {
     ) -> Self {
         Self {
             client: KvConnect::new(url, access_token, transport, clock, cache),
-            prepared: Default::default(),
         }
     }
 
@@ -92,6 +89,9 @@ pub fn get_range(key: &str) -> proto::ReadRange {
 
 #[async_trait(?Send)]
 impl<T: HttpTransport> Store for DenoKvStore<'_, T> {
+    /// The `AtomicWrite`, encoded, as the transport took it if it did.
+    type Prepared = client::Payload;
+
     async fn connect(&self) -> Result<bool, StoreError> {
         self.client.metadata().await.map(|(_, exchanged)| exchanged)
     }
@@ -124,12 +124,12 @@ impl<T: HttpTransport> Store for DenoKvStore<'_, T> {
         })))
     }
 
-    fn encode_put(
+    fn prepare(
         &self,
         key: &str,
         value: &crate::stores::value::Value,
         ttl_s: u32,
-    ) -> Result<Vec<u8>, StoreError> {
+    ) -> Result<client::Payload, StoreError> {
         // TTL is seconds in our API; Deno KV wants an absolute time in milliseconds.
         let expire_at_ms = self.client.now_ms().floor() as i64 + i64::from(ttl_s) * 1000;
         let write = proto::AtomicWrite {
@@ -137,28 +137,19 @@ impl<T: HttpTransport> Store for DenoKvStore<'_, T> {
             ..Default::default()
         };
         let body = prost::Message::encode_to_vec(&write);
-        match self.client.transport().prepare(&body) {
-            Some(prepared) => {
-                *self.prepared.borrow_mut() = Some(prepared);
-                Ok(Vec::new())
-            }
-            None => Ok(body),
-        }
+        Ok(match self.client.transport().prepare(&body) {
+            Some(prepared) => client::Payload::Prepared(prepared),
+            None => client::Payload::Bytes(body),
+        })
     }
 
     async fn put(
         &self,
         _key: &str,
-        _value: &[u8],
         _ttl_s: u32,
-        body: Vec<u8>,
+        body: client::Payload,
         _options: &Options,
     ) -> Result<(), StoreError> {
-        let prepared = self.prepared.borrow_mut().take();
-        let body = match prepared {
-            Some(prepared) if body.is_empty() => client::Payload::Prepared(prepared),
-            _ => client::Payload::Bytes(body),
-        };
         self.client.atomic_write_encoded(body).await.map(|_| ())
     }
 }

@@ -5,7 +5,11 @@
 
 use serde::{Serialize, Serializer};
 
-use crate::stores::denokv::key as deno_key;
+/// Deno KV's limit on an encoded key in a write (`denokv_proto::limits::MAX_WRITE_KEY_SIZE_BYTES`);
+/// measured in the tuple encoding (`kvbench_core::stores::denokv::key`, [`KeyEncoding::DenoTuple`]).
+pub const DENO_KV_KEY_MAX_BYTES: u32 = 2048;
+/// Deno KV's limit on one value's bytes (`denokv_proto::limits::MAX_VALUE_SIZE_BYTES`).
+pub const DENO_KV_VALUE_MAX_BYTES: u64 = 65_536;
 
 /// The stores this benchmark knows. The wire id ([`StoreId::as_str`]) is what appears in
 /// `stores`, `order` and the answer.
@@ -75,6 +79,19 @@ impl StoreId {
     #[allow(clippy::indexing_slicing)] // STORES holds one entry per StoreId, in order (tested)
     pub fn spec(self) -> &'static StoreSpec {
         &STORES[self as usize]
+    }
+}
+
+/// An answer names its stores by [`StoreId`]; Cloudflare KV's and Upstash's reads are also
+/// mirrored in the answer's legacy fields.
+impl kvbench_wire::answer::StoreName for StoreId {
+    fn legacy(&self) -> Option<kvbench_wire::answer::Legacy> {
+        use kvbench_wire::answer::Legacy;
+        match self {
+            StoreId::Kv => Some(Legacy::Kv),
+            StoreId::Upstash => Some(Legacy::Redis),
+            _ => None,
+        }
     }
 }
 
@@ -250,10 +267,12 @@ pub struct StoreSpec {
     /// Prepended to the benchmark key in this store (`""`: the bare key).
     pub key_namespace: &'static str,
     /// The store's own limit on a key (namespace included), measured as `key_encoding` says;
-    /// `None`: nothing below the benchmark's own [`crate::measurement::parameter::KEY_MAX_BYTES`].
+    /// `None`: nothing below the benchmark's own
+    /// (`kvbench_core::measurement::parameter::KEY_MAX_BYTES`).
     pub key_max_bytes: Option<u32>,
     pub key_encoding: KeyEncoding,
-    /// The store's limit on one value; `None`: nothing below [`crate::measurement::parameter::BYTES_MAX`].
+    /// The store's limit on one value; `None`: nothing below the benchmark's own
+    /// (`kvbench_core::measurement::parameter::BYTES_MAX`).
     pub value_max_bytes: Option<u64>,
     /// The shortest TTL the store accepts, seconds.
     pub ttl_min_s: u32,
@@ -374,9 +393,9 @@ pub static STORES: [StoreSpec; 10] = [
         id: StoreId::DenoKv,
         name: "Deno KV over KV Connect",
         key_namespace: "",
-        key_max_bytes: Some(deno_key::MAX_KEY_BYTES as u32),
+        key_max_bytes: Some(DENO_KV_KEY_MAX_BYTES),
         key_encoding: KeyEncoding::DenoTuple,
-        value_max_bytes: Some(deno_key::MAX_VALUE_BYTES as u64),
+        value_max_bytes: Some(DENO_KV_VALUE_MAX_BYTES),
         ttl_min_s: 1,
         billing: Billing {
             read: &[counted("read unit", Count::PerBytes(4096))],

@@ -1,33 +1,7 @@
 //! What the writes are built from ahead of the measurement's first span, shared by every
-//! binding's glue: a value's JS copies (made once per value) and a binding's prepared write.
+//! binding's glue and the fetch transport: a value's JS copies, made once per value.
 
 use kvbench_core::StoreError;
-
-/// A binding's write prepared before the request's first timed span (`Store::encode_put`): the
-/// JS object the call takes, built while no span is open, then taken by `put`. When `put` runs
-/// without it (a store used outside a measurement), it is built then.
-pub struct PreparedWrite<T>(std::cell::RefCell<Option<T>>);
-
-impl<T> Default for PreparedWrite<T> {
-    fn default() -> Self {
-        PreparedWrite(std::cell::RefCell::new(None))
-    }
-}
-
-impl<T> PreparedWrite<T> {
-    pub fn set(&self, value: T) {
-        *self.0.borrow_mut() = Some(value);
-    }
-
-    /// The prepared value, or `build()`'s.
-    pub fn take_or<E>(&self, build: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
-        let prepared = self.0.borrow_mut().take();
-        match prepared {
-            Some(value) => Ok(value),
-            None => build(),
-        }
-    }
-}
 
 /// A value's JS copies, kept with the value (`Value::outside`): its bytes as one `Uint8Array`
 /// that every write is built from — KV's and R2's `put`, the Durable Object's request, the Cache

@@ -1,13 +1,13 @@
-//! `docs/stores.md` describes exactly the stores of `kvbench_core::spec::STORES`: its generated
-//! tables are what [`kvbench_core::spec::docs_tables`] renders (`UPDATE_GOLDEN=1 cargo test -p
-//! kvbench-core --test docs_stores` rewrites them; review the diff), and every table on the page
+//! `docs/stores.md` describes exactly the stores of `kvbench_spec::STORES`: its generated
+//! tables are what [`kvbench_spec::docs_tables`] renders (`UPDATE_GOLDEN=1 cargo test -p
+//! kvbench-spec --test docs_stores` rewrites them; review the diff), and every table on the page
 //! whose first column is `store` has one row per store, none for a store that does not exist.
 
 use std::path::{Path, PathBuf};
 
-use kvbench_core::spec::{docs_tables, STORES};
+use kvbench_spec::{docs_tables, STORES};
 
-const BEGIN: &str = "<!-- stores:begin (generated from crates/core/src/spec.rs: UPDATE_GOLDEN=1 cargo test -p kvbench-core) -->\n";
+const BEGIN: &str = "<!-- stores:begin (generated from crates/spec/src/store.rs: UPDATE_GOLDEN=1 cargo test -p kvbench-spec) -->\n";
 const END: &str = "<!-- stores:end -->";
 
 fn page_path() -> PathBuf {
@@ -61,7 +61,7 @@ fn the_store_tables_are_generated_from_the_descriptions() {
             let updated = format!("{}{want}{}", &page[..start + BEGIN.len()], &page[end..]);
             std::fs::write(page_path(), updated).expect("write docs/stores.md");
         } else {
-            panic!("docs/stores.md's store tables differ from spec.rs; rerun with UPDATE_GOLDEN=1\n{want}");
+            panic!("docs/stores.md's store tables differ from store.rs; rerun with UPDATE_GOLDEN=1\n{want}");
         }
     }
 }

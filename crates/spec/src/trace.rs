@@ -1,0 +1,7 @@
+//! How long a probe's (or a fleet member's) trace of its colo may take: the core's rule
+//! (`kvbench_core::operations::trace`) waits this long at most, and the report's bill prices a
+//! trace at this much wall time.
+
+/// How long a trace may take before its colo is "unknown": it runs before a member's answer
+/// is sent (or a probe's measurement starts), so it is short.
+pub const DEADLINE_MS: u64 = 2_000;
