@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Parser as _;
 
-use kvbench::args::{report_path, Cli, Command, ImportSource, PriceArgs, RunArgs};
+use kvbench::args::{
+    report_path, Cli, Command, ImportSource, MergeArgs, PriceArgs, RunArgs, WorkerArgs,
+};
 use kvbench::describe;
 use kvbench::import::{import_k6, ImportOptions};
 use kvbench::import_worker::{import_worker, Archive, WorkerImport};
@@ -139,58 +141,9 @@ fn main_inner() -> anyhow::Result<ExitCode> {
                 publish(&derive(r, &k.price)?, &k.out)?;
                 Ok(ExitCode::SUCCESS)
             }
-            ImportSource::Worker(w) => {
-                PriceTable::load(w.price.prices.as_deref())?;
-                if let Some(run) = &w.run {
-                    kvbench_core::operations::runs::parse_run("--run", run)
-                        .map_err(|e| anyhow::anyhow!("{}: {}", e.parameter, e.message))?;
-                }
-                let import = WorkerImport {
-                    url: w.url.clone(),
-                    archive: match &w.run {
-                        Some(id) => Archive::Run(id.clone()),
-                        None => Archive::Probes,
-                    },
-                    since: w.since.clone(),
-                    until: w.until.clone(),
-                    token: std::env::var(&w.token_env)
-                        .ok()
-                        .filter(|t| !t.trim().is_empty()),
-                    interval: w.interval.fixed(),
-                    max_concurrent: w.max_concurrent,
-                    limits: w.limits.limits(),
-                };
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()?;
-                let r = runtime.block_on(import_worker(&import))?;
-                publish(&derive(r, &w.price)?, &w.out)?;
-                Ok(ExitCode::SUCCESS)
-            }
+            ImportSource::Worker(w) => import_worker_command(&w),
         },
-        Command::Merge(a) => {
-            let reports = a
-                .reports
-                .iter()
-                .map(|p| Report::read(&report_path(p)))
-                .collect::<anyhow::Result<Vec<_>>>()?;
-            let merged = Report::merge(reports).map_err(|e| match e {
-                // Name the file whose counts could not be added.
-                MergeError::Add { report, error } => {
-                    let path = a
-                        .reports
-                        .get(report.saturating_sub(1))
-                        .map(|p| report_path(p));
-                    match path {
-                        Some(p) => anyhow::anyhow!("merge: {}: {error}", p.display()),
-                        None => anyhow::anyhow!("merge: {error}"),
-                    }
-                }
-                other => anyhow::anyhow!("merge: {other}"),
-            })?;
-            publish(&derive(merged, &a.price)?, &a.out)?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Merge(a) => merge_command(&a),
         Command::Cost(a) => {
             let r = derive(Report::read(&report_path(&a.dir))?, &a.price)?;
             print::text::render_cost(
@@ -200,6 +153,62 @@ fn main_inner() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `kvbench import worker`: a deployed worker's kept answers (its probes', or a run's) into a
+/// report.
+fn import_worker_command(w: &WorkerArgs) -> anyhow::Result<ExitCode> {
+    PriceTable::load(w.price.prices.as_deref())?;
+    if let Some(run) = &w.run {
+        kvbench_core::operations::runs::parse_run("--run", run)
+            .map_err(|e| anyhow::anyhow!("{}: {}", e.parameter, e.message))?;
+    }
+    let import = WorkerImport {
+        url: w.url.clone(),
+        archive: match &w.run {
+            Some(id) => Archive::Run(id.clone()),
+            None => Archive::Probes,
+        },
+        since: w.since.clone(),
+        until: w.until.clone(),
+        token: std::env::var(&w.token_env)
+            .ok()
+            .filter(|t| !t.trim().is_empty()),
+        interval: w.interval.fixed(),
+        max_concurrent: w.max_concurrent,
+        limits: w.limits.limits(),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let r = runtime.block_on(import_worker(&import))?;
+    publish(&derive(r, &w.price)?, &w.out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `kvbench merge`: several reports into one, naming the file whose counts could not be added.
+fn merge_command(a: &MergeArgs) -> anyhow::Result<ExitCode> {
+    let reports = a
+        .reports
+        .iter()
+        .map(|p| Report::read(&report_path(p)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let merged = Report::merge(reports).map_err(|e| match e {
+        // Name the file whose counts could not be added.
+        MergeError::Add { report, error } => {
+            let path = a
+                .reports
+                .get(report.saturating_sub(1))
+                .map(|p| report_path(p));
+            match path {
+                Some(p) => anyhow::anyhow!("merge: {}: {error}", p.display()),
+                None => anyhow::anyhow!("merge: {error}"),
+            }
+        }
+        other => anyhow::anyhow!("merge: {other}"),
+    })?;
+    publish(&derive(merged, &a.price)?, &a.out)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn main() -> ExitCode {

@@ -269,6 +269,21 @@ fn count_store(
         s.failed_writes += 1;
         s.failed_write_units_1k += units(bytes, 1024);
     }
+    record_times(s, r, ok_read_us, ok_write_us, cold);
+    if let Some(e) = &r.error {
+        *s.errors.entry(e.key()).or_default() += 1;
+    }
+}
+
+/// The latencies of one answer's successful calls of a store (and the store's own SQL time of
+/// the same calls), into the cold histograms for a cold answer, else the warm ones.
+fn record_times(
+    s: &mut StoreStats,
+    r: &StoreResult,
+    ok_read_us: Option<u64>,
+    ok_write_us: Option<u64>,
+    cold: bool,
+) {
     if cold {
         let times = [
             (ok_read_us, &mut s.cold_read_us),
@@ -305,9 +320,6 @@ fn count_store(
                 h.record(us);
             }
         }
-    }
-    if let Some(e) = &r.error {
-        *s.errors.entry(e.key()).or_default() += 1;
     }
 }
 

@@ -113,6 +113,27 @@ pub struct Aggregate {
     overflow: Option<crate::report::AddError>,
 }
 
+/// What a kept line says happened: its answer (cold as the vantage point counts it) or why its
+/// vantage point did not answer; `None` for a line with neither or an answer that does not parse.
+fn outcome_of(line: &Kept<'_>) -> Option<Outcome> {
+    match (line.answer, &line.failure) {
+        (Some(answer), _) => {
+            let mut answer = crate::answer::parse(answer.get().as_bytes()).ok()?;
+            // Cold as the vantage point counts it: a probe's new object, a member's or a run's
+            // new isolate (the line's, not the answer's `isolate_requests`: a hint probe's
+            // object can be new in an isolate that answered before).
+            answer.cold = line.cold;
+            Some(Outcome::Answer(answer))
+        }
+        // A vantage point that did not answer: a failed request of its label, not a gap.
+        (None, Some(failure)) => Some(Outcome::Failure(Failure {
+            kind: failure_kind(failure),
+            detail: failure.detail.chars().take(200).collect(),
+        })),
+        (None, None) => None,
+    }
+}
+
 impl Aggregate {
     /// `origin_ms`: the time the report's clock starts at (the first answer's); `interval`: the
     /// timeline's resolution ([`timeline_interval`] of the window, unless asked for).
@@ -147,29 +168,9 @@ impl Aggregate {
             self.malformed += 1;
             return;
         }
-        let outcome = match (line.answer, &line.failure) {
-            (Some(answer), _) => match crate::answer::parse(answer.get().as_bytes()) {
-                Ok(mut answer) => {
-                    // Cold as the vantage point counts it: a probe's new object, a member's or
-                    // a run's new isolate (the line's, not the answer's `isolate_requests`: a
-                    // hint probe's object can be new in an isolate that answered before).
-                    answer.cold = line.cold;
-                    Outcome::Answer(answer)
-                }
-                Err(_) => {
-                    self.malformed += 1;
-                    return;
-                }
-            },
-            // A vantage point that did not answer: a failed request of its label, not a gap.
-            (None, Some(failure)) => Outcome::Failure(Failure {
-                kind: failure_kind(failure),
-                detail: failure.detail.chars().take(200).collect(),
-            }),
-            (None, None) => {
-                self.malformed += 1;
-                return;
-            }
+        let Some(outcome) = outcome_of(line) else {
+            self.malformed += 1;
+            return;
         };
         // A member's answer that did not run where its label says is counted apart and kept
         // out of the label's numbers (its latency is another place's).

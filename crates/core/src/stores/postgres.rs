@@ -26,7 +26,9 @@ use async_trait::async_trait;
 use bytes::{Buf, BytesMut};
 use fallible_iterator::FallibleIterator;
 use percent_encoding::percent_decode_str;
-use postgres_protocol::message::backend::{ErrorResponseBody, Message};
+use postgres_protocol::message::backend::{
+    AuthenticationSaslBody, AuthenticationSaslContinueBody, ErrorResponseBody, Message,
+};
 use postgres_protocol::message::frontend;
 use postgres_protocol::IsNull;
 
@@ -550,51 +552,8 @@ impl<C: Connector> PostgresStore<C> {
                 frontend::password_message(hash.as_bytes(), &mut out).map_err(encode_error)?;
                 Some(out)
             }
-            Message::AuthenticationSasl(body) => {
-                let mut mechanisms = body.mechanisms();
-                let mut offered = Vec::new();
-                while let Ok(Some(m)) = mechanisms.next() {
-                    offered.push(m.to_string());
-                }
-                if !offered.iter().any(|m| m == scram::MECHANISM) {
-                    return Err(StoreError::new(
-                        ErrorKind::Auth,
-                        format!(
-                            "{}: the server offers SASL {offered:?}, not SCRAM-SHA-256",
-                            self.label
-                        ),
-                    ));
-                }
-                self.password()?;
-                let s = Scram::new().map_err(|e| self.auth(format!("SCRAM: {e}")))?;
-                let mut out = BytesMut::new();
-                frontend::sasl_initial_response(
-                    scram::MECHANISM,
-                    s.client_first().as_bytes(),
-                    &mut out,
-                )
-                .map_err(encode_error)?;
-                *scram = Some(s);
-                Some(out)
-            }
-            Message::AuthenticationSaslContinue(body) => {
-                let s = scram
-                    .as_mut()
-                    .ok_or_else(|| protocol("SASL continue before SASL"))?;
-                // The keys of (password, salt, iterations) are derived once per isolate
-                // (`scram::KEYS`); the proof and the server's signature are this exchange's.
-                let message = s
-                    .client_final(
-                        self.password()?.as_bytes(),
-                        body.data(),
-                        &scram::KEYS,
-                        self.nfkc,
-                    )
-                    .map_err(|e| self.auth(format!("SCRAM: {e}")))?;
-                let mut out = BytesMut::new();
-                frontend::sasl_response(message.as_bytes(), &mut out).map_err(encode_error)?;
-                Some(out)
-            }
+            Message::AuthenticationSasl(body) => Some(self.sasl_start(&body, scram)?),
+            Message::AuthenticationSaslContinue(body) => Some(self.sasl_continue(&body, scram)?),
             Message::AuthenticationSaslFinal(body) => {
                 let s = scram
                     .as_mut()
@@ -620,6 +579,59 @@ impl<C: Connector> PostgresStore<C> {
             }
         };
         Ok(reply.map_or(Startup::Wait, Startup::Send))
+    }
+
+    /// SCRAM-SHA-256's first message, when the server offers it among its SASL mechanisms.
+    fn sasl_start(
+        &self,
+        body: &AuthenticationSaslBody,
+        scram: &mut Option<Scram>,
+    ) -> Result<BytesMut, StoreError> {
+        let mut mechanisms = body.mechanisms();
+        let mut offered = Vec::new();
+        while let Ok(Some(m)) = mechanisms.next() {
+            offered.push(m.to_string());
+        }
+        if !offered.iter().any(|m| m == scram::MECHANISM) {
+            return Err(StoreError::new(
+                ErrorKind::Auth,
+                format!(
+                    "{}: the server offers SASL {offered:?}, not SCRAM-SHA-256",
+                    self.label
+                ),
+            ));
+        }
+        self.password()?;
+        let s = Scram::new().map_err(|e| self.auth(format!("SCRAM: {e}")))?;
+        let mut out = BytesMut::new();
+        frontend::sasl_initial_response(scram::MECHANISM, s.client_first().as_bytes(), &mut out)
+            .map_err(encode_error)?;
+        *scram = Some(s);
+        Ok(out)
+    }
+
+    /// SCRAM's proof, from the server's first message.
+    fn sasl_continue(
+        &self,
+        body: &AuthenticationSaslContinueBody,
+        scram: &mut Option<Scram>,
+    ) -> Result<BytesMut, StoreError> {
+        let s = scram
+            .as_mut()
+            .ok_or_else(|| protocol("SASL continue before SASL"))?;
+        // The keys of (password, salt, iterations) are derived once per isolate
+        // (`scram::KEYS`); the proof and the server's signature are this exchange's.
+        let message = s
+            .client_final(
+                self.password()?.as_bytes(),
+                body.data(),
+                &scram::KEYS,
+                self.nfkc,
+            )
+            .map_err(|e| self.auth(format!("SCRAM: {e}")))?;
+        let mut out = BytesMut::new();
+        frontend::sasl_response(message.as_bytes(), &mut out).map_err(encode_error)?;
+        Ok(out)
     }
 
     fn unsupported(&self, method: &str) -> StoreError {
