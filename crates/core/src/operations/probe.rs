@@ -193,6 +193,10 @@ pub struct Probe {
     to_keep: VecDeque<Measured>,
     /// This instance has answered once: its next hint answer is warm.
     answered: bool,
+    /// This instance set an alarm whose wake has not begun. While an alarm is being delivered
+    /// the object's storage no longer holds it, and the wake has not started yet: without this
+    /// a status read in that moment would call a started probe not running.
+    armed: bool,
 }
 
 impl ProbeState {
@@ -299,6 +303,7 @@ impl Probe {
             wake: None,
             to_keep: VecDeque::new(),
             answered: false,
+            armed: false,
         }
     }
 
@@ -370,6 +375,7 @@ impl Probe {
     /// members it is configured with. A probe with nothing to measure only expires; a wake
     /// while one measures does nothing.
     pub fn handle_alarm(&mut self, fleet: Option<&str>, now_ms: f64) {
+        self.armed = false;
         if self.wake.is_some() {
             return;
         }
@@ -528,12 +534,18 @@ impl Probe {
             self.saved = Some(self.state.clone());
             self.effects.push_back(Effect::Save(self.state.clone()));
         }
+        match alarm {
+            Some(Alarm::At(_)) => self.armed = true,
+            Some(Alarm::Delete) => self.armed = false,
+            None => {}
+        }
         self.effects.extend(alarm.map(Alarm::effect));
     }
 
     /// Its status ([`ProbeState::status`]).
     pub fn status(&self, count: Count, alarm: Option<i64>) -> ProbeStatus {
-        self.state.status(count, alarm, self.measuring())
+        self.state
+            .status(count, alarm, self.measuring() || self.armed)
     }
 }
 
@@ -973,6 +985,28 @@ mod tests {
             ProbeState::read(&serde_json::json!({})),
             ProbeState::default()
         );
+    }
+
+    /// A start's alarm fires at once; a status read while it is delivered finds no alarm in
+    /// storage and no wake yet (seen under load in control-hostile's racing starts): the probe
+    /// is running all the same. Stopped, it is not.
+    #[test]
+    fn a_status_read_while_its_alarm_is_delivered_still_says_running() {
+        let mut p = Probe::new(ProbeState::default());
+        p.handle_start(&hint_arm(300, 3600), NOW);
+        drive(&mut p, &mut Table::default(), NOW);
+        assert!(
+            p.status(Count::default(), None).running,
+            "armed, alarm in delivery"
+        );
+        p.handle_alarm(None, NOW);
+        assert!(p.status(Count::default(), None).running, "measuring");
+        p.handle_stop();
+        assert!(!p.status(Count::default(), None).running, "stopped");
+        let mut idle = Probe::new(ProbeState::default());
+        assert!(!idle.status(Count::default(), None).running, "never armed");
+        idle.handle_alarm(None, NOW);
+        assert!(!idle.status(Count::default(), None).running, "an idle wake");
     }
 
     #[test]
@@ -1657,7 +1691,9 @@ mod tests {
             first_t_ms: Some(1),
             last_t_ms: None,
         };
-        assert!(!p.status(count, None).running);
+        // A new instance reading a started state, with no alarm and no wake: a dead chain (the
+        // cron's tick re-arms it), not running.
+        assert!(!Probe::new(p.state().clone()).status(count, None).running);
         p.handle_alarm(Some("eu-west-1=https://m.example.workers.dev"), NOW);
         let st = p.status(count, None);
         assert!(
