@@ -6,8 +6,9 @@
 //!
 //! While a script runs past Redis' `busy-reply-threshold` (5 s by default, about when the gateway
 //! stops it), Redis answers every other command BUSY without running it. A request refused that
-//! way as a whole waits for the script to end and is sent again, for at most the script limit
-//! plus [`BUSY_MARGIN`] — so a client sees the script's limit, not Redis' BUSY.
+//! way waits for the script to end and is sent again (a pipeline from the refused command on:
+//! nothing after it was sent), for at most the script limit plus [`BUSY_MARGIN`] — so a client
+//! sees the script's limit, not Redis' BUSY.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -167,14 +168,35 @@ fn is_busy(reply: &Reply) -> bool {
 }
 
 impl Answer {
-    /// Whether Redis refused the whole request as BUSY, so none of it ran: every reply is BUSY,
-    /// or the transaction was discarded because a command was refused BUSY. (A pipeline refused
-    /// only in part is answered as it is: sending its refused commands again would reorder them.)
-    fn refused_busy(&self) -> bool {
+    /// Where Redis refused the request as BUSY, so that nothing from there on ran: the first
+    /// BUSY reply (a pipeline stops sending at it: [`send`]), or `0` for a transaction discarded
+    /// because a command was refused BUSY. `None` when it all ran.
+    fn refused_from(&self) -> Option<usize> {
         match self {
-            Self::Replies(r) => !r.is_empty() && r.iter().all(is_busy),
-            Self::Transaction(Err(msg)) => msg.starts_with("EXECABORT") && msg.contains(": BUSY"),
-            Self::Transaction(Ok(_)) => false,
+            Self::Replies(r) => r.iter().position(is_busy),
+            Self::Transaction(Err(msg)) => {
+                (msg.starts_with("EXECABORT") && msg.contains(": BUSY")).then_some(0)
+            }
+            Self::Transaction(Ok(_)) => None,
+        }
+    }
+
+    /// This answer after the replies of the commands that ran before an earlier try was
+    /// refused, with a reply for every command of the request (`commands`): one never sent,
+    /// because one before it was refused, says so.
+    fn after(self, mut ran: Vec<Reply>, commands: usize) -> Self {
+        match self {
+            Self::Replies(r) => {
+                ran.extend(r);
+                while ran.len() < commands {
+                    ran.push(Reply::Error(
+                        "BUSY not sent: a command before it in the pipeline was refused BUSY"
+                            .to_owned(),
+                    ));
+                }
+                Self::Replies(ran)
+            }
+            transaction => transaction,
         }
     }
 
@@ -293,23 +315,37 @@ impl Store {
     ) -> Result<Answer, StoreError> {
         let start = Instant::now();
         let give_up = start + self.0.config.script_timeout + BUSY_MARGIN;
-        let request = Arc::new(request);
+        let commands = match &request {
+            Request::Pipeline(cmds) => cmds.len(),
+            _ => 1,
+        };
+        let mut request = Arc::new(request);
+        // A pipeline's replies of the commands that ran before one was refused.
+        let mut ran = Vec::new();
         loop {
             // Listening before the attempt: a script that ends during it is not missed.
             let ended = self.0.script_ended.notified();
             tokio::pin!(ended);
             ended.as_mut().enable();
             let answer = self.attempt(&request, scripted, encoding).await?;
-            if !answer.refused_busy() {
-                return Ok(answer);
-            }
+            let Some(refused) = answer.refused_from() else {
+                return Ok(answer.after(ran, commands));
+            };
             let now = Instant::now();
             if now >= give_up {
                 let note = format!(
                     " (the gateway waited {} ms for the script to stop: --script-timeout-ms)",
                     (now - start).as_millis()
                 );
-                return Ok(answer.explain_busy(&note));
+                return Ok(answer.explain_busy(&note).after(ran, commands));
+            }
+            // The refused command and those after it did not run (none was sent after it): the
+            // next try starts there, so the pipeline still runs in the order it was sent.
+            if let (Answer::Replies(replies), Request::Pipeline(cmds)) = (answer, &*request) {
+                ran.extend(replies.into_iter().take(refused));
+                request = Arc::new(Request::Pipeline(
+                    cmds.iter().skip(refused).cloned().collect(),
+                ));
             }
             let _ = timeout_at(give_up.min(now + BUSY_POLL), ended).await;
         }
@@ -501,7 +537,14 @@ async fn send(
             let mut replies = Vec::with_capacity(cmds.len().min(4096));
             for cmd in cmds {
                 let value = conn.send_packed_command(cmd).await?;
-                replies.push(reply::render(&value, encoding, budget)?);
+                let reply = reply::render(&value, encoding, budget)?;
+                let refused = is_busy(&reply);
+                replies.push(reply);
+                // Refused BUSY (a script holds Redis): nothing after it is sent, so that the
+                // wait for the script resumes from it in order ([`Store::exchange`]).
+                if refused {
+                    break;
+                }
             }
             Ok(Answer::Replies(replies))
         }

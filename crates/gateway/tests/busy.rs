@@ -133,3 +133,133 @@ async fn the_wait_for_a_script_that_cannot_be_stopped_is_bounded() {
     );
     // The test's redis-server (still busy) is killed on drop.
 }
+
+/// One RESP command array off `buf`, if a whole one is there: its words, and the bytes it took.
+fn resp_command(buf: &[u8]) -> Option<(Vec<String>, usize)> {
+    fn line(buf: &[u8], at: usize) -> Option<(&str, usize)> {
+        let end = buf.get(at..)?.windows(2).position(|w| w == b"\r\n")? + at;
+        Some((std::str::from_utf8(&buf[at..end]).ok()?, end + 2))
+    }
+    let (head, mut at) = line(buf, 0)?;
+    let n: usize = head.strip_prefix('*')?.parse().ok()?;
+    let mut words = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (len, next) = line(buf, at)?;
+        let len: usize = len.strip_prefix('$')?.parse().ok()?;
+        let word = buf.get(next..next + len)?;
+        words.push(String::from_utf8_lossy(word).into_owned());
+        at = next + len + 2;
+        if buf.len() < at {
+            return None;
+        }
+    }
+    Some((words, at))
+}
+
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// A stand-in Redis on one connection that refuses the first `refusals` `INCR`s BUSY, answers
+/// the others and `ECHO`, `+OK` to anything else (the client's set-up); what it was sent of
+/// `INCR` and `ECHO`, each with its answer's first two bytes.
+async fn busy_stand_in(refusals: usize) -> (u16, Seen, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Seen::default();
+    let task = tokio::spawn({
+        let seen = seen.clone();
+        async move {
+            let (mut refused, mut counter) = (0, 0);
+            let (mut conn, _) = listener.accept().await.unwrap();
+            let (mut buf, mut chunk) = (Vec::new(), [0u8; 4096]);
+            loop {
+                let n = match conn.read(&mut chunk).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => n,
+                };
+                buf.extend_from_slice(&chunk[..n]);
+                while let Some((words, used)) = resp_command(&buf) {
+                    buf.drain(..used);
+                    let name = words[0].to_ascii_uppercase();
+                    let answer = match name.as_str() {
+                        "INCR" if refused < refusals => {
+                            refused += 1;
+                            "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n".to_string()
+                        }
+                        "INCR" => {
+                            counter += 1;
+                            format!(":{counter}\r\n")
+                        }
+                        "ECHO" => format!("${}\r\n{}\r\n", words[1].len(), words[1]),
+                        _ => "+OK\r\n".to_string(),
+                    };
+                    if matches!(name.as_str(), "INCR" | "ECHO") {
+                        seen.lock()
+                            .unwrap()
+                            .push(format!("{name} {}", &answer[..2]));
+                    }
+                    conn.write_all(answer.as_bytes()).await.unwrap();
+                }
+            }
+        }
+    });
+    (port, seen, task)
+}
+
+fn gateway_on(port: u16, script_timeout_ms: u64) -> Router {
+    let mut settings = Settings::new(format!("redis://127.0.0.1:{port}"), TOKEN);
+    settings.redis_pool_size = 1;
+    settings.redis_timeout_ms = 2_000;
+    settings.script_timeout_ms = script_timeout_ms;
+    app(AppState::new(settings).unwrap())
+}
+
+/// A pipeline refused BUSY at its first command, while a script is being stopped, and answered
+/// at once after it (the race of a script that ends between two of its commands): the gateway
+/// sent nothing after the refused command, and sends the pipeline again from there — each
+/// command runs once, in order. Against a stand-in Redis that refuses the first `INCR` once, so
+/// the race is certain, not a matter of timing. Refused past the wait, every command has a
+/// reply: the refused one's says the gateway waited, those never sent say so.
+#[tokio::test]
+async fn a_pipeline_refused_part_way_resumes_from_the_refused_command_in_order() {
+    let (port, seen, stand_in) = busy_stand_in(1).await;
+    let app = gateway_on(port, 1_000);
+    let pipeline = json!([["INCR", "n"], ["ECHO", "e"], ["INCR", "n"]]);
+    let (status, body) = tokio::time::timeout(GENEROUS, post(&app, "/pipeline", pipeline))
+        .await
+        .expect("answered within the bound");
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::OK,
+            json!([{"result": 1}, {"result": "e"}, {"result": 2}])
+        )
+    );
+    // Refused, then again from the refused command on: nothing was sent after the refusal.
+    assert_eq!(
+        *seen.lock().unwrap(),
+        ["INCR -B", "INCR :1", "ECHO $1", "INCR :2"]
+    );
+    stand_in.abort();
+
+    let (port, seen, stand_in) = busy_stand_in(usize::MAX).await;
+    let app = gateway_on(port, 100);
+    let pipeline = json!([["ECHO", "a"], ["INCR", "n"], ["ECHO", "b"]]);
+    let (status, body) = tokio::time::timeout(GENEROUS, post(&app, "/pipeline", pipeline))
+        .await
+        .expect("answered within the bound");
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body[0], json!({"result": "a"}));
+    let refused = error_text(&body[1]);
+    assert!(
+        refused.starts_with("BUSY") && refused.contains("waited"),
+        "{refused}"
+    );
+    assert_eq!(
+        error_text(&body[2]),
+        "BUSY not sent: a command before it in the pipeline was refused BUSY"
+    );
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen[0], "ECHO $1");
+    assert!(seen[1..].iter().all(|s| s == "INCR -B"), "{seen:?}");
+    stand_in.abort();
+}
