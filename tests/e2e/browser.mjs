@@ -183,7 +183,7 @@ function acrossTheRun(r) {
   const st = r.stability;
   if (!st) {
     return r.vantage !== undefined
-      ? "† within-run intervals only: a vantage point has no timeline windows of its own"
+      ? `† within-run intervals only: ${r.windows} stretch(es) of the window with reads, 8 needed to measure the spread across it`
       : `† within-run intervals only: ${r.windows} timeline window(s) with reads, 8 needed to measure the spread across the run`;
   }
   const range = (s) => `${fixed2(s.min_ms)}–${fixed2(s.max_ms)}`;

@@ -84,7 +84,7 @@ function* fleet(origin, points, every_s, span_s) {
 }
 
 /** POST the lines to the report worker's /render; its status, headers and body. */
-async function render(chunks, origin, span_s) {
+async function render(chunks, origin, span_s, format = "html") {
   const report = await mf.getWorker("kvbench-report");
   const enc = new TextEncoder();
   const body = new ReadableStream({
@@ -94,7 +94,7 @@ async function render(chunks, origin, span_s) {
       else c.enqueue(enc.encode(next.value));
     },
   });
-  const res = await report.fetch(`https://report/render?origin_ms=${origin}&span_ms=${span_s * 1000}`, {
+  const res = await report.fetch(`https://report/render?origin_ms=${origin}&span_ms=${span_s * 1000}&format=${format}`, {
     method: "POST",
     body,
     duplex: "half",
@@ -113,6 +113,22 @@ test("the fleet's default view and a week of it render within their memory budge
   assert.ok(dayBytes <= DEFAULT_VIEW_BUDGET, `${(dayBytes / MiB).toFixed(1)} MiB for the default view`);
   // Every vantage point is in the page.
   for (const label of ["aws:region-0", "aws:region-30", "hint-0", "hint-10"]) assert.ok(day.text.includes(label), label);
+  // Each vantage point's rows count the spread across its own stretches of the day (16 of
+  // 90 minutes: 6 of the 15-minute timeline windows), never the within-run interval alone.
+  const json = await render(fleet(origin, VANTAGE_POINTS, 300, 86_400), origin, 86_400, "json");
+  assert.equal(json.res.status, 200, json.text.slice(0, 300));
+  const report = JSON.parse(json.text);
+  assert.equal(report.stretches.stretch_s, 5400);
+  const kib = (n) => (n / 1024).toFixed(0);
+  console.log(`# default view's report.json: ${kib(json.text.length)} KiB, its stretches ${kib(JSON.stringify(report.stretches).length)} KiB`);
+  const rows = report.summary.comparison.rows;
+  assert.equal(rows.length, VANTAGE_POINTS * STORES.length);
+  for (const row of rows) {
+    assert.ok(row.vantage, JSON.stringify(row).slice(0, 200));
+    assert.deepEqual([row.basis, row.windows], ["windows", 16], `${row.vantage} ${row.store}`);
+    assert.ok(row.stability && row.stability.spans >= 5, `${row.vantage} ${row.store}`);
+    assert.ok(!row.p50.within_run_only && Number.isFinite(row.p50.low_ms), `${row.vantage} ${row.store}`);
+  }
 
   const week = await render(fleet(origin, VANTAGE_POINTS, 300, 7 * 86_400), origin, 7 * 86_400);
   assert.equal(week.res.status, 200, week.text.slice(0, 300));

@@ -322,6 +322,14 @@ fn rates_and_prices_must_be_finite_and_not_negative() {
         let name = path.replace('/', "-");
         refused(&report_of(&write(&name, &r)), want);
     }
+    // Stretches of no length.
+    let mut r = golden();
+    let h = r.pointer("/total/stores/kv/read_us").unwrap().clone();
+    r["stretches"] = json!({"stretch_s": -1.0, "reads": {"0": {"FRA": {"kv": h}}}});
+    refused(
+        &report_of(&write("stretch-s", &r)),
+        "stretches.stretch_s: -1 is not a length of time",
+    );
     let prices = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../report/prices.toml"),
     )

@@ -781,6 +781,7 @@ impl Collector {
                 intervals,
             },
             days,
+            stretches: crate::stretch::Stretches::default(),
             provenance: None,
         }
     }

@@ -14,6 +14,7 @@ use crate::hist::Hist;
 use crate::interval::{IntervalError, LEVEL};
 use crate::report::{Report, Section, StoreStats, Timeline};
 use crate::stability::Stability;
+use crate::stretch::Stretches;
 
 /// The percentiles of a row, in its columns' order.
 pub const PERCENTILES: [f64; 3] = [0.50, 0.90, 0.99];
@@ -50,11 +51,12 @@ pub struct Row {
     /// Successful reads the percentiles are of.
     pub reads: u64,
     /// Where the intervals come from: `windows` (they count the spread across the run's
-    /// timeline windows) or `within_run` (the order-statistic interval alone: fewer than
-    /// [`block::MIN_WINDOWS`] windows, or a vantage point's row, which has none of its own).
+    /// timeline windows, or a vantage point's stretches of them) or `within_run` (the
+    /// order-statistic interval alone: fewer than [`block::MIN_WINDOWS`] of them).
     #[serde(default)]
     pub basis: Basis,
-    /// The store's timeline windows with reads (0 for a vantage point's row).
+    /// The store's timeline windows with reads; for a vantage point's row, its stretches with
+    /// reads ([`crate::stretch`]: the timeline pools every vantage point).
     #[serde(default)]
     pub windows: u64,
     /// The percentiles' range across the run's spans of windows; absent with too few windows.
@@ -147,7 +149,9 @@ impl Row {
         match (&self.stability, self.vantage.is_some()) {
             (Some(s), _) => format!("across the run: {}", s.text()),
             (None, true) => format!(
-                "{WITHIN_RUN_MARK} within-run intervals only: a vantage point has no timeline windows of its own"
+                "{WITHIN_RUN_MARK} within-run intervals only: {} stretch(es) of the window with reads, {} needed to measure the spread across it",
+                self.windows,
+                block::MIN_WINDOWS
             ),
             (None, false) => format!(
                 "{WITHIN_RUN_MARK} within-run intervals only: {} timeline window(s) with reads, {} needed to measure the spread across the run",
@@ -172,12 +176,18 @@ pub fn of(report: &Report, cost: Option<&Estimate>) -> Option<Comparison> {
     let mut rows = Vec::new();
     if report.vantages.is_empty() {
         let stores = stores_of(report, Some(&report.total));
-        rows.extend(group(None, stores, Some(&report.timeline), cost));
+        rows.extend(group(
+            None,
+            stores,
+            Windows::Timeline(&report.timeline),
+            cost,
+        ));
     } else {
-        // The timeline is of all vantage points together: no row has windows of its own.
+        // The timeline is of all vantage points together: each one's rows read its stretches.
         for label in report.vantages.keys() {
             let stores = stores_of(report, report.labels.get(label));
-            rows.extend(group(Some(label), stores, None, cost));
+            let windows = Windows::Stretches(&report.stretches, label);
+            rows.extend(group(Some(label), stores, windows, cost));
         }
     }
     (!rows.is_empty()).then(|| Comparison {
@@ -231,19 +241,33 @@ fn stores_of<'a>(
     })
 }
 
-/// The timeline windows that list `store`'s reads, in time order, and how many there are: each
-/// is decoded when it is read, one at a time.
-fn windows_of<'a>(
-    timeline: Option<&'a Timeline>,
-    store: &'a str,
-) -> (usize, impl Iterator<Item = Hist> + 'a) {
-    let packed = move || {
-        timeline
-            .into_iter()
-            .flat_map(|t| &t.intervals)
-            .filter_map(move |iv| iv.read_us.get(store))
-    };
-    (packed().count(), packed().map(|p| p.unpack()))
+/// Where a group's rows find their windows: the report's timeline, or a vantage point's
+/// stretches of it.
+#[derive(Clone, Copy)]
+enum Windows<'a> {
+    Timeline(&'a Timeline),
+    Stretches(&'a Stretches, &'a str),
+}
+
+impl<'a> Windows<'a> {
+    /// The windows that list `store`'s reads, in time order, and how many there are: each is
+    /// decoded when it is read, one at a time.
+    fn of(self, store: &'a str) -> (usize, Box<dyn Iterator<Item = Hist> + 'a>) {
+        match self {
+            Windows::Timeline(t) => {
+                let packed = move || {
+                    t.intervals
+                        .iter()
+                        .filter_map(move |iv| iv.read_us.get(store))
+                };
+                (packed().count(), Box::new(packed().map(|p| p.unpack())))
+            }
+            Windows::Stretches(s, label) => (
+                s.of(label, store).count(),
+                Box::new(s.of(label, store).map(|h| h.for_reading().into_owned())),
+            ),
+        }
+    }
 }
 
 /// A row's p50 and its printed interval, µs: what it is ranked and tied by.
@@ -253,10 +277,10 @@ type P50 = Option<(u64, u64, u64)>;
 fn row_of(
     vantage: Option<&String>,
     (store, h, error_rate): (&str, &Hist, Option<f64>),
-    timeline: Option<&Timeline>,
+    windows: Windows<'_>,
     cost: Option<&Estimate>,
 ) -> (Row, P50) {
-    let (count, windows) = windows_of(timeline, store);
+    let (count, windows) = windows.of(store);
     let (cells, spans) = block::percentiles(h, count, windows, PERCENTILES);
     let [p50, p90, p99] = &cells;
     let (monthly_usd, plan) = cheapest(cost, store).unzip();
@@ -292,11 +316,11 @@ fn row_of(
 fn group<'a>(
     vantage: Option<&String>,
     stores: impl Iterator<Item = (&'a str, &'a Hist, Option<f64>)>,
-    timeline: Option<&Timeline>,
+    windows: Windows<'_>,
     cost: Option<&Estimate>,
 ) -> Vec<Row> {
     let mut rows: Vec<(Row, P50)> = stores
-        .map(|store| row_of(vantage, store, timeline, cost))
+        .map(|store| row_of(vantage, store, windows, cost))
         .collect();
     // By p50, those without one last (in store order: the sort is stable).
     rows.sort_by(|(_, a), (_, b)| match (a, b) {
@@ -605,14 +629,71 @@ mod tests {
             row.note(),
             "† within-run intervals only: 7 timeline window(s) with reads, 8 needed to measure the spread across the run"
         );
-        let mut r = report_with_windows(&["kv"], 30, |_, _| 10_000);
-        r.vantages.insert("a".into(), VantagePoint::default());
-        r.labels.insert("a".into(), r.total.clone());
+        // A vantage point with 7 stretches (42 windows of its own, 6 to a stretch).
+        let r = with_vantages(&[("a", 42, &|_| 10_000)]);
         let row = &of(&r, None).unwrap().rows[0];
-        assert_eq!((row.basis, row.windows), (Basis::WithinRun, 0));
-        assert!(row
-            .note()
-            .contains("a vantage point has no timeline windows of its own"));
+        assert_eq!((row.basis, row.windows), (Basis::WithinRun, 7));
+        assert_eq!(
+            row.note(),
+            "† within-run intervals only: 7 stretch(es) of the window with reads, 8 needed to measure the spread across it"
+        );
+    }
+
+    /// A report of vantage points, each `(label, windows, level by window)` read by `kv` in its
+    /// own windows (the report's timeline pools them; each one's stretches are its own).
+    type Level<'a> = &'a dyn Fn(u64) -> u64;
+
+    fn with_vantages(points: &[(&str, u64, Level<'_>)]) -> Report {
+        let mut parts = Vec::new();
+        for (label, windows, level) in points {
+            let mut r = report_with_windows(&["kv"], *windows, |_, w| level(w));
+            r.labels.insert(label.to_string(), r.total.clone());
+            r.vantages
+                .insert(label.to_string(), VantagePoint::default());
+            r.stretches = Stretches::of_timeline(label, &r.timeline);
+            parts.push(r);
+        }
+        Report::merge(parts).unwrap()
+    }
+
+    #[test]
+    fn a_vantage_point_s_intervals_count_the_spread_across_its_own_stretches() {
+        // FRA is steady; LHR moves between two levels every 12 windows (two stretches). Pooled,
+        // the timeline would give both rows the same spread: each row reads its own.
+        let r = with_vantages(&[
+            ("FRA", 60, &|_| 10_000),
+            ("LHR", 60, &|w| [9_000, 11_000][(w / 12 % 2) as usize]),
+        ]);
+        assert_eq!(r.stretches.stretch_s, 60.0);
+        let c = of(&r, None).unwrap();
+        let row = |label: &str| {
+            c.rows
+                .iter()
+                .find(|r| r.vantage.as_deref() == Some(label))
+                .unwrap()
+        };
+        let (fra, lhr) = (row("FRA"), row("LHR"));
+        for r in [fra, lhr] {
+            assert_eq!((r.basis, r.windows), (Basis::Windows, 10), "{r:?}");
+            assert!(!r.p50.text().contains(WITHIN_RUN_MARK), "{:?}", r.p50);
+            assert!(
+                r.note().ends_with("across 5 spans of 10 windows"),
+                "{}",
+                r.note()
+            );
+        }
+        assert_eq!(fra.flag(), None, "{:?}", fra.stability);
+        assert!(
+            lhr.flag()
+                .is_some_and(|f| f.starts_with("unstable: p50 ranged")),
+            "{:?}",
+            lhr.stability
+        );
+        let width = |r: &Row| r.p50.high_ms.unwrap() - r.p50.low_ms.unwrap();
+        assert!(width(lhr) > 3.0 * width(fra), "{fra:?} {lhr:?}");
+        // The within-run interval of LHR alone misses its levels' spread.
+        let within = lhr.p50.within_high_ms.unwrap() - lhr.p50.within_low_ms.unwrap();
+        assert!(width(lhr) > 3.0 * within, "{lhr:?}");
     }
 
     #[test]

@@ -21,6 +21,7 @@ use crate::hist::MAX_COUNT;
 use crate::report::{
     ColoStats, Provenance, Report, RunInfo, Section, Timeline, VantagePoint, SCHEMA_VERSION,
 };
+use crate::stretch::Stretches;
 use crate::summary::Summary;
 
 impl Report {
@@ -71,6 +72,8 @@ struct Layout<'a> {
     timeline: &'a Timeline,
     #[serde(skip_serializing_if = "no_days")]
     days: &'a Daily,
+    #[serde(skip_serializing_if = "no_stretches")]
+    stretches: &'a Stretches,
     #[serde(skip_serializing_if = "Option::is_none")]
     cost: Option<&'a Estimate>,
     summary: &'a Summary,
@@ -86,6 +89,10 @@ fn no_days(d: &&Daily) -> bool {
     d.is_empty()
 }
 
+fn no_stretches(s: &&Stretches) -> bool {
+    s.is_empty()
+}
+
 impl Serialize for Analysed {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         // Destructured without `..`: a field added to the model must be laid out here too.
@@ -99,6 +106,7 @@ impl Serialize for Analysed {
             vantages,
             timeline,
             days,
+            stretches,
             provenance,
         } = &self.report;
         Layout {
@@ -111,6 +119,7 @@ impl Serialize for Analysed {
             vantages,
             timeline,
             days,
+            stretches,
             cost: self.derived.cost.as_ref(),
             summary: &self.derived.summary,
             provenance: provenance.as_ref(),
@@ -171,7 +180,8 @@ impl Report {
                 )
             })?;
         }
-        timeline(&self.timeline)
+        timeline(&self.timeline)?;
+        stretches(&self.stretches)
     }
 }
 
@@ -228,6 +238,20 @@ fn section(s: &Section, at: &str) -> Result<(), Invalid> {
         )?;
     }
     Ok(())
+}
+
+/// Stretches have a length when there are any.
+fn stretches(s: &Stretches) -> Result<(), Invalid> {
+    if s.is_empty() || (s.stretch_s.is_finite() && s.stretch_s > 0.0) {
+        return Ok(());
+    }
+    Err(invalid(
+        "stretches.stretch_s",
+        format!(
+            "{} is not a length of time (finite, more than 0)",
+            s.stretch_s
+        ),
+    ))
 }
 
 /// Interval `i` starts at `i × interval_s`, as the collector writes them.

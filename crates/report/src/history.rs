@@ -3,8 +3,8 @@
 //! the two intervals do not overlap — "KV got slower in Frankfurt this week" read off the page.
 //! Derived from the report's days ([`crate::daily`]) when a report is printed, never stored.
 //!
-//! A day's interval is the order-statistic one ([`crate::interval`]): a day of one vantage point
-//! has no timeline windows of its own. The week before's is widened by the spread between its
+//! A day's interval is the order-statistic one ([`crate::interval`]): the days are not split
+//! into windows (a week's page has one stretch, [`crate::stretch`], every 12 hours). The week before's is widened by the spread between its
 //! days ([`crate::block`], each day one span), so a day is marked only when it lies outside what
 //! the days before it wandered over, not merely outside one pooled sample's interval.
 

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 use crate::collect::Collector;
 use crate::report::{ImportInfo, Interval, IntervalSum, Report, RunInfo, Timeline, VantagePoint};
 use crate::sample::{Failure, FailureKind, Outcome, Sample};
+use crate::stretch::{Stretches, STRETCH_WINDOWS};
 
 pub use kvbench_wire::kept::{Kept, MAX_T_MS};
 
@@ -104,6 +105,8 @@ pub struct Aggregate {
     last_label: Option<String>,
     /// The timeline, summed over vantage points as each one's answers end (by interval index).
     timeline: BTreeMap<u64, IntervalSum>,
+    /// Each vantage point's own reads in stretches of the timeline's windows.
+    stretches: Stretches,
     /// Who measured, per label.
     vantages: BTreeMap<String, VantagePoint>,
     /// What the stream's end line says the worker measured but could not keep.
@@ -147,6 +150,7 @@ impl Aggregate {
             max_concurrent: None,
             last_label: None,
             timeline: BTreeMap::new(),
+            stretches: Stretches::new(interval.as_secs_f64() * STRETCH_WINDOWS),
             vantages: BTreeMap::new(),
             keep_failed: None,
             overflow: None,
@@ -191,7 +195,8 @@ impl Aggregate {
                 if let Some(run) = self.runs.get_mut(&previous) {
                     run.collector.freeze();
                     let closed = run.collector.take_closed();
-                    self.add_to_timeline(closed);
+                    self.add_to_timeline(&previous, closed);
+                    self.stretches.freeze_label(&previous);
                 }
             }
             self.last_label = Some(label.to_string());
@@ -252,9 +257,11 @@ impl Aggregate {
         }
     }
 
-    fn add_to_timeline(&mut self, intervals: Vec<Interval>) {
+    /// `label`'s closed windows into the pooled timeline, and into its own stretches.
+    fn add_to_timeline(&mut self, label: &str, intervals: Vec<Interval>) {
         let interval_s = self.interval.as_secs_f64().max(1e-6);
         for iv in intervals {
+            self.stretches.add_window(label, &iv);
             // By start, not by the collector's index: a collector that had to coarsen (samples
             // 10,000 intervals past the origin) still adds every sample, at its interval's start.
             let index = (iv.start_s / interval_s).round() as u64;
@@ -298,6 +305,7 @@ impl Aggregate {
         let runs = std::mem::take(&mut self.runs);
         let mut reports = Vec::with_capacity(runs.len());
         for (label, run) in runs {
+            let name = label.clone();
             let window_s = (run.last_us as f64 / 1e6).max(1e-3);
             let mut report = run.collector.finish(RunInfo {
                 label,
@@ -319,7 +327,8 @@ impl Aggregate {
             });
             report.freeze();
             let timeline = std::mem::take(&mut report.timeline);
-            self.add_to_timeline(timeline.intervals);
+            self.add_to_timeline(&name, timeline.intervals);
+            self.stretches.freeze_label(&name);
             reports.push(report);
         }
         if let Some(e) = self.overflow.take() {
@@ -330,6 +339,7 @@ impl Aggregate {
         }
         let mut report = Report::merge(reports)?;
         report.vantages = std::mem::take(&mut self.vantages);
+        report.stretches = std::mem::take(&mut self.stretches);
         let interval_s = self.interval.as_secs_f64();
         let last = self.timeline.keys().next_back().copied().unwrap_or(0);
         let mut sums = std::mem::take(&mut self.timeline);
@@ -515,6 +525,19 @@ mod tests {
         }
         let want = Report::merge(per_label).unwrap();
         assert_eq!(got.timeline, want.timeline);
+        // Each label's own stretches (6 windows of 300 s), kept apart from the pooled timeline.
+        assert_eq!(got.stretches, want.stretches);
+        assert_eq!(got.stretches.stretch_s, 1800.0);
+        let reads = |label| -> Vec<u64> {
+            got.stretches
+                .of(label, "kv")
+                .map(crate::hist::Hist::len)
+                .collect()
+        };
+        assert_eq!(
+            (reads("a"), reads("b"), reads("c")),
+            (vec![31, 10], vec![25], vec![30, 30])
+        );
         assert_eq!(got.total, want.total);
         assert_eq!(got.labels, want.labels);
         assert_eq!(got.colos, want.colos);

@@ -1,6 +1,6 @@
 //! The kvbench report, platform-free, in layers whose arrows point one way. The measured model
-//! ([`report`], with HDR histograms in [`hist`], the days in [`daily`] and the failure kinds in
-//! [`failure`]) knows nothing of what derives from it. Ingest builds it: the parser of `/test`
+//! ([`report`], with HDR histograms in [`hist`], the days in [`daily`], each vantage point's
+//! stretches of time in [`stretch`] and the failure kinds in [`failure`]) knows nothing of what derives from it. Ingest builds it: the parser of `/test`
 //! answers ([`answer`]), samples ([`sample`]) folded by the collector ([`collect`]), kept answers
 //! of a deployed worker ([`kept`]). Analysis derives from it, once per render ([`derived`]): the
 //! summary ([`summary`]), the answer first with its intervals ([`comparison`] over [`interval`],
@@ -32,6 +32,7 @@ pub mod daily;
 pub mod failure;
 pub mod hist;
 pub mod report;
+pub mod stretch;
 pub mod v2;
 // Ingest: answers, samples and kept lines, collected into the model.
 pub mod answer;

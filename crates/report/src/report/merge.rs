@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use super::{tool_name, ColoStats, Interval, Report, Section, StoreStats, Timeline};
 use crate::check::{plus, plus_hist, AddError};
 use crate::hist::{Hist, Packed};
+use crate::stretch::Stretches;
 
 /// Why reports cannot be merged.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -22,9 +23,18 @@ pub enum MergeError {
     /// Adding the `report`th report (from 1, in the order given) would pass a limit.
     #[error("report {report}: {error}")]
     Add { report: usize, error: AddError },
+    /// A report's stretch of time, and the longest one, which is not a whole multiple of it.
+    #[error(
+        "the vantage points' stretches do not divide ({0} s into {1} s): reports whose timeline \
+         intervals divide have stretches that do; this file's were not written by kvbench"
+    )]
+    StretchMismatch(f64, f64),
     /// Summing the timelines would pass a limit.
     #[error("the timelines: {0}")]
     Timeline(AddError),
+    /// Summing the vantage points' stretches would pass a limit.
+    #[error("the stretches: {0}")]
+    Stretches(AddError),
 }
 
 fn add_counts(
@@ -296,6 +306,7 @@ impl Report {
         self.labels.values_mut().for_each(Section::freeze);
         self.colos.values_mut().for_each(ColoStats::freeze);
         self.days.freeze();
+        self.stretches.freeze();
     }
 }
 
@@ -367,24 +378,31 @@ impl Report {
         let mut out = iter.next().ok_or(MergeError::Empty)?;
         out.tool = tool_name();
         let mut timelines = vec![std::mem::take(&mut out.timeline)];
+        let mut stretches = vec![std::mem::take(&mut out.stretches)];
         for (i, r) in iter.enumerate() {
             let at = |error: AddError| MergeError::Add {
                 report: i + 2,
                 error,
             };
-            timelines.push(out.add(r).map_err(at)?);
+            let (timeline, stretch) = out.add(r).map_err(at)?;
+            timelines.push(timeline);
+            stretches.push(stretch);
         }
         out.timeline = Timeline::sum(timelines).map_err(|e| match e {
             AddOrMismatch::Add(error) => MergeError::Timeline(error),
             AddOrMismatch::Mismatch(a, b) => MergeError::IntervalMismatch(a, b),
         })?;
+        out.stretches = Stretches::sum(stretches).map_err(|e| match e {
+            AddOrMismatch::Add(error) => MergeError::Stretches(error),
+            AddOrMismatch::Mismatch(a, b) => MergeError::StretchMismatch(a, b),
+        })?;
         Ok(out)
     }
 
-    /// Adds everything of `r` but its timeline, which it hands back. What many runs add up to
+    /// Adds everything of `r` but its timeline and stretches, which it hands back. What many runs add up to
     /// stays at rest between additions (the add methods freeze each sum as they go): a fleet's
     /// vantage points share colos, and a file may name any number of stores.
-    fn add(&mut self, r: Report) -> Result<Timeline, AddError> {
+    fn add(&mut self, r: Report) -> Result<(Timeline, Stretches), AddError> {
         self.runs.extend(r.runs);
         self.total.add(&r.total).map_err(|e| e.under("total"))?;
         for (label, s) in &r.labels {
@@ -407,6 +425,6 @@ impl Report {
             (Some(_), None) => {}
         }
         self.days.add(r.days).map_err(|e| e.under("days"))?;
-        Ok(r.timeline)
+        Ok((r.timeline, r.stretches))
     }
 }

@@ -11,6 +11,7 @@ pub use crate::check::{plus, plus_hist, AddError};
 use crate::daily::Daily;
 use crate::failure::Side;
 use crate::hist::{Hist, Packed};
+use crate::stretch::Stretches;
 
 mod merge;
 pub use merge::{AddOrMismatch, IntervalSum, MergeError, EXAMPLES_PER_KIND};
@@ -40,6 +41,11 @@ pub struct Report {
     /// Each UTC day's warm reads per label and store ([`crate::daily`]): the History section.
     #[serde(default, skip_serializing_if = "Daily::is_empty")]
     pub days: Daily,
+    /// Each label's warm reads per store over stretches of a few timeline windows
+    /// ([`crate::stretch`]): a vantage point's row counts the run-to-run spread from them. Kept
+    /// answers' reports only (`kvbench run`'s rows read the timeline).
+    #[serde(default, skip_serializing_if = "Stretches::is_empty")]
+    pub stretches: Stretches,
     /// Where the figures come from: the stack, the builds, the settings, the raw data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Provenance>,
@@ -608,6 +614,7 @@ impl Report {
             vantages: BTreeMap::new(),
             timeline: Timeline::default(),
             days: Daily::default(),
+            stretches: Stretches::default(),
             provenance: None,
         }
     }
