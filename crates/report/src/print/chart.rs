@@ -12,12 +12,14 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::hist::{Hist, Packed};
+use crate::interval::{IntervalError, LEVEL};
 use crate::report::{Interval, Report};
 
 const WIDTH: u32 = 1000;
 const PANEL_HEIGHT: u32 = 330;
 /// Timelines with more intervals than this are drawn over wider bins (histograms added), so a
-/// line stays readable and each point holds enough samples for its p99.
+/// line stays readable; a percentile's panel widens its bins further until they hold the reads
+/// it needs ([`reads_needed`]).
 pub const MAX_POINTS: usize = 120;
 /// In the order the panels are drawn: the published comparison's view (p90, p99) first.
 const TIMELINE_QUANTILES: [(f64, &str); 3] = [(0.90, "p90"), (0.99, "p99"), (0.50, "p50")];
@@ -89,73 +91,126 @@ fn ms(us: u64) -> f64 {
 }
 
 fn no_data(area: &Area<'_>, title: &str) -> Fallible {
+    say(area, title, "no data")
+}
+
+/// A panel with a sentence instead of a plot.
+fn say(area: &Area<'_>, title: &str, what: &str) -> Fallible {
     area.titled(title, ("sans-serif", 20))?.draw(&Text::new(
-        "no data",
+        what.to_string(),
         (20, 20),
         ("sans-serif", 16).into_font(),
     ))?;
     Ok(())
 }
 
-/// One line per series (store or end-to-end): per bin, its [`TIMELINE_QUANTILES`] (`None`: no
-/// sample in it). Each bin's histogram lives only while its quantiles are read, so a long
-/// timeline of large intervals never holds them all at once.
+/// One line: per bin, its reads and their [`TIMELINE_QUANTILES`] (`None`: no read in it). Each
+/// bin's histogram lives only while its percentiles are read, so a long timeline of large
+/// intervals never holds them all at once.
 struct Series {
     name: String,
-    bins: Vec<Option<[u64; 3]>>,
+    bins: Vec<Option<(u64, [u64; 3])>>,
 }
 
-/// Groups the report's intervals into at most [`MAX_POINTS`] bins; returns the bin width (s).
-fn bins(report: &Report) -> (f64, Vec<Vec<&Interval>>) {
-    let tl = &report.timeline;
-    let per_bin = tl.intervals.len().div_ceil(MAX_POINTS).max(1);
-    let groups = tl
-        .intervals
-        .chunks(per_bin)
-        .map(|c| c.iter().collect())
-        .collect();
-    (tl.interval_s * per_bin as f64, groups)
+/// The fewest reads a point at percentile `q` needs: what every table needs to print it as a
+/// number (its 95% interval exists: p50 6, p90 36, p99 368). A bin with fewer is not drawn.
+fn reads_needed(q: f64) -> u64 {
+    match crate::interval::ranks(1, q, LEVEL) {
+        Err(IntervalError::TooFew { needed, .. }) => needed,
+        _ => 1,
+    }
 }
 
-fn bin_quantiles<'a>(parts: impl Iterator<Item = Option<&'a Packed>>) -> Option<[u64; 3]> {
+/// Timeline intervals per bin for a line of `reads` reads at percentile `q`: at most
+/// [`MAX_POINTS`] bins, and wide enough that an even spread of its reads gives each bin what
+/// [`reads_needed`] asks (a 30-minute run at 10 reads a second, 60 intervals of 30 s: 60 bins for
+/// p90, 30 of 600 reads for p99).
+fn per_bin(report: &Report, reads: u64, q: f64) -> usize {
+    let intervals = report.timeline.intervals.len().max(1);
+    let fewest = intervals.div_ceil(MAX_POINTS).max(1);
+    let needed = reads_needed(q) as f64;
+    let even = (needed * intervals as f64 / reads.max(1) as f64).ceil() as usize;
+    even.clamp(fewest, intervals)
+}
+
+fn bin_quantiles<'a>(parts: impl Iterator<Item = Option<&'a Packed>>) -> Option<(u64, [u64; 3])> {
     let mut h = Hist::default();
     for p in parts.flatten() {
         h.add(&p.unpack());
     }
-    (!h.is_empty()).then(|| h.quantiles(&TIMELINE_QUANTILES.map(|(q, _)| q)))
+    (!h.is_empty()).then(|| (h.len(), h.quantiles(&TIMELINE_QUANTILES.map(|(q, _)| q))))
 }
 
-/// The timeline's series: every store's reads (all, or hits only), then end-to-end.
-fn timeline_series(report: &Report, hits_only: bool) -> (f64, Vec<Series>) {
-    let (width_s, groups) = bins(report);
-    let mut series: Vec<Series> = report
-        .total
-        .stores
-        .keys()
-        .map(|store| Series {
-            name: store.clone(),
-            bins: groups
-                .iter()
-                .map(|g| {
-                    bin_quantiles(g.iter().map(|iv| {
+/// One chart's lines, binned once for each bin width its panels ask for: the stores' (warm
+/// reads, or hits only), or end-to-end's.
+struct Binned<'a> {
+    report: &'a Report,
+    hits_only: bool,
+    done: BTreeMap<(usize, bool), Vec<Series>>,
+}
+
+impl<'a> Binned<'a> {
+    fn new(report: &'a Report, hits_only: bool) -> Binned<'a> {
+        Binned {
+            report,
+            hits_only,
+            done: BTreeMap::new(),
+        }
+    }
+
+    /// Intervals per bin for the stores' panel of percentile `q`: sized for the busiest store.
+    fn stores_per_bin(&self, q: f64) -> usize {
+        let hits_only = self.hits_only;
+        let busiest = self
+            .report
+            .total
+            .stores
+            .values()
+            .map(|s| {
+                if hits_only {
+                    &s.read_hit_us
+                } else {
+                    &s.read_us
+                }
+                .len()
+            })
+            .max()
+            .unwrap_or(0);
+        per_bin(self.report, busiest, q)
+    }
+
+    /// The stores' lines (or end-to-end's, `e2e`) over bins of `per_bin` intervals.
+    fn lines(&mut self, per_bin: usize, e2e: bool) -> &[Series] {
+        let (report, hits_only) = (self.report, self.hits_only);
+        self.done.entry((per_bin, e2e)).or_insert_with(|| {
+            let line = |name: &str, part: &dyn Fn(&'a Interval) -> Option<&'a Packed>| Series {
+                name: name.to_string(),
+                bins: report
+                    .timeline
+                    .intervals
+                    .chunks(per_bin.max(1))
+                    .map(|c| bin_quantiles(c.iter().map(part)))
+                    .collect(),
+            };
+            if e2e {
+                return vec![line(E2E, &|iv| Some(&iv.latency_us))];
+            }
+            report
+                .total
+                .stores
+                .keys()
+                .map(|store| {
+                    line(store, &|iv| {
                         if hits_only {
                             iv.read_hit_us.get(store)
                         } else {
                             iv.read_us.get(store)
                         }
-                    }))
+                    })
                 })
-                .collect(),
+                .collect()
         })
-        .collect();
-    series.push(Series {
-        name: E2E.into(),
-        bins: groups
-            .iter()
-            .map(|g| bin_quantiles(g.iter().map(|iv| Some(&iv.latency_us))))
-            .collect(),
-    });
-    (width_s, series)
+    }
 }
 
 /// One line of a timeline panel: its legend name, colour and stroke, and its points.
@@ -166,22 +221,35 @@ struct Line {
     points: Vec<(f64, f64)>,
 }
 
-/// The points of one series at its `qi`th quantile, one per non-empty bin.
-fn points(s: &Series, qi: usize, width_s: f64) -> Vec<(f64, f64)> {
+/// The points of `s` at its `qi`th quantile, one per bin `width_s` wide with the reads that
+/// percentile needs.
+fn points(s: &Series, width_s: f64, qi: usize) -> Vec<(f64, f64)> {
+    let Some((q, _)) = TIMELINE_QUANTILES.get(qi) else {
+        return Vec::new();
+    };
+    let needed = reads_needed(*q);
     s.bins
         .iter()
         .enumerate()
         .filter_map(|(i, b)| {
-            let q = b.as_ref()?.get(qi)?;
-            Some(((i as f64 + 0.5) * width_s, ms(*q)))
+            let (n, v) = (*b)?;
+            let v = *v.get(qi)?;
+            (n >= needed).then(|| ((i as f64 + 0.5) * width_s, ms(v)))
         })
         .collect()
 }
 
 /// Lines over time on shared axes, with the legend in a band of its own.
-fn timeline_panel(area: &Area<'_>, title: &str, x_max: f64, lines: &[Line]) -> Fallible {
+/// `empty` says why when no line has a point.
+fn timeline_panel(
+    area: &Area<'_>,
+    title: &str,
+    x_max: f64,
+    lines: &[Line],
+    empty: &str,
+) -> Fallible {
     if lines.iter().all(|l| l.points.is_empty()) {
-        return no_data(area, title);
+        return say(area, title, empty);
     }
     // A log latency axis: stores 100× apart (an in-colo cache at 0.5 ms, a cross-ocean
     // database at 150 ms) each keep their own shape instead of the faster lying flat on zero.
@@ -240,34 +308,55 @@ fn legend_row(area: &Area<'_>, items: &[(&str, RGBColor)]) -> Fallible {
     Ok(())
 }
 
-/// The end-to-end panel's lines: one per percentile, in grey.
-fn e2e_lines(e2e: &[&Series], width_s: f64) -> Vec<Line> {
+/// The end-to-end panel's lines: one per percentile, in grey, each over bins sized for it; the
+/// p50 line's bin width, s (the finest).
+fn e2e_lines(binned: &mut Binned<'_>) -> (f64, Vec<Line>) {
     // Darker for a higher percentile, in TIMELINE_QUANTILES' order (p90, p99, p50).
     const GREYS: [RGBColor; 3] = [
         RGBColor(130, 130, 130),
         RGBColor(40, 40, 40),
         RGBColor(190, 190, 190),
     ];
-    e2e.iter()
-        .flat_map(|s| {
-            TIMELINE_QUANTILES
-                .iter()
-                .zip(GREYS)
-                .enumerate()
-                .map(move |(qi, ((_, name), grey))| Line {
-                    name: format!("{E2E} {name}"),
-                    color: grey,
-                    stroke: 2,
-                    points: points(s, qi, width_s),
-                })
-        })
-        .collect()
+    let report = binned.report;
+    let answers = report.total.latency_us.len();
+    let finest = report.timeline.interval_s * per_bin(report, answers, 0.50) as f64;
+    let mut lines = Vec::with_capacity(3);
+    for (qi, ((q, name), grey)) in TIMELINE_QUANTILES.iter().zip(GREYS).enumerate() {
+        let per_bin = per_bin(report, answers, *q);
+        let width_s = report.timeline.interval_s * per_bin as f64;
+        lines.push(Line {
+            name: format!("{E2E} {name}"),
+            color: grey,
+            stroke: 2,
+            points: binned
+                .lines(per_bin, true)
+                .first()
+                .map(|s| points(s, width_s, qi))
+                .unwrap_or_default(),
+        });
+    }
+    (finest, lines)
+}
+
+/// Why a stores' panel has no point: no read, or no bin with the reads its percentile needs.
+fn no_point(series: &[Series], name: &str, q: f64) -> String {
+    let most = series
+        .iter()
+        .flat_map(|s| s.bins.iter().flatten().map(|(n, _)| *n))
+        .max()
+        .unwrap_or(0);
+    if most == 0 {
+        return "no data".into();
+    }
+    format!(
+        "too few reads for {name} over time: the fullest bin has {most}, a point needs {}",
+        reads_needed(q)
+    )
 }
 
 fn draw_timeline(report: &Report, hits_only: bool, svg: &mut String) -> Fallible {
     let others = unknown_stores(report);
-    let (width_s, series) = timeline_series(report, hits_only);
-    let x_max = (series.first().map_or(1, |s| s.bins.len()).max(1)) as f64 * width_s;
+    let x_max = (report.timeline.intervals.len().max(1)) as f64 * report.timeline.interval_s;
     let root = SVGBackend::with_string(svg, (WIDTH, PANEL_HEIGHT * 4)).into_drawing_area();
     root.fill(&WHITE)?;
     let areas = root.split_evenly((4, 1));
@@ -276,32 +365,42 @@ fn draw_timeline(report: &Report, hits_only: bool, svg: &mut String) -> Fallible
     } else {
         "warm reads"
     };
-    let per = fmt_s(width_s);
-    // One panel per percentile with every store on the same axes; end-to-end (network, worker
-    // and queueing) gets a panel of its own, so its larger scale does not flatten the stores.
-    let (stores, e2e): (Vec<&Series>, Vec<&Series>) = series.iter().partition(|s| s.name != E2E);
-    for (qi, (area, (_, name))) in areas.iter().zip(TIMELINE_QUANTILES).enumerate() {
-        let lines: Vec<Line> = stores
+    let mut binned = Binned::new(report, hits_only);
+    // One panel per percentile with every store on the same axes, each over bins wide enough
+    // for its percentile; end-to-end (network, worker and queueing) gets a panel of its own,
+    // so its larger scale does not flatten the stores.
+    for (qi, (area, (q, name))) in areas.iter().zip(TIMELINE_QUANTILES).enumerate() {
+        let per_bin = binned.stores_per_bin(q);
+        let width_s = report.timeline.interval_s * per_bin as f64;
+        let series = binned.lines(per_bin, false);
+        let lines: Vec<Line> = series
             .iter()
             .map(|s| Line {
                 name: s.name.clone(),
                 color: color(&s.name, &others),
                 stroke: 2,
-                points: points(s, qi, width_s),
+                points: points(s, width_s, qi),
             })
             .collect();
-        let title = format!("{name} read latency, {what} (worker-timed), per {per} s");
-        timeline_panel(area, &title, x_max, &lines)?;
+        let title = format!(
+            "{name} read latency, {what} (worker-timed), per {} s; a bin of fewer than {} reads is not drawn",
+            fmt_s(width_s),
+            reads_needed(q)
+        );
+        timeline_panel(area, &title, x_max, &lines, &no_point(series, name, q))?;
     }
-    let lines = e2e_lines(&e2e, width_s);
+    let (width_s, lines) = e2e_lines(&mut binned);
     let by = if report.runs.iter().all(|r| r.latency_from == "worker") {
         "the worker's own"
     } else {
         "the load generator's"
     };
-    let title = format!("end-to-end latency ({by}), per {per} s");
+    let title = format!(
+        "end-to-end latency ({by}), p50 per {} s, p90 and p99 over wider bins",
+        fmt_s(width_s)
+    );
     if let Some(area) = areas.get(3) {
-        timeline_panel(area, &title, x_max, &lines)?;
+        timeline_panel(area, &title, x_max, &lines, "no data")?;
     }
     root.present()?;
     Ok(())
@@ -515,12 +614,20 @@ pub fn render_all(report: &Report) -> anyhow::Result<Vec<Chart>> {
         .collect()
 }
 
-/// Per store, the number of bins each timeline line has points in (for tests and the page).
-pub fn timeline_points(report: &Report, hits_only: bool) -> BTreeMap<String, usize> {
-    let (_, series) = timeline_series(report, hits_only);
-    series
-        .into_iter()
-        .map(|s| (s.name, s.bins.iter().filter(|b| b.is_some()).count()))
+/// Per store, the points its line has in the timeline panel of percentile `q` (one of
+/// [`TIMELINE_QUANTILES`]'s): bins with the reads `q` needs.
+pub fn timeline_points(report: &Report, hits_only: bool, q: f64) -> BTreeMap<String, usize> {
+    let qi = TIMELINE_QUANTILES
+        .iter()
+        .position(|(p, _)| *p == q)
+        .unwrap_or(0);
+    let mut binned = Binned::new(report, hits_only);
+    let per_bin = binned.stores_per_bin(q);
+    let width_s = report.timeline.interval_s * per_bin as f64;
+    binned
+        .lines(per_bin, false)
+        .iter()
+        .map(|s| (s.name.clone(), points(s, width_s, qi).len()))
         .collect()
 }
 
@@ -564,6 +671,62 @@ mod tests {
         assert_eq!(log_ticks(3.0, 4.0), [3.0, 4.0]);
         assert_eq!(tick_label(0.5), "0.5");
         assert_eq!(tick_label(20.0), "20");
+    }
+
+    /// `intervals` timeline intervals of 10 s, each with `reads(i)` kv reads.
+    fn report_of_reads(intervals: u64, reads: impl Fn(u64) -> u64) -> Report {
+        let mut r = Report::empty();
+        r.timeline.interval_s = 10.0;
+        let mut total = Hist::default();
+        for i in 0..intervals {
+            let mut h = Hist::default();
+            (0..reads(i)).for_each(|k| h.record(1_000 + k));
+            total.add(&h);
+            r.timeline.intervals.push(Interval {
+                start_s: i as f64 * 10.0,
+                read_us: [("kv".to_string(), Packed::pack(&h))].into(),
+                ..Interval::default()
+            });
+        }
+        r.total.stores.entry("kv".into()).or_default().read_us = total;
+        r
+    }
+
+    #[test]
+    fn a_percentile_is_drawn_only_from_bins_with_the_reads_it_needs() {
+        assert_eq!([0.50, 0.90, 0.99].map(reads_needed), [6, 36, 368]);
+        // 120 intervals of 20 reads: p50 at every interval, p90 every 2 (40 reads a bin), p99
+        // over bins of 19 intervals (380 reads) — the last bin's 5 intervals are not drawn.
+        let r = report_of_reads(120, |_| 20);
+        let drawn = |q| timeline_points(&r, false, q)["kv"];
+        assert_eq!((drawn(0.50), drawn(0.90), drawn(0.99)), (120, 60, 6));
+        // A sparse stretch (2 reads an interval for the second half): its p99 bins are left out
+        // rather than drawn from a handful of reads.
+        let r = report_of_reads(120, |i| if i < 60 { 40 } else { 2 });
+        let mut binned = Binned::new(&r, false);
+        let per_bin = binned.stores_per_bin(0.99);
+        let width_s = r.timeline.interval_s * per_bin as f64;
+        let kv = &binned.lines(per_bin, false)[0];
+        let drawn: Vec<u64> = kv
+            .bins
+            .iter()
+            .flatten()
+            .map(|(n, _)| *n)
+            .filter(|n| *n >= 368)
+            .collect();
+        assert_eq!(points(kv, width_s, 1).len(), drawn.len());
+        assert!(
+            kv.bins.iter().flatten().any(|(n, _)| *n < 368),
+            "{:?}",
+            kv.bins
+        );
+        assert!(!drawn.is_empty());
+        // The panel says so.
+        let svg = &render_all(&r).unwrap()[0].svg;
+        assert!(
+            svg.contains("a bin of fewer than 368 reads is not drawn"),
+            "{svg:.300}"
+        );
     }
 
     #[test]
