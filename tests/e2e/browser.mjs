@@ -180,18 +180,33 @@ const pct = (p) => String(Math.round(p * 100 * 1e6) / 1e6);
 
 /** The line under a row of the answer: `Row::note` and `Row::flag` (crates/report/src/comparison.rs). */
 function acrossTheRun(r) {
-  const st = r.stability;
-  if (!st) {
+  const note = windowsNote(r);
+  const flags = [r.stability, r.across_runs].filter(Boolean).map(flagOf).filter(Boolean);
+  const withRuns = r.across_runs ? `${note} · ${textOf(r.across_runs)}` : note;
+  return flags.length === 0 ? withRuns : `${withRuns} · ${flags.join(" · ")}`;
+}
+
+const range = (s) => `${fixed2(s.min_ms)}–${fixed2(s.max_ms)}`;
+/** `Stability::text`: each percentile's range across the spans (or merged runs). */
+function textOf(st) {
+  const ranges = st.spread.map((s) => `p${pct(s.p)} ${range(s)}`);
+  const what = ranges.length === 0 ? "no span has reads enough for a percentile" : `${ranges.join(" · ")} ms`;
+  return st.runs ? `${what} across ${st.spans} merged runs` : `${what} across ${st.spans} spans of ${st.windows} windows`;
+}
+/** `Stability::flag`. */
+function flagOf(st) {
+  const unstable = st.spread.filter((s) => s.unstable).map((s) => `p${pct(s.p)} ranged ${range(s)} ms`);
+  return unstable.length === 0 ? null : `unstable: ${unstable.join(", ")} across ${st.spans} ${st.runs ? "merged runs" : "spans"}`;
+}
+
+/** `Row::note` without the merged runs' part. */
+function windowsNote(r) {
+  if (!r.stability) {
     return r.vantage !== undefined
       ? `† within-run intervals only: ${r.windows} stretch(es) of the window with reads, 8 needed to measure the spread across it`
       : `† within-run intervals only: ${r.windows} timeline window(s) with reads, 8 needed to measure the spread across the run`;
   }
-  const range = (s) => `${fixed2(s.min_ms)}–${fixed2(s.max_ms)}`;
-  const ranges = st.spread.map((s) => `p${pct(s.p)} ${range(s)}`);
-  const what = ranges.length === 0 ? "no span has reads enough for a percentile" : `${ranges.join(" · ")} ms`;
-  const note = `across the run: ${what} across ${st.spans} spans of ${st.windows} windows`;
-  const unstable = st.spread.filter((s) => s.unstable).map((s) => `p${pct(s.p)} ranged ${range(s)} ms`);
-  return unstable.length === 0 ? note : `${note} · unstable: ${unstable.join(", ")} across ${st.spans} spans`;
+  return `across the run: ${textOf(r.stability)}`;
 }
 
 /**

@@ -755,6 +755,7 @@ impl<'o> FileImport<'o> {
                     latency_from: config.latency_from().into(),
                     // The file's reading figures go with its first label only, so they add up.
                     import: info,
+                    read_us: Default::default(),
                 })
             })
             .collect()

@@ -306,6 +306,7 @@ fn run_info(
         engine: "kvbench".into(),
         latency_from: "intended".into(),
         import: None,
+        read_us: Default::default(),
     }
 }
 

@@ -716,7 +716,7 @@ impl Collector {
         std::mem::take(&mut self.closed).into_values().collect()
     }
 
-    pub fn finish(mut self, run: RunInfo) -> Report {
+    pub fn finish(mut self, mut run: RunInfo) -> Report {
         let interval_s = self.interval_us as f64 / 1e6;
         for (index, live) in std::mem::take(&mut self.live) {
             self.closed
@@ -734,6 +734,15 @@ impl Collector {
                 .collect(),
         };
         let mut section = self.section();
+        // The run's own reads, kept apart through a merge (unless the caller says otherwise).
+        if run.read_us.is_empty() {
+            run.read_us = section
+                .stores
+                .iter()
+                .filter(|(_, s)| !s.read_us.is_empty())
+                .map(|(name, s)| (name.clone(), s.read_us.clone()))
+                .collect();
+        }
         section.send_window_s = run.send_window_s;
         section.achieved_rate = if run.send_window_s > 0.0 {
             section.sent as f64 / run.send_window_s
@@ -1212,6 +1221,7 @@ mod tests {
             engine: "kvbench".into(),
             latency_from: "intended".into(),
             import: None,
+            read_us: Default::default(),
         });
         assert_eq!(r.timeline.intervals.len(), 360);
         let packed = serde_json::to_string(&r.timeline).unwrap().len();
@@ -1235,6 +1245,7 @@ mod tests {
             engine: "kvbench".into(),
             latency_from: "intended".into(),
             import: None,
+            read_us: Default::default(),
         }
     }
 
@@ -1324,6 +1335,7 @@ mod tests {
             engine: "kvbench".into(),
             latency_from: "intended".into(),
             import: None,
+            read_us: Default::default(),
         };
         let r = c.finish(run);
         assert_eq!(r.timeline.intervals.len(), 11);

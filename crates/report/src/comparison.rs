@@ -12,7 +12,7 @@ use crate::block::{self, Basis, Widened};
 use crate::cost::Estimate;
 use crate::hist::Hist;
 use crate::interval::{IntervalError, LEVEL};
-use crate::report::{Report, Section, StoreStats, Timeline};
+use crate::report::{Report, RunInfo, Section, StoreStats, Timeline};
 use crate::stability::Stability;
 use crate::stretch::Stretches;
 
@@ -62,6 +62,10 @@ pub struct Row {
     /// The percentiles' range across the run's spans of windows; absent with too few windows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stability: Option<Stability>,
+    /// The percentiles' range across the runs of a merge (each run's reads against the pooled
+    /// percentiles); absent for one run, and for a vantage point's row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub across_runs: Option<Stability>,
     pub p50: Cell,
     pub p90: Cell,
     pub p99: Cell,
@@ -146,6 +150,14 @@ impl Row {
     /// printers put under the row: its percentiles' range across the run's spans, or why its
     /// intervals are the within-run ones alone (`†`).
     pub fn note(&self) -> String {
+        let note = self.windows_note();
+        match &self.across_runs {
+            Some(runs) => format!("{note} · {}", runs.text()),
+            None => note,
+        }
+    }
+
+    fn windows_note(&self) -> String {
         match (&self.stability, self.vantage.is_some()) {
             (Some(s), _) => format!("across the run: {}", s.text()),
             (None, true) => format!(
@@ -163,7 +175,11 @@ impl Row {
 
     /// `unstable: p99 ranged 31.00–140.00 ms across 6 spans` when the spans disagree.
     pub fn flag(&self) -> Option<String> {
-        self.stability.as_ref()?.flag()
+        let flags: Vec<String> = [&self.stability, &self.across_runs]
+            .into_iter()
+            .filter_map(|s| s.as_ref()?.flag())
+            .collect();
+        (!flags.is_empty()).then(|| flags.join(" · "))
     }
 }
 
@@ -179,7 +195,7 @@ pub fn of(report: &Report, cost: Option<&Estimate>) -> Option<Comparison> {
         rows.extend(group(
             None,
             stores,
-            Windows::Timeline(&report.timeline),
+            Windows::Timeline(&report.timeline, &report.runs),
             cost,
         ));
     } else {
@@ -245,7 +261,8 @@ fn stores_of<'a>(
 /// stretches of it.
 #[derive(Clone, Copy)]
 enum Windows<'a> {
-    Timeline(&'a Timeline),
+    /// The report's timeline, and its runs (a merge's, each with its own reads).
+    Timeline(&'a Timeline, &'a [RunInfo]),
     Stretches(&'a Stretches, &'a str),
 }
 
@@ -254,7 +271,7 @@ impl<'a> Windows<'a> {
     /// decoded when it is read, one at a time.
     fn of(self, store: &'a str) -> (usize, Box<dyn Iterator<Item = Hist> + 'a>) {
         match self {
-            Windows::Timeline(t) => {
+            Windows::Timeline(t, _) => {
                 let packed = move || {
                     t.intervals
                         .iter()
@@ -268,6 +285,20 @@ impl<'a> Windows<'a> {
             ),
         }
     }
+
+    /// `store` across the runs of a merge (`pooled`: all its reads); `None` for one run, or a
+    /// vantage point's rows.
+    fn across_runs(self, store: &str, pooled: &Hist) -> Option<Stability> {
+        let Windows::Timeline(_, runs) = self else {
+            return None;
+        };
+        let reads: Vec<&Hist> = runs
+            .iter()
+            .filter_map(|r| r.read_us.get(store))
+            .filter(|h| !h.is_empty())
+            .collect();
+        Stability::of_runs(&reads, pooled, PERCENTILES)
+    }
 }
 
 /// A row's p50 and its printed interval, µs: what it is ranked and tied by.
@@ -280,6 +311,7 @@ fn row_of(
     windows: Windows<'_>,
     cost: Option<&Estimate>,
 ) -> (Row, P50) {
+    let across_runs = windows.across_runs(store, h);
     let (count, windows) = windows.of(store);
     let (cells, spans) = block::percentiles(h, count, windows, PERCENTILES);
     let [p50, p90, p99] = &cells;
@@ -298,6 +330,7 @@ fn row_of(
         basis,
         windows: count as u64,
         stability: Stability::of(&spans, PERCENTILES),
+        across_runs,
         p50: Cell::of(p50),
         p90: Cell::of(p90),
         p99: Cell::of(p99),
@@ -694,6 +727,39 @@ mod tests {
         // The within-run interval of LHR alone misses its levels' spread.
         let within = lhr.p50.within_high_ms.unwrap() - lhr.p50.within_low_ms.unwrap();
         assert!(width(lhr) > 3.0 * within, "{lhr:?}");
+    }
+
+    #[test]
+    fn merged_runs_show_their_spread_and_a_run_apart_is_flagged() {
+        let run = |level: u64| {
+            let mut r = report_with_windows(&["kv"], 10, |_, _| level);
+            let mut info = RunInfo::empty();
+            let reads = r.total.stores["kv"].read_us.clone();
+            info.read_us.insert("kv".into(), reads);
+            r.runs.push(info);
+            r
+        };
+        // Three runs of the same store: their range, no flag.
+        let steady = Report::merge(vec![run(10_000), run(10_000), run(10_000)]).unwrap();
+        let row = &of(&steady, None).unwrap().rows[0];
+        let runs = row.across_runs.as_ref().unwrap();
+        assert_eq!((runs.spans, runs.runs), (3, true));
+        assert_eq!(row.flag(), None, "{row:?}");
+        assert!(
+            row.note().ends_with(" ms across 3 merged runs"),
+            "{}",
+            row.note()
+        );
+        // One run 40% slower: flagged, whatever the windows of each run said.
+        let apart = Report::merge(vec![run(10_000), run(10_000), run(14_000)]).unwrap();
+        let row = &of(&apart, None).unwrap().rows[0];
+        let flag = row.flag().unwrap();
+        assert!(
+            flag.starts_with("unstable: p50 ranged 9.") && flag.ends_with("across 3 merged runs"),
+            "{flag}"
+        );
+        // One run has nothing to compare with.
+        assert_eq!(of(&run(10_000), None).unwrap().rows[0].across_runs, None);
     }
 
     #[test]

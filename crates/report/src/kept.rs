@@ -324,8 +324,11 @@ impl Aggregate {
                 // clock), not a client's.
                 latency_from: "worker".into(),
                 import: info.take(),
+                read_us: Default::default(),
             });
             report.freeze();
+            // A label of kept answers is a vantage point, with rows of its own: no run's reads.
+            report.runs.iter_mut().for_each(|r| r.read_us.clear());
             let timeline = std::mem::take(&mut report.timeline);
             self.add_to_timeline(&name, timeline.intervals);
             self.stretches.freeze_label(&name);

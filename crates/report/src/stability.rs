@@ -5,7 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::block::Spans;
+use crate::block::{self, Spans};
+use crate::hist::Hist;
+use crate::interval::LEVEL;
 
 /// One percentile across the spans.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -19,11 +21,14 @@ pub struct Spread {
     pub unstable: bool,
 }
 
-/// A store's percentiles across its run.
+/// A store's percentiles across its run (or across merged runs: [`Stability::of_runs`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stability {
     pub windows: u64,
     pub spans: u32,
+    /// Each span is a whole run of a merge, not consecutive windows of one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub runs: bool,
     /// The percentiles at least two spans support, in the row's order.
     pub spread: Vec<Spread>,
 }
@@ -62,8 +67,33 @@ impl Stability {
         Some(Stability {
             windows: spans.windows as u64,
             spans: spans.spans.len() as u32,
+            runs: false,
             spread,
         })
+    }
+
+    /// A store across the runs of a merge: each run's reads (`runs`, two or more) one span,
+    /// measured against `pooled`'s percentiles; `None` with fewer than two runs.
+    pub fn of_runs<const N: usize>(
+        runs: &[&Hist],
+        pooled: &Hist,
+        ps: [f64; N],
+    ) -> Option<Stability> {
+        if runs.len() < 2 {
+            return None;
+        }
+        let estimates = pooled.for_reading().quantiles(&ps);
+        let level = 1.0 - (1.0 - LEVEL) / runs.len() as f64;
+        let spans = Spans {
+            windows: runs.len(),
+            spans: runs
+                .iter()
+                .map(|h| block::span_of(&h.buckets(), ps, estimates, level))
+                .collect(),
+        };
+        let mut s = Stability::of(&spans, ps)?;
+        s.runs = true;
+        Some(s)
     }
 
     /// `p50 4.10–6.02 · p99 19.1–31.4 ms across 6 spans of 48 windows`.
@@ -78,6 +108,9 @@ impl Stability {
         } else {
             format!("{} ms", ranges.join(" · "))
         };
+        if self.runs {
+            return format!("{what} across {} merged runs", self.spans);
+        }
         format!(
             "{what} across {} spans of {} windows",
             self.spans, self.windows
@@ -94,9 +127,10 @@ impl Stability {
             .collect();
         (!unstable.is_empty()).then(|| {
             format!(
-                "unstable: {} across {} spans",
+                "unstable: {} across {} {}",
                 unstable.join(", "),
-                self.spans
+                self.spans,
+                if self.runs { "merged runs" } else { "spans" }
             )
         })
     }

@@ -398,6 +398,7 @@ pub fn run_info(label: &str, rate: f64, span_s: f64) -> kvbench_report::report::
         engine: "kvbench".into(),
         latency_from: "intended".into(),
         import: None,
+        read_us: Default::default(),
     }
 }
 

@@ -733,6 +733,7 @@ mod tests {
                 engine: evil.into(),
                 latency_from: "sent".into(),
                 import: None,
+                read_us: Default::default(),
             });
         let derived = crate::derived::Derived::of(&report, None);
         let page = render(&report, &derived, &[]);

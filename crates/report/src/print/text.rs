@@ -700,6 +700,7 @@ mod tests {
                     refused,
                     ..ImportInfo::default()
                 }),
+                read_us: Default::default(),
             });
         let derived = crate::derived::Derived::of(&report, None);
         let mut text = Vec::new();

@@ -307,6 +307,9 @@ impl Report {
         self.colos.values_mut().for_each(ColoStats::freeze);
         self.days.freeze();
         self.stretches.freeze();
+        for run in &mut self.runs {
+            run.read_us.values_mut().for_each(Hist::freeze);
+        }
     }
 }
 

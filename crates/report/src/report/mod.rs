@@ -356,6 +356,11 @@ pub struct RunInfo {
     /// For imported runs: what was read and what could not be used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub import: Option<ImportInfo>,
+    /// This run's warm successful reads per store, µs: a merge of runs keeps each one's, so the
+    /// answer shows how far the runs' percentiles lie apart. Empty for kept answers' runs (each
+    /// is a vantage point, with rows of its own).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub read_us: BTreeMap<String, Hist>,
 }
 
 impl RunInfo {
@@ -377,6 +382,7 @@ impl RunInfo {
             engine: default_engine(),
             latency_from: default_latency_from(),
             import: None,
+            read_us: Default::default(),
         }
     }
 }
