@@ -208,7 +208,9 @@ $STACK_EXTRA_ENV}"
 
 wait_member() {
   local label=$1 port=$2
-  wait_port "$port" "fleet member $label" 300
+  # 180 s: three members' workerd start at once, and on 2 cores beside another build (a fresh
+  # clone's npm test running next to this one) 60 s was not always enough.
+  wait_port "$port" "fleet member $label" 900
   check_alive "member-$label"
 }
 
