@@ -411,56 +411,23 @@ impl<'a> MockUpstash<'a> {
     }
 
     fn execute(&self, request: &HttpRequest) -> HttpResponse {
-        let reply = |status: u16, body: Value| HttpResponse {
-            status,
-            body: body.to_string().into_bytes().into(),
-        };
         let auth = request
             .headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
             .map(|(_, v)| v.as_str());
         if auth != Some(format!("Bearer {}", self.token).as_str()) {
-            return reply(401, json!({"error": "Unauthorized"}));
+            return json_reply(401, json!({"error": "Unauthorized"}));
         }
-        // The JSON command array, or the path form: `/cmd/arg…`, the raw body appended as the
-        // last argument, then the query's pairs (Upstash's REST API).
-        let path = request
-            .url
-            .split_once("://")
-            .and_then(|(_, rest)| rest.split_once('/'))
-            .map(|(_, path)| path);
-        let args = match path {
-            Some(path) if !path.is_empty() => {
-                let (path, query) = path.split_once('?').unwrap_or((path, ""));
-                let decode = |s: &str| {
-                    Value::String(
-                        percent_encoding::percent_decode_str(s)
-                            .decode_utf8_lossy()
-                            .into_owned(),
-                    )
-                };
-                let mut args: Vec<Value> = path.split('/').map(decode).collect();
-                if !request.body.is_empty() {
-                    args.push(Value::String(
-                        String::from_utf8_lossy(&request.body).into_owned(),
-                    ));
-                }
-                for pair in query.split('&').filter(|p| !p.is_empty()) {
-                    let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-                    args.push(decode(k));
-                    if !v.is_empty() {
-                        args.push(decode(v));
-                    }
-                }
-                args
-            }
-            _ => match serde_json::from_slice::<Value>(&request.body) {
-                Ok(Value::Array(args)) => args,
-                _ => return reply(400, json!({"error": "ERR failed to parse command"})),
-            },
+        let Some(args) = upstash_args(request) else {
+            return json_reply(400, json!({"error": "ERR failed to parse command"}));
         };
         self.commands.borrow_mut().push(Value::Array(args.clone()));
+        self.command(request, &args)
+    }
+
+    /// One command's reply: GET (base64 when asked) and SET … EX; anything else is unknown.
+    fn command(&self, request: &HttpRequest, args: &[Value]) -> HttpResponse {
         let s = |i: usize| args.get(i).and_then(Value::as_str).map(str::to_string);
         let name = s(0).map(|n| n.to_ascii_uppercase());
         match name.as_deref() {
@@ -474,7 +441,7 @@ impl<'a> MockUpstash<'a> {
                         v
                     }
                 });
-                reply(200, json!({ "result": value }))
+                json_reply(200, json!({ "result": value }))
             }
             Some("SET") => match (
                 s(1),
@@ -485,13 +452,59 @@ impl<'a> MockUpstash<'a> {
             ) {
                 (Some(k), Some(v), Some("EX"), Some(ttl)) if ttl > 0 => {
                     self.data.borrow_mut().insert(k, v);
-                    reply(200, json!({"result": "OK"}))
+                    json_reply(200, json!({"result": "OK"}))
                 }
-                _ => reply(400, json!({"error": "ERR syntax error"})),
+                _ => json_reply(400, json!({"error": "ERR syntax error"})),
             },
-            _ => reply(400, json!({"error": "ERR unknown command"})),
+            _ => json_reply(400, json!({"error": "ERR unknown command"})),
         }
     }
+}
+
+fn json_reply(status: u16, body: Value) -> HttpResponse {
+    HttpResponse {
+        status,
+        body: body.to_string().into_bytes().into(),
+    }
+}
+
+/// A request's command: the JSON command array, or the path form — `/cmd/arg…`, the raw body
+/// appended as the last argument, then the query's pairs (Upstash's REST API). `None` when the
+/// body is no command array.
+fn upstash_args(request: &HttpRequest) -> Option<Vec<Value>> {
+    let path = request
+        .url
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split_once('/'))
+        .map(|(_, path)| path);
+    let Some(path) = path.filter(|p| !p.is_empty()) else {
+        return match serde_json::from_slice::<Value>(&request.body) {
+            Ok(Value::Array(args)) => Some(args),
+            _ => None,
+        };
+    };
+    let (path, query) = path.split_once('?').unwrap_or((path, ""));
+    let decode = |s: &str| {
+        Value::String(
+            percent_encoding::percent_decode_str(s)
+                .decode_utf8_lossy()
+                .into_owned(),
+        )
+    };
+    let mut args: Vec<Value> = path.split('/').map(decode).collect();
+    if !request.body.is_empty() {
+        args.push(Value::String(
+            String::from_utf8_lossy(&request.body).into_owned(),
+        ));
+    }
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        args.push(decode(k));
+        if !v.is_empty() {
+            args.push(decode(v));
+        }
+    }
+    Some(args)
 }
 
 #[async_trait(?Send)]
@@ -587,37 +600,13 @@ impl<'a> MockDenoKv<'a> {
     }
 
     fn execute(&self, request: &HttpRequest) -> HttpResponse {
-        let text = |status: u16, body: &str| HttpResponse {
-            status,
-            body: body.as_bytes().to_vec().into(),
-        };
         let bearer = header(request, "authorization")
             .and_then(|v| v.strip_prefix("Bearer "))
             .unwrap_or_default()
             .to_string();
         let now = self.clock.now.get();
         if request.url == Self::URL {
-            if bearer != self.access_token {
-                return text(401, "Invalid access token.");
-            }
-            let versions: Vec<u32> = serde_json::from_slice::<Value>(&request.body)
-                .ok()
-                .and_then(|v| serde_json::from_value(v["supportedVersions"].clone()).ok())
-                .unwrap_or_default();
-            if !versions.contains(&self.version) {
-                return text(400, "The server could not negotiate a protocol version.");
-            }
-            let token = format!("data-token-{}", self.tokens.borrow().len() + 1);
-            let expires = now + self.token_lifetime_ms;
-            self.tokens.borrow_mut().push((token.clone(), expires));
-            let body = json!({
-                "version": self.version,
-                "databaseId": Self::DATABASE_ID,
-                "endpoints": [{"url": "/v2", "consistency": "strong"}],
-                "token": token,
-                "expiresAt": rfc3339(expires),
-            });
-            return text(200, &body.to_string());
+            return self.metadata(request, &bearer, now);
         }
         let valid = self
             .tokens
@@ -625,7 +614,7 @@ impl<'a> MockDenoKv<'a> {
             .iter()
             .any(|(t, exp)| *t == bearer && now < *exp);
         if !valid {
-            return text(401, "Invalid access token.");
+            return text_reply(401, "Invalid access token.");
         }
         let version_ok = if self.version >= 2 {
             header(request, "x-denokv-version") == Some(&self.version.to_string())
@@ -634,70 +623,116 @@ impl<'a> MockDenoKv<'a> {
             header(request, "x-transaction-domain-id") == Some(Self::DATABASE_ID)
         };
         if !version_ok || header(request, "content-type") != Some("application/x-protobuf") {
-            return text(400, "Expected protocol version 2.");
+            return text_reply(400, "Expected protocol version 2.");
         }
-        let proto_reply = |m: &dyn Fn() -> Vec<u8>| HttpResponse {
-            status: 200,
-            body: m().into(),
-        };
         if request.url == format!("{}/v2/snapshot_read", Self::URL) {
-            let Ok(read) = proto::SnapshotRead::decode(request.body.as_slice()) else {
-                return text(400, "Request protobuf is invalid.");
-            };
-            let data = self.data.borrow();
-            let ranges = read
-                .ranges
-                .iter()
-                .map(|r| {
-                    let mut values: Vec<proto::KvEntry> = data
-                        .iter()
-                        .filter(|(k, (_, _, exp))| {
-                            **k >= r.start && **k < r.end && (*exp <= 0 || (*exp as f64) > now)
-                        })
-                        .map(|(k, (v, enc, _))| proto::KvEntry {
-                            key: k.clone(),
-                            value: v.clone(),
-                            encoding: *enc,
-                            versionstamp: vec![0; 10],
-                        })
-                        .collect();
-                    values.sort_by(|a, b| a.key.cmp(&b.key));
-                    values.truncate(r.limit.max(0) as usize);
-                    proto::ReadRangeOutput { values }
-                })
-                .collect();
-            let out = proto::SnapshotReadOutput {
-                ranges,
-                read_disabled: false,
-                read_is_strongly_consistent: true,
-                status: proto::SnapshotReadStatus::SrSuccess as i32,
-            };
-            return proto_reply(&|| out.encode_to_vec());
+            return self.snapshot_read(request, now);
         }
         if request.url == format!("{}/v2/atomic_write", Self::URL) {
-            let Ok(write) = proto::AtomicWrite::decode(request.body.as_slice()) else {
-                return text(400, "Request protobuf is invalid.");
-            };
-            for m in &write.mutations {
-                let value = m.value.clone().unwrap_or_default();
-                if value.data.len() > 65_536 {
-                    return text(400, "A value exceeds the value size limit.");
-                }
-                if m.mutation_type != proto::MutationType::MSet as i32 {
-                    return text(400, "Invalid mutation kind or arguments.");
-                }
-                self.data
-                    .borrow_mut()
-                    .insert(m.key.clone(), (value.data, value.encoding, m.expire_at_ms));
-            }
-            let out = proto::AtomicWriteOutput {
-                status: proto::AtomicWriteStatus::AwSuccess as i32,
-                versionstamp: vec![0, 0, 0, 0, 0, 0, 0, 1, 0, 0],
-                failed_checks: vec![],
-            };
-            return proto_reply(&|| out.encode_to_vec());
+            return self.atomic_write(request);
         }
-        text(404, "Resource not found.")
+        text_reply(404, "Resource not found.")
+    }
+
+    /// The metadata exchange: a data token for the access token, at a protocol version both
+    /// speak.
+    fn metadata(&self, request: &HttpRequest, bearer: &str, now: f64) -> HttpResponse {
+        if bearer != self.access_token {
+            return text_reply(401, "Invalid access token.");
+        }
+        let versions: Vec<u32> = serde_json::from_slice::<Value>(&request.body)
+            .ok()
+            .and_then(|v| serde_json::from_value(v["supportedVersions"].clone()).ok())
+            .unwrap_or_default();
+        if !versions.contains(&self.version) {
+            return text_reply(400, "The server could not negotiate a protocol version.");
+        }
+        let token = format!("data-token-{}", self.tokens.borrow().len() + 1);
+        let expires = now + self.token_lifetime_ms;
+        self.tokens.borrow_mut().push((token.clone(), expires));
+        let body = json!({
+            "version": self.version,
+            "databaseId": Self::DATABASE_ID,
+            "endpoints": [{"url": "/v2", "consistency": "strong"}],
+            "token": token,
+            "expiresAt": rfc3339(expires),
+        });
+        text_reply(200, &body.to_string())
+    }
+
+    /// Each range's live entries in key order, up to its limit.
+    fn snapshot_read(&self, request: &HttpRequest, now: f64) -> HttpResponse {
+        let Ok(read) = proto::SnapshotRead::decode(request.body.as_slice()) else {
+            return text_reply(400, "Request protobuf is invalid.");
+        };
+        let data = self.data.borrow();
+        let ranges = read
+            .ranges
+            .iter()
+            .map(|r| {
+                let mut values: Vec<proto::KvEntry> = data
+                    .iter()
+                    .filter(|(k, (_, _, exp))| {
+                        **k >= r.start && **k < r.end && (*exp <= 0 || (*exp as f64) > now)
+                    })
+                    .map(|(k, (v, enc, _))| proto::KvEntry {
+                        key: k.clone(),
+                        value: v.clone(),
+                        encoding: *enc,
+                        versionstamp: vec![0; 10],
+                    })
+                    .collect();
+                values.sort_by(|a, b| a.key.cmp(&b.key));
+                values.truncate(r.limit.max(0) as usize);
+                proto::ReadRangeOutput { values }
+            })
+            .collect();
+        let out = proto::SnapshotReadOutput {
+            ranges,
+            read_disabled: false,
+            read_is_strongly_consistent: true,
+            status: proto::SnapshotReadStatus::SrSuccess as i32,
+        };
+        proto_reply(out.encode_to_vec())
+    }
+
+    /// Sets only, each value at most 64 KiB.
+    fn atomic_write(&self, request: &HttpRequest) -> HttpResponse {
+        let Ok(write) = proto::AtomicWrite::decode(request.body.as_slice()) else {
+            return text_reply(400, "Request protobuf is invalid.");
+        };
+        for m in &write.mutations {
+            let value = m.value.clone().unwrap_or_default();
+            if value.data.len() > 65_536 {
+                return text_reply(400, "A value exceeds the value size limit.");
+            }
+            if m.mutation_type != proto::MutationType::MSet as i32 {
+                return text_reply(400, "Invalid mutation kind or arguments.");
+            }
+            self.data
+                .borrow_mut()
+                .insert(m.key.clone(), (value.data, value.encoding, m.expire_at_ms));
+        }
+        let out = proto::AtomicWriteOutput {
+            status: proto::AtomicWriteStatus::AwSuccess as i32,
+            versionstamp: vec![0, 0, 0, 0, 0, 0, 0, 1, 0, 0],
+            failed_checks: vec![],
+        };
+        proto_reply(out.encode_to_vec())
+    }
+}
+
+fn text_reply(status: u16, body: &str) -> HttpResponse {
+    HttpResponse {
+        status,
+        body: body.as_bytes().to_vec().into(),
+    }
+}
+
+fn proto_reply(body: Vec<u8>) -> HttpResponse {
+    HttpResponse {
+        status: 200,
+        body: body.into(),
     }
 }
 

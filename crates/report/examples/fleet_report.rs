@@ -93,40 +93,10 @@ fn main() {
     let html = kvbench_report::print::page(&report).expect("page");
     if let Some(i) = std::env::args().position(|a| a == "--html") {
         let path = std::env::args().nth(i + 1).expect("--html PATH");
-        std::fs::write(&path, &html).expect("write the page");
-        let mut text = Vec::new();
-        kvbench_report::print::text::render(&report.report, &report.derived, &mut text)
-            .expect("text");
-        std::fs::write(format!("{path}.txt"), text).expect("write the text");
-        let json = serde_json::to_string(&report).expect("the report serializes");
-        std::fs::write(format!("{path}.json"), json).expect("write report.json");
+        write_page(&report, &html, &path);
     }
-    // `--bill [--prices FILE]`: the probes' monthly bill of this fleet (a week kept, 1.5 KB a
-    // line), with the embedded price table or another (an older one, to compare).
     if std::env::args().any(|a| a == "--bill") {
-        let table = match std::env::args().position(|a| a == "--prices") {
-            Some(i) => {
-                let path = std::env::args().nth(i + 1).expect("--prices FILE");
-                kvbench_report::prices::PriceTable::parse(
-                    &std::fs::read_to_string(path).expect("read"),
-                )
-                .expect("a price table")
-            }
-            None => {
-                kvbench_report::prices::PriceTable::default_table().expect("the embedded prices")
-            }
-        };
-        let usage = kvbench_report::bill::ProbeUsage {
-            points: labels as f64,
-            every_s: every as f64,
-            stored_s: 7.0 * 86_400.0 + 3_600.0,
-            line_bytes: 1_500.0,
-        };
-        let bill = kvbench_report::bill::bill(&report.report, &table, usage, None);
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&bill).expect("the bill serializes")
-        );
+        print_bill(&report, labels, every);
     }
     let total_cpu = cpu() - cpu0;
     println!(
@@ -144,20 +114,59 @@ fn main() {
         wall0.elapsed().as_secs_f64(),
         html.len() as f64 / 1e6
     );
+    print_days(&report.report);
+}
+
+/// `--html PATH`: the page, and beside it the text report (`PATH.txt`) and report.json
+/// (`PATH.json`).
+fn write_page(report: &kvbench_report::Analysed, html: &str, path: &str) {
+    std::fs::write(path, html).expect("write the page");
+    let mut text = Vec::new();
+    kvbench_report::print::text::render(&report.report, &report.derived, &mut text).expect("text");
+    std::fs::write(format!("{path}.txt"), text).expect("write the text");
+    let json = serde_json::to_string(report).expect("the report serializes");
+    std::fs::write(format!("{path}.json"), json).expect("write report.json");
+}
+
+/// `--bill [--prices FILE]`: the probes' monthly bill of this fleet (a week kept, 1.5 KB a
+/// line), with the embedded price table or another (an older one, to compare).
+fn print_bill(report: &kvbench_report::Analysed, labels: u64, every: u64) {
+    let table = match std::env::args().position(|a| a == "--prices") {
+        Some(i) => {
+            let path = std::env::args().nth(i + 1).expect("--prices FILE");
+            kvbench_report::prices::PriceTable::parse(&std::fs::read_to_string(path).expect("read"))
+                .expect("a price table")
+        }
+        None => kvbench_report::prices::PriceTable::default_table().expect("the embedded prices"),
+    };
+    let usage = kvbench_report::bill::ProbeUsage {
+        points: labels as f64,
+        every_s: every as f64,
+        stored_s: 7.0 * 86_400.0 + 3_600.0,
+        line_bytes: 1_500.0,
+    };
+    let bill = kvbench_report::bill::bill(&report.report, &table, usage, None);
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&bill).expect("the bill serializes")
+    );
+}
+
+/// How many day histograms the report holds, and their size in report.json.
+fn print_days(report: &kvbench_report::report::Report) {
     let days: usize = report
-        .report
         .days
         .0
         .values()
         .flat_map(|l| l.values())
         .map(|s| s.len())
         .sum();
-    let days_json = serde_json::to_string(&report.report.days)
+    let days_json = serde_json::to_string(&report.days)
         .expect("days serialize")
         .len();
     println!(
         "days:   {} dates, {days} histograms, {:.2} MB in report.json",
-        report.report.days.0.len(),
+        report.days.0.len(),
         days_json as f64 / 1e6
     );
 }
