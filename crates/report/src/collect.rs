@@ -190,6 +190,8 @@ pub struct Collector {
     /// Warm reads by UTC day, when the wall-clock time of `intended_us` 0 is known
     /// ([`Collector::with_days`]); else the days are read off the timeline at the end.
     days: Option<DayReads>,
+    /// The run keeps its own reads per store (`RunInfo::read_us`), for a merge to compare runs.
+    run_reads: bool,
 }
 
 /// The timeline interval for a run of this length: 60 points across it, between 5 s and 60 s
@@ -354,7 +356,15 @@ impl Collector {
             concurrent: BTreeMap::new(),
             excluded_concurrent: 0,
             days: None,
+            run_reads: true,
         }
+    }
+
+    /// A vantage point's collector (kept answers): its run keeps no reads of its own, its rows
+    /// are apart already.
+    pub fn without_run_reads(mut self) -> Collector {
+        self.run_reads = false;
+        self
     }
 
     /// Dates each warm read by its own time, `origin_ms` (epoch ms) being `intended_us` 0:
@@ -734,8 +744,8 @@ impl Collector {
                 .collect(),
         };
         let mut section = self.section();
-        // The run's own reads, kept apart through a merge (unless the caller says otherwise).
-        if run.read_us.is_empty() {
+        // The run's own reads, kept apart through a merge.
+        if self.run_reads {
             run.read_us = section
                 .stores
                 .iter()
@@ -1206,22 +1216,11 @@ mod tests {
                 c.live_intervals()
             );
         }
-        let r = c.finish(crate::report::RunInfo {
+        let r = c.finish(RunInfo {
             label: "x".into(),
             url: String::new(),
             started_at: String::new(),
-            requested_rate: 10.0,
-            planned_duration_s: 3600.0,
-            send_window_s: 3600.0,
-            elapsed_s: 3600.0,
-            timeout_s: 10.0,
-            max_in_flight: 1,
-            interrupted: false,
-            pacer_lag_us: Hist::default(),
-            engine: "kvbench".into(),
-            latency_from: "intended".into(),
-            import: None,
-            read_us: Default::default(),
+            ..RunInfo::empty()
         });
         assert_eq!(r.timeline.intervals.len(), 360);
         let packed = serde_json::to_string(&r.timeline).unwrap().len();
@@ -1229,8 +1228,8 @@ mod tests {
         assert!(r.timeline.intervals.iter().all(|iv| iv.scheduled == 100));
     }
 
-    fn run_info() -> crate::report::RunInfo {
-        crate::report::RunInfo {
+    fn run_info() -> RunInfo {
+        RunInfo {
             label: "x".into(),
             url: String::new(),
             started_at: String::new(),
@@ -1240,12 +1239,7 @@ mod tests {
             elapsed_s: 1.0,
             timeout_s: 1.0,
             max_in_flight: 1,
-            interrupted: false,
-            pacer_lag_us: Hist::default(),
-            engine: "kvbench".into(),
-            latency_from: "intended".into(),
-            import: None,
-            read_us: Default::default(),
+            ..RunInfo::empty()
         }
     }
 

@@ -212,7 +212,8 @@ impl Aggregate {
                 // when the next one starts (one that arrives late reopens it: nothing is lost).
                 collector: Collector::new(interval, Duration::ZERO)
                     .with_max_concurrent(max_concurrent)
-                    .with_days(origin_ms),
+                    .with_days(origin_ms)
+                    .without_run_reads(),
                 n: 0,
                 last_us: 0,
                 last_end_us: 0,
@@ -327,8 +328,6 @@ impl Aggregate {
                 read_us: Default::default(),
             });
             report.freeze();
-            // A label of kept answers is a vantage point, with rows of its own: no run's reads.
-            report.runs.iter_mut().for_each(|r| r.read_us.clear());
             let timeline = std::mem::take(&mut report.timeline);
             self.add_to_timeline(&name, timeline.intervals);
             self.stretches.freeze_label(&name);
@@ -531,6 +530,12 @@ mod tests {
         // Each label's own stretches (6 windows of 300 s), kept apart from the pooled timeline.
         assert_eq!(got.stretches, want.stretches);
         assert_eq!(got.stretches.stretch_s, 1800.0);
+        // A label is a vantage point with rows of its own: its run keeps no reads apart.
+        assert!(
+            got.runs.iter().all(|r| r.read_us.is_empty()),
+            "{:?}",
+            got.runs
+        );
         let reads = |label| -> Vec<u64> {
             got.stretches
                 .of(label, "kv")

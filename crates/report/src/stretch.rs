@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::check::{plus_hist, AddError};
 use crate::hist::Hist;
-use crate::report::{AddOrMismatch, Interval, Timeline};
+use crate::report::{AddOrMismatch, Interval};
 
 /// Timeline windows in one stretch: 6 (a 24-hour page's 15-minute windows make 90-minute
 /// stretches, 16 of them; a week's 2-hour ones, 12-hour stretches, 14 of them).
@@ -41,8 +41,10 @@ impl Stretches {
         }
     }
 
-    /// One label's stretches from its own timeline (a kept report's label is one run).
-    pub fn of_timeline(label: &str, timeline: &Timeline) -> Stretches {
+    /// One label's stretches from its own timeline (a kept report's label is one run): what
+    /// the aggregate builds window by window, at once, for the tests.
+    #[cfg(test)]
+    pub fn of_timeline(label: &str, timeline: &crate::report::Timeline) -> Stretches {
         let mut out = Stretches::new(timeline.interval_s * STRETCH_WINDOWS);
         for iv in &timeline.intervals {
             out.add_window(label, iv);
@@ -85,7 +87,7 @@ impl Stretches {
     }
 
     /// The sum of several reports' stretches, aligned on the time since each one's start, at the
-    /// longest stretch when it is a whole multiple of every other (as [`Timeline::sum`] does
+    /// longest stretch when it is a whole multiple of every other (as [`Timeline::sum`](crate::report::Timeline::sum) does
     /// with their windows); otherwise they cannot be added.
     pub fn sum(all: Vec<Stretches>) -> Result<Stretches, AddOrMismatch> {
         let used = || all.iter().filter(|s| !s.is_empty());
@@ -148,6 +150,7 @@ impl Stretches {
 mod tests {
     use super::*;
     use crate::hist::Packed;
+    use crate::report::Timeline;
 
     fn hist(values: impl IntoIterator<Item = u64>) -> Hist {
         let mut h = Hist::default();

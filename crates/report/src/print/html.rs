@@ -712,7 +712,6 @@ mod tests {
     #[test]
     fn data_in_the_page_is_escaped() {
         use crate::collect::Collector;
-        use crate::hist::Hist;
         use crate::report::RunInfo;
         use std::time::Duration;
 
@@ -721,19 +720,9 @@ mod tests {
             Collector::new(Duration::from_secs(1), Duration::from_secs(1)).finish(RunInfo {
                 label: evil.into(),
                 url: format!("http://x/\"{evil}"),
-                started_at: String::new(),
-                requested_rate: 1.0,
-                planned_duration_s: 1.0,
-                send_window_s: 1.0,
-                elapsed_s: 1.0,
-                timeout_s: 1.0,
-                max_in_flight: 1,
-                interrupted: false,
-                pacer_lag_us: Hist::default(),
                 engine: evil.into(),
                 latency_from: "sent".into(),
-                import: None,
-                read_us: Default::default(),
+                ..RunInfo::empty()
             });
         let derived = crate::derived::Derived::of(&report, None);
         let page = render(&report, &derived, &[]);

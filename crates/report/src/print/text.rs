@@ -671,7 +671,6 @@ mod tests {
     #[test]
     fn import_refusals_are_shown_by_reason() {
         use crate::collect::Collector;
-        use crate::hist::Hist;
         use crate::report::{ImportInfo, RunInfo};
         use std::time::Duration;
 
@@ -689,8 +688,6 @@ mod tests {
                 elapsed_s: 1.0,
                 timeout_s: 1.0,
                 max_in_flight: 1,
-                interrupted: false,
-                pacer_lag_us: Hist::default(),
                 engine: "k6".into(),
                 latency_from: "sent".into(),
                 import: Some(ImportInfo {
@@ -700,7 +697,7 @@ mod tests {
                     refused,
                     ..ImportInfo::default()
                 }),
-                read_us: Default::default(),
+                ..RunInfo::empty()
             });
         let derived = crate::derived::Derived::of(&report, None);
         let mut text = Vec::new();
