@@ -51,11 +51,15 @@ wasm_bindgen_version() {
 # True when something accepts TCP connections on 127.0.0.1:PORT.
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# Waits until a TCP port on 127.0.0.1 accepts connections (bounded).
+# Waits until a TCP port on 127.0.0.1 accepts connections (bounded: TRIES × 0.2 s). A command
+# after TRIES runs before each wait (e.g. one that dies when the server's process is gone), so a
+# server that exited fails at once instead of at the bound.
 wait_port() {
   local port=$1 what=$2 tries=${3:-150}
+  shift $(($# < 3 ? $# : 3))
   for _ in $(seq "$tries"); do
     if port_open "$port"; then return 0; fi
+    if [ $# -gt 0 ]; then "$@"; fi
     sleep 0.2
   done
   die "$what did not listen on 127.0.0.1:$port in time"

@@ -65,7 +65,7 @@ start_gateway() {
   UPSTASH_REDIS_REST_TOKEN="$STACK_TOKEN" GATEWAY_ADMIN_TOKEN="$STACK_ADMIN_TOKEN" \
     spawn gateway "${KVBENCH_GATEWAY_BIN:-$ROOT/target/native/upstash-gateway}" --listen "127.0.0.1:$GATEWAY_PORT" \
     --redis-url "redis://127.0.0.1:$REDIS_PORT" "$@"
-  wait_port "$GATEWAY_PORT" upstash-gateway
+  wait_port "$GATEWAY_PORT" upstash-gateway 150 check_alive gateway
   check_alive gateway
 }
 
@@ -78,7 +78,7 @@ start_denokv() {
   DENO_KV_ACCESS_TOKEN="$STACK_DENO_TOKEN" \
     spawn denokv denokv --sqlite-path "$STACK_DIR/denokv.sqlite" serve \
     --addr "127.0.0.1:$DENOKV_PORT"
-  wait_port "$DENOKV_PORT" denokv
+  wait_port "$DENOKV_PORT" denokv 150 check_alive denokv
   check_alive denokv
 }
 
@@ -174,7 +174,7 @@ start_wrangler() {
     --inspector-ip 127.0.0.1 --inspector-port "$INSPECTOR_PORT" \
     --show-interactive-dev-session=false --env-file "$WORKER_ENV_FILE" \
     --persist-to "$STACK_DIR/wrangler-state"
-  wait_port "$WORKER_PORT" "wrangler dev" 600
+  wait_port "$WORKER_PORT" "wrangler dev" 600 check_alive worker
   check_alive worker
 }
 
@@ -185,7 +185,7 @@ start_miniflare() {
   require_free_port "$WORKER_PORT" worker KVBENCH_PORT
   write_worker_env
   spawn worker node "$ROOT/scripts/serve-worker.mjs" --port "$WORKER_PORT" --env-file "$WORKER_ENV_FILE"
-  wait_port "$WORKER_PORT" worker 300
+  wait_port "$WORKER_PORT" worker 300 check_alive worker
   check_alive worker
 }
 
@@ -210,7 +210,7 @@ wait_member() {
   local label=$1 port=$2
   # 180 s: three members' workerd start at once, and on 2 cores beside another build (a fresh
   # clone's npm test running next to this one) 60 s was not always enough.
-  wait_port "$port" "fleet member $label" 900
+  wait_port "$port" "fleet member $label" 900 check_alive "member-$label"
   check_alive "member-$label"
 }
 
