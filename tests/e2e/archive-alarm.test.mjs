@@ -8,8 +8,7 @@
 // first.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import path from "node:path";
-import { ROOT, sleep, startStack } from "./procs.mjs";
+import { sleep, startStackWithFaultyArchive } from "./procs.mjs";
 import { BINDINGS } from "../../scripts/worker-options.mjs";
 
 // The entry module: the bundle as it is, plus the archive over a faulty storage.
@@ -66,25 +65,10 @@ export class FaultyRunArchive extends all.RunArchive {
 
 let mf;
 before(async () => {
-  const build = path.join(ROOT, "build");
-  mf = await startStack(
+  mf = await startStackWithFaultyArchive(
     { STORES: "kv", BENCH_OPEN: "true", PROBE_COLO_URL: "none" },
-    {
-      host: "127.0.0.1",
-      port: 0,
-      scriptPath: undefined,
-      modules: [
-        { type: "ESModule", path: path.join(build, "faulty-alarm.mjs"), contents: FAULTY },
-        { type: "ESModule", path: path.join(build, "index.js") },
-        { type: "CompiledWasm", path: path.join(build, "index_bg.wasm") },
-      ],
-      durableObjects: {
-        [BINDINGS.durableObject]: { className: BINDINGS.durableObjectClass, useSQLite: true },
-        [BINDINGS.probes]: { className: BINDINGS.probesClass, useSQLite: true },
-        [BINDINGS.directory]: { className: BINDINGS.directoryClass, useSQLite: true },
-        [BINDINGS.runs]: { className: "FaultyRunArchive", useSQLite: true },
-      },
-    },
+    "faulty-alarm.mjs",
+    FAULTY,
   );
   await mf.ready;
 });

@@ -257,6 +257,30 @@ export async function startStack(bindings, extra = {}, { splitArchive = false, w
   return mf;
 }
 
+/** A stack whose run archive is the class `FaultyRunArchive` of the module `source` (written as
+ * build/`file`, beside the worker it imports from `./index.js`): a fault put into the archive's
+ * storage, every other object the worker's own. `bindings` as for `startStack`. */
+export async function startStackWithFaultyArchive(bindings, file, source) {
+  const { BINDINGS } = await import("../../scripts/worker-options.mjs");
+  const build = path.join(ROOT, "build");
+  return startStack(bindings, {
+    host: "127.0.0.1",
+    port: 0,
+    scriptPath: undefined,
+    modules: [
+      { type: "ESModule", path: path.join(build, file), contents: source },
+      { type: "ESModule", path: path.join(build, "index.js") },
+      { type: "CompiledWasm", path: path.join(build, "index_bg.wasm") },
+    ],
+    durableObjects: {
+      [BINDINGS.durableObject]: { className: BINDINGS.durableObjectClass, useSQLite: true },
+      [BINDINGS.probes]: { className: BINDINGS.probesClass, useSQLite: true },
+      [BINDINGS.directory]: { className: BINDINGS.directoryClass, useSQLite: true },
+      [BINDINGS.runs]: { className: "FaultyRunArchive", useSQLite: true },
+    },
+  });
+}
+
 /** A private PostgreSQL (scripts/postgres.sh: its own data dir, a SCRAM password, the migration
  * applied) on a free loopback port, in a new temp dir: { url (sslmode=disable), dir, data (the
  * server's data directory), stop() }. */

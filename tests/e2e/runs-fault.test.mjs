@@ -11,7 +11,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { spawn } from "node:child_process";
-import { ROOT, sleep, startStack } from "./procs.mjs";
+import { ROOT, sleep, startStackWithFaultyArchive } from "./procs.mjs";
 import { BINDINGS } from "../../scripts/worker-options.mjs";
 
 const KVBENCH_BIN = process.env.KVBENCH_BIN ?? path.join(ROOT, "target/debug/kvbench");
@@ -39,25 +39,10 @@ export class FaultyRunArchive extends all.RunArchive {
 let mf;
 let url;
 before(async () => {
-  const build = path.join(ROOT, "build");
-  mf = await startStack(
+  mf = await startStackWithFaultyArchive(
     { STORES: "kv", RUN_SHARDS: "8", BENCH_OPEN: "true", PROBE_COLO_URL: "none", FAULT_SHARDS: DOWN.join(",") },
-    {
-      host: "127.0.0.1",
-      port: 0,
-      scriptPath: undefined,
-      modules: [
-        { type: "ESModule", path: path.join(build, "faulty.mjs"), contents: FAULTY },
-        { type: "ESModule", path: path.join(build, "index.js") },
-        { type: "CompiledWasm", path: path.join(build, "index_bg.wasm") },
-      ],
-      durableObjects: {
-        [BINDINGS.durableObject]: { className: BINDINGS.durableObjectClass, useSQLite: true },
-        [BINDINGS.probes]: { className: BINDINGS.probesClass, useSQLite: true },
-        [BINDINGS.directory]: { className: BINDINGS.directoryClass, useSQLite: true },
-        [BINDINGS.runs]: { className: "FaultyRunArchive", useSQLite: true },
-      },
-    },
+    "faulty.mjs",
+    FAULTY,
   );
   url = (await mf.ready).toString().replace(/\/$/, "");
 });
