@@ -166,34 +166,18 @@ pub(crate) fn latency_rows(t: &Section) -> Vec<LatencyRow> {
             ("read hit", &s.read_hit_us, None, has_hit_miss),
             ("read miss", &s.read_miss_us, None, has_hit_miss),
             ("write", &s.write_us, Some(s.errors_for(true)), s.writes > 0),
-            ("connect", &s.connect_us, None, !s.connect_us.is_empty()),
-            ("read sql", &s.read_sql_us, None, !s.read_sql_us.is_empty()),
-            (
-                "write sql",
-                &s.write_sql_us,
-                None,
-                !s.write_sql_us.is_empty(),
-            ),
-            (
-                "read cold",
-                &s.cold_read_us,
-                None,
-                !s.cold_read_us.is_empty(),
-            ),
-            (
-                "write cold",
-                &s.cold_write_us,
-                None,
-                !s.cold_write_us.is_empty(),
-            ),
-            (
-                "connect cold",
-                &s.cold_connect_us,
-                None,
-                !s.cold_connect_us.is_empty(),
-            ),
         ];
-        for (set, h, errors, shown) in rows {
+        // The rest are shown when they have any value.
+        let when_any = [
+            ("connect", &s.connect_us),
+            ("read sql", &s.read_sql_us),
+            ("write sql", &s.write_sql_us),
+            ("read cold", &s.cold_read_us),
+            ("write cold", &s.cold_write_us),
+            ("connect cold", &s.cold_connect_us),
+        ]
+        .map(|(set, h)| (set, h, None, !h.is_empty()));
+        for (set, h, errors, shown) in rows.into_iter().chain(when_any) {
             if shown {
                 latency.push(LatencyRow {
                     name: format!("{name} {set}"),
