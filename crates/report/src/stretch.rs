@@ -1,8 +1,8 @@
 //! Each vantage point's warm reads per store over a few consecutive stretches of the report's
 //! time: what the comparison reads to count the run-to-run spread in a vantage point's row. The
 //! timeline pools every vantage point (one fleet member's slow hour hides among 40 others), so
-//! it cannot; the days ([`crate::daily`]) can only from 8 days on, and the default page is one.
-//! Measured only — one histogram per stretch × label × store, mergeable by addition; a stretch
+//! it cannot; the days ([`crate::daily`]) can do so only from 8 days on, and the default page
+//! is one. Measured only — one histogram per stretch × label × store, mergeable by addition; a stretch
 //! is [`STRETCH_WINDOWS`] timeline windows, so a kept report (at most
 //! [`crate::kept::TIMELINE_POINTS`] windows) has at most 20 of them and memory grows with the
 //! reads, as the days' does.
