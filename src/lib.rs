@@ -32,7 +32,7 @@ use std::cell::{Cell, RefCell};
 use kvbench_core::measurement::budget::ISOLATE_BUDGET_BYTES;
 use kvbench_core::operations::runs::RUN_HEADER;
 use kvbench_core::{
-    handle, Budget, Call, Clock, InFlight, Isolate, MetadataCache, Served, ValueGen,
+    handle, handle_fresh, Budget, Call, Clock, InFlight, Isolate, MetadataCache, Served, ValueGen,
 };
 use worker::{event, Context, Env, Response, Result};
 
@@ -81,9 +81,10 @@ async fn fetch(
     let route = routes::route(&method, routes::path_of(&url), OPERATIONS);
     // Every route is a request in flight of the isolate, so an answer's `concurrent` sees it;
     // `/test` enters in `handle`, which reads its own visit.
-    let _visit = (!matches!(route, Route::Test)).then(|| in_flight().enter());
+    let _visit = (!matches!(route, Route::Test | Route::Fresh)).then(|| in_flight().enter());
     let response = match route {
-        Route::Test => return test(&req, &url, &env, &ctx, head).await,
+        Route::Test => return test(&req, &url, (&env, &ctx), head, false).await,
+        Route::Fresh => return test(&req, &url, (&env, &ctx), head, true).await,
         Route::Index => handle_index(&url, &env)?,
         Route::Healthz => respond::text("ok")?,
         Route::MethodNotAllowed(allow) => respond::method_not_allowed(allow)?,
@@ -120,12 +121,13 @@ async fn scheduled(_event: worker::ScheduledEvent, env: Env, _ctx: worker::Sched
 }
 
 /// `GET /test`: one measurement (`kvbench_core::handle`); `head` answers it without the body.
+/// `/test`, or with `fresh` a freshness round's `/fresh` call.
 async fn test(
     req: &worker::web_sys::Request,
     url: &str,
-    env: &Env,
-    ctx: &Context,
+    (env, ctx): (&Env, &Context),
     head: bool,
+    fresh: bool,
 ) -> Result<worker::web_sys::Response> {
     let query = routes::query_of(url);
     let headers = req.headers();
@@ -154,7 +156,11 @@ async fn test(
         budget: BUDGET.with(|b| *b),
         in_flight: IN_FLIGHT.with(|f| *f),
     };
-    let reply = handle(call, &stores, &isolate).await;
+    let reply = if fresh {
+        handle_fresh(call, &stores, &isolate).await
+    } else {
+        handle(call, &stores, &isolate).await
+    };
     stores.finish().await;
     // The handler's time, the quantity every vantage keeps (a run's line here, a member's
     // through its Server-Timing, a hint probe's in its object).

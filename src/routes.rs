@@ -1,6 +1,6 @@
 //! Which handler a request reaches: a pure function of its method and path. The main worker
 //! answers every route; a fleet member (built without the `main-worker` feature) only `/`,
-//! `/healthz` and `/test` — the rest is a 404 there, as for any path nobody serves.
+//! `/healthz`, `/test` and `/fresh` — the rest is a 404 there, as for any path nobody serves.
 
 /// The methods the read routes answer (HEAD is GET without the body, RFC 9110).
 pub const READ: &str = "GET, HEAD";
@@ -13,6 +13,8 @@ pub enum Route<'a> {
     Index,
     Healthz,
     Test,
+    /// A freshness round's read or write (`/test`'s parameters and `op`).
+    Fresh,
     Probes,
     ProbesStart,
     ProbesStop,
@@ -33,6 +35,7 @@ pub fn route<'a>(method: &str, path: &'a str, operations: bool) -> Route<'a> {
         "/" => (Route::Index, READ),
         "/healthz" => (Route::Healthz, READ),
         "/test" => (Route::Test, READ),
+        "/fresh" => (Route::Fresh, READ),
         _ if !operations => return Route::NotFound,
         "/probes" => (Route::Probes, READ),
         "/probes/start" => (Route::ProbesStart, CONTROL),
@@ -87,6 +90,7 @@ mod tests {
             ("/", Route::Index),
             ("/healthz", Route::Healthz),
             ("/test", Route::Test),
+            ("/fresh", Route::Fresh),
             ("/probes", Route::Probes),
             ("/probes/answers", Route::ProbeAnswers),
             ("/report", Route::Report),
@@ -124,6 +128,7 @@ mod tests {
         assert_eq!(route("GET", "/", false), Route::Index);
         assert_eq!(route("HEAD", "/healthz", false), Route::Healthz);
         assert_eq!(route("GET", "/test", false), Route::Test);
+        assert_eq!(route("GET", "/fresh", false), Route::Fresh);
         assert_eq!(route("POST", "/test", false), Route::MethodNotAllowed(READ));
         for path in [
             "/probes",

@@ -38,6 +38,7 @@ pub async fn serve(route: Route<'_>, req: Request, env: &Env) -> Result<Response
         Route::Index
         | Route::Healthz
         | Route::Test
+        | Route::Fresh
         | Route::MethodNotAllowed(_)
         | Route::NotFound => Response::error("Not Found", 404),
     }

@@ -6,9 +6,9 @@ use std::cell::{Cell, RefCell};
 
 use kvbench_core::measurement::params::Defaults;
 use kvbench_core::{
-    handle, Budget, Call, DenoKvStore, DynStore, ErrorKind, Isolate, MetadataCache, PgUrl,
-    PostgresStore, RedisStore, RedisUrl, Reply, StoreError, StoreId, StoreList, UpstashStore,
-    ValueGen,
+    handle, handle_fresh, Budget, Call, DenoKvStore, DynStore, ErrorKind, Isolate, MetadataCache,
+    PgUrl, PostgresStore, RedisStore, RedisUrl, Reply, StoreError, StoreId, StoreList,
+    UpstashStore, ValueGen,
 };
 use kvbench_tests::{
     FakeClock, FakeTimer, Fault, MockBinding, MockDenoKv, MockKv, MockPostgres, MockRedis,
@@ -83,6 +83,8 @@ struct World<'a> {
     keeping: RefCell<Result<(), kvbench_core::ParamError>>,
     /// `BENCH_OPEN = "true"`: true, as the local stack runs, unless a test closes it.
     open: Cell<bool>,
+    /// Calls go to `/fresh` instead of `/test`.
+    fresh: Cell<bool>,
 }
 
 impl<'a> World<'a> {
@@ -113,6 +115,7 @@ impl<'a> World<'a> {
             in_flight: Default::default(),
             keeping: RefCell::new(Ok(())),
             open: Cell::new(true),
+            fresh: Cell::new(false),
         }
     }
 
@@ -217,7 +220,11 @@ impl<'a> World<'a> {
             keeping: &|| self.keeping.borrow().clone(),
         };
         let Reply { status, body, .. } = futures::executor::block_on(async {
-            let reply = handle(call, &stores, &isolate).await;
+            let reply = if self.fresh.get() {
+                handle_fresh(call, &stores, &isolate).await
+            } else {
+                handle(call, &stores, &isolate).await
+            };
             redis.close().await;
             postgres.close().await;
             hyperdrive.close().await;
@@ -298,6 +305,61 @@ impl<'a> World<'a> {
 
 fn store<'v>(answer: &'v Value, name: &str) -> &'v Value {
     &answer["stores"][name]
+}
+
+/// `/fresh`: a read alone never writes (a miss stays a miss), a write alone never reads and
+/// replaces what a store holds; the version read back is the size written.
+#[test]
+fn a_freshness_read_never_writes_and_its_write_replaces_without_reading() {
+    let clock = FakeClock::default();
+    let world = World::new(&clock);
+    world.fresh.set(true);
+    let (status, read) = world.call("op=read&key=fresh-1&min_bytes=100&max_bytes=100");
+    assert_eq!(status, 200, "{read}");
+    for name in ALL {
+        let s = store(&read, name);
+        assert_eq!(
+            (s["hit"].as_bool(), s["write_ms"].as_f64()),
+            (Some(false), None),
+            "{name}: {s}"
+        );
+        assert_eq!(world.stored(name, "fresh-1"), None, "{name}");
+    }
+    for version in [100, 101] {
+        let q = format!("op=write&key=fresh-1&min_bytes={version}&max_bytes={version}");
+        let (status, wrote) = world.call(&q);
+        assert_eq!(status, 200, "{wrote}");
+        for name in ALL {
+            let s = store(&wrote, name);
+            assert!(s["read_ms"].is_null() && s["hit"].is_null(), "{name}: {s}");
+            assert!(s["write_ms"].as_f64().is_some(), "{name}: {s}");
+            let held = world.stored(name, "fresh-1").map(|v| v.len());
+            assert_eq!(held, Some(version), "{name}");
+        }
+    }
+    let (_, read) = world.call("op=read&key=fresh-1&min_bytes=1&max_bytes=1");
+    for name in ALL {
+        let s = store(&read, name);
+        assert_eq!(
+            (s["hit"].as_bool(), s["value_bytes"].as_u64()),
+            (Some(true), Some(101)),
+            "{name}: {s}"
+        );
+    }
+    for (query, parameter) in [
+        ("key=fresh-1&min_bytes=5&max_bytes=5", "op"),
+        ("op=delete&key=fresh-1&min_bytes=5&max_bytes=5", "op"),
+        ("op=read&op=read&key=fresh-1&min_bytes=5&max_bytes=5", "op"),
+        ("op=write&min_bytes=5&max_bytes=5", "key"),
+        ("op=write&key=fresh-1&min_bytes=5&max_bytes=6", "key"),
+    ] {
+        let (status, body) = world.call(query);
+        assert_eq!(
+            (status, body["error"]["parameter"].as_str()),
+            (400, Some(parameter)),
+            "{query}: {body}"
+        );
+    }
 }
 
 #[test]

@@ -36,6 +36,16 @@ impl Command {
         )
     }
 
+    /// Whether a read region answers this from its replica (`--read-url`): reads of a value, as
+    /// Upstash's read regions serve them. Everything else, pipelines and transactions go to the
+    /// primary.
+    pub fn is_read(&self) -> bool {
+        matches!(
+            self.name().as_str(),
+            "GET" | "MGET" | "STRLEN" | "EXISTS" | "TTL" | "PTTL" | "GETRANGE" | "HGET" | "HGETALL"
+        )
+    }
+
     /// A command from a JSON body that must be a non-empty array of strings or numbers.
     pub fn from_json(body: &[u8]) -> Result<Self, ApiError> {
         let raw = parse_raw(body)?;

@@ -26,6 +26,11 @@ pub struct Args {
     )]
     pub redis_url: String,
 
+    /// A read region: single read commands (GET, MGET, ...) go to this Redis (a replica of
+    /// --redis-url), everything else to --redis-url, as Upstash's read regions do.
+    #[arg(long, env = "GATEWAY_READ_URL")]
+    pub read_url: Option<String>,
+
     /// Token clients must present (`Authorization: Bearer` or `?_token=`); surrounding
     /// whitespace is ignored, a blank one is refused.
     #[arg(long, env = "UPSTASH_REDIS_REST_TOKEN", hide_env_values = true)]
@@ -141,6 +146,7 @@ impl Args {
         }
         Ok(Settings {
             redis_url: self.redis_url,
+            read_url: self.read_url,
             token: token.to_owned(),
             admin_token,
             max_request_bytes: self.max_request_bytes,

@@ -42,6 +42,8 @@ use crate::store::{Store, StoreConfig};
 #[derive(Clone)]
 pub struct Settings {
     pub redis_url: String,
+    /// A replica that answers single reads (a read region), when set.
+    pub read_url: Option<String>,
     pub token: String,
     pub admin_token: Option<String>,
     pub max_request_bytes: usize,
@@ -80,6 +82,7 @@ impl Settings {
     pub fn new(redis_url: impl Into<String>, token: impl Into<String>) -> Self {
         Self {
             redis_url: redis_url.into(),
+            read_url: None,
             token: token.into(),
             admin_token: None,
             max_request_bytes: 10 * 1024 * 1024,
@@ -101,6 +104,7 @@ pub struct AppState(Arc<Inner>);
 
 struct Inner {
     store: Store,
+    reader: Option<Store>,
     token: Vec<u8>,
     admin_token: Option<Vec<u8>>,
     max_request_bytes: usize,
@@ -111,25 +115,37 @@ struct Inner {
 impl AppState {
     /// Prepares the state; Redis is connected lazily on the first command.
     pub fn new(settings: Settings) -> anyhow::Result<Self> {
-        let store = Store::new(
-            &settings.redis_url,
-            StoreConfig {
-                timeout: Duration::from_millis(settings.redis_timeout_ms),
-                script_timeout: Duration::from_millis(settings.script_timeout_ms),
-                max_response_bytes: settings.max_response_bytes,
-                pool_size: settings.redis_pool_size,
-            },
-        )
-        .map_err(anyhow::Error::msg)?;
+        let config = StoreConfig {
+            timeout: Duration::from_millis(settings.redis_timeout_ms),
+            script_timeout: Duration::from_millis(settings.script_timeout_ms),
+            max_response_bytes: settings.max_response_bytes,
+            pool_size: settings.redis_pool_size,
+        };
+        let store = Store::new(&settings.redis_url, config.clone()).map_err(anyhow::Error::msg)?;
+        let reader = settings
+            .read_url
+            .as_deref()
+            .map(|url| Store::new(url, config))
+            .transpose()
+            .map_err(anyhow::Error::msg)?;
         let seed = settings.fault_seed.unwrap_or_else(random_seed);
         Ok(Self(Arc::new(Inner {
             store,
+            reader,
             token: settings.token.into_bytes(),
             admin_token: settings.admin_token.map(String::into_bytes),
             max_request_bytes: settings.max_request_bytes,
             body_read_timeout: Duration::from_millis(settings.body_read_timeout_ms),
             faults: FaultInjector::new(settings.faults, seed),
         })))
+    }
+
+    /// Where `command` runs: the read region's replica for a single read, else the primary.
+    fn store_for(&self, command: &Command) -> &Store {
+        match &self.0.reader {
+            Some(reader) if command.is_read() => reader,
+            _ => &self.0.store,
+        }
     }
 
     pub fn faults(&self) -> &FaultInjector {
@@ -289,7 +305,10 @@ async fn handle_command(
     let command = Command::from_json(&read_body(&state, body).await?)?;
     tracing::debug!(command = %command.display_name(), "command");
     Ok(single(
-        state.0.store.run(&command, encoding(&headers)).await?,
+        state
+            .store_for(&command)
+            .run(&command, encoding(&headers))
+            .await?,
     ))
 }
 
@@ -300,8 +319,7 @@ async fn handle_path(State(state): State<AppState>, req: Request) -> Result<Resp
     tracing::debug!(command = %command.display_name(), "path command");
     Ok(single(
         state
-            .0
-            .store
+            .store_for(&command)
             .run(&command, encoding(&parts.headers))
             .await?,
     ))

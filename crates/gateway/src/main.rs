@@ -23,6 +23,7 @@ async fn main() -> anyhow::Result<()> {
         .map_err(anyhow::Error::msg)
         .context("invalid flags")?;
     let redis_url = redacted(&settings.redis_url);
+    let read_region = settings.read_url.as_deref().map(redacted);
     let admin = settings.admin_token.is_some();
     let faults = settings.faults.clone();
     let limits = settings.connections.clone();
@@ -33,6 +34,7 @@ async fn main() -> anyhow::Result<()> {
     tracing::info!(
         listen = %listener.local_addr()?,
         redis = %redis_url,
+        ?read_region,
         admin_route = admin,
         ?faults,
         ?limits,

@@ -268,3 +268,36 @@ async fn all_256_byte_values_round_trip_through_base64() {
         );
     }
 }
+
+/// A read region (`--read-url`): single reads come from the replica, writes and pipelines go to
+/// the primary. Two unrelated servers stand in for primary and replica, so each answer shows
+/// which one it came from.
+#[tokio::test]
+async fn a_read_region_reads_from_its_replica_and_writes_to_the_primary() {
+    let (primary, replica) = (RedisServer::start(), RedisServer::start());
+    let mut settings = Settings::new(primary.url(), TOKEN);
+    settings.read_url = Some(replica.url());
+    let region = app(AppState::new(settings).unwrap());
+    let (at_primary, at_replica) = (gateway(&primary), gateway(&replica));
+    post(&at_replica, "/", json!(["SET", "k", "replica's"])).await;
+
+    assert_eq!(
+        post(&region, "/", json!(["SET", "k", "new"])).await.1,
+        json!({"result": "OK"})
+    );
+    assert_eq!(
+        post(&at_primary, "/", json!(["GET", "k"])).await.1,
+        json!({"result": "new"})
+    );
+    for read in [json!(["GET", "k"]), json!(["get", "k"])] {
+        assert_eq!(
+            post(&region, "/", read).await.1,
+            json!({"result": "replica's"})
+        );
+    }
+    let (_, path) = call(&region, Method::GET, "/get/k", &[auth()], "").await;
+    assert_eq!(path, json!({"result": "replica's"}));
+    // A pipeline goes to the primary whole, reads included.
+    let (_, piped) = post(&region, "/pipeline", json!([["GET", "k"]])).await;
+    assert_eq!(piped, json!([{"result": "new"}]));
+}

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use crate::error::ParamError;
 use crate::measurement::budget::request_cost;
-use crate::measurement::measure::{measure, Isolate, StoreSet};
+use crate::measurement::measure::{measure, Access, Isolate, StoreSet};
 use crate::measurement::params::{parse_query, Defaults, Params};
 use crate::operations::auth;
 use crate::operations::runs::{parse_run, RUN_HEADER};
@@ -58,6 +58,22 @@ pub struct Call<'a> {
 
 /// Answers one `/test` call. Stores are touched only after auth and every parameter passed.
 pub async fn handle(call: Call<'_>, stores: &dyn StoreSet, isolate: &Isolate<'_>) -> Reply {
+    handle_as(call, stores, isolate, false).await
+}
+
+/// Answers one `/fresh` call: `/test`'s parameters (a `key` required) and `op=read` (each store's
+/// read alone, the answer's `value_bytes` being the version it holds) or `op=write` (each store
+/// written, whatever it holds, with `min_bytes` = `max_bytes` bytes: the version).
+pub async fn handle_fresh(call: Call<'_>, stores: &dyn StoreSet, isolate: &Isolate<'_>) -> Reply {
+    handle_as(call, stores, isolate, true).await
+}
+
+async fn handle_as(
+    call: Call<'_>,
+    stores: &dyn StoreSet,
+    isolate: &Isolate<'_>,
+    fresh: bool,
+) -> Reply {
     let visit = isolate.in_flight.enter();
     // Every `/test` writes to the deployment's stores on a miss (and a run's answers are kept):
     // closed without a token unless BENCH_OPEN.
@@ -70,6 +86,10 @@ pub async fn handle(call: Call<'_>, stores: &dyn StoreSet, isolate: &Isolate<'_>
     };
     let mut pairs = match parse_query(call.query) {
         Ok(p) => p,
+        Err(e) => return Reply::error(400, &e),
+    };
+    let access = match fresh.then(|| take_op(&mut pairs)).transpose() {
+        Ok(access) => access.unwrap_or(Access::Test),
         Err(e) => return Reply::error(400, &e),
     };
     let run = match take_run(&mut pairs, call.run_header) {
@@ -89,6 +109,13 @@ pub async fn handle(call: Call<'_>, stores: &dyn StoreSet, isolate: &Isolate<'_>
         Ok(p) => p,
         Err(e) => return Reply::error(400, &e).of_run(run),
     };
+    if fresh && (params.key.is_none() || params.min_bytes != params.max_bytes) {
+        let e = ParamError::new(
+            "key",
+            "a freshness call names its key, and min_bytes = max_bytes (the version)",
+        );
+        return Reply::error(400, &e);
+    }
     let cost = request_cost(params.max_bytes, params.stores.len());
     let Some(_reservation) = isolate.budget.reserve(cost) else {
         return Reply::error(
@@ -104,12 +131,27 @@ pub async fn handle(call: Call<'_>, stores: &dyn StoreSet, isolate: &Isolate<'_>
         )
         .of_run(run);
     };
-    let mut answer = measure(&params, stores, isolate, &visit).await;
+    let mut answer = measure(&params, stores, isolate, &visit, access).await;
     answer.concurrent = Some(visit.others());
     Reply {
         status: 200,
         body: answer.to_json(),
         run,
+    }
+}
+
+/// `op` of a `/fresh` call, removed from the pairs.
+fn take_op(pairs: &mut Vec<(String, String)>) -> Result<Access, ParamError> {
+    let ops: Vec<String> = pairs
+        .iter()
+        .filter(|(n, _)| n == "op")
+        .map(|(_, v)| v.clone())
+        .collect();
+    pairs.retain(|(name, _)| name != "op");
+    match ops.as_slice() {
+        [op] if op == "read" => Ok(Access::Read),
+        [op] if op == "write" => Ok(Access::Write),
+        _ => Err(ParamError::new("op", "expected once: read or write")),
     }
 }
 

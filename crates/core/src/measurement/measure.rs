@@ -92,12 +92,23 @@ struct Measured<'a> {
     store: Option<&'a dyn DynStore>,
 }
 
+/// What a call does with each store: `/test`'s read and write on a miss, or one of a freshness
+/// round's calls (`/fresh`): a read alone (the version a store holds is its value's size) or a
+/// write alone (a new version, whatever the store holds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Test,
+    Read,
+    Write,
+}
+
 /// Runs one measurement. Never fails: every store failure is data in the answer.
 pub async fn measure(
     params: &Params,
     stores: &dyn StoreSet,
     isolate: &Isolate<'_>,
     visit: &crate::measurement::in_flight::Visit<'_>,
+    access: Access,
 ) -> Answer {
     let (key, order, value) = draw(params, isolate);
     let mut options = params.options();
@@ -134,7 +145,7 @@ pub async fn measure(
             },
             Ok((store, write)) => {
                 let (result, pending) = measure_store(
-                    params,
+                    (params, access),
                     isolate,
                     &deadlines,
                     store,
@@ -255,7 +266,7 @@ fn with_report(result: &mut StoreResult, reported: crate::stores::meta::Reported
 /// the decoding of a hit, still to run.
 #[allow(clippy::too_many_arguments)]
 async fn measure_store<'a>(
-    params: &Params,
+    (params, access): (&Params, Access),
     isolate: &Isolate<'_>,
     deadlines: &Deadlines<'_>,
     store: &'a dyn DynStore,
@@ -272,15 +283,21 @@ async fn measure_store<'a>(
         result.error = Some(failed(e, Op::Read));
         return done(result, None);
     }
-    let (read, read_ms, abandoned) = timed(
-        isolate,
-        deadlines,
-        params.timeout_ms,
-        store.get(key, options),
-    )
-    .await;
-    result.read_ms = Some(read_ms);
-    result.abandoned = abandoned;
+    let read = match access {
+        Access::Write => Ok(Fetched::Miss),
+        Access::Test | Access::Read => {
+            read(
+                isolate,
+                deadlines,
+                params.timeout_ms,
+                store,
+                key,
+                options,
+                &mut result,
+            )
+            .await
+        }
+    };
     match read {
         Err(e) => {
             result.error = Some(failed(e, Op::Read));
@@ -290,8 +307,12 @@ async fn measure_store<'a>(
             result.hit = Some(true);
             done(result, Some(decode))
         }
-        Ok(Fetched::Miss) => {
+        Ok(Fetched::Miss) if access == Access::Read => {
             result.hit = Some(false);
+            done(result, None)
+        }
+        Ok(Fetched::Miss) => {
+            result.hit = (access == Access::Test).then_some(false);
             result.value_bytes = Some(value.len() as u64);
             let write = match write {
                 Ok(write) => write,
@@ -315,6 +336,23 @@ async fn measure_store<'a>(
             done(result, None)
         }
     }
+}
+
+/// The timed read of `key`.
+async fn read<'a>(
+    isolate: &Isolate<'_>,
+    deadlines: &Deadlines<'_>,
+    timeout_ms: u32,
+    store: &'a dyn DynStore,
+    key: &'a str,
+    options: &'a Options,
+    result: &mut StoreResult,
+) -> Result<Fetched, StoreError> {
+    let (read, read_ms, abandoned) =
+        timed(isolate, deadlines, timeout_ms, store.get(key, options)).await;
+    result.read_ms = Some(read_ms);
+    result.abandoned = abandoned;
+    read
 }
 
 /// Runs the store's setup if due, adding its time to `connect_ms` when it did any work (a failed
