@@ -8,7 +8,10 @@
 # BENCH_FAULTS (gateway fault flags, e.g. "--fault-delay-ms 5-20 --fault-status-fraction 0.01"),
 # BENCH_WARMUP (10s: load sent at the same rate before the measured run and not reported; 0 = none),
 # BENCH_ENGINE (kvbench, or k6: k6/kvbench.js sends the load and `kvbench import k6` reports it),
-# BENCH_SAMPLE_S (5: how often resources.csv samples the stack's memory, descriptors and logs).
+# BENCH_SAMPLE_S (5: how often resources.csv samples the stack's memory, descriptors and logs),
+# BENCH_FRESH_ROUNDS (2: freshness rounds of each case after the load, across two local members,
+# the second in a read region; 0 = none), BENCH_FRESH_LIMIT (20s: how long a reader waits for a
+# version), KVBENCH_REPLICA_LAG_MS (1000: the read region's replication lag).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$ROOT/scripts/stack.sh"
 cd "$ROOT"
@@ -19,6 +22,11 @@ case "$ENGINE" in kvbench | k6) ;; *) die "BENCH_ENGINE must be kvbench or k6, g
 DURATION=${BENCH_DURATION:-60s}
 WARMUP=${BENCH_WARMUP:-10s}
 SAMPLE_S=${BENCH_SAMPLE_S:-5}
+FRESH_ROUNDS=${BENCH_FRESH_ROUNDS:-2}
+[[ "$FRESH_ROUNDS" =~ ^[0-9]+$ ]] && [ "$FRESH_ROUNDS" -le 1000 ] || die "BENCH_FRESH_ROUNDS must be 0 to 1000, got '$FRESH_ROUNDS'"
+FRESH_LIMIT=${BENCH_FRESH_LIMIT:-20s}
+REPLICA_LAG_MS=${KVBENCH_REPLICA_LAG_MS:-1000}
+[[ "$REPLICA_LAG_MS" =~ ^[0-9]+$ ]] && [ "$REPLICA_LAG_MS" -le 600000 ] || die "KVBENCH_REPLICA_LAG_MS must be 0 to 600000 ms, got '$REPLICA_LAG_MS'"
 case "$SAMPLE_S" in '' | *[!0-9]* | 0) die "BENCH_SAMPLE_S must be a whole number of seconds, got '$SAMPLE_S'" ;; esac
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 OUT="$ROOT/bench-results/$STAMP"
@@ -138,5 +146,18 @@ if [ "$ENGINE" = k6 ]; then
     die "kvbench import k6 failed (exit $?)"
 else
   [ "$status" = 0 ] || die "kvbench run failed (exit $status)"
+fi
+if [ "$FRESH_ROUNDS" != 0 ]; then
+  # Fresh or fast: a writer member on the primaries, a reader member in a read region whose
+  # replicas lag by KVBENCH_REPLICA_LAG_MS; the rounds join this run's report.
+  log "freshness: $FRESH_ROUNDS round(s) of each case, replicas $REPLICA_LAG_MS ms behind (KVBENCH_REPLICA_LAG_MS)"
+  start_replicas "$REPLICA_LAG_MS"
+  writer_port=$(free_port)
+  reader_port=$(free_port)
+  while [ "$reader_port" = "$writer_port" ]; do reader_port=$(free_port); done
+  start_fresh_members "$writer_port" "$reader_port"
+  "$ROOT/target/native/kvbench" fresh --writer "local-1=http://127.0.0.1:$writer_port" \
+    --reader "local-2=http://127.0.0.1:$reader_port" --rounds "$FRESH_ROUNDS" --limit "$FRESH_LIMIT" \
+    --out "$OUT" || die "kvbench fresh failed (exit $?)"
 fi
 log "report written to bench-results/$STAMP/ (report.html, report.json, timeline.svg, timeline-hits.svg, latency.svg)"

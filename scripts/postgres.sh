@@ -9,6 +9,12 @@
 #                                                 it started and removes its data
 #   scripts/postgres.sh migrate URL               applies migrations/postgres to URL (a URL that
 #                                                 cannot be parsed is refused, never printed)
+#   scripts/postgres.sh standby DIR PRIMARY_URL PORT LAG_MS
+#                                                 a hot standby of the server at PRIMARY_URL
+#                                                 (pg_basebackup -R) on PORT that applies each
+#                                                 commit LAG_MS after the primary made it
+#                                                 (recovery_min_apply_delay); prints its URL;
+#                                                 DIR/postgres.pid as for start
 #   scripts/postgres.sh stop DIR                  stops it (by that PID) and removes its data
 #   scripts/postgres.sh check                     fails, saying what is missing, without a server
 #                                                 (initdb, pg_ctl) or psql
@@ -71,6 +77,39 @@ start() {
   echo "$url/kvbench?sslmode=disable"
 }
 
+standby() {
+  local dir="$1" primary="$2" port="$3" lag_ms="$4" bin parsed k v
+  bin="$(bindir)"
+  [[ "$lag_ms" =~ ^[0-9]+$ ]] || die "standby: LAG_MS must be a whole number of milliseconds"
+  mkdir -p "$dir"
+  START_DATA="$(mktemp -d "${KVBENCH_PG_DATA_ROOT:-/tmp}/kvbench-postgres.XXXXXX")"
+  START_DIR="$dir"
+  trap 'start_failed' EXIT
+  local data="$START_DATA"
+  echo "$data" >"$dir/postgres.data"
+  chmod 755 "$data"
+  # The primary's parts as libpq variables (never on a command line); its password in a pgpass
+  # file the standby keeps using for its replication connection.
+  local -A pg=()
+  parsed="$(mktemp)"
+  PG_URL_IN="$primary" node "$ROOT/scripts/pg-url.mjs" libpq PRIMARY_URL >"$parsed" || { rm -f "$parsed"; exit 2; }
+  while IFS='=' read -r -d '' k v; do pg[$k]=$v; done <"$parsed"
+  rm -f "$parsed"
+  printf '%s:%s:*:%s:%s\n' "${pg[PGHOST]}" "${pg[PGPORT]}" "${pg[PGUSER]}" "${pg[PGPASSWORD]}" >"$data/pgpass"
+  chmod 600 "$data/pgpass"
+  [ "$(id -u)" = 0 ] && chown postgres "$data" "$data/pgpass"
+  as_owner env PGPASSFILE="$data/pgpass" "$bin/pg_basebackup" -h "${pg[PGHOST]}" -p "${pg[PGPORT]}" \
+    -U "${pg[PGUSER]}" -D "$data/db" -R -X stream --no-sync >"$data/basebackup.log" 2>&1 ||
+    die "pg_basebackup failed: $(tail -5 "$data/basebackup.log")"
+  printf "hot_standby = on\nrecovery_min_apply_delay = '%sms'\n" "$lag_ms" >>"$data/db/postgresql.auto.conf"
+  as_owner "$bin/pg_ctl" -D "$data/db" -l "$data/server.log" -w -t 60 \
+    -o "-p $port -h 127.0.0.1 -c unix_socket_directories=" start >/dev/null ||
+    die "the standby did not start: $(tail -5 "$data/server.log" 2>/dev/null)"
+  head -1 "$data/db/postmaster.pid" >"$dir/postgres.pid"
+  trap - EXIT
+  echo "postgres://${pg[PGUSER]}:${pg[PGPASSWORD]}@127.0.0.1:$port/${pg[PGDATABASE]:-kvbench}?sslmode=disable"
+}
+
 # The EXIT trap of a start that did not finish: stop what it started (by the PID it recorded, or
 # the data directory's postmaster.pid when it failed before recording it) and remove its data.
 start_failed() {
@@ -123,8 +162,9 @@ stop() {
 
 case "${1:-}" in
   start) [ $# = 4 ] || die "usage: start DIR PORT PASSWORD"; start "$2" "$3" "$4" ;;
+  standby) [ $# = 5 ] || die "usage: standby DIR PRIMARY_URL PORT LAG_MS"; standby "$2" "$3" "$4" "$5" ;;
   stop) [ $# = 2 ] || die "usage: stop DIR"; stop "$2" ;;
   migrate) [ $# = 2 ] || die "usage: migrate URL"; migrate "$2" ;;
   check) [ $# = 1 ] || die "usage: check"; check ;;
-  *) die "usage: start DIR PORT PASSWORD | stop DIR | migrate URL | check" ;;
+  *) die "usage: start DIR PORT PASSWORD | standby DIR PRIMARY_URL PORT LAG_MS | stop DIR | migrate URL | check" ;;
 esac

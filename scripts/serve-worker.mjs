@@ -12,7 +12,13 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { ROOT, applyMigrations, newMiniflare, stackOptions, tomlVars } from "./worker-options.mjs";
 const { values } = parseArgs({
-  options: { port: { type: "string", default: "8787" }, "env-file": { type: "string" }, member: { type: "boolean", default: false } },
+  options: {
+    port: { type: "string", default: "8787" },
+    "env-file": { type: "string" },
+    member: { type: "boolean", default: false },
+    // More members in this Miniflare (PORT:ENV_FILE each), sharing the first member's stores.
+    "also": { type: "string", multiple: true, default: [] },
+  },
 });
 const port = Number(values.port);
 if (!Number.isInteger(port) || port < 1 || port > 65535) {
@@ -40,16 +46,25 @@ function dotenv(file) {
 //   `request.cf`, so answers say `"colo": "local"`. Miniflare's own entry socket still listens, on
 //   a random loopback port.
 // With the report worker behind GET /report, as deployed (a member has no /report).
+const vars = (file) => ({ ...tomlVars(path.join(ROOT, "wrangler.toml")), ...dotenv(file) });
+const others = values.also.map((spec) => {
+  const [p, file] = spec.split(":");
+  if (!values.member || !Number.isInteger(Number(p)) || !file) {
+    console.error(`--also: expected PORT:ENV_FILE beside --member, got ${spec}`);
+    process.exit(2);
+  }
+  return { bindings: vars(file), own: { unsafeDirectSockets: [{ host: "127.0.0.1", port: Number(p) }], stripCfConnectingIp: false } };
+});
 const mf = newMiniflare(
   stackOptions(
-    { ...tomlVars(path.join(ROOT, "wrangler.toml")), ...dotenv(values["env-file"]) },
+    vars(values["env-file"]),
     {
       host: "127.0.0.1",
       port: 0,
       unsafeDirectSockets: [{ host: "127.0.0.1", port }],
       stripCfConnectingIp: false,
     },
-    { member: values.member },
+    { member: values.member, others },
   ),
 );
 await mf.ready;

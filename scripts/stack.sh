@@ -97,6 +97,42 @@ start_postgres() {
   STACK_POSTGRES=1
 }
 
+# start_replicas LAG_MS: read regions with a known lag, real replication behind it. A Redis replica
+# of the stack's redis-server (replicaof) whose link to it runs through scripts/delay-proxy.mjs, so
+# every write reaches it LAG_MS late; a second gateway, the read region, that answers single reads
+# from the replica and sends writes to the primary (--read-url), as Upstash's read regions do; and,
+# with the stack's PostgreSQL, a hot standby applying each commit LAG_MS after the primary made it
+# (recovery_min_apply_delay). A member started with STACK_READ_REGION=1 reads through them.
+start_replicas() {
+  local lag=$1 link
+  link=$(free_port)
+  spawn replica-link node "$ROOT/scripts/delay-proxy.mjs" --port "$link" --target "127.0.0.1:$REDIS_PORT" --delay "$lag"
+  wait_port "$link" "the replica's delaying link" 100 check_alive replica-link
+  REPLICA_PORT=$(free_port)
+  spawn redis-replica redis-server --port "$REPLICA_PORT" --bind 127.0.0.1 --save "" --appendonly no \
+    --dir "$STACK_DIR" --dbfilename replica.rdb --protected-mode yes --replicaof 127.0.0.1 "$link"
+  # The handshake crosses the link a few times: bounded by 30 s plus a few lags.
+  local tries=$((300 + lag / 20))
+  for _ in $(seq "$tries"); do
+    if redis-cli -p "$REPLICA_PORT" info replication 2>/dev/null | grep -q '^master_link_status:up'; then break; fi
+    check_alive redis-replica
+    sleep 0.1
+  done
+  redis-cli -p "$REPLICA_PORT" info replication 2>/dev/null | grep -q '^master_link_status:up' ||
+    die "the Redis replica on 127.0.0.1:$REPLICA_PORT did not sync with its primary"
+  READ_GATEWAY_PORT=$(free_port)
+  UPSTASH_REDIS_REST_TOKEN="$STACK_TOKEN" \
+    spawn gateway-read "${KVBENCH_GATEWAY_BIN:-$ROOT/target/native/upstash-gateway}" --listen "127.0.0.1:$READ_GATEWAY_PORT" \
+    --redis-url "redis://127.0.0.1:$REDIS_PORT" --read-url "redis://127.0.0.1:$REPLICA_PORT"
+  wait_port "$READ_GATEWAY_PORT" "the read region's gateway" 150 check_alive gateway-read
+  if [ -n "${POSTGRES_URL:-}" ]; then
+    STANDBY_URL=$(bash "$ROOT/scripts/postgres.sh" standby "$STACK_DIR/standby" "$POSTGRES_URL" "$(free_port)" "$lag") ||
+      die "the PostgreSQL standby did not start"
+    STACK_STANDBY=1
+  fi
+  REPLICA_LAG_MS=$lag
+}
+
 # True when this machine has a PostgreSQL server and psql; else says what is missing (stderr).
 postgres_installed() {
   bash "$ROOT/scripts/postgres.sh" check
@@ -109,12 +145,17 @@ write_worker_env() {
   # own PROBE_COLO_URL).
   local file="$STACK_DIR/${1:-worker}.env"
   umask 077
-  local provenance
+  local provenance gateway=$GATEWAY_PORT postgres=${POSTGRES_URL:-}
   provenance=$(node "$ROOT/scripts/provenance.mjs" local) || die "scripts/provenance.mjs failed"
+  # A member in a read region (start_replicas) reads Upstash and PostgreSQL through the replicas.
+  if [ -n "${STACK_READ_REGION:-}" ]; then
+    gateway=$READ_GATEWAY_PORT
+    postgres=${STANDBY_URL:-$postgres}
+  fi
   {
     # The build the reports name (GET /'s provenance), for wrangler dev as for Miniflare.
     echo "KVBENCH_PROVENANCE=$provenance"
-    echo "UPSTASH_REDIS_REST_URL=http://127.0.0.1:$GATEWAY_PORT"
+    echo "UPSTASH_REDIS_REST_URL=http://127.0.0.1:$gateway"
     echo "UPSTASH_REDIS_REST_TOKEN=$STACK_TOKEN"
     if [ -n "${REDIS_PORT:-}" ]; then
       # The same database over TCP: `redis` and `upstash` compare the two protocols.
@@ -124,11 +165,11 @@ write_worker_env() {
       echo "DENO_KV_URL=http://127.0.0.1:$DENOKV_PORT"
       echo "DENO_KV_ACCESS_TOKEN=$STACK_DENO_TOKEN"
     fi
-    if [ -n "${POSTGRES_URL:-}" ]; then
-      echo "POSTGRES_URL=$POSTGRES_URL"
+    if [ -n "$postgres" ]; then
+      echo "POSTGRES_URL=$postgres"
       # wrangler's name for a local Hyperdrive binding's database (scripts/worker-options.mjs
       # reads the same name for Miniflare).
-      echo "CLOUDFLARE_HYPERDRIVE_LOCAL_CONNECTION_STRING_BENCH_HYPERDRIVE=$POSTGRES_URL"
+      echo "CLOUDFLARE_HYPERDRIVE_LOCAL_CONNECTION_STRING_BENCH_HYPERDRIVE=$postgres"
       # Both Postgres stores are measured next to the default ones (STORES= overrides).
       echo "STORES=kv,upstash,denokv,do,d1,r2,cache,redis,postgres,hyperdrive"
     fi
@@ -206,6 +247,22 @@ $STACK_EXTRA_ENV}"
   spawn "member-$label" node "$ROOT/scripts/serve-worker.mjs" --port "$port" --env-file "$WORKER_ENV_FILE" --member
 }
 
+# start_fresh_members WRITER_PORT READER_PORT: the freshness rounds' two vantage points in one
+# workerd, sharing its KV, D1, R2 and Durable Objects as one account's workers do: local-1 on the
+# primaries, local-2 in the read region (start_replicas first). Wait for each with wait_member.
+start_fresh_members() {
+  local writer=$1 reader=$2 writer_env
+  local STACK_EXTRA_ENV="BENCH_OPEN=${BENCH_OPEN:-true}
+PROBE_COLO_URL=none"
+  write_worker_env member-local-1
+  writer_env=$WORKER_ENV_FILE
+  STACK_READ_REGION=1 write_worker_env member-local-2
+  spawn fresh-members node "$ROOT/scripts/serve-worker.mjs" --port "$writer" --env-file "$writer_env" \
+    --member --also "$reader:$WORKER_ENV_FILE"
+  wait_port "$writer" "the freshness members" 900 check_alive fresh-members
+  wait_port "$reader" "the freshness members" 900 check_alive fresh-members
+}
+
 wait_member() {
   local label=$1 port=$2
   # 180 s: three members' workerd start at once, and on 2 cores beside another build (a fresh
@@ -232,6 +289,10 @@ stack_stop() {
     rm -f "$STACK_DIR/$name.pid"
   done
   STACK_PIDS=()
+  if [ -n "${STACK_STANDBY:-}" ]; then
+    bash "$ROOT/scripts/postgres.sh" stop "$STACK_DIR/standby" || true
+    STACK_STANDBY=""
+  fi
   if [ -n "${STACK_POSTGRES:-}" ]; then
     bash "$ROOT/scripts/postgres.sh" stop "$STACK_DIR" || true
     STACK_POSTGRES=""

@@ -142,14 +142,14 @@ export function archiveOptions(bindings, registry, { inspectorPort } = {}) {
  * reach it), with `REPORT` bound to the report worker. `extra` may mix shared options (host,
  * port, cf, resourcePersistencePath) and the benchmark worker's own. `archiveRegistry`: BENCH_RUNS is the run
  * archive of another Miniflare (`archiveOptions`) registered there. */
-export function stackOptions(bindings, extra = {}, { archiveRegistry, member = false } = {}) {
+export function stackOptions(bindings, extra = {}, { archiveRegistry, member = false, others = [] } = {}) {
   const shared = {};
   const own = {};
   for (const [k, v] of Object.entries(extra)) {
     if (SHARED.has(k)) shared[k] = v;
     else own[k] = v;
   }
-  if (member) return { ...shared, workers: memberWorkers(bindings, own) };
+  if (member) return { ...shared, workers: memberWorkers(bindings, own, others) };
   const main = workerOptions(bindings, own);
   if (archiveRegistry) {
     // BENCH_RUNS reaches the archive's own workerd (`archiveOptions`).
@@ -181,8 +181,10 @@ export const MAIN_WORKER = "kvbench";
 /** A fleet member as deployed (scripts/fleet.mjs): the member build (build-member/, `scripts/build.sh
  * member`: /, /healthz and /test only, no classes of its own) first, so `dispatchFetch` reaches
  * it, with BENCH_DO and BENCH_RUNS bound by script name to the main build beside it, which serves
- * only those two classes here. */
-function memberWorkers(bindings, own) {
+ * only those two classes here. `others`: more members ({ bindings, own }) in the same Miniflare, each
+ * with its own vars and socket, sharing the first's KV, D1, R2 and objects as one account's
+ * workers share them (the freshness rounds' vantage points). */
+function memberWorkers(bindings, own, others = []) {
   const dir = path.join(ROOT, "build-member");
   const byScript = (binding, className) => ({ [binding]: { className, scriptName: MAIN_WORKER, useSQLite: true } });
   const member = {
@@ -198,7 +200,15 @@ function memberWorkers(bindings, own) {
       [BINDINGS.runs]: { className: BINDINGS.runsClass, useSQLite: true },
     },
   };
-  return [{ name: `${MAIN_WORKER}-member`, ...member }, { name: MAIN_WORKER, ...objects }];
+  const more = others.map((o, i) => ({
+    name: `${MAIN_WORKER}-member-${i + 2}`,
+    ...member,
+    ...workerOptions(o.bindings, o.own),
+    scriptPath: member.scriptPath,
+    modulesRoot: dir,
+    durableObjects: member.durableObjects,
+  }));
+  return [{ name: `${MAIN_WORKER}-member`, ...member }, ...more, { name: MAIN_WORKER, ...objects }];
 }
 
 /** wrangler's variable for a local Hyperdrive binding's database; Miniflare takes it as the

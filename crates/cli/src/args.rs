@@ -31,6 +31,56 @@ pub enum Command {
     Merge(MergeArgs),
     /// Print only the cost projection of a report.
     Cost(CostArgs),
+    /// Freshness rounds: how long after a write at one vantage point a read at another returns
+    /// it, per store; added to DIR/report.json's `freshness` (a new report when there is none).
+    Fresh(FreshArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct FreshArgs {
+    /// The vantage point that writes, as LABEL=URL (its worker's origin, e.g.
+    /// local-1=http://127.0.0.1:8788); it reads too (read-your-write).
+    #[arg(long, value_name = "LABEL=URL", value_parser = parse_member)]
+    pub writer: (String, Uri),
+    /// A vantage point that reads, as LABEL=URL; repeat it for several.
+    #[arg(long = "reader", value_name = "LABEL=URL", value_parser = parse_member)]
+    pub readers: Vec<(String, Uri)>,
+    /// Stores to follow (comma-separated); kv, denokv and d1 add a row per consistency option.
+    #[arg(
+        long,
+        default_value = "kv,upstash,denokv,do,d1,r2,cache,redis,postgres,hyperdrive"
+    )]
+    pub stores: String,
+    /// Rounds of each case (cold, then primed).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub rounds: u32,
+    /// How often a reader reads (at most 250ms).
+    #[arg(long, default_value = "100ms", value_parser = parse_poll_interval)]
+    pub interval: Duration,
+    /// How long a reader waits for a version at most (KV's cache time is 60 s by default).
+    #[arg(long, default_value = "90s", value_parser = parse_duration)]
+    pub limit: Duration,
+    /// Extra request header, e.g. "Authorization: Bearer $BENCH_TOKEN"; repeatable.
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+    /// Directory of the report the rounds are added to.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub price: PriceArgs,
+}
+
+fn parse_member(s: &str) -> Result<(String, Uri), String> {
+    let (label, url) = s.split_once('=').ok_or("expected LABEL=URL")?;
+    Ok((parse_label(label)?, parse_url(url)?))
+}
+
+fn parse_poll_interval(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d.is_zero() || d > Duration::from_millis(250) {
+        return Err("must be more than 0 and at most 250ms".into());
+    }
+    Ok(d)
 }
 
 #[derive(Debug, Clone, Args)]

@@ -39,15 +39,39 @@ pub async fn index(
     url: &Uri,
     headers: &[(HeaderName, HeaderValue)],
 ) -> Result<serde_json::Value, String> {
-    // Host and port only: never userinfo.
-    let shown = format!(
-        "{}://{}{}/",
+    let (status, body) = get_json(url, "/", headers, DESCRIBE_TIMEOUT).await?;
+    match (status, body) {
+        (200..=299, Some(v)) => Ok(v),
+        (200..=299, None) => Err(format!(
+            "{} is not a kvbench worker's description (not JSON)",
+            origin(url)
+        )),
+        (status, _) => Err(format!("{} answered {status}", origin(url))),
+    }
+}
+
+/// `url`'s origin, host and port only: never userinfo.
+fn origin(url: &Uri) -> String {
+    format!(
+        "{}://{}{}",
         url.scheme_str().unwrap_or("http"),
         url.host().unwrap_or(""),
         url.port_u16().map(|p| format!(":{p}")).unwrap_or_default()
-    );
+    )
+}
+
+/// A `GET` of `path_and_query` at `url`'s origin within `timeout`, its body at most
+/// [`DESCRIBE_MAX_BYTES`]: the status and the body as JSON (`None` when it is not); `Err` says
+/// what went wrong (never a header's value).
+pub async fn get_json(
+    url: &Uri,
+    path_and_query: &str,
+    headers: &[(HeaderName, HeaderValue)],
+    timeout: Duration,
+) -> Result<(u16, Option<serde_json::Value>), String> {
+    let shown = origin(url);
     let fetch = async {
-        let root: Uri = shown.parse().map_err(|e| format!("{e}"))?;
+        let root: Uri = format!("{shown}/").parse().map_err(|e| format!("{e}"))?;
         let io = connector()
             .call(root.clone())
             .await
@@ -58,7 +82,7 @@ pub async fn index(
         let driver = tokio::spawn(async move {
             let _ = driver.await;
         });
-        let mut req = Request::get("/")
+        let mut req = Request::get(path_and_query)
             .header(HOST, host_header(&root).map_err(|e| e.to_string())?)
             .header(
                 USER_AGENT,
@@ -73,27 +97,23 @@ pub async fn index(
                 .send_request(req)
                 .await
                 .map_err(|e| format!("{shown} sent no answer: {}", error_chain(&e)))?;
-            let status = response.status();
-            if !status.is_success() {
-                return Err(format!("{shown} answered {}", status.as_u16()));
-            }
+            let status = response.status().as_u16();
             let body = Limited::new(response.into_body(), DESCRIBE_MAX_BYTES)
                 .collect()
                 .await
                 .map_err(|e| format!("{shown}: {e}"))?
                 .to_bytes();
-            serde_json::from_slice(&body)
-                .map_err(|_| format!("{shown} is not a kvbench worker's description (not JSON)"))
+            Ok((status, serde_json::from_slice(&body).ok()))
         }
         .await;
         driver.abort();
         result
     };
-    match tokio::time::timeout(DESCRIBE_TIMEOUT, fetch).await {
+    match tokio::time::timeout(timeout, fetch).await {
         Ok(result) => result,
         Err(_) => Err(format!(
-            "{shown} did not describe itself within {} s",
-            DESCRIBE_TIMEOUT.as_secs()
+            "{shown} did not answer within {} s",
+            timeout.as_secs_f64()
         )),
     }
 }

@@ -15,6 +15,7 @@ pub mod args;
 pub mod attack;
 pub mod batch;
 pub mod describe;
+pub mod fresh;
 pub mod import;
 pub mod import_worker;
 pub mod pacer;

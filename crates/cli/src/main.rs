@@ -144,6 +144,7 @@ fn main_inner() -> anyhow::Result<ExitCode> {
             ImportSource::Worker(w) => import_worker_command(&w),
         },
         Command::Merge(a) => merge_command(&a),
+        Command::Fresh(a) => fresh_command(a),
         Command::Cost(a) => {
             let r = derive(Report::read(&report_path(&a.dir))?, &a.price)?;
             print::text::render_cost(
@@ -153,6 +154,62 @@ fn main_inner() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `kvbench fresh`: the rounds, added to the report in `--out` (a new one when there is none).
+fn fresh_command(a: kvbench::args::FreshArgs) -> anyhow::Result<ExitCode> {
+    let headers: Result<Vec<_>, String> = a
+        .headers
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            kvbench::args::parse_header(h).map_err(|e| format!("--header #{}: {e}", i + 1))
+        })
+        .collect();
+    let stores: Result<Vec<&'static str>, String> = a
+        .stores
+        .split(',')
+        .map(|s| {
+            kvbench_core::StoreId::parse(s.trim())
+                .map(|id| id.as_str())
+                .ok_or_else(|| format!("--stores: {:?} is not a store", s.trim()))
+        })
+        .collect();
+    let (headers, stores) = match (headers, stores) {
+        (Ok(h), Ok(s)) => (h, s),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("kvbench: error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    PriceTable::load(a.price.prices.as_deref())?;
+    let member = |(label, url): (String, hyper::Uri)| kvbench::fresh::Member { label, url };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_nanos();
+    let cfg = kvbench::fresh::FreshConfig {
+        writer: member(a.writer),
+        readers: a.readers.into_iter().map(member).collect(),
+        variants: kvbench::fresh::variants(&stores),
+        rounds: a.rounds,
+        interval: a.interval,
+        limit: a.limit,
+        headers,
+        session: format!("{:x}", nanos % (1 << 40)),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let rounds = runtime.block_on(kvbench::fresh::run(&cfg));
+    let path = a.out.join("report.json");
+    let mut r = if path.exists() {
+        Report::read(&path)?
+    } else {
+        Report::empty()
+    };
+    r.freshness.extend(rounds);
+    publish(&derive(r, &a.price)?, &a.out)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `kvbench import worker`: a deployed worker's kept answers (its probes', or a run's) into a

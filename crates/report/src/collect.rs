@@ -802,6 +802,7 @@ impl Collector {
             days,
             stretches: crate::stretch::Stretches::default(),
             provenance: None,
+            freshness: Vec::new(),
         }
     }
 }

@@ -79,6 +79,8 @@ struct Layout<'a> {
     summary: &'a Summary,
     #[serde(skip_serializing_if = "Option::is_none")]
     provenance: Option<&'a Provenance>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    freshness: &'a [crate::freshness::Round],
 }
 
 fn no_vantages(v: &&BTreeMap<String, VantagePoint>) -> bool {
@@ -108,6 +110,7 @@ impl Serialize for Analysed {
             days,
             stretches,
             provenance,
+            freshness,
         } = &self.report;
         Layout {
             schema_version: *schema_version,
@@ -123,6 +126,7 @@ impl Serialize for Analysed {
             cost: self.derived.cost.as_ref(),
             summary: &self.derived.summary,
             provenance: provenance.as_ref(),
+            freshness,
         }
         .serialize(s)
     }

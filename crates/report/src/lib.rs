@@ -30,6 +30,7 @@
 pub mod check;
 pub mod daily;
 pub mod failure;
+pub mod freshness;
 pub mod hist;
 pub mod report;
 pub mod stretch;

@@ -107,6 +107,7 @@ fn header(report: &Report, summary: &Summary, totals: &Totals) -> Markup {
             p class="warn" { "A run was interrupted: this report is partial." }
         }
         @if let Some(c) = &summary.comparison { (comparison(report, c)) }
+        @if !report.freshness.is_empty() { (freshness(&crate::freshness::rows(&report.freshness))) }
         @if !summary.trouble.is_empty() { (trouble(&summary.trouble)) }
         (runs_table(&view::runs::of(report)))
         (totals_table(totals))
@@ -244,6 +245,23 @@ fn provenance(p: &Provenance) -> Markup {
                 } }
             }
         } }
+    }
+}
+
+/// Fresh or fast, right under the answer ([`crate::freshness`]).
+fn freshness(rows: &[crate::freshness::Row]) -> Markup {
+    use crate::freshness::{cells, COLUMNS, NOTE, TITLE};
+    html! {
+        h2 { (TITLE) }
+        p class="note" { (NOTE) }
+        table id="freshness" {
+            thead { tr { @for (i, c) in COLUMNS.iter().enumerate() {
+                th class=[(i < 3).then_some("text")] { (c) }
+            } } }
+            tbody { @for row in rows { tr { @for (i, c) in cells(row).iter().enumerate() {
+                td class=[(i < 3).then_some("text")] data-col=(COLUMNS[i]) { (Esc(c)) }
+            } } } }
+        }
     }
 }
 

@@ -70,6 +70,9 @@ pub fn render(report: &Report, derived: &Derived, out: &mut impl Write) -> io::R
     if let Some(c) = &summary.comparison {
         comparison_table(c, out)?;
     }
+    if !report.freshness.is_empty() {
+        freshness_table(&crate::freshness::rows(&report.freshness), out)?;
+    }
     if !summary.trouble.is_empty() {
         trouble_list(&summary.trouble, out)?;
     }
@@ -275,6 +278,32 @@ fn comparison_table(c: &Comparison, out: &mut impl Write) -> io::Result<()> {
         comparison_row(row, out)?;
     }
     writeln!(out)
+}
+
+/// The freshness table ([`crate::freshness`]), columns as wide as their widest cell.
+fn freshness_table(rows: &[crate::freshness::Row], out: &mut impl Write) -> io::Result<()> {
+    use crate::freshness::{cells, COLUMNS, NOTE, TITLE};
+    writeln!(out, "\n{}\n  {NOTE}", TITLE.to_lowercase())?;
+    let lines: Vec<[String; 10]> = std::iter::once(COLUMNS.map(String::from))
+        .chain(rows.iter().map(cells))
+        .collect();
+    let width = |i: usize| {
+        lines
+            .iter()
+            .map(|l| l[i].chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..COLUMNS.len()).map(width).collect();
+    for line in &lines {
+        let padded: Vec<String> = line
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{:<w$}", tty(c)))
+            .collect();
+        writeln!(out, "  {}", padded.join("  ").trim_end())?;
+    }
+    Ok(())
 }
 
 /// One row of the answer and the line under it (its stability, or why its intervals are the

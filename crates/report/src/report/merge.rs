@@ -428,6 +428,7 @@ impl Report {
             (Some(_), None) => {}
         }
         self.days.add(r.days).map_err(|e| e.under("days"))?;
+        self.freshness.extend(r.freshness);
         Ok((r.timeline, r.stretches))
     }
 }

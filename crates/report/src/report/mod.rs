@@ -49,6 +49,9 @@ pub struct Report {
     /// Where the figures come from: the stack, the builds, the settings, the raw data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Provenance>,
+    /// Freshness rounds as measured (`kvbench fresh`): the freshness table derives from them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub freshness: Vec<crate::freshness::Round>,
 }
 
 /// Where a report's figures come from, as its page shows them: enough to reproduce them.
@@ -607,12 +610,12 @@ impl Section {
 }
 
 impl Report {
-    /// A report of nothing, for the unit tests of what derives from one.
-    #[cfg(test)]
-    pub(crate) fn empty() -> Report {
+    /// A report of nothing: what `kvbench fresh` adds its rounds to when there is no report yet,
+    /// and the unit tests of what derives from one.
+    pub fn empty() -> Report {
         Report {
             schema_version: SCHEMA_VERSION,
-            tool: "test".into(),
+            tool: tool_name(),
             runs: Vec::new(),
             total: Section::default(),
             labels: BTreeMap::new(),
@@ -622,6 +625,7 @@ impl Report {
             days: Daily::default(),
             stretches: Stretches::default(),
             provenance: None,
+            freshness: Vec::new(),
         }
     }
 
