@@ -54,24 +54,29 @@ export function startDelayProxy({ port, host = "127.0.0.1", target, delay, drift
     client.setNoDelay(true);
     const upstream = net.connect({ host: targetHost, port: Number(targetPort) });
     upstream.setNoDelay(true);
-    let last = 0;
-    let pending = 0;
+    // One queue per connection, drained by one timer: separate timers per chunk may fire out of
+    // order (their deadlines are taken from the loop's cached clock), which corrupts a stream.
+    const queue = [];
+    let timer = null;
     let ended = false;
-    const endIfDrained = () => ended && pending === 0 && client.end();
+    const pump = () => {
+      timer = null;
+      while (queue.length && queue[0].at <= Date.now()) {
+        const { chunk } = queue.shift();
+        if (!client.destroyed) client.write(chunk);
+      }
+      if (queue.length) timer = setTimeout(pump, Math.max(0, queue[0].at - Date.now()));
+      else if (ended) client.end();
+    };
     client.on("data", (chunk) => upstream.write(chunk));
     upstream.on("data", (chunk) => {
-      const at = Math.max(last, Date.now() + delayMs());
-      last = at;
-      pending++;
-      setTimeout(() => {
-        pending--;
-        if (!client.destroyed) client.write(chunk);
-        endIfDrained();
-      }, at - Date.now());
+      const last = queue.length ? queue[queue.length - 1].at : 0;
+      queue.push({ at: Math.max(last, Date.now() + delayMs()), chunk });
+      if (!timer) timer = setTimeout(pump, Math.max(0, queue[0].at - Date.now()));
     });
     upstream.on("end", () => {
       ended = true;
-      endIfDrained();
+      if (!timer) pump();
     });
     client.on("end", () => upstream.end());
     const close = () => {

@@ -201,7 +201,7 @@ async fn poll(
     reads
 }
 
-/// One read of every variant at `reader` (one request per distinct query).
+/// One read of every variant at `reader`: one request per distinct query, sent together.
 async fn read(
     cfg: &FreshConfig,
     reader: &Member,
@@ -210,35 +210,42 @@ async fn read(
     now: &impl Fn() -> f64,
 ) -> Read {
     let sent = now();
-    let mut seen = vec![Seen::Failed; cfg.variants.len()];
     let mut queries: Vec<&str> = cfg.variants.iter().map(|v| v.query).collect();
     queries.sort_unstable();
     queries.dedup();
-    for query in queries {
-        let of: Vec<usize> = (0..cfg.variants.len())
-            .filter(|&v| cfg.variants[v].query == query)
+    let answers = join_all(queries.iter().map(|&query| {
+        let stores: Vec<&str> = cfg
+            .variants
+            .iter()
+            .filter(|v| v.query == query)
+            .map(|v| v.store)
             .collect();
-        let stores: Vec<&str> = of.iter().map(|&v| cfg.variants[v].store).collect();
         let q = format!(
             "/fresh?op=read&stores={}&key={key}&min_bytes=1&max_bytes=1{}{query}",
             stores.join(","),
             if query.is_empty() { "" } else { "&" }
         );
-        let answer = match get_json(&reader.url, &q, &cfg.headers, cfg.limit).await {
-            Ok((200, Some(answer))) => answer,
-            _ => continue,
-        };
-        for (&v, store) in of.iter().zip(&stores) {
-            let s = &answer["stores"][store];
-            seen[v] = if !s["error"].is_null() {
+        async move { get_json(&reader.url, &q, &cfg.headers, cfg.limit).await }
+    }))
+    .await;
+    let seen = cfg
+        .variants
+        .iter()
+        .map(|variant| {
+            let at = queries.iter().position(|q| *q == variant.query);
+            let Some(Ok((200, Some(answer)))) = at.map(|i| &answers[i]) else {
+                return Seen::Failed;
+            };
+            let s = &answer["stores"][variant.store];
+            if !s["error"].is_null() {
                 Seen::Failed
             } else if s["hit"] == true && s["value_bytes"] == version {
                 Seen::New
             } else {
                 Seen::Old
-            };
-        }
-    }
+            }
+        })
+        .collect();
     Read {
         sent,
         answered: now(),

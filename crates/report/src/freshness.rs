@@ -206,7 +206,7 @@ pub fn cells(row: &Row) -> [String; 10] {
 
 /// A row's time-to-visible cell: `p50 (low–high)`, or why there is none.
 pub fn cell(row: &Row, i: usize) -> String {
-    match (&row.visible_ms[i], row.per_location) {
+    match (row.visible_ms.get(i).copied().flatten(), row.per_location) {
         (_, true) if row.writer != row.reader => "only where written".into(),
         (Some(v), _) if v.ranged => format!("{:.0} [{:.0}–{:.0}]†", v.ms, v.low_ms, v.high_ms),
         (Some(v), _) => format!("{:.0} ({:.0}–{:.0})", v.ms, v.low_ms, v.high_ms),

@@ -290,7 +290,7 @@ fn freshness_table(rows: &[crate::freshness::Row], out: &mut impl Write) -> io::
     let width = |i: usize| {
         lines
             .iter()
-            .map(|l| l[i].chars().count())
+            .map(|l| l.get(i).map_or(0, |c| c.chars().count()))
             .max()
             .unwrap_or(0)
     };
