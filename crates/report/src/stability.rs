@@ -86,6 +86,7 @@ impl Stability {
         let level = 1.0 - (1.0 - LEVEL) / runs.len() as f64;
         let spans = Spans {
             windows: runs.len(),
+            per_window: Vec::new(),
             spans: runs
                 .iter()
                 .map(|h| block::span_of(&h.buckets(), ps, estimates, level))
@@ -201,6 +202,7 @@ mod tests {
                 };
                 5
             ],
+            per_window: Vec::new(),
         };
         let s = Stability::of(&few, PS).unwrap();
         assert!(s.spread.is_empty());
