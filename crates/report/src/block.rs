@@ -36,6 +36,9 @@ pub enum Basis {
     /// The within-run interval only: too few windows to measure how answers move together.
     #[default]
     WithinRun,
+    /// The widest of the within-run interval and the one from the spread across three or more
+    /// merged runs, each run one batch (t with runs − 1 degrees of freedom).
+    Runs,
 }
 
 /// Consecutive windows pooled, measured against the pooled percentiles.
@@ -222,30 +225,45 @@ pub fn t_quantile(prob: f64, df: f64) -> f64 {
     z + g1 / v + g2 / (v * v) + g3 / v.powi(3) + g4 / v.powi(4)
 }
 
+/// Each of a merge's runs (`runs`, its reads) one span, against `estimates` of `ps`.
+pub fn of_runs<const N: usize>(runs: &[&Hist], ps: [f64; N], estimates: [u64; N]) -> Spans<N> {
+    let level = 1.0 - (1.0 - interval::LEVEL) / runs.len() as f64;
+    Spans {
+        windows: runs.len(),
+        spans: (runs.iter())
+            .map(|h| span_of(&h.buckets(), ps, estimates, level))
+            .collect(),
+        per_window: Vec::new(),
+    }
+}
+
 /// The printed intervals of `ps` for a store: its pooled reads `h` and its windows (in time
-/// order, `count` of them), with the spans the stability view reads too.
+/// order, `count` of them), with the spans the stability view reads too; from the `runs` of a
+/// merge instead when there are three or more ([`Basis::Runs`]).
 pub fn percentiles<const N: usize>(
     h: &Hist,
     count: usize,
     windows: impl Iterator<Item = Hist>,
+    runs: &[&Hist],
     ps: [f64; N],
 ) -> ([Result<Widened, IntervalError>; N], Spans<N>) {
     let buckets = h.buckets();
     let within = ps.map(|p| interval::read(&buckets, p, interval::LEVEL));
     let estimates = within.map(|w| w.map_or(0, |w| w.estimate));
-    let spans = if within.iter().any(Result::is_ok) {
-        spans(count, windows, ps, estimates)
-    } else {
-        Spans {
-            windows: count,
-            spans: Vec::new(),
-            per_window: Vec::new(),
-        }
+    let by_runs = runs.len() >= 3;
+    let spans = match within.iter().any(Result::is_ok) {
+        true if by_runs => of_runs(runs, ps, estimates),
+        true => spans(count, windows, ps, estimates),
+        false => spans(0, windows, ps, estimates),
     };
     let mut i = 0;
     let widened = within.map(|w| {
         i += 1;
-        widen(&buckets, w, &spans, i - 1)
+        let mut w = widen(&buckets, w, &spans, i - 1)?;
+        if by_runs && w.basis == Basis::Windows {
+            w.basis = Basis::Runs;
+        }
+        Ok(w)
     });
     (widened, spans)
 }
@@ -376,7 +394,7 @@ mod tests {
                 .map(|w| crafted(&[w * 1000, 50_000], count))
                 .collect();
             let h = pooled(&windows);
-            let (got, spans) = percentiles(&h, windows.len(), windows.into_iter(), PS);
+            let (got, spans) = percentiles(&h, windows.len(), windows.into_iter(), &[], PS);
             assert_eq!(spans.spans.len(), span_count(12));
             for w in got {
                 let w = w.unwrap();
@@ -397,7 +415,7 @@ mod tests {
         for _ in 0..runs {
             let windows = run(rng, scenario);
             let h = pooled(&windows);
-            let (got, spans) = percentiles(&h, windows.len(), windows.into_iter(), PS);
+            let (got, spans) = percentiles(&h, windows.len(), windows.into_iter(), &[], PS);
             assert_eq!(spans.spans.len(), span_count(WINDOWS));
             let stability = crate::stability::Stability::of(&spans, PS).unwrap();
             flagged += usize::from(stability.flag().is_some());

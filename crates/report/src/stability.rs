@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::block::{self, Spans};
 use crate::hist::Hist;
-use crate::interval::LEVEL;
 
 /// One percentile across the spans.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,15 +82,7 @@ impl Stability {
             return None;
         }
         let estimates = pooled.for_reading().quantiles(&ps);
-        let level = 1.0 - (1.0 - LEVEL) / runs.len() as f64;
-        let spans = Spans {
-            windows: runs.len(),
-            per_window: Vec::new(),
-            spans: runs
-                .iter()
-                .map(|h| block::span_of(&h.buckets(), ps, estimates, level))
-                .collect(),
-        };
+        let spans = block::of_runs(runs, ps, estimates);
         let mut s = Stability::of(&spans, ps)?;
         s.runs = true;
         Some(s)
@@ -164,7 +155,7 @@ mod tests {
             .collect();
         let mut pooled = Hist::default();
         hists.iter().for_each(|h| pooled.add(h));
-        let (_, spans) = block::percentiles(&pooled, windows, hists.into_iter(), PS);
+        let (_, spans) = block::percentiles(&pooled, windows, hists.into_iter(), &[], PS);
         spans
     }
 
