@@ -208,7 +208,7 @@ impl Versus {
             .map(|r| {
                 format!(
                     "p{} ×{:.2} ({:.2}–{:.2})",
-                    r.p * 100.0,
+                    crate::stability::pct(r.p),
                     r.ratio,
                     r.low,
                     r.high

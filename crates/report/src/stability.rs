@@ -132,7 +132,7 @@ fn range(s: &Spread) -> String {
     format!("{:.2}–{:.2}", s.min_ms, s.max_ms)
 }
 
-fn pct(p: f64) -> f64 {
+pub(crate) fn pct(p: f64) -> f64 {
     (p * 100.0 * 1e6).round() / 1e6
 }
 
