@@ -199,6 +199,24 @@ function flagOf(st) {
   return unstable.length === 0 ? null : `unstable: ${unstable.join(", ")} across ${st.spans} ${st.runs ? "merged runs" : "spans"}`;
 }
 
+/** `Versus::text` (crates/report/src/comparison.rs): the row against the one above it. */
+function versusText(v, store) {
+  const p50 = v.paired === "unpaired" ? undefined : v.ratios[0];
+  if (p50 === undefined) return `vs ${v.store}: unpaired (${v.why ?? ""}): compared by whether the p50 intervals overlap`;
+  const ratios = v.ratios.map((r) => `p${pct(r.p)} ×${fixed2(r.ratio)} (${fixed2(r.low)}–${fixed2(r.high)})`);
+  const faster = p50.high < 1;
+  const [fast, slow] = faster ? [store, v.store] : [v.store, store];
+  const [by, low, high] = (faster ? [1 / p50.ratio, 1 / p50.high, 1 / p50.low] : [p50.ratio, p50.low, p50.high]).map(
+    (x) => ((x - 1) * 100).toFixed(0),
+  );
+  const verdict =
+    p50.low > 1 || p50.high < 1
+      ? `${fast} faster than ${slow} by ${by}% (${low}–${high}%)`
+      : `no difference beyond ±${((Math.sqrt(p50.high / p50.low) - 1) * 100).toFixed(0)}%: no leader`;
+  const what = v.paired === "runs" ? "merged runs" : "spans";
+  return `vs ${v.store}, paired over ${p50.units} ${what}: ${ratios.join(" · ")}: ${verdict}`;
+}
+
 /** `Row::note` without the merged runs' part. */
 function windowsNote(r) {
   if (!r.stability) {
@@ -255,6 +273,7 @@ export function expectedCells(report) {
     if (r.error_rate !== undefined) put("answer", row, "error_rate", r.error_rate, `${fixed2(r.error_rate * 100)}%`);
     if (r.monthly_usd !== undefined) put("answer", row, "monthly_usd", r.monthly_usd, fixed2(r.monthly_usd));
     put("answer", row, "stability", null, acrossTheRun(r));
+    if (r.versus) put("answer", row, "versus", null, versusText(r.versus, r.store));
   }
 
   for (const r of s.latency) {

@@ -132,6 +132,10 @@ test("every figure cell chromium parsed agrees with report.json", { skip }, () =
   // Each section is on the page (the golden report has errors, colos and a cost projection).
   const sections = new Set(found.map((c) => want.get(`${c.row}\u0000${c.col}`)?.section));
   for (const s of ["answer", "total", "latency", "colos", "errors", "cost"]) assert.ok(sections.has(s), `no ${s} cells`);
+  // Every row but the first is compared with the one above, paired (the golden's 12 windows).
+  const versus = found.filter((c) => c.col === "versus").map((c) => c.text);
+  assert.equal(versus.length, report.summary.comparison.rows.length - 1, "paired verdict rows");
+  assert.ok(versus.every((t) => /^vs \S+, paired over \d+ spans: p50 ×/.test(t)), versus.join("\n"));
 });
 
 test("the first screen: where it ran, then the answer; the bill and the provenance after", { skip }, () => {

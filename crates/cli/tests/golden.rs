@@ -34,7 +34,7 @@ fn check(name: &str, actual: &str) {
 /// The golden run's measurements, with what derives from them.
 fn golden_report() -> Analysed {
     let samples = common::samples(7, 600, 60);
-    let mut r = common::collect(&samples, 10, common::run_info("fra-1", 10.0, 60.0));
+    let mut r = common::collect(&samples, 5, common::run_info("fra-1", 10.0, 60.0));
     r.provenance = Some(Provenance {
         stack: "local".into(),
         updated_at: "2026-01-01T00:01:00Z".into(),

@@ -314,7 +314,7 @@ fn rates_and_prices_must_be_finite_and_not_negative() {
         (
             "/timeline/intervals/3/start_s",
             json!(1e15),
-            "timeline.intervals[3].start_s: 1000000000000000 is not 30",
+            "timeline.intervals[3].start_s: 1000000000000000 is not 15",
         ),
     ] {
         let mut r = golden();

@@ -2,16 +2,18 @@
 //! read p50, p90 and p99, each with a 95% interval that counts the run-to-run spread
 //! ([`crate::block`] over [`crate::interval`]), how steady it was across the run
 //! ([`crate::stability`]), the share of its reads that failed and its monthly cost at the
-//! measured rate — ranked by p50, with a tie wherever the intervals cannot order two
-//! neighbours. A percentile its sample cannot support is said to be so, never printed as a
-//! number.
+//! measured rate — ranked by p50. Each row is compared with the row above as the pair they
+//! are: every `/test` answer times all its stores, so the ratio of their percentiles span by
+//! span (run by run in a merge) cancels what moved both, and its interval (t over the spans)
+//! decides the order; where the pairing is absent, whether their intervals overlap does. A
+//! percentile its sample cannot support is said to be so, never printed as a number.
 
 use serde::{Deserialize, Serialize};
 
 use crate::block::{self, Basis, Widened};
 use crate::cost::Estimate;
 use crate::hist::Hist;
-use crate::interval::{IntervalError, LEVEL};
+use crate::interval::{self, IntervalError, LEVEL};
 use crate::report::{Report, RunInfo, Section, StoreStats, Timeline};
 use crate::stability::Stability;
 use crate::stretch::Stretches;
@@ -45,9 +47,12 @@ pub struct Row {
     pub store: String,
     /// The row's place in its group by p50, 1 for the lowest.
     pub rank: u32,
-    /// This row's p50 interval overlaps the one of the row ranked just above it: the sample does
-    /// not tell the two apart.
+    /// The sample does not tell this row from the one ranked just above it: the paired p50
+    /// ratio's interval holds 1, or (unpaired) the two p50 intervals overlap.
     pub tie: bool,
+    /// This row against the one ranked just above it; absent for the first row of a group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub versus: Option<Versus>,
     /// Successful reads the percentiles are of.
     pub reads: u64,
     /// Where the intervals come from: `windows` (they count the spread across the run's
@@ -143,6 +148,129 @@ impl Cell {
             _ => "-".into(),
         }
     }
+}
+
+/// A row against the row ranked above it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Versus {
+    /// The store of the row above.
+    pub store: String,
+    /// What the ratios are over: `spans` (of the windows both stores have reads in), `runs` (each
+    /// of three or more merged runs one unit), or `unpaired` (then `ratios` is empty).
+    pub paired: Pairing,
+    /// Why unpaired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    /// This row's percentile over the row above's, where at least 3 units support both.
+    pub ratios: Vec<Ratio>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pairing {
+    Spans,
+    Runs,
+    Unpaired,
+}
+
+/// The geometric mean over `units` of the ratio of two stores' percentile `p`, with its
+/// interval: exp(mean ± t·s/√units) of the log-ratios, t with `units − 1` degrees of freedom.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ratio {
+    pub p: f64,
+    pub units: u32,
+    pub ratio: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+impl Versus {
+    /// `vs upstash, paired over 7 spans: p50 ×1.31 (1.24–1.38) · p90 ×1.20 (1.10–1.31): upstash
+    /// faster than kv by 31% (24–38%)`, or `… : no difference beyond ±4%: no leader`.
+    pub fn text(&self, store: &str) -> String {
+        let Some(p50) = self
+            .ratios
+            .first()
+            .filter(|_| self.paired != Pairing::Unpaired)
+        else {
+            let why = self.why.as_deref().unwrap_or("");
+            return format!(
+                "vs {}: unpaired ({why}): compared by whether the p50 intervals overlap",
+                self.store
+            );
+        };
+        let what = if self.paired == Pairing::Runs {
+            "merged runs"
+        } else {
+            "spans"
+        };
+        let ratios: Vec<String> = (self.ratios.iter())
+            .map(|r| {
+                format!(
+                    "p{} ×{:.2} ({:.2}–{:.2})",
+                    crate::stability::pct(r.p),
+                    r.ratio,
+                    r.low,
+                    r.high
+                )
+            })
+            .collect();
+        // The faster store first, by how much longer the slower takes.
+        let (fast, slow, r) = match p50.high < 1.0 {
+            true => (
+                store,
+                self.store.as_str(),
+                [1.0 / p50.ratio, 1.0 / p50.high, 1.0 / p50.low],
+            ),
+            false => (self.store.as_str(), store, [p50.ratio, p50.low, p50.high]),
+        };
+        let [by, low, high] = r.map(|x| (x - 1.0) * 100.0);
+        let verdict = if p50.low > 1.0 || p50.high < 1.0 {
+            format!("{fast} faster than {slow} by {by:.0}% ({low:.0}–{high:.0}%)")
+        } else {
+            let half = ((p50.high / p50.low).sqrt() - 1.0) * 100.0;
+            format!("no difference beyond ±{half:.0}%: no leader")
+        };
+        format!(
+            "vs {}, paired over {} {what}: {}: {verdict}",
+            self.store,
+            p50.units,
+            ratios.join(" · ")
+        )
+    }
+
+    /// The sample cannot order the two: the p50 ratio's interval holds 1.
+    fn tie(&self) -> Option<bool> {
+        let p50 = self
+            .ratios
+            .first()
+            .filter(|_| self.paired != Pairing::Unpaired)?;
+        Some(p50.low <= 1.0 && 1.0 <= p50.high)
+    }
+}
+
+/// The ratio of `b`'s percentile `p` over `a`'s across `units` (each a pair of the two stores'
+/// reads from the same answers), over those units whose reads support `p` in both; `None` with
+/// fewer than 3 of them.
+fn ratio(units: &[(Hist, Hist)], p: f64) -> Option<Ratio> {
+    let logs: Vec<f64> = (units.iter())
+        .filter(|(a, b)| [a, b].iter().all(|h| interval::supports(h.len(), p, LEVEL)))
+        .map(|(a, b)| (b.quantile(p).max(1) as f64 / a.quantile(p).max(1) as f64).ln())
+        .collect();
+    let k = logs.len() as f64;
+    if logs.len() < 3 {
+        return None;
+    }
+    let mean = logs.iter().sum::<f64>() / k;
+    let sd = (logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (k - 1.0)).sqrt();
+    let reach = block::t_quantile(1.0 - (1.0 - LEVEL) / 2.0, k - 1.0) * sd / k.sqrt();
+    Some(Ratio {
+        p,
+        units: logs.len() as u32,
+        ratio: mean.exp(),
+        low: (mean - reach).exp(),
+        high: (mean + reach).exp(),
+    })
 }
 
 impl Row {
@@ -286,18 +414,57 @@ impl<'a> Windows<'a> {
         }
     }
 
-    /// `store` across the runs of a merge (`pooled`: all its reads); `None` for one run, or a
-    /// vantage point's rows.
-    fn across_runs(self, store: &str, pooled: &Hist) -> Option<Stability> {
-        let Windows::Timeline(_, runs) = self else {
-            return None;
+    /// Two stores' reads from the same answers, unit by unit: each of three or more merged runs,
+    /// else the windows (stretches) both have reads in pooled into [`block::span_count`] spans;
+    /// or why they are not paired.
+    fn pair(self, a: &str, b: &str) -> Result<(Pairing, Vec<(Hist, Hist)>), String> {
+        let both: Vec<(Hist, Hist)> = match self {
+            Windows::Timeline(_, runs) if runs.len() >= 2 => {
+                let runs = runs
+                    .iter()
+                    .filter_map(|r| Some((r.read_us.get(a)?.clone(), r.read_us.get(b)?.clone())));
+                let runs: Vec<_> = runs
+                    .filter(|(a, b)| !a.is_empty() && !b.is_empty())
+                    .collect();
+                return match runs.len() {
+                    3.. => Ok((Pairing::Runs, runs)),
+                    n => Err(format!("{n} merged runs with reads of both, 3 needed")),
+                };
+            }
+            Windows::Timeline(t, _) => (t.intervals.iter())
+                .filter_map(|iv| Some((iv.read_us.get(a)?.unpack(), iv.read_us.get(b)?.unpack())))
+                .collect(),
+            Windows::Stretches(s, label) => (s.reads.values())
+                .filter_map(|l| Some((l.get(label)?.get(a)?, l.get(label)?.get(b)?)))
+                .filter(|(a, b)| !a.is_empty() && !b.is_empty())
+                .map(|(a, b)| (a.for_reading().into_owned(), b.for_reading().into_owned()))
+                .collect(),
         };
-        let reads: Vec<&Hist> = runs
-            .iter()
-            .filter_map(|r| r.read_us.get(store))
-            .filter(|h| !h.is_empty())
-            .collect();
-        Stability::of_runs(&reads, pooled, PERCENTILES)
+        let count = both.len();
+        if count < block::MIN_WINDOWS {
+            return Err(format!(
+                "{count} window(s) with reads of both, {} needed",
+                block::MIN_WINDOWS
+            ));
+        }
+        let k = block::span_count(count);
+        let mut spans = vec![(Hist::default(), Hist::default()); k];
+        for (i, (x, y)) in both.iter().enumerate() {
+            if let Some(span) = spans.get_mut(i * k / count) {
+                span.0.add(x);
+                span.1.add(y);
+            }
+        }
+        Ok((Pairing::Spans, spans))
+    }
+
+    /// `store`'s reads in each run of a merge that has some (none for a vantage point's rows).
+    fn runs(self, store: &str) -> Vec<&'a Hist> {
+        let Windows::Timeline(_, runs) = self else {
+            return Vec::new();
+        };
+        let reads = runs.iter().filter_map(|r| r.read_us.get(store));
+        reads.filter(|h| !h.is_empty()).collect()
     }
 }
 
@@ -311,9 +478,10 @@ fn row_of(
     windows: Windows<'_>,
     cost: Option<&Estimate>,
 ) -> (Row, P50) {
-    let across_runs = windows.across_runs(store, h);
+    let runs = windows.runs(store);
+    let across_runs = Stability::of_runs(&runs, h, PERCENTILES);
     let (count, windows) = windows.of(store);
-    let (cells, spans) = block::percentiles(h, count, windows, PERCENTILES);
+    let (cells, spans) = block::percentiles(h, count, windows, &runs, PERCENTILES);
     let [p50, p90, p99] = &cells;
     let (monthly_usd, plan) = cheapest(cost, store).unzip();
     let basis = match p50 {
@@ -326,6 +494,7 @@ fn row_of(
         store: store.into(),
         rank: 0,
         tie: false,
+        versus: None,
         reads: h.len(),
         basis,
         windows: count as u64,
@@ -362,18 +531,50 @@ fn group<'a>(
         (None, Some(_)) => std::cmp::Ordering::Greater,
         (None, None) => std::cmp::Ordering::Equal,
     });
-    // A tie is with the row above only: overlapping intervals do not chain (the first and the
-    // third of three may well be told apart), so the rank stays the position.
-    let mut above: P50 = None;
+    // A tie is with the row above only (the first and the third of three may well be told
+    // apart), so the rank stays the position.
+    let mut above: Option<(String, P50)> = None;
     let mut out = Vec::with_capacity(rows.len());
     for (rank, (mut row, p50)) in (1u32..).zip(rows) {
-        row.tie =
-            matches!((above, p50), (Some((_, al, ah)), Some((_, bl, bh))) if al <= bh && bl <= ah);
+        if let Some((store, Some((_, al, ah)))) = &above {
+            if let Some((_, bl, bh)) = p50 {
+                let versus = versus(windows, store, &row.store);
+                row.tie = versus.tie().unwrap_or(*al <= bh && bl <= *ah);
+                row.versus = Some(versus);
+            }
+        }
         row.rank = rank;
-        above = p50;
+        above = Some((row.store.clone(), p50));
         out.push(row);
     }
     out
+}
+
+/// `b`'s row against `a`'s, the one ranked above it.
+fn versus(windows: Windows<'_>, a: &str, b: &str) -> Versus {
+    let (paired, why, ratios) = match windows.pair(a, b) {
+        Ok((paired, units)) => {
+            let ratios: Vec<Ratio> = PERCENTILES
+                .iter()
+                .filter_map(|&p| ratio(&units, p))
+                .collect();
+            match ratios.first().is_some_and(|r| r.p == PERCENTILES[0]) {
+                true => (paired, None, ratios),
+                false => (
+                    Pairing::Unpaired,
+                    Some("too few reads for a p50 in 3 of them".into()),
+                    Vec::new(),
+                ),
+            }
+        }
+        Err(why) => (Pairing::Unpaired, Some(why), Vec::new()),
+    };
+    Versus {
+        store: a.into(),
+        paired,
+        why,
+        ratios,
+    }
 }
 
 /// The cheapest plan of `store` that is still offered, at the projection's rate.
@@ -765,5 +966,96 @@ mod tests {
     #[test]
     fn nothing_read_no_comparison() {
         assert_eq!(of(&report_with(&[]), None), None);
+    }
+
+    /// `kv` 10% slower than `upstash` in every window (±3%, by window), both under a drift that
+    /// moves each window's level up to ×2.
+    fn drifting(ratio: f64) -> Report {
+        report_with_windows(&["kv", "upstash"], 30, move |store, w| {
+            let drift = 1.0 + ((w as f64) * 0.7).sin().abs();
+            let own = if store == "kv" {
+                ratio * (1.0 + 0.03 * ((w * 7 % 5) as f64 - 2.0) / 2.0)
+            } else {
+                1.0
+            };
+            (10_000.0 * drift * own) as u64
+        })
+    }
+
+    #[test]
+    fn a_pair_is_told_apart_by_its_ratio_where_the_intervals_overlap() {
+        let c = of(&drifting(1.10), None).unwrap();
+        let (up, kv) = (&c.rows[0], &c.rows[1]);
+        assert_eq!((up.store.as_str(), kv.store.as_str()), ("upstash", "kv"));
+        assert_eq!(up.versus, None);
+        let v = kv.versus.as_ref().unwrap();
+        assert_eq!((v.store.as_str(), v.paired), ("upstash", Pairing::Spans));
+        // The drift widens both intervals past each other: the overlap rule would call a tie.
+        assert!(kv.p50.low_ms <= up.p50.high_ms, "{up:?} {kv:?}");
+        let p50 = &v.ratios[0];
+        assert_eq!((p50.p, p50.units), (0.5, 5));
+        assert!(
+            1.0 < p50.low && p50.low < 1.10 && 1.10 < p50.high && p50.high < 1.15,
+            "{p50:?}"
+        );
+        assert!(!kv.tie);
+        let text = v.text(&kv.store);
+        assert!(
+            text.starts_with("vs upstash, paired over 5 spans: p50 ×1.09 ("),
+            "{text}"
+        );
+        assert!(
+            text.contains(": upstash faster than kv by 9% (8–11%)"),
+            "{text}"
+        );
+        // Equal stores: no leader, and the smallest difference the run could have seen.
+        let c = of(&drifting(1.0), None).unwrap();
+        let v = c.rows[1].versus.as_ref().unwrap();
+        assert!(c.rows[1].tie);
+        let text = v.text(&c.rows[1].store);
+        assert!(text.contains(": no difference beyond ±"), "{text}");
+        assert!(text.ends_with("%: no leader"), "{text}");
+    }
+
+    #[test]
+    fn merged_runs_pair_run_by_run_from_three_and_are_unpaired_below() {
+        let run = |ratio: f64| {
+            let mut r = drifting(ratio);
+            let mut info = RunInfo::empty();
+            for store in ["kv", "upstash"] {
+                info.read_us
+                    .insert(store.into(), r.total.stores[store].read_us.clone());
+            }
+            r.runs.push(info);
+            r
+        };
+        let two = Report::merge(vec![run(1.10), run(1.12)]).unwrap();
+        let c = of(&two, None).unwrap();
+        let kv = &c.rows[1];
+        let v = kv.versus.as_ref().unwrap();
+        assert_eq!(
+            (v.paired, v.why.as_deref()),
+            (
+                Pairing::Unpaired,
+                Some("2 merged runs with reads of both, 3 needed")
+            )
+        );
+        assert!(v.ratios.is_empty());
+        assert_eq!(v.text(&kv.store), "vs upstash: unpaired (2 merged runs with reads of both, 3 needed): compared by whether the p50 intervals overlap");
+        let overlap = kv.p50.low_ms <= c.rows[0].p50.high_ms;
+        assert_eq!(kv.tie, overlap);
+        assert_eq!(kv.basis, Basis::Windows);
+        let three = Report::merge(vec![run(1.09), run(1.10), run(1.11)]).unwrap();
+        let c = of(&three, None).unwrap();
+        let kv = &c.rows[1];
+        assert_eq!(kv.basis, Basis::Runs);
+        let v = kv.versus.as_ref().unwrap();
+        assert_eq!((v.paired, v.ratios[0].units), (Pairing::Runs, 3));
+        assert!(v.ratios[0].low > 1.0 && !kv.tie, "{v:?}");
+        assert!(
+            v.text(&kv.store)
+                .starts_with("vs upstash, paired over 3 merged runs: p50 ×1.10"),
+            "{v:?}"
+        );
     }
 }

@@ -287,6 +287,7 @@ fn week(before: &[&Vec<Bucket>]) -> Week {
     let k = before.len();
     let spans = Spans {
         windows: k,
+        per_window: Vec::new(),
         spans: if k >= WEEK_DAYS_MIN {
             let level = 1.0 - (1.0 - LEVEL) / k as f64;
             before

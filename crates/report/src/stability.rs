@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::block::{self, Spans};
 use crate::hist::Hist;
-use crate::interval::LEVEL;
 
 /// One percentile across the spans.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,14 +82,7 @@ impl Stability {
             return None;
         }
         let estimates = pooled.for_reading().quantiles(&ps);
-        let level = 1.0 - (1.0 - LEVEL) / runs.len() as f64;
-        let spans = Spans {
-            windows: runs.len(),
-            spans: runs
-                .iter()
-                .map(|h| block::span_of(&h.buckets(), ps, estimates, level))
-                .collect(),
-        };
+        let spans = block::of_runs(runs, ps, estimates);
         let mut s = Stability::of(&spans, ps)?;
         s.runs = true;
         Some(s)
@@ -140,7 +132,7 @@ fn range(s: &Spread) -> String {
     format!("{:.2}–{:.2}", s.min_ms, s.max_ms)
 }
 
-fn pct(p: f64) -> f64 {
+pub(crate) fn pct(p: f64) -> f64 {
     (p * 100.0 * 1e6).round() / 1e6
 }
 
@@ -163,7 +155,7 @@ mod tests {
             .collect();
         let mut pooled = Hist::default();
         hists.iter().for_each(|h| pooled.add(h));
-        let (_, spans) = block::percentiles(&pooled, windows, hists.into_iter(), PS);
+        let (_, spans) = block::percentiles(&pooled, windows, hists.into_iter(), &[], PS);
         spans
     }
 
@@ -201,6 +193,7 @@ mod tests {
                 };
                 5
             ],
+            per_window: Vec::new(),
         };
         let s = Stability::of(&few, PS).unwrap();
         assert!(s.spread.is_empty());

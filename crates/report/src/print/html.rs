@@ -280,8 +280,10 @@ fn comparison(report: &Report, c: &Comparison) -> Markup {
              why the sample is too small for one. " b { "†" } ": the within-run interval alone (too few \
              windows to measure the spread). Under each row: each percentile's range across the \
              spans, and " span class="unstable" { "unstable" } " when the spans disagree beyond \
-             their own intervals. Ranked by p50; " b { "tie" } ": its p50 interval overlaps the one of \
-             the row above, so these intervals do not order the two. Cost: the store's cheapest \
+             their own intervals. Ranked by p50; " b { "tie" } ": the sample does not tell its p50 from \
+             the row above's — where the two are paired (the same answers timed both), by the \
+             interval of the ratio of their p50s span by span, which cancels what moved both; \
+             else by whether their intervals overlap. Cost: the store's cheapest \
              current plan at the rate of the cost table below."
         }
         p class="note" id="cold" {
@@ -337,6 +339,12 @@ fn comparison_row(report: &Report, row: &Row) -> Markup {
             td colspan="7" data-row=(Esc(&key)) data-col="stability" data-value="" {
                 (Esc(&row.note()))
                 @if let Some(f) = row.flag() { " · " span class="unstable" { (Esc(&f)) } }
+            }
+        }
+        @if let Some(v) = &row.versus {
+            tr class="across" {
+                td {}
+                td colspan="7" data-row=(Esc(&key)) data-col="versus" data-value="" { (Esc(&v.text(&row.store))) }
             }
         }
     }

@@ -257,8 +257,9 @@ fn comparison_table(c: &Comparison, out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
         "\nthe answer: successful reads of warm answers, ms, each with its {:.0}% interval (order statistics, \
-         widened by the spread across the run's timeline windows); ranked by p50, \"tie\": its p50 interval \
-         overlaps the row above's (these intervals do not order the two)",
+         widened by the spread across the run's timeline windows); ranked by p50, \"tie\": the row above's \
+         and its p50 are not told apart — paired, by the ratio of theirs span by span; unpaired, by whether \
+         their intervals overlap",
         c.level * 100.0
     )?;
     writeln!(
@@ -334,6 +335,9 @@ fn comparison_row(row: &Row, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "         {}", row.note())?;
     if let Some(flag) = row.flag() {
         writeln!(out, "         {flag}")?;
+    }
+    if let Some(v) = &row.versus {
+        writeln!(out, "         {}", tty(&v.text(&row.store)))?;
     }
     Ok(())
 }
