@@ -1,17 +1,29 @@
 // k6 script for the kvbench worker: an open-loop (constant-arrival-rate) load against /test that
 // records the worker's own timings as k6 metrics, so one k6 run (local, k6-operator, or Grafana
 // Cloud k6 load zones) gives both k6's dashboards and, through `kvbench import k6`, the same
-// report.json / report.html / charts as `kvbench run`.
+// report.json / report.html / charts as `kvbench run`. Valid under k6 1.x and 2.x (run here with
+// 1.1.0; 2.3's commands read from Grafana's documentation, not run).
 //
 //   k6 run -e KVBENCH_URL=https://<worker>/test -e KVBENCH_RATE=10 -e KVBENCH_DURATION=30m \
 //          --out json=results.json.gz k6/kvbench.js
 //   kvbench import k6 results.json.gz --out report-dir
 //
+// On Grafana Cloud k6 (k6 2.x: every `k6 cloud` command needs a stack, `k6 login` is gone):
+//   node scripts/k6-cloud.mjs plan                 # VUs and VU-hours of both profiles, quota check
+//   K6_CLOUD_TOKEN=... K6_CLOUD_STACK_ID=... node scripts/k6-cloud.mjs run regions -e KVBENCH_URL=...
+// (`run` prices the profile first, refuses it over the quota, then runs `k6 cloud run`; exit 97, a
+// cloud run aborted for a reason other than a threshold, is a failed run like any non-zero exit.)
+//
 // Variables (k6 -e): KVBENCH_URL (required, the full /test URL), KVBENCH_RATE (requests/s,
 // default 10), KVBENCH_DURATION (k6 duration, default 30m), KVBENCH_TOKEN (optional bearer for
-// BENCH_TOKEN), KVBENCH_QUERY (optional extra query, e.g. "stores=kv,upstash&ttl=60"),
-// KVBENCH_VUS (pre-allocated VUs, default rate × 2, at least 10) and KVBENCH_MAX_VUS (default
-// VUS × 4): a request that finds no free VU is not delayed but counted by k6's
+// BENCH_TOKEN), KVBENCH_QUERY (optional extra query, e.g. "stores=kv,upstash&ttl=60").
+// VUs, by Little's law (the requests in flight = arrival rate × the time an answer takes):
+// maxVUs = ceil(rate × KVBENCH_ANSWER_MS / 1000 × KVBENCH_VU_MARGIN), where KVBENCH_ANSWER_MS is
+// the answer time you expect the p99.9 to stay under (default 2000) and KVBENCH_VU_MARGIN the
+// headroom over it (default 1.25); KVBENCH_MAX_VUS sets maxVUs outright, KVBENCH_VUS the
+// pre-allocated ones (default a quarter of maxVUs; k6 starts the rest when needed). Grafana Cloud
+// k6 bills an arrival-rate test maxVUs × minutes / 60 VU-hours, so these knobs are its price. A
+// request that finds no free VU (answers slower than the bound) is not delayed but counted by k6's
 // `dropped_iterations`, which kvbench reports as `not_sent` (open loop, like `kvbench run`).
 // KVBENCH_PROFILE picks ready-made options: `regions` (the published 20 load zones × 10 req/s ×
 // 30 min) or `single` (one load zone × 400 req/s × 10 min); both for `k6 cloud run`.
@@ -104,15 +116,25 @@ const ZONES_20 = [
   'amazon:au:sydney', 'amazon:cn:hong kong', 'amazon:sa:cape town', 'amazon:jp:osaka',
 ];
 
+// Little's law, with the knobs above (each a positive number, else the run does not start).
+function knob(name, fallback) {
+  const raw = __ENV[name];
+  const v = raw === undefined || raw === '' ? fallback : Number(raw);
+  if (!(v > 0) || !Number.isFinite(v)) throw new Error(`${name} must be a number above 0, got "${raw}"`);
+  return v;
+}
 function scenario(rate, duration) {
-  const vus = Number(__ENV.KVBENCH_VUS || Math.max(10, Math.ceil(rate * 2)));
+  const answerMs = knob('KVBENCH_ANSWER_MS', 2000);
+  const margin = knob('KVBENCH_VU_MARGIN', 1.25);
+  const maxVUs = Math.ceil(knob('KVBENCH_MAX_VUS', Math.ceil(rate * (answerMs / 1000) * margin)));
+  const vus = Math.min(maxVUs, Math.ceil(knob('KVBENCH_VUS', Math.ceil(maxVUs / 4))));
   return {
     executor: 'constant-arrival-rate',
     rate,
     timeUnit: '1s',
     duration,
     preAllocatedVUs: vus,
-    maxVUs: Number(__ENV.KVBENCH_MAX_VUS || vus * 4),
+    maxVUs,
     gracefulStop: '60s',
   };
 }
