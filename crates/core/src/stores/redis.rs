@@ -593,6 +593,50 @@ mod hostile_replies {
         Ok(())
     }
 
+    /// redis-rs's reader (the gateway's client) as the reference for the first reply: a reply
+    /// both read is the same reply; where they part, ours is the stricter (a `+` or spaces in a
+    /// number, a negative bulk length but -1, a type it does not read) or, on a status or error
+    /// line that is not UTF-8, shows the text lossily where redis-rs refuses it.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn agrees_with_redis_rs(bytes: &[u8]) -> Result<(), TestCaseError> {
+        use redis::Value as V;
+        let line = bytes
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .map_or(bytes, |i| &bytes[..i]);
+        let (kind, rest) = line.split_first().map_or((0, &[][..]), |(k, r)| (*k, r));
+        let canonical =
+            std::str::from_utf8(rest).is_ok_and(|s| s.trim() == s && !s.starts_with('+'));
+        let reference = |v: V| match v {
+            V::Okay => Some(Reply::Simple("OK".into())),
+            V::SimpleString(s) => Some(Reply::Simple(s)),
+            V::ServerError(e) => Some(Reply::Error(match e.details() {
+                Some(d) => format!("{} {d}", e.code()),
+                None => e.code().into(),
+            })),
+            V::Int(i) => Some(Reply::Integer(i)),
+            V::BulkString(b) => Some(Reply::Bulk(Some(b.len() as u64))),
+            V::Nil => Some(Reply::Bulk(None)),
+            _ => None,
+        };
+        match (
+            replies(bytes).swap_remove(0),
+            redis::parse_redis_value(bytes),
+        ) {
+            (Ok(ours), Ok(theirs)) => prop_assert_eq!(Some(ours), reference(theirs)),
+            (Err(_), Err(_)) => {}
+            (Ok(ours), Err(e)) => prop_assert!(
+                std::str::from_utf8(line).is_err(),
+                "ours {ours:?}, redis-rs {e:?}"
+            ),
+            (Err(e), Ok(theirs)) => prop_assert!(
+                !b"+-:$".contains(&kind) || !canonical || (kind == b'$' && theirs == V::Nil),
+                "ours {e:?}, redis-rs {theirs:?}"
+            ),
+        }
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig {
             cases: 2000,
@@ -634,6 +678,18 @@ mod hostile_replies {
                 prop_assert_eq!(got.as_ref().unwrap(), want);
             }
             prop_assert_eq!(got[rs.len()].as_ref().unwrap_err().kind, ErrorKind::Connect);
+        }
+
+        #[cfg(not(target_arch = "wasm32"))]
+        #[test]
+        fn reads_as_redis_rs_does(
+            bytes in prop_oneof![
+                resp_ish(),
+                prop::collection::vec(reply(), 1..4)
+                    .prop_map(|rs| rs.into_iter().flat_map(|(_, w)| w).collect()),
+            ],
+        ) {
+            agrees_with_redis_rs(&bytes)?;
         }
     }
 }

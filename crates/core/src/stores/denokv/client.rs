@@ -626,6 +626,46 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 2000,
+            failure_persistence: None,
+            ..Default::default()
+        })]
+
+        /// humantime as the reference: a UTC date-time it reads is the same instant here.
+        #[test]
+        fn rfc3339_reads_as_humantime_does(
+            text in "(19[7-9][0-9]|2[0-9]{3})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T\
+                     ([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,9})?(Z|\\+00:00)",
+        ) {
+            if let Ok(t) = humantime::parse_rfc3339(&text) {
+                let d = t.duration_since(std::time::UNIX_EPOCH).unwrap();
+                let want = d.as_secs() as f64 * 1e3 + f64::from(d.subsec_nanos()) / 1e6;
+                let got = parse_rfc3339_ms(&text);
+                proptest::prop_assert!(got.is_some_and(|g| (g - want).abs() < 0.01), "{text}: {got:?} vs {want}");
+            }
+        }
+
+        /// An offset (which humantime does not read) names the UTC instant it is shifted from.
+        #[test]
+        fn rfc3339_offsets_shift_to_utc(
+            secs in 0u64..250_000_000_000,
+            nanos in 0u32..1_000_000_000,
+            offset_min in -1439i64..=1439,
+        ) {
+            let utc = std::time::UNIX_EPOCH + std::time::Duration::new(secs, nanos);
+            let shift = std::time::Duration::from_secs(offset_min.unsigned_abs() * 60);
+            let local = if offset_min >= 0 { utc + shift } else { utc - shift };
+            let (sign, m) = (if offset_min >= 0 { '+' } else { '-' }, offset_min.unsigned_abs());
+            let text = humantime::format_rfc3339_nanos(local).to_string().replace('Z', "")
+                + &format!("{sign}{:02}:{:02}", m / 60, m % 60);
+            let want = secs as f64 * 1e3 + f64::from(nanos) / 1e6;
+            let got = parse_rfc3339_ms(&text);
+            proptest::prop_assert!(got.is_some_and(|g| (g - want).abs() < 0.01), "{text}: {got:?} vs {want}");
+        }
+    }
+
     #[test]
     fn metadata_resolves_endpoints_and_refreshes_before_expiry() {
         let body = br#"{"version":2,"databaseId":"00000000-0000-0000-0000-000000000000",
