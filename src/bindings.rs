@@ -27,11 +27,9 @@ use worker::{AbortController, Delay, Env, Response};
 /// resolved).
 pub const OBJECT_ORIGIN: &str = "https://kvbench.probe";
 
-/// A request built on the runtime's own `Request` and `RequestInit` — what a call with a method,
-/// headers, a body and the redirect mode needs — instead of the SDK's `Request::new_with_init`,
-/// which converts every field of its own init (`cf`, integrity, the signal, …) across JS and is
-/// a large part of the bundle for what these calls use (docs/measured.md, the bundle).
-/// `redirect_manual`: a redirect is answered as it is, never followed.
+/// A request built on the runtime's own `Request` and `RequestInit`, not the SDK's
+/// `Request::new_with_init` (which converts every init field across JS and weighs on the bundle,
+/// docs/measured.md). `redirect_manual`: a redirect is answered as it is.
 pub fn js_request(
     method: &str,
     url: &str,
@@ -87,11 +85,8 @@ fn env_read<R>(env: &Env, f: impl FnOnce(&mut EnvRead) -> R) -> R {
     })
 }
 
-/// A var or secret exactly as stored, `None` when it is not set.
-///
-/// Read once per isolate and environment: a deployment's vars and secrets cannot change under a
-/// running isolate (changing one deploys a new version, in new isolates), and reading one is two
-/// lookups across JS with its name and value as strings — a request reads some twenty.
+/// A var or secret exactly as stored, `None` when unset; read once per isolate and environment
+/// (they cannot change under a running isolate, and a request reads some twenty).
 pub fn env_raw(env: &Env, name: &str) -> Option<String> {
     if let Some(value) = env_read(env, |r| r.values.get(name).cloned()) {
         return value;
@@ -287,9 +282,8 @@ impl HttpTransport for FetchTransport {
         let controller = AbortController::default();
         init.set_signal(Some(&controller.signal()));
         let mut guard = AbortOnDrop(Some(controller));
-        // `fetch(url, init)` itself, not `fetch(new Request(url, init))`: the runtime builds the
-        // request once, where a `Request` object passed in is built and then copied (its cost:
-        // docs/measured.md, "Figures behind the code").
+        // `fetch(url, init)`, not `fetch(new Request(..))`: the runtime builds the request once
+        // (docs/measured.md).
         let response =
             worker::wasm_bindgen_futures::JsFuture::from(global_fetch(&request.url, &init))
                 .await
@@ -305,11 +299,8 @@ impl HttpTransport for FetchTransport {
         let buffer = match announced {
             // Over the limit by its own account: refused unread (the guard aborts the fetch).
             Some(n) if n > MAX_RESPONSE_BYTES as u64 => return Err(body_too_large(Some(n))),
-            // The body in one piece (`arrayBuffer()`): the SDK's `.bytes()` reads a stream body
-            // chunk by chunk across JS and wasm (a reader, a lock, a microtask per chunk), CPU on
-            // every request (docs/measured.md). HTTP's framing stops it at
-            // the announced length. It stays a JS `ArrayBuffer` until the store asks for its
-            // bytes (`http::Body`): a large hit's after every span of the request.
+            // The body in one `arrayBuffer()` (the SDK's `.bytes()` crosses JS per chunk), kept
+            // a JS `ArrayBuffer` until the store asks for its bytes (`http::Body`).
             Some(_) => {
                 let buffer = web.array_buffer().map_err(|e| runtime(js_text(&e)))?;
                 worker::wasm_bindgen_futures::JsFuture::from(buffer)

@@ -3,12 +3,9 @@
 
 use kvbench_core::StoreError;
 
-/// A value's JS copies, kept with the value (`Value::outside`): its bytes as one `Uint8Array`
-/// that every write is built from — KV's and R2's `put`, the Durable Object's request, the Cache
-/// API's response, Upstash's raw `SET` body — and its text for D1, made on first use. Made once
-/// per value, not per store and request: a value no write used goes back to the isolate's pool
-/// with them. The writes only read the buffer (none transfers or detaches it: `binding_tests`
-/// writes one value through all of them and reads each back).
+/// A value's JS copies, kept with the value (`Value::outside`): one `Uint8Array` every write is
+/// built from, and its text for D1, made once per value, not per store. The writes only read
+/// it (`binding_tests` writes one value through all of them).
 #[derive(Clone)]
 pub struct JsCopy {
     pub bytes: js_sys::Uint8Array,

@@ -1,7 +1,5 @@
-//! JS values the worker makes again and again, made once per isolate: the names it passes to JS
-//! on every request (`"get"`, `"type"`, `"arrayBuffer"`, ...) and the header sets of its `fetch`
-//! requests. Each `&str` handed to JS is otherwise decoded into a new JS string, about a
-//! microsecond apiece, a few dozen times per request.
+//! JS values the worker makes once per isolate: names it passes to JS on every request and its
+//! `fetch` header sets (each `&str` handed to JS is a new JS string, about a microsecond).
 
 use std::cell::RefCell;
 
@@ -35,9 +33,8 @@ pub fn name(name: &'static str) -> JsValue {
 /// The most header sets kept (Upstash's read and write, Deno KV's with its current token).
 const HEADER_SETS: usize = 8;
 
-/// A JS `Headers` holding exactly `pairs`, made on first use. A request copies the headers it
-/// is given (`new Request(url, { headers })`), so one object serves every request with the same
-/// set. `Err` names the header that is invalid (never its value, which may be a token).
+/// A JS `Headers` holding exactly `pairs`, made on first use (a request copies the headers it
+/// is given). `Err` names the invalid header, never its value.
 pub fn headers(pairs: &[(String, String)]) -> Result<worker::web_sys::Headers, String> {
     HEADERS.with(|sets| {
         let mut sets = sets.borrow_mut();

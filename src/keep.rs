@@ -1,12 +1,6 @@
-//! Keeping a `/test` answer under its run id (`/test?run=<id>` or the `Kvbench-Run` header) in
-//! the deployment's run archive, the `BENCH_RUNS` Durable Object namespace (its class,
-//! `RunArchive`, is the main worker's: a fleet member binds it by script name), across
-//! `RUN_SHARDS` objects per run (`run:<id>#<k>`, `kvbench_core::operations::runs`): one object's SQLite
-//! writes serialize, so a run that sends thousands of answers a second spreads them. Each answer
-//! is kept from `waitUntil` after its response ([`keep_answer`]), in the shard its isolate picks,
-//! the next one when that fails; an answer no shard took is counted, and the count recorded in a
-//! shard (or carried by the run's next keep), so `GET /runs/<id>/answers` says how many keeps
-//! failed.
+//! Keeping a `/test` answer under its run id (`?run=` or `Kvbench-Run`) in the `BENCH_RUNS`
+//! archive, spread over `RUN_SHARDS` objects per run (`kvbench_core::operations::runs`), from
+//! `waitUntil` after the response; an answer no shard took is counted.
 
 use kvbench_core::operations::runs::{self, Keep, ShardSink, Writer};
 use kvbench_core::operations::window::parse_seconds;
@@ -19,18 +13,14 @@ use worker::{Context, Env};
 
 use crate::bindings::env_text;
 
-/// Keeps a `/test` answer under its run id after the response is sent (`waitUntil`): no span
-/// is open any more and the answer is not delayed. A 200 is kept as its answer, any other
-/// status as a failure with its error, so a run's report counts every request. The keep is a
-/// request in flight of its own (`concurrent` of the answers it overlaps counts it); one that
-/// fails is counted in the run's archive (`run_archive`).
+/// Keeps a `/test` answer under its run id after the response (`waitUntil`, no span open): a 200
+/// as its answer, any other status as a failure, so a report counts every request. The keep is
+/// a request in flight of its own.
 pub fn keep_run_answer(
     env: &Env,
     ctx: &Context,
     run: &str,
-    // When the request started, how long its handler took, and whether it was the isolate's
-    // first (counted then: by the time it ends, requests that came in meanwhile have been
-    // counted too).
+    // When the request started, its handler's time, and whether it was the isolate's first.
     (started_ms, handler_ms, cold): (f64, f64, bool),
     reply: &kvbench_core::measurement::endpoint::Reply,
     colo: &str,
@@ -126,10 +116,9 @@ impl ShardSink for Shards<'_> {
 }
 
 impl Archive {
-    /// `POST <path>` with `body` to shard `k` of `run` on the runtime's own objects: the SDK's
-    /// `Stub::fetch_with_request` reads the request's and the answer's `cf` across JS into
-    /// objects of its own, CPU on every kept answer (docs/measured.md, "Figures behind the code", `bench/runs.mjs --split --profile`).
-    /// A non-2xx answer is an error with its status and text.
+    /// `POST <path>` with `body` to shard `k` of `run`, on the runtime's objects (the SDK's
+    /// `Stub::fetch_with_request` reads `cf` across JS, CPU per answer: docs/measured.md). A
+    /// non-2xx answer is an error with its status and text.
     async fn post_raw(&self, run: &str, k: u32, path: &str, body: &str) -> Result<(), String> {
         use wasm_bindgen::JsCast;
         let js = |e: wasm_bindgen::JsValue| crate::bindings::js_text(&e);
@@ -184,9 +173,8 @@ thread_local! {
 /// How long a keep waiting for another's append sleeps before it looks again.
 const TICK_MS: u64 = 2;
 
-/// Keeps one `/test` answer of `run` (called from `waitUntil`, after the answer was sent),
-/// appended with the others of this isolate that wait ([`Writer::keep_batched`]); what went
-/// wrong is logged, and an answer no shard took is counted.
+/// Keeps one `/test` answer of `run` batched with the isolate's others
+/// ([`Writer::keep_batched`]); failures are logged and counted.
 pub async fn keep_answer(archive: &Archive, run: &str, t_ms: i64, line: &str) {
     let writer = WRITER.with(|w| *w);
     let shards = Shards { archive, run };

@@ -17,9 +17,8 @@ pub fn message<T: serde::Serialize>(message: &T) -> Result<Response> {
     json(200, &serde_json::to_string(message)?)
 }
 
-/// JSON with `extra` headers, built as one JS `Response` (its header set made once per isolate,
-/// `js_strings::headers`) instead of the SDK's, which copies the body into wasm bytes and each
-/// header across on its own.
+/// JSON with `extra` headers as one JS `Response` (the SDK's copies the body into wasm and each
+/// header across on its own).
 pub fn json_with(status: u16, body: &str, extra: &[(&str, &str)]) -> Result<Response> {
     json_raw(status, Some(body), extra).map(Response::from)
 }
@@ -65,8 +64,6 @@ pub fn without_body(response: Response) -> Result<Response> {
         .with_headers(headers))
 }
 
-/// The body of `GET /`: routes, active configuration and every store's description with
-/// whether it is configured here (and why not) — never a secret's value.
 /// `GET /`'s `defaults`: the settings every `/test` starts from (or why they are invalid).
 pub fn defaults_json(defaults: std::result::Result<Defaults, ParamError>) -> serde_json::Value {
     match defaults {
@@ -91,9 +88,8 @@ pub fn defaults_json(defaults: std::result::Result<Defaults, ParamError>) -> ser
     }
 }
 
-/// The var the scripts that serve or deploy the worker write its build into: a JSON object of
-/// text (`commit`, `wrangler`, `workerd`, `worker`, …) that `GET /` gives as `provenance` and
-/// reports show.
+/// The var the serve and deploy scripts write the build into (`commit`, `wrangler`, ...), shown
+/// as `GET /`'s `provenance`.
 pub const PROVENANCE_VAR: &str = "KVBENCH_PROVENANCE";
 
 /// `GET /`'s `provenance`: the var's object, `null` without it, or what is wrong with it.
@@ -105,6 +101,8 @@ pub fn provenance(raw: Option<&str>) -> serde_json::Value {
     }
 }
 
+/// The body of `GET /`: routes, active configuration and every store's description with
+/// whether it is configured here (and why not) — never a secret's value.
 pub fn index(
     defaults: std::result::Result<Defaults, ParamError>,
     configured: &[(StoreId, std::result::Result<(), StoreError>)],

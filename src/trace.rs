@@ -1,6 +1,5 @@
-//! Where this isolate runs, from Cloudflare's trace (the rules: `kvbench_core::operations::trace`):
-//! the one fetch of it, which a probe object (once per instance) and a fleet member's `/test`
-//! (once per isolate, at most hourly, after the measurement) both use.
+//! Where this isolate runs: the one fetch of Cloudflare's trace, for a probe object (once per
+//! instance) and a member's `/test` (rules: `kvbench_core::operations::trace`).
 
 use std::cell::RefCell;
 
@@ -22,9 +21,8 @@ pub async fn colo(env: &Env) -> Option<String> {
     ask(&url).await
 }
 
-/// A member isolate's trace colo: asked when the isolate is new and at most once an hour after
-/// ([`TraceCache::due`]), and only for a request that `may_ask` (an answer: a refused request
-/// costs no subrequest); a request that comes while another asks says what is known.
+/// A member isolate's trace colo, asked when due ([`TraceCache::due`]) and only when `may_ask`
+/// (a refused request costs no subrequest).
 pub async fn member_colo(env: &Env, may_ask: bool) -> Option<String> {
     if may_ask && MEMBER.with(|t| t.borrow_mut().due(JsClock.now_ms())) {
         let learned = colo(env).await;

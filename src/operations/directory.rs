@@ -1,11 +1,6 @@
-//! The fleet directory (`FleetDirectory`, a Durable Object class of its own, binding
-//! `BENCH_DIRECTORY`; one object, [`OBJECT`]): every member a start or the cron armed, label →
-//! base URL, in its storage (key `members`). A member taken out of `FLEET` is no longer in the
-//! worker's configuration, but its probe object still holds answers (and stops itself at its next
-//! wake); through the directory it is still listed by `GET /probes`, stopped by
-//! `POST /probes/stop` and read by `/probes/answers` and `/report` until it keeps nothing, when
-//! it is forgotten. Its messages are `kvbench_wire::object`'s [`Directory`] and
-//! [`DirectoryChange`].
+//! The fleet directory (`FleetDirectory`, one object [`OBJECT`]): every member a start or the
+//! cron armed, label → URL. Through it a member taken out of `FLEET` is still listed, stopped
+//! and read until it keeps nothing, then forgotten.
 
 use kvbench_core::operations::fleet::Member;
 use kvbench_core::spec::env::DIRECTORY;
@@ -28,9 +23,8 @@ pub struct FleetDirectory {
 }
 
 impl FleetDirectory {
-    /// `POST /members` applies a [`DirectoryChange`] (written only when it changes something,
-    /// so the cron's tick costs a row read, not a write); both `GET` and `POST` answer the
-    /// [`Directory`] after the call.
+    /// `POST /members` applies a [`DirectoryChange`] (written only when it changes something);
+    /// `GET` and `POST` answer the [`Directory`].
     async fn serve(&self, call: DirectoryCall, mut req: Request) -> worker::Result<Response> {
         let storage = self.state.storage();
         let stored: Option<serde_json::Value> = object::load(&storage, KEY).await?;

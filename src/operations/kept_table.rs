@@ -1,7 +1,5 @@
-//! A Durable Object's kept answers: the table (`kvbench_core::stores::sql::kept`) that both the probes
-//! (`ProbeObject`) and a run's shards (`RunArchive`) hold, its pages and expiry, the count of
-//! keeps that failed, and the stream that reads the pages of several objects as one NDJSON
-//! stream with one end line.
+//! A Durable Object's kept answers (`kvbench_core::stores::sql::kept`), held by the probes and a
+//! run's shards: pages, expiry, failed keeps, and one NDJSON stream over several objects.
 
 use std::cell::Cell;
 
@@ -128,10 +126,9 @@ impl KeptTable {
         Ok(self.first_number(FIRST, "first")?.map(|t| t as i64))
     }
 
-    /// One page of lines after `after` within the window, each with its `seq` (plus `base`: a
-    /// run shard's place in its run's stream); the last seq here, whether more may follow and
-    /// the failed keeps (this table's plus `failed_elsewhere`, the object's own count) travel
-    /// in headers.
+    /// One page of lines after `after` within the window, each with its `seq` (plus `base`, a
+    /// shard's place in its run); the last seq, whether more follow and the failed keeps go in
+    /// headers.
     pub fn page(&self, url: &worker::Url, failed_elsewhere: u64) -> worker::Result<Response> {
         let get = |name: &str| {
             url.query_pairs()

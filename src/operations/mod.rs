@@ -1,11 +1,8 @@
-//! The operations plane, the main worker's only (a fleet member is built without it, feature
-//! `main-worker`). Objects: the probes' Durable Object class (`probes`), the fleet's directory
-//! (`directory`), the run archive's shards (`run_archive`, with the reads over a run's shards),
-//! the kept-answers table both the probes and the shards hold (`kept_table`), and talking to
-//! any of them (`object`). The worker's side of the probes (`probe_client`). Routes: what they
-//! share — the error, the guards, the query (`route`) — probe control and the cron
-//! (`probe_control`), the answer streams (`answer_routes`) and `/report` with the bill
-//! (`report_route`).
+//! The operations plane, the main worker's only (feature `main-worker`).
+//! - objects: `probes`, `directory`, `run_archive`, their shared `kept_table`, and `object`
+//!   (calling any of them); the worker's side of the probes, `probe_client`;
+//! - routes: `route` (error, guards, query), `probe_control` (and the cron), `answer_routes`,
+//!   `report_route` (`/report` and the bill).
 
 pub mod answer_routes;
 pub mod directory;

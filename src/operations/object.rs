@@ -13,9 +13,8 @@ use crate::operations::kept_table::ORIGIN;
 use kvbench_core::Clock;
 use kvbench_wire::object::ObjectCall;
 
-/// A value an object keeps in its storage, as JSON text: the one serializer of the object's
-/// messages (`serde_json`) for its storage too, not a second one (`serde_wasm_bindgen`) compiled
-/// for each stored type.
+/// A value an object keeps in its storage, as JSON text (`serde_json`, the messages' serializer,
+/// not a second one compiled per stored type).
 pub async fn load<T: DeserializeOwned>(storage: &Storage, key: &str) -> Result<Option<T>> {
     match storage.get::<String>(key).await? {
         Some(text) => serde_json::from_str(&text)
@@ -46,9 +45,7 @@ pub(crate) fn at(epoch_ms: f64) -> ScheduledTime {
     ScheduledTime::new(js_sys::Date::new(&JsValue::from(epoch_ms)))
 }
 
-/// A `GET` call of an object ([`ObjectCall`]): its JSON answer, a message of
-/// `kvbench_wire::object` for that message's own reader (`ProbeStatus::read`,
-/// `ShardStatus::read`).
+/// A `GET` call of an object ([`ObjectCall`]): its JSON answer, for the message's own reader.
 pub async fn get_json(stub: &Stub, call: impl ObjectCall) -> Result<serde_json::Value, String> {
     let path = call.path();
     let mut r = stub
@@ -79,9 +76,8 @@ pub async fn post(stub: &Stub, call: impl ObjectCall, body: &str) -> Result<Resp
     Ok(response)
 }
 
-/// The test-only var that makes each object log every call it answers (`kvbench-object-call
-/// <class> <method> <path>`): an end-to-end test counts what one route asks of the objects
-/// (tests/e2e/probes.test.mjs). Unset in wrangler.toml.
+/// The test-only var that makes each object log every call it answers, so an e2e test counts
+/// what a route asks of the objects (tests/e2e/probes.test.mjs).
 pub const CALL_LOG_VAR: &str = "OBJECT_CALL_LOG";
 
 thread_local! {

@@ -72,9 +72,8 @@ impl Probes {
         hints.chain(members).collect()
     }
 
-    /// A vantage point's probe object: a hint's is created with that location hint; a
-    /// member's with its region's (`fleet-regions.json`), so its call to the member is short
-    /// and stable — a member whose label is no known region's, wherever it is first asked for.
+    /// A vantage point's probe object, created with its hint, or a member's region's
+    /// (`fleet-regions.json`) so its call to the member is short.
     pub fn stub(&self, point: &Point) -> worker::Result<Stub> {
         match point {
             Point::Hint(hint) => self
@@ -109,10 +108,9 @@ impl Probes {
         .unwrap_or_default()
     }
 
-    /// `call` (`start`, `tick`, `stop`) to each probe, all at once; each probe's answer, or its
-    /// error as text, by vantage point, in the points' order. A start or tick first records the
-    /// members it arms in the directory (`crate::operations::directory`); the second value says
-    /// why that failed.
+    /// `call` (`start`, `tick`, `stop`) to each probe at once; each answer or error by point,
+    /// in order. A start or tick first records the members it arms in the directory (the second
+    /// value: why that failed).
     pub async fn each(
         &self,
         call: ProbeCall,
@@ -179,11 +177,9 @@ impl Probes {
         points
     }
 
-    /// The probes outside this configuration, with their status: hint probes started by a
-    /// `POST /probes/start?hints=` beyond `PROBE_HINTS`, and members of the directory no longer
-    /// in `FLEET` — listed, stopped and read like the others, never left re-arming unseen or
-    /// keeping answers no route shows. A directory member whose probe neither runs nor keeps
-    /// anything is `gone`, for a start, a stop or the cron to forget ([`Self::forget`]).
+    /// The probes outside this configuration (hints beyond `PROBE_HINTS`, directory members no
+    /// longer in `FLEET`), listed and stopped like the others, never left running unseen. One
+    /// that neither runs nor keeps is `gone`, to forget ([`Self::forget`]).
     pub async fn outside(&self) -> Outside {
         let mut candidates: Vec<Point> = LocationHint::ALL
             .into_iter()
@@ -221,9 +217,8 @@ impl Probes {
         }
     }
 
-    /// The stream sources of the probes of `sweep` that keep something (a line, or a failed
-    /// keep the stream's end line counts), and of any whose status could not be read: a probe
-    /// that keeps nothing is not asked for its pages.
+    /// The stream sources of the probes of `sweep` that keep something, or whose status could
+    /// not be read.
     pub fn sources_of(&self, sweep: &Sweep) -> worker::Result<Vec<Source>> {
         let mut sources = Vec::new();
         for (point, status) in sweep.every() {

@@ -1,8 +1,5 @@
-//! Probe control: `GET /probes` (every probe's status, the budget and the cron's verdict),
-//! `POST /probes/start` and `/probes/stop`, `POST /probes/check` (a deploy check of the fleet's
-//! members) and the Cron Trigger that keeps the probes alive. Each request reads every probe's
-//! status at most once ([`Probes::sweep`]); only a start, a stop or the cron writes (the
-//! directory's forgotten members among it).
+//! Probe control: `GET /probes`, `POST /probes/start|stop|check` and the Cron Trigger that keeps
+//! the probes alive. A request reads every probe's status at most once ([`Probes::sweep`]).
 
 use kvbench_core::error::ParamError;
 use kvbench_core::operations::auth::TOKEN_VAR;
@@ -21,12 +18,10 @@ use crate::operations::route::{
 };
 use crate::respond;
 
-/// `POST /probes/check[?members=label,...]`: each member of `FLEET` (or the ones named) called
-/// once, at once, from this worker — as its probe calls it, so what Cloudflare does to one
-/// worker fetching another (error 1042) shows here — and read as a deploy check reads it:
-/// status, placement against its region's metro, handler time, and its problem if any.
-/// Nothing is kept. 200 with `ok: false` when some member has a problem. Closed like a start
-/// (each call is a `/test` the deployment pays for).
+/// `POST /probes/check[?members=label,...]`: each member of `FLEET` (or those named) called once
+/// from this worker as its probe calls it (so error 1042 shows here), read as a deploy check:
+/// status, placement, handler time, problem. Nothing is kept; `ok: false` when a member has a
+/// problem. Closed like a start (each call is a paid `/test`).
 pub async fn check(req: Request, env: &Env) -> Answer {
     admit_control(&req, env)?;
     let probes = probes_of(env)?;
@@ -195,9 +190,8 @@ pub async fn control(req: Request, env: &Env, call: ProbeCall) -> Answer {
     respond_each(&probes, call).await
 }
 
-/// The cron's budget check: what would run after its tick ([`Arming::Tick`]), given every
-/// probe's state `now` and what one answer costs. `Ok(None)`: the tick arms nothing (every
-/// configured probe runs or is stopped), so there is nothing to check.
+/// The cron's budget check of what would run after its tick ([`Arming::Tick`]); `Ok(None)`:
+/// the tick arms nothing.
 fn cron_verdict(
     probes: &Probes,
     now: &[ProbeNow],
@@ -243,9 +237,8 @@ async fn respond_each(probes: &Probes, call: ProbeCall) -> Answer {
     )?)
 }
 
-/// The Cron Trigger: re-arms every probe that is not stopped and has no alarm — unless what
-/// would then run is over `PROBE_BUDGET_USD`, in which case it arms nothing (`GET /probes`
-/// says why, in `cron`).
+/// The Cron Trigger: re-arms every probe not stopped and without an alarm, unless that would be
+/// over `PROBE_BUDGET_USD` (then nothing, and `GET /probes` says why).
 pub async fn tick(env: &Env) {
     let probes = match Probes::from_env(env) {
         Ok(p) => p,
@@ -253,9 +246,7 @@ pub async fn tick(env: &Env) {
     };
     let sweep = probes.sweep().await;
     let now = sweep.budget_view();
-    // No bill to price when the tick arms nothing: in the steady state this spares each
-    // 5-minute tick a render of the last day's answers. Its links are not used here: no
-    // request, no origin.
+    // No bill when the tick arms nothing: the steady state spares each tick a render.
     let per_answer = match now.iter().any(ProbeNow::tick_arms) {
         true => per_answer_usd(&bill(env, &probes, &sweep, "").await),
         false => None,

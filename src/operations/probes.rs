@@ -1,13 +1,7 @@
-//! The deployed worker measuring itself. `ProbeObject` is the Durable Object class of the probes,
-//! two kinds told apart by their state: `probe:<hint>` (created with that location hint) wakes on
-//! its own alarm every `PROBE_EVERY` seconds and runs exactly what `/test` runs
-//! (`kvbench_core::handle` over the same stores and vars), one measurement at a time, and keeps
-//! the answer; `member:<label>` wakes the same way and calls a placed fleet member's `/test` over
-//! HTTP (only a fetch handler is placed), keeping its answer — or, when it did not answer, why, as
-//! a line of its own. Both keep NDJSON lines (`kvbench_wire::kept::Kept`) in their SQLite
-//! database ([`KeptTable`]) and hand them out in pages, which the worker's routes stream; answers
-//! older than `PROBE_KEEP` are deleted by the probe's alarm. A load run's answers are kept by a
-//! class of their own (`crate::operations::run_archive`).
+//! `ProbeObject`, the deployed worker measuring itself: `probe:<hint>` runs `/test`'s own
+//! measurement on its alarm every `PROBE_EVERY` seconds, `member:<label>` calls a placed fleet
+//! member's `/test` over HTTP; both keep each answer (or why there is none) as a
+//! `kvbench_wire::kept::Kept` line in their SQLite ([`KeptTable`]) for `PROBE_KEEP`.
 
 use std::cell::{Cell, RefCell};
 
@@ -86,10 +80,9 @@ impl ProbeObject {
         self.feed(|p| p.state().clone())
     }
 
-    /// Executes the machine's effects until it has none. A save or an alarm that fails is fed
-    /// back as a failure ([`Probe::handle_failed`]: the chain goes on, best effort) and its
-    /// error returned. `own_visits`: each effect but a measurement is a request in flight of
-    /// the isolate (an alarm's; a fetch is one already).
+    /// Executes the machine's effects until it has none; a failed save or alarm is fed back
+    /// ([`Probe::handle_failed`]) and its error returned. `own_visits`: each effect but a
+    /// measurement counts as a request in flight of the isolate (an alarm's).
     async fn run(&self, own_visits: bool) -> worker::Result<()> {
         let Err(e) = self.execute(own_visits).await else {
             return Ok(());
@@ -230,9 +223,8 @@ impl ProbeObject {
         probe::member_answer(member, called, t_ms, call_ms, last_colo)
     }
 
-    /// `/test` with no query: the deployment's defaults and stores. The Cache API is reported
-    /// as not measurable here (an alarm has no request, so no custom-domain zone whose cache
-    /// `caches.default` would be).
+    /// `/test` with no query: the deployment's defaults. The Cache API is not measurable here
+    /// (an alarm has no request, so no zone for `caches.default`).
     async fn run_test(&self, colo: &str, hint: &str) -> kvbench_core::Reply {
         let env = &self.env;
         let cache = Err(StoreError::new(
@@ -274,11 +266,8 @@ impl ProbeObject {
 /// longer body is dropped, not stored).
 const MEMBER_BODY_MAX: usize = 1 << 20;
 
-/// `GET url` with the token as a bearer header, within [`MEMBER_TIMEOUT_MS`]: the status, the
-/// checked `cf-placement` and the body. A failure is its kind (`timeout`, `connect`,
-/// `transport`) and what happened.
-/// One call of a member's `/test`: its status, `cf-placement` (shape-checked), handler time from
-/// its `Server-Timing`, and body (or what a redirect said) — or why there is none.
+/// One call of a member's `/test` with the token as a bearer, within [`MEMBER_TIMEOUT_MS`]: its
+/// status, `cf-placement` (shape-checked), `Server-Timing` handler time and body — or why not.
 pub(crate) async fn call_member(
     url: &str,
     token: Option<&str>,
@@ -342,9 +331,8 @@ pub(crate) async fn call_member(
     }
 }
 
-/// A member's body, read up to [`MEMBER_BODY_MAX`] and no further: a longer announced length is
-/// refused unread, and a body without one stops being read at the limit (an endless body would
-/// otherwise be buffered until the member timeout, past a Durable Object's 128 MB).
+/// A member's body, up to [`MEMBER_BODY_MAX`]: a longer announced length is refused unread, an
+/// unannounced one cut at the limit (else buffered past a Durable Object's 128 MB).
 async fn read_member_body(
     response: &mut Response,
     content_length: Option<&str>,
@@ -414,9 +402,8 @@ impl DurableObject for ProbeObject {
         answer.or_else(|e| Response::error(format!("probe object: {e}"), 500))
     }
 
-    /// A wake ([`Probe::handle_alarm`]): measured until warm and kept, or only expired; the
-    /// effects executed, a failure fed back so the chain goes on. A state that cannot be read
-    /// is not saved over: the wake is tried again.
+    /// A wake ([`Probe::handle_alarm`]). A state that cannot be read is not saved over: the wake
+    /// is tried again.
     async fn alarm(&self) -> worker::Result<Response> {
         let fleet = env_text(&self.env, kvbench_core::operations::fleet::FLEET_VAR);
         let fed = {

@@ -1,9 +1,6 @@
-//! The report route: `GET /report` (report.html, or its report.json, over the probes' answers
-//! of a window, rendered by the report worker: cached for a minute, one render shared by the
-//! viewers who arrive while it runs), and the bill (`POST /bill` of the report worker: the
-//! projected month of the probes, from the last day's answers) that `GET /probes` shows and a
-//! start is bounded by. Both stream the answers of the probes that keep any, read from one
-//! sweep of their statuses.
+//! `GET /report` (report.html or report.json over a window of the probes' answers, rendered by
+//! the report worker, cached a minute, one render shared by concurrent viewers) and the bill
+//! (`POST /bill`: the probes' projected month), both streamed from one sweep of the probes.
 
 use kvbench_core::error::ParamError;
 use kvbench_core::operations::window::{self, Window};
@@ -100,9 +97,8 @@ impl ReportCall {
     }
 }
 
-/// Streams the probes' kept answers in `window` to the report worker's `call` and returns its
-/// status and body, and whether any answer is kept at all (an empty answer is not cached: the
-/// first probe answer must show at once); the report's clock starts at the first kept answer.
+/// Streams the probes' answers in `window` to the report worker's `call`: its status and body,
+/// and whether any answer is kept (an empty report is not cached).
 async fn report_call(
     env: &Env,
     probes: &Probes,
@@ -123,9 +119,8 @@ async fn report_call(
         since_ms: Some(window.since_ms),
         until_ms: Some(window.until_ms),
     };
-    // The answers flow through a TransformStream: this request writes each page as the report
-    // worker reads the other end (a Rust stream handed over as the body would need this isolate
-    // to pull it while it waits, which workerd takes for a hang).
+    // Through a TransformStream: a Rust stream as the body would need this isolate to pull it
+    // while it waits, which workerd takes for a hang.
     let pipe = worker::web_sys::TransformStream::new().map_err(|e| js_text(&e))?;
     let writer = pipe.writable().get_writer().map_err(|e| js_text(&e))?;
     let url = call.url(span);
@@ -241,9 +236,8 @@ pub async fn report(req: Request, env: &Env) -> Answer {
     report_response(result, window_s, format, "made")
 }
 
-/// The result of the render of `key` under way, if one is and it ends in time. A waiter only
-/// watches the render, on a timer of its own: workerd cancels a request that awaits another
-/// request's I/O as hung.
+/// The result of the render of `key` under way, if it ends in time. A waiter watches on a timer
+/// of its own: workerd cancels a request awaiting another request's I/O as hung.
 async fn wait_for_render(key: &str) -> Option<RenderResult> {
     let running = RENDERING.with(|r| r.borrow().get(key).cloned())?;
     let deadline = JsClock.now_ms() + WAIT_FOR_RENDER_MS;
@@ -319,9 +313,8 @@ thread_local! {
         Default::default();
 }
 
-/// The page, saying which window it covers (`kvbench-window-s`: the preset the one asked for
-/// was widened to) and where it came from (`kvbench-render`: `made` for this request, `shared`
-/// with a viewer whose render was under way, `cached` from the last minute's).
+/// The page, with `kvbench-window-s` (the widened window) and `kvbench-render` (`made`,
+/// `shared` or `cached`).
 fn page(status: u16, body: String, window_s: u32, format: Format, how: &str) -> Answer {
     let mut r = Response::ok(body)?.with_status(status);
     let headers = r.headers_mut();

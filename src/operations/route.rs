@@ -1,6 +1,5 @@
-//! What every operations route shares: its error ([`RouteError`]), turned into a response in
-//! one place so handlers use `?`; the token guards (`/test`'s rule, and the stricter one of the
-//! routes that start or stop probes); the query; and the probes of this deployment.
+//! What every operations route shares: its error ([`RouteError`], one conversion so handlers use
+//! `?`), the token guards, the query, and the probes of this deployment.
 
 use kvbench_core::error::ParamError;
 use kvbench_core::measurement::params::parse_query;
@@ -15,9 +14,7 @@ use crate::respond;
 /// Why an operations route answers no data.
 #[derive(Debug)]
 pub enum RouteError {
-    /// `{"error": ...}` with this status: a parameter's error (400), a refusal (401 names the
-    /// token and carries `WWW-Authenticate`; 403), a missing binding (500), a read that failed
-    /// (503), over a budget (413).
+    /// `{"error": ...}` with this status (400, 401 with `WWW-Authenticate`, 403, 413, 500, 503).
     Param(u16, ParamError),
     /// The runtime failed: the worker's own 500, as an unanswered `?` would be.
     Worker(worker::Error),

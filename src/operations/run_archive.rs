@@ -1,8 +1,5 @@
-//! The run archive's object: one shard of a load run's kept answers (`RunArchive`, a Durable
-//! Object class of its own; the worker's side that keeps into it is `crate::keep`), its appends,
-//! the count of keeps that failed, its pages, and its alarm, which deletes answers older than
-//! `PROBE_KEEP`. Also the two reads over a run's shards: their totals and their answers as the
-//! sources of one stream.
+//! `RunArchive`, one shard of a load run's kept answers (kept into by `crate::keep`): appends,
+//! failed keeps, pages and the expiry alarm; also the reads over a run's shards.
 
 use std::cell::RefCell;
 
@@ -33,9 +30,8 @@ impl RunArchive {
             .and_then(|(_, v)| v.parse::<i64>().ok())
     }
 
-    /// `POST /append?keep=..&failed=..`: lines `<t_ms>\t<kept line>`, kept in one statement
-    /// (all or none: a keep retried in another shard is never kept twice), then the failed
-    /// keeps it carries are recorded.
+    /// `POST /append?keep=..&failed=..`: lines `<t_ms>\t<kept line>` in one statement (all or
+    /// none: a keep retried elsewhere is never kept twice), then the failed keeps recorded.
     async fn append(&self, url: &worker::Url, body: &str) -> worker::Result<Response> {
         let rows = kvbench_wire::object::read_append(body)
             .ok_or_else(|| worker::Error::RustError("an append line is <t_ms>\\t<line>".into()))?;
@@ -46,10 +42,8 @@ impl RunArchive {
         Response::empty()
     }
 
-    /// A write makes sure an alarm will delete what is older than `keep` seconds (runs are
-    /// bounded like the probes): the first of an instance, or the first after an arm that
-    /// failed ([`Shard::handle_write`]). What was written stays written whatever this does; a
-    /// failure is logged, and the next write tries again.
+    /// A write makes sure an alarm will expire what it kept ([`Shard::handle_write`]); a failure
+    /// is logged and the next write tries again.
     async fn ensure_alarm(&self, url: &worker::Url) {
         let keep_s = Self::query(url, "keep");
         let fed = match self.ready().await {
@@ -95,9 +89,8 @@ impl RunArchive {
         }
     }
 
-    /// Executes the machine's effects until it has none, each result fed back (an expiry or a
-    /// read at once, with no await before it); the first failed save or arm is returned after
-    /// the rest ran.
+    /// Executes the machine's effects until it has none, each result fed back at once; the first
+    /// failed save or arm is returned after the rest ran.
     async fn execute(&self) -> worker::Result<()> {
         let storage = self.state.storage();
         let text = |e: worker::Error| e.to_string();
@@ -178,10 +171,8 @@ impl DurableObject for RunArchive {
         answer.or_else(|e| Response::error(format!("run archive: {e}"), 500))
     }
 
-    /// Deletes what is due and re-arms for when the oldest answer left is due (so an answer
-    /// lives `keep` plus the grace, not up to twice `keep`), by [`Shard::handle_alarm`]: a
-    /// failed expiry is counted and re-armed. Only a failed re-arm throws, for Cloudflare's
-    /// retries of the alarm.
+    /// Deletes what is due and re-arms for the oldest left ([`Shard::handle_alarm`]). Only a
+    /// failed re-arm throws, for Cloudflare's retries.
     async fn alarm(&self) -> worker::Result<Response> {
         let _visit = crate::in_flight().enter();
         self.ready().await?;

@@ -1,6 +1,5 @@
-//! The `cache` store: `caches.default` on the worker's own origin, entries expiring by
-//! `Cache-Control: max-age`. On `*.workers.dev` the Cache API does nothing, so there the store is
-//! `not_configured` with the reason, instead of reporting fast misses of nothing.
+//! The `cache` store: `caches.default` on the worker's origin, expiring by `max-age`;
+//! `not_configured` on `*.workers.dev`, where the Cache API does nothing.
 
 use async_trait::async_trait;
 use kvbench_core::stores::cache;
@@ -32,9 +31,7 @@ impl CacheBinding {
         })
     }
 
-    /// The entry to put: a JS `Response` whose body is already a JS copy of the value, so the
-    /// put (inside the write span) copies nothing. (A `worker::Response` built from bytes keeps
-    /// them in wasm and copies them into JS when it is put.)
+    /// The entry to put, its body already the value's JS copy, so the put copies nothing.
     pub(crate) fn entry(value: &js_sys::Uint8Array, ttl_s: u32) -> Result<Response, StoreError> {
         let headers = worker::web_sys::Headers::new().map_err(|e| runtime(js_text(&e)))?;
         headers

@@ -1,15 +1,8 @@
-//! The `d1` store: the table of `migrations/` through the D1 binding, one prepared statement per
-//! read, one batch per write (the upsert and the deletion of up to 16 expired rows of other keys,
-//! in one round trip: D1 has no TTL), optionally inside one Sessions API session per request
-//! (`d1_session`). The value is bound as a JS string, built before the first span: D1 carries a
-//! BLOB parameter as a JSON array of numbers, several times the bytes and CPU inside the timed
-//! call.
-//!
-//! Queries go through the runtime's own `all()` and `batch()`, not the SDK's `raw()` and
-//! `D1Result`: their results carry D1's `meta` (where the query ran, its SQL time, D1's own
-//! attempts), which workers-rs 0.8.7's `D1ResultMeta` drops. The results are kept as they came
-//! until every span is over; only then is each `meta` turned into text and read
-//! (`kvbench_core::stores::meta`).
+//! The `d1` store: one prepared read, one batch per write (the upsert and up to 16 expired rows
+//! of other keys deleted: D1 has no TTL), optionally in one Sessions API session per request.
+//! The value is bound as a JS string built before the first span (a BLOB goes as a JSON array
+//! of numbers), and the runtime's `all()`/`batch()` are used for D1's `meta`, which workers-rs's
+//! `D1ResultMeta` drops; each `meta` is read only after every span.
 
 use std::cell::RefCell;
 

@@ -1,7 +1,5 @@
-//! The `do` store on both sides of the hop: the worker's client (a stub's `fetch` per call,
-//! the object chosen by `do_scope` and placed by `do_location`) and the Durable Object itself,
-//! `BenchObject`, keeping `(key, value, expires_at)` rows in its own SQLite database. The
-//! protocol between them is `kvbench_core::stores::durable`; the SQL is `kvbench_core::stores::sql`.
+//! The `do` store's client: a stub's `fetch` per call, the object chosen by `do_scope` and placed
+//! by `do_location` (the protocol: `kvbench_core::stores::durable`).
 
 use async_trait::async_trait;
 use kvbench_core::spec::env::BENCH_DO;

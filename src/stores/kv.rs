@@ -1,6 +1,5 @@
-//! The `kv` store: the `BENCH_KV` namespace binding, called directly — `getWithMetadata` for a
-//! read (its `cacheStatus` read after every span), `put` with `expirationTtl` for a write of the
-//! value's JS copy.
+//! The `kv` store: the `BENCH_KV` binding called directly (`getWithMetadata`, `put` with
+//! `expirationTtl`).
 
 use async_trait::async_trait;
 use kvbench_core::spec::env::BENCH_KV as KV_BINDING;
@@ -13,10 +12,8 @@ use crate::bindings::{js_text, missing_binding, runtime};
 use crate::js_copy::JsCopy;
 use crate::js_strings::name;
 
-/// The `kv` store: the namespace object itself, called directly. Reads ask for an
-/// `ArrayBuffer` and only read its length — the SDK's `.bytes()` would copy the value into wasm
-/// after the read's I/O, CPU that a deployed clock counts in the next store's span. A read is
-/// `getWithMetadata`, whose result also carries KV's `cacheStatus`, read after every span.
+/// The `kv` store. A read asks for an `ArrayBuffer` and reads only its length (the SDK's
+/// `.bytes()` would copy it into wasm); its `cacheStatus` is read after every span.
 pub struct KvBinding {
     namespace: KvNamespace,
     /// This request's read result (`{ value, metadata, cacheStatus }`), kept unread until

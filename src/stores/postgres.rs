@@ -1,7 +1,5 @@
-//! The `postgres` and `hyperdrive` stores' glue: the URL of the `POSTGRES_URL` secret, or the
-//! connection string of the `BENCH_HYPERDRIVE` binding (whose host and port `connect()` routes
-//! to Hyperdrive's pooled proxy), over `connect()` sockets. The client is
-//! `kvbench_core::stores::postgres`.
+//! The `postgres` and `hyperdrive` stores' glue: the `POSTGRES_URL` secret, or the
+//! `BENCH_HYPERDRIVE` binding's connection string, over `connect()` sockets.
 
 use kvbench_core::spec::env::{BENCH_HYPERDRIVE, POSTGRES_URL};
 use kvbench_core::{ErrorKind, PgUrl, PostgresStore, StoreError};

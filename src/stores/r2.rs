@@ -1,9 +1,6 @@
-//! The `r2` store: an object per key with its expiry in custom metadata (R2 has no per-object
-//! TTL). A read gets the object; an expired one is a miss whose body is never read; a live one
-//! is read to its last byte, which stays a JS `ArrayBuffer` (only its length crosses into wasm).
-//! It calls the binding through `worker_sys`, the thin layer under `worker::Bucket`: the whole
-//! store is two calls, and the builder API would double its share of the bundle. Expired objects
-//! are deleted by the main worker's Cron Trigger ([`sweep`]).
+//! The `r2` store: an object per key, its expiry in custom metadata (deleted by the cron's
+//! [`sweep`]). An expired read is a miss, body unread; a live body stays a JS `ArrayBuffer`.
+//! Through `worker_sys` directly: two calls, where the builder API doubles the bundle share.
 
 use async_trait::async_trait;
 use kvbench_core::spec::env::BENCH_R2;

@@ -1,6 +1,5 @@
-//! The TCP stores' byte streams (`redis`, `postgres`, `hyperdrive`): `connect()` from
-//! `cloudflare:sockets` (`worker::Socket`), TLS when the URL says `rediss://`, or upgraded
-//! after Postgres's `SSLRequest`. The RESP client itself is `kvbench_core::stores::redis`.
+//! The TCP stores' byte streams: `connect()` (`worker::Socket`), TLS for `rediss://` or after
+//! Postgres's `SSLRequest`.
 
 use std::future::{poll_fn, Future as _};
 use std::pin::Pin;

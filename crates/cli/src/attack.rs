@@ -1,13 +1,6 @@
-//! The attacker: how one request is sent. The request is a template built once (origin-form URI,
-//! `Host`, `User-Agent`, `--header`s) and cloned per request; a [`Conn`] is one HTTP/1.1 (or
-//! HTTPS) connection whose protocol state is driven inside the task that sends on it — no task of
-//! its own, so a request costs no wake-up between tasks.
-//!
-//! A connection that waited idle can turn out closed only when it is used: the server closes an
-//! idle connection on a timer of its own (workerd after 5 s), and a request written just as that
-//! close crosses it on the wire gets no answer — a reset, or an end of stream before any byte.
-//! Such a request is sent once more on a new connection, as hyper's pooled client and browsers
-//! do, and counted (`retried`); see [`Attacker::send`].
+//! The attacker: how one request is sent. A template built once and cloned per request; a
+//! [`Conn`] is one HTTP/1.1(S) connection driven inside the sending task (no wake-up between
+//! tasks). A request that meets a server's idle close is sent once more ([`Attacker::send`]).
 
 use std::future::Future;
 use std::io;
@@ -161,22 +154,16 @@ impl Attacker {
         })
     }
 
-    /// Sends one request on `conn` (opening one when there is none or it was closed) and reads
-    /// the answer's body into `body`; returns the status. After a failure `conn` is `None`: its
-    /// state is unknown, and an answer arriving later must not be taken for the next one's.
+    /// Sends one request on `conn` (opening one when needed) and reads the body into `body`;
+    /// returns the status. After a failure `conn` is `None` (its state is unknown).
     ///
-    /// A connection that waited idle (kept alive after an answer, or opened before the run) may
-    /// have been closed by the server while the request was on its way. Such a request is sent
-    /// again on a new connection — at most once, and only when no byte of an answer arrived:
-    /// - closed before the request left (hyper hands it back): sent on a new one, not counted;
-    /// - left, then the connection failed (reset, end of stream) before any answer byte: sent
-    ///   once more on a new connection, and `retried` is set;
-    /// - it failed on a connection opened for it, or after answer bytes arrived (the server did
-    ///   see it, and may have acted on it), or the new connection fails too: the failure stands.
+    /// An idle connection may have been closed by the server meanwhile (workerd after 5 s), so:
+    /// - closed before the request left: sent on a new one, not counted;
+    /// - failed before any answer byte: sent once more on a new one, `retried` set (at once, so
+    ///   a retry that times out still counts);
+    /// - failed on a fresh connection, after answer bytes, or twice: the failure stands.
     ///
-    /// `retried` is set as soon as the second attempt starts, so a request whose retry then times
-    /// out is still counted as retried. Its latency, like every request's, runs from its intended
-    /// start (the caller's clock), so it includes the failed attempt and the new connection.
+    /// Latency runs from the intended start, so it includes the failed attempt.
     pub async fn send(
         &self,
         conn: &mut Option<Conn>,
@@ -315,9 +302,8 @@ enum Step {
     Broke(String),
 }
 
-/// Counts the bytes read through it: whether any byte of an answer arrived decides whether a
-/// failed request may be sent again. It sits above TLS, so a TLS record that carries no answer
-/// (a `close_notify` sent with the idle close) is not taken for one.
+/// Counts the bytes read, above TLS (a `close_notify` is not an answer byte): any byte of an
+/// answer means a failed request is not sent again.
 pub struct Counted<T> {
     inner: T,
     read: Arc<AtomicU64>,

@@ -1,7 +1,5 @@
-//! Results in bulk, from the connections to the collector: each request appends its raw result
-//! (status and body bytes, unparsed) to one shared buffer that the collector swaps out every few
-//! milliseconds — no message, allocation or wake-up per request, and the JSON is parsed once, by
-//! the collector, borrowing from these bytes.
+//! Results in bulk: each request appends its raw result to a shared buffer the collector swaps
+//! out every few milliseconds (no message or wake-up per request; JSON parsed once, borrowed).
 
 use std::ops::Range;
 use std::sync::{Mutex, MutexGuard};

@@ -1,21 +1,14 @@
-//! `kvbench import k6`: k6's `--out json` (plain or gzip, streamed line by line) back into the
-//! samples `kvbench run` produces, through the same collector, so the report is the same shape.
+//! `kvbench import k6`: k6's `--out json` (plain or gzip, streamed) back into `kvbench run`'s
+//! samples through the same collector. The contract with `k6/kvbench.js`, one iteration one
+//! `/test` request, every point tagged `kvbench_req`:
+//! - per store: `kvbench_store_value_bytes` (marks it present), `_read_ms` (`result`
+//!   hit|miss|unknown|error), `_write_ms` (ok|error), `_connect_ms`, `_errors` (`kind`, `op`);
+//! - last, `kvbench_request_ms` (`outcome`, `colo`, `detail`), which completes the request;
+//! - `dropped_iterations` become `not_sent`; `kvbench_config` from `setup()` gives the run's URL,
+//!   rate, duration, timeout and end-to-end definition.
 //!
-//! The contract with `k6/kvbench.js` (one iteration = one `/test` request): every point of an
-//! iteration carries the metadata `kvbench_req` (unique per VU and iteration); per store in the
-//! answer the script emits `kvbench_store_value_bytes` (always: it marks the store as present),
-//! `kvbench_store_read_ms` (tag `result` = hit|miss|unknown|error), `kvbench_store_write_ms`
-//! (tag `result` = ok|error), `kvbench_store_connect_ms` and `kvbench_store_errors` (tags `kind`,
-//! `op`); then, last, `kvbench_request_ms` (value: k6's `http_req_duration`, or with the
-//! script's `KVBENCH_E2E=total` that plus blocked, connecting and TLS time; tags `outcome` =
-//! ok|http_<status>|malformed|timeout|connect|transport, `colo`, `detail`). k6's own
-//! `dropped_iterations` become `not_sent`. A `kvbench_config` point from `setup()` gives the run's
-//! URL, rate, duration, request timeout and end-to-end definition. k6 writes one iteration's points in order, so a request is complete
-//! when its `kvbench_request_ms` arrives; whatever is pending at the end of a file was cut short.
-//!
-//! A file is input, not trusted: every line, time span, count, value and name is bounded (see the
-//! constants below), and what is refused is counted as malformed, by reason, in the run's
-//! `import` figures — so memory stays flat and nothing absurd is printed, whatever the file.
+//! A file is untrusted: every line, span, count, value and name is bounded and what is refused
+//! is counted as malformed by reason, so memory stays flat whatever the file.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -564,9 +557,8 @@ impl<'o> FileImport<'o> {
             timeout: duration(&tags.timeout, Duration::from_millis(TIME_MAX_MS as u64))?,
             e2e_total: tags.e2e.as_deref() == Some("total"),
         };
-        // The run's clock starts at its first request, not at setup(): k6 spends a moment
-        // between the two, which would leave a sliver of the run in a last timeline interval
-        // of its own. Its time anchors the span, though.
+        // The run's clock starts at its first request, not at setup() (which would leave a
+        // sliver of a last timeline interval); setup's time anchors the span.
         let previous = std::mem::replace(&mut self.config, config);
         if let Err(e) = self.in_run(time) {
             self.config = previous;

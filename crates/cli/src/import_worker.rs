@@ -1,16 +1,8 @@
-//! `kvbench import worker URL`: the answers a deployed worker kept — its probes'
-//! (`/probes/answers`, one label per location hint) or a load run's (`/runs/<id>/answers`, one
-//! label per colo) — into the same report as `kvbench run`. The NDJSON stream is spooled to a
-//! temporary file (memory stays flat whatever its length), then read twice: once for the time
-//! span (the timeline's interval), once into one collector per label. A stream that ends without
-//! its `end` line, with an `error` line, or that goes quiet, is fetched again (bounded) and the
-//! lines already read are skipped by their per-label `seq`; if it still ends short, the import
-//! fails saying so.
-//!
-//! The server is not trusted: every wait is bounded ([`Limits`]: connect, response headers, the
-//! next line, the whole import), and so is what it may bring (spooled bytes, answers, labels and
-//! their length, an error body), each failure naming its flag. Text of the server's that is
-//! printed passes through [`tty`], so it cannot drive the terminal.
+//! `kvbench import worker URL`: a deployed worker's kept answers (`/probes/answers`, a label per
+//! hint, or `/runs/<id>/answers`, a label per colo) into `kvbench run`'s report. The stream is
+//! spooled to a file and read twice (span, then a collector per label); one cut short is fetched
+//! again (bounded), skipping lines by `seq`. The server is untrusted: every wait and size is
+//! bounded ([`Limits`]), and its printed text passes through [`tty`].
 
 use std::collections::BTreeMap;
 use std::future::Future;

@@ -1,10 +1,6 @@
-//! The open-loop schedule: when each request is *meant* to start, and the task that releases
-//! them. Latency is measured from these intended times (wrk2's correction for coordinated
-//! omission), so a slow target cannot slow the schedule down and hide its own slowness.
-//!
-//! The pacer lives inside the runtime: it wakes on a precise timer ([`crate::timer`]) at the next
-//! intended start, or one tick later at high rates, and releases everything due by then as one
-//! batch — a wake-up per tick, not a thread hop per request.
+//! The open-loop schedule: when each request is *meant* to start (latency counts from there,
+//! wrk2's correction for coordinated omission), released in batches by a task that wakes on a
+//! precise [`crate::timer`] once per tick, not once per request.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -15,10 +11,8 @@ use crate::timer::Timer;
 use kvbench_report::hist::Hist;
 use kvbench_report::sample::FailureKind;
 
-/// Shortest wait between two releases: at 30,000 req/s a batch of about fifteen requests. A
-/// wake-up is not free (shorter ticks cost CPU per request: docs/measured.md, "Figures behind the code"); 500 µs releases every request within half a millisecond of its
-/// intended start while waking at most 2,000 times a second. Latency still counts from each
-/// request's own intended start.
+/// Shortest wait between two releases (a wake costs CPU per request, docs/measured.md): every
+/// request within half a millisecond of its intended start, at most 2,000 wakes a second.
 pub const TICK: Duration = Duration::from_micros(500);
 /// Longest single sleep, so Ctrl-C is seen promptly even at very low rates.
 const NAP: Duration = Duration::from_millis(50);
@@ -36,9 +30,8 @@ pub enum PacerError {
     EmptyDuration,
 }
 
-/// Iterator over intended start offsets from the run start: `i / rate` for every `i` whose offset
-/// falls before `duration`. Offsets are computed from `i`, never accumulated, so rounding does not
-/// drift over an hour.
+/// Iterator over intended start offsets, `i / rate` below `duration`: computed from `i`, never
+/// accumulated, so rounding does not drift.
 #[derive(Debug, Clone)]
 pub struct Pacer {
     rate: f64,

@@ -1,10 +1,7 @@
-//! The fixed pool of connections: `--connections` tasks, each owning one connection, opened
-//! before the schedule starts (a connection opened mid-run would cost the requests behind it a
-//! handshake; one the server closed is reopened when next used). Requests are fed in schedule
-//! order from one queue: the pacer hands due requests to idle connections — open ones first, the
-//! most recently busy first, so a hot few do the work — and queues the rest; a connection that
-//! finishes takes the oldest queued request. Queued and sending requests count against `--max-in-flight`: beyond it a request is
-//! `not_sent`, never delayed — nothing grows without bound.
+//! The fixed pool of connections: `--connections` tasks, each owning one connection opened
+//! before the schedule starts. The pacer hands due requests to idle connections (open and most
+//! recently busy first) and queues the rest; beyond `--max-in-flight` a request is `not_sent`,
+//! never delayed.
 
 use std::collections::VecDeque;
 use std::future::poll_fn;
@@ -127,9 +124,8 @@ impl Queue {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Takes the due requests in order while `--max-in-flight` allows; returns how many it took
-    /// (from the front of `due`, which keeps the rest: they are not sent). `wake` is scratch
-    /// space, kept by the caller so a release allocates nothing.
+    /// Takes the due requests in order while `--max-in-flight` allows; returns how many (the
+    /// rest stay in `due`, not sent). `wake` is the caller's scratch space.
     pub fn offer(&self, due: &mut Vec<Job>, wake: &mut Vec<Waker>) -> usize {
         let taken = self.in_flight.reserve(due.len());
         {
@@ -247,8 +243,7 @@ pub struct Shared {
 }
 
 /// One connection's loop: take a request, send it (timed out at its intended start plus
-/// `--timeout`, by one timer reset per request, which bounds a retry on a new connection too),
-/// append its result, repeat.
+/// `--timeout`), append its result, repeat.
 async fn connection(id: usize, shared: Arc<Shared>, warm: Arc<tokio::sync::Semaphore>) {
     let Shared {
         attacker,

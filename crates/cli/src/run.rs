@@ -1,7 +1,6 @@
-//! `kvbench run` as a table of contents: shards (a thread each) run a pacer that decides *when*
-//! and releases due requests in batches to a fixed pool of connections that decides *how* (the
-//! attacker); results land in per-shard buffers that the collector task, on the main thread,
-//! folds into the report; Ctrl-C stops sending, drains (bounded) and still yields a partial report.
+//! `kvbench run` as a table of contents: shards run a pacer (*when*) over a connection pool
+//! (*how*); the collector on the main thread folds their results into the report; Ctrl-C stops,
+//! drains (bounded) and still yields a partial report.
 
 use std::fs::File;
 use std::io::{BufWriter, Write as _};
@@ -35,9 +34,8 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 /// What `kvbench run` needs, already validated.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
-    /// Where to send (`--url`, at least one): shard `i` sends to `urls[i % urls.len()]`, and
-    /// there are a whole multiple of `urls.len()` shards, so each URL gets the same share of the
-    /// schedule.
+    /// Where to send (`--url`, at least one): shard `i` sends to `urls[i % urls.len()]`, each URL
+    /// the same share.
     pub urls: Vec<Uri>,
     pub rate: f64,
     pub duration: Duration,
@@ -256,9 +254,8 @@ pub async fn run(mut cfg: RunConfig, mut progress: Progress) -> anyhow::Result<R
         .finish(run_info(&cfg, &ended, started_at, start)))
 }
 
-/// How many shards (threads) to run: `--threads`, at most one per connection, then rounded up to
-/// a whole multiple of the URLs (each URL gets whole shards, so the same share of the schedule;
-/// the connections are raised to one per shard at least, in [`run`]).
+/// How many shards to run: `--threads`, at most one per connection, rounded up to a multiple of
+/// the URLs (connections are raised to one per shard in [`run`]).
 fn shards_for(threads: u64, connections: u64, urls: u64) -> u64 {
     let urls = urls.max(1);
     threads.clamp(1, connections.max(1)).div_ceil(urls) * urls

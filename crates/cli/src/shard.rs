@@ -1,8 +1,6 @@
-//! One shard of the load (wrk's threads): an OS thread with its own single-threaded runtime, in
-//! which a pacer releases every `--threads`-th request of the schedule to this shard's share of
-//! the connections, once every shard has opened its connections and the run's start is set. Shards share nothing per request but the in-flight count; each has its own
-//! results buffer for the collector. Nothing hops between threads per request, and a shard that
-//! is descheduled for a moment does not stall the others.
+//! One shard of the load (wrk's threads): an OS thread with its own runtime whose pacer releases
+//! every `--threads`-th request to its share of the connections. Shards share only the
+//! in-flight count, so a descheduled one does not stall the others.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;

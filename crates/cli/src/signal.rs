@@ -1,6 +1,5 @@
-//! Ctrl-C as a count: the first stops the pacers, a second cuts the drain short. A task counts
-//! SIGINTs into an atomic the shards' pacers and drain loops, on threads of their own, read
-//! without awaiting.
+//! Ctrl-C as a count: the first stops the pacers, a second cuts the drain short (an atomic the
+//! shards read without awaiting).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

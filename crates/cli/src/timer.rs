@@ -1,7 +1,5 @@
-//! Precise sleeps inside the runtime for the pacer: tokio's timer wheel has a 1 ms resolution
-//! (two whole periods at 2,000 req/s), a thread of our own would cost a hop per wake-up. On Linux
-//! a `timerfd` registered with tokio's reactor wakes the runtime within tens of microseconds;
-//! elsewhere this falls back to tokio's timer.
+//! Precise sleeps for the pacer: tokio's 1 ms wheel is too coarse and a thread costs a hop, so
+//! on Linux a `timerfd` on tokio's reactor (tens of µs); elsewhere tokio's timer.
 
 use std::time::{Duration, Instant};
 

@@ -98,10 +98,8 @@ impl StoreError {
     }
 }
 
-/// The kind of an error a Workers binding raised, from its text. workerd's KV binding throws
-/// `KV <METHOD> failed: <status> <status text>` for a non-2xx answer of the KV service (e.g.
-/// `KV PUT failed: 429 Too Many Requests` when a key is written more than once a second), so the
-/// status is classified like an HTTP store's; anything else is the platform failing the call.
+/// The kind of an error a binding raised, from its text: workerd's `KV <METHOD> failed: <status>
+/// ...` is classified as an HTTP status; anything else is the platform failing the call.
 pub fn classify_binding_error(text: &str) -> ErrorKind {
     let status = text.split_once(" failed: ").and_then(|(_, rest)| {
         let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();

@@ -1,15 +1,8 @@
-//! Which Redis commands the gateway forwards: Upstash's REST surface (its "REST - Redis API
-//! Compatibility" table and command reference, read 2026-12 from upstash/docs), minus what would
-//! change or stall the one real redis-server the whole local stack shares. Everything else is a
-//! 400 `ERR command is not allowed: NAME` before anything reaches Redis.
-//!
-//! Left out on purpose, though Upstash lists them: blocking commands (its REST API does not
-//! offer them either), MULTI/EXEC/WATCH on `/` (use `/multi-exec`), SUBSCRIBE/MONITOR (Upstash
-//! serves them as SSE endpoints, the gateway does not), connection commands other than PING and
-//! ECHO (REST offers only those), and ACL/CONFIG (on Upstash they act on Upstash's own
-//! bookkeeping; here they would rewrite the real server's users and settings — `CONFIG GET
-//! requirepass` would even reveal its password). Server administration (SHUTDOWN, REPLICAOF,
-//! SAVE, DEBUG, CLIENT ...) was never part of the REST surface.
+//! Which Redis commands the gateway forwards: Upstash's REST surface (read 2026-12 from
+//! upstash/docs) minus what would change or stall the one redis-server the stack shares; the
+//! rest is a 400 `ERR command is not allowed: NAME`. Left out on purpose: blocking commands,
+//! MULTI/EXEC/WATCH on `/` (use `/multi-exec`), SUBSCRIBE/MONITOR, connection commands but PING
+//! and ECHO, ACL/CONFIG (`CONFIG GET requirepass` would reveal the password), administration.
 
 use crate::name::display_name;
 

@@ -1,7 +1,6 @@
-//! A Redis command as the REST surface receives it: parsed from a JSON array or from URL path
-//! segments, then checked against the [`allowlist`](crate::allowlist). JSON numbers are passed
-//! to Redis as the exact text the client wrote (`123456789012345678901234567890` stays that, not
-//! `1.2345678901234568e29`), which is why the body is read as raw JSON, not as `serde_json::Value`.
+//! A Redis command as the REST surface receives it (a JSON array or path segments), checked
+//! against the [`allowlist`](crate::allowlist). The body is read as raw JSON so a number reaches
+//! Redis as the exact text the client wrote.
 
 use percent_encoding::percent_decode_str;
 use serde_json::value::RawValue;
@@ -37,8 +36,7 @@ impl Command {
     }
 
     /// Whether a read region answers this from its replica (`--read-url`): reads of a value, as
-    /// Upstash's read regions serve them. Everything else, pipelines and transactions go to the
-    /// primary.
+    /// Upstash's read regions; everything else goes to the primary.
     pub fn is_read(&self) -> bool {
         matches!(
             self.name().as_str(),
@@ -104,11 +102,9 @@ impl Command {
         Ok(Self { args })
     }
 
-    /// A command from a URL path `/set/k/v/EX/60`: percent-decoded segments, empty ones skipped;
-    /// `body`, when not empty, is appended as an argument, and after it the query's parameters
-    /// (`/set/k?EX=60` with the value as the body is `SET k <body> EX 60`, as Upstash documents
-    /// for arguments that follow a value sent as the body), each name then its value when it has
-    /// one; `_token` (a credential) is not an argument.
+    /// A command from a URL path `/set/k/v/EX/60`: percent-decoded segments, empty ones skipped,
+    /// then `body` (when not empty), then the query's names and values (`/set/k?EX=60` with the
+    /// value as body is `SET k <body> EX 60`, as Upstash documents); `_token` is not an argument.
     pub fn from_path(path: &str, query: Option<&str>, body: &[u8]) -> Result<Self, ApiError> {
         let mut args: Vec<Vec<u8>> = path
             .split('/')

@@ -1,9 +1,6 @@
-//! The HTTP connections the server holds, and what each is doing: idle (between requests),
-//! reading a request head, or busy with a request. Idle ones are closed after the idle timeout,
-//! heads that arrive too slowly (slowloris) after the header-read timeout, and at the connection
-//! cap a new client sheds the connection that has been idle longest instead of being turned
-//! away. Busy connections are never shed: their requests are bounded by the body-read and Redis
-//! deadlines instead.
+//! The HTTP connections the server holds: idle ones closed after the idle timeout, slow heads
+//! (slowloris) after the header timeout, and at the cap the longest idle shed for a new client.
+//! Busy ones are never shed (their body-read and Redis deadlines bound them).
 
 use std::collections::HashMap;
 use std::pin::Pin;

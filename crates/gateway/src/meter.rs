@@ -1,10 +1,6 @@
-//! A socket that reads no more than a request may get back. The `redis` crate reads replies on a
-//! task of its own, as fast as Redis sends them, and whole; the response cap is checked as the
-//! gateway renders them, which may be later. So the socket itself stops reading once a request's
-//! replies pass [`Meter::allowance`] bytes of RESP, and says so: the request is then too large
-//! (its JSON would pass the cap) and its connection is closed. Memory per request stays a small
-//! multiple of the cap however much Redis sends — a pipeline of 60 `GET`s of 5 MB, or one 500 MB
-//! string.
+//! A socket that reads no more than a request may get back: the `redis` crate reads whole
+//! replies on its own task, so the socket stops past [`Meter::allowance`] bytes of RESP and the
+//! request is refused as too large. Memory per request stays a small multiple of the cap.
 
 use std::io;
 use std::pin::Pin;
@@ -34,10 +30,8 @@ impl Meter {
         })
     }
 
-    /// RESP bytes a request capped at `cap` bytes of JSON may read. No RESP value is more than
-    /// three times its JSON (`$0\r\n\r\n` is `""` and a comma), a reply's envelope is counted
-    /// besides, and a transaction's `+QUEUED` lines are not in its JSON: four times plus 1 MiB
-    /// never stops a request whose answer fits.
+    /// RESP bytes a request capped at `cap` bytes of JSON may read: four times plus 1 MiB (no
+    /// RESP value is over three times its JSON, plus envelopes and `+QUEUED` lines).
     pub fn allowance(cap: usize) -> usize {
         cap.saturating_mul(4).saturating_add(1 << 20)
     }

@@ -1,16 +1,8 @@
-//! Redis connections: the `redis` crate's connections (it parses the URL, logs in, writes
-//! commands and reads replies) kept in a `deadpool` pool, one per request in flight and never
-//! shared, so a slow command (a Lua busy loop) holds only its own connection and a command that
-//! timed out cannot leave a reply behind for the next one. An idle connection is checked before
-//! each use without a round trip: the crate's task that drives a connection ends when Redis
-//! closes it (e.g. `CLIENT KILL`), and such a connection is replaced, not handed out. A
-//! connection that failed or timed out is dropped, never returned.
-//!
-//! Why not `deadpool-redis` or `bb8-redis`: both check a connection with a `PING` round trip on
-//! every checkout, doubling the round trips of a request and turning a Redis held by another
-//! client into "not sent" before the command is even written; `bb8` also retries a refused
-//! connect until its timeout instead of answering at once. The manager below is what
-//! `deadpool-redis`'s is, with the liveness check that costs nothing.
+//! Redis connections of the `redis` crate in a `deadpool` pool, one per request in flight and
+//! never shared (a slow command holds only its own; a timed-out one leaves no reply behind). An
+//! idle connection is checked without a round trip (the crate's driver task ends when Redis
+//! closes it) and a failed one dropped. Not `deadpool-redis`/`bb8-redis`: their `PING` per
+//! checkout doubles a request's round trips, and `bb8` retries a refused connect.
 
 use std::sync::Arc;
 use std::time::Duration;

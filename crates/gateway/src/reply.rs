@@ -1,12 +1,6 @@
-//! Redis replies, as the `redis` crate reads them, rendered as the JSON Upstash answers with, and
-//! the budget that caps how much JSON one request may get back.
-//!
-//! RESP2 → JSON, as Upstash answers: nil → `null`, integer → number, bulk and status strings →
-//! strings (base64 when asked, except the status `OK`), arrays nested, an error nested in an array
-//! → its message as a string. A top-level error reply stays an error (400 `{"error": ...}`).
-//! The crate keeps every distinction this needs: `Value::Okay` is the status `+OK` (a bulk `"OK"`
-//! is `BulkString`), `SimpleString` other statuses, and `ServerError` keeps the code and the rest
-//! of the error line apart, which [`error_message`] joins back into Redis' exact text.
+//! Redis replies rendered as Upstash's JSON (nil → `null`, integer → number, strings → strings,
+//! base64 when asked except `OK`, arrays nested, a nested error → its message; a top-level error
+//! a 400), and the budget that caps one request's JSON.
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
@@ -61,11 +55,8 @@ pub enum RenderError {
     TooLarge { limit: usize },
 }
 
-/// Bytes a request may still get back, shared by every reply of a pipeline or transaction.
-/// What is counted is the JSON the client will receive, plus [`ENTRY_OVERHEAD`] per reply.
-/// The `redis` crate reads a reply whole, so the count is checked as each reply is rendered:
-/// memory is bounded by what Redis sends (its `proto-max-bulk-len`, 512 MB per string), the
-/// answer by the budget.
+/// Bytes a request may still get back (its JSON plus [`ENTRY_OVERHEAD`] per reply), shared by a
+/// pipeline's replies and checked as each is rendered.
 #[derive(Debug)]
 pub struct Budget {
     limit: usize,

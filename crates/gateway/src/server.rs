@@ -1,7 +1,5 @@
-//! The accept loop: TCP_NODELAY on every connection (a response written in two parts otherwise
-//! stalls ~40 ms on Nagle + delayed ACK), HTTP/1.1 keep-alive within the [`Limits`] (idle and
-//! header-read timeouts, a connection cap that sheds the longest-idle connection), and
-//! connections closed unanswered when fault injection asks for it.
+//! The accept loop: TCP_NODELAY (a two-part response otherwise stalls ~40 ms on Nagle and
+//! delayed ACK), keep-alive within the [`Limits`], and connections dropped when faults ask.
 
 use std::future::Future;
 use std::io;
@@ -85,9 +83,8 @@ pub async fn serve_with(
     }
 }
 
-/// Runs one connection until it ends, its idle or header-read time runs out, or it is shed.
-/// Each turn of the loop either ends the connection or waits for the next deadline; a
-/// connection asked to close gets [`CLOSE_GRACE`] to finish a response, then is dropped.
+/// Runs one connection until it ends, times out or is shed; one asked to close gets
+/// [`CLOSE_GRACE`] to finish a response.
 async fn serve_connection(stream: TcpStream, app: Router, track: Arc<Track>, limits: &Limits) {
     let service_track = track.clone();
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {

@@ -1,10 +1,7 @@
-//! The report worker: a pure function of the kept answers the benchmark worker streams to it
-//! (NDJSON, `kvbench_wire::kept::Kept` lines, read by `kvbench_wire::stream::Reader`) — `POST /render` answers the same report.html
-//! `kvbench` writes (`kvbench_report::print::page`, one renderer for both), `POST /bill` the
-//! projected monthly bill of running the probes (`kvbench_report::cost`, dated prices, plus what
-//! the probe objects themselves use). It is a second worker so that `/test`'s bundle does not
-//! carry the renderer; it has no bindings and no public URL (the benchmark worker calls it through
-//! its `REPORT` service binding).
+//! The report worker, a pure function of the kept answers the benchmark worker streams to it:
+//! `POST /render` answers the same report.html `kvbench` writes, `POST /bill` the probes'
+//! projected month. A worker of its own so `/test`'s bundle carries no renderer; reached only
+//! through the `REPORT` service binding.
 
 // A panic here ends the instance and every request in flight in it: none outside tests (the
 // lint of tests/tests/panics.rs walks this crate too).
@@ -42,9 +39,8 @@ extern "C" {
 /// Longest accepted line of the stream.
 const MAX_LINE: usize = 1 << 20;
 
-/// Most answers one report is made of: a window holding more is refused (413) as soon as the
-/// count passes, never rendered into a hung isolate. The default view of a fleet of 42 vantage
-/// points (24 h at 300 s) is 12,096; a week of it 84,672.
+/// Most answers one report is made of: more is a 413 as soon as the count passes (a fleet of 42
+/// points over 24 h at 300 s is 12,096).
 pub const MAX_ANSWERS: u64 = 100_000;
 
 /// Why a report could not be made: the status to answer and the message.
@@ -173,9 +169,7 @@ fn source(req: &Request) -> Source {
     }
 }
 
-/// The page's provenance: the worker's description (its `kvbench-describe` header: what its
-/// `GET /` says of its build and settings), the window (`since_ms`, `until_ms`) and the links to
-/// its raw data.
+/// The page's provenance: the worker's `kvbench-describe`, the window and links to its raw data.
 fn provenance(req: &Request, query: &RenderQuery) -> kvbench_report::report::Provenance {
     let header = |name: &str| req.headers().get(name).ok().flatten();
     let worker_url = header(WORKER_URL_HEADER).unwrap_or_default();
@@ -194,8 +188,7 @@ fn provenance(req: &Request, query: &RenderQuery) -> kvbench_report::report::Pro
 }
 
 /// `POST /render?origin_ms=..&span_ms=..&since_ms=..&until_ms=..&window_s=..&format=html|json`
-/// ([`RenderQuery`]):
-/// report.html (or its report.json) of the answers in the body.
+/// ([`RenderQuery`]): report.html (or report.json) of the answers in the body.
 async fn render(mut req: Request, _ctx: RouteContext<()>) -> Result<Response> {
     let source = source(&req);
     let query = match RenderQuery::read(query(&req)) {
@@ -263,9 +256,8 @@ fn empty_page() -> Result<Response> {
     Ok(r)
 }
 
-/// `POST /bill?origin_ms=..&span_ms=..&probes=N&every_s=S&keep_s=K` ([`BillQuery`]): the month of N probes waking
-/// every S seconds and keeping their answers K seconds, from what the answers in the body measured
-/// (`kvbench_report::bill`).
+/// `POST /bill?origin_ms=..&span_ms=..&probes=N&every_s=S&keep_s=K` ([`BillQuery`]): the month
+/// of N probes waking every S s and keeping K s, from the answers in the body.
 async fn bill(mut req: Request, _ctx: RouteContext<()>) -> Result<Response> {
     let query = match BillQuery::read(query(&req)) {
         Ok(q) => q,

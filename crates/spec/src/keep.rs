@@ -1,6 +1,5 @@
-//! The keep policy: how long a probe's answer (and a run archive's shard) is kept (`PROBE_KEEP`,
-//! or a start's `keep`), within which bounds, and when it is deleted — the rule the probe
-//! objects, the run archive and the report's bill all follow.
+//! The keep policy: how long a probe's (or run shard's) answer is kept and when it is deleted,
+//! the rule the probes, the run archive and the bill all follow.
 
 /// Var: seconds an answer is kept before it is deleted.
 pub const KEEP_VAR: &str = "PROBE_KEEP";

@@ -1,7 +1,5 @@
-//! One description per store — its wire id, key namespace, limits, billing units, bindings and
-//! what its time includes — so parameters, the `/` page, the tables of `docs/stores.md` and kvbench's cost
-//! table all read the same facts. Adding a store is a variant of [`StoreId`], an entry in
-//! [`STORES`] and its binding glue in the worker.
+//! One description per store (wire id, namespace, limits, billing units, bindings, what its time
+//! includes) that parameters, `/`, `docs/stores.md` and the cost table all read.
 
 use serde::{Serialize, Serializer};
 
@@ -43,8 +41,7 @@ impl StoreId {
     ];
 
     /// The stores measured when neither `stores=` nor `STORES` says: all but the two Postgres
-    /// stores, which need a database the user brings (the local stack and a deploy given
-    /// `POSTGRES_URL` add them to `STORES`).
+    /// ones, which need a database the user brings.
     pub const DEFAULT: [StoreId; 8] = [
         StoreId::Kv,
         StoreId::Upstash,
@@ -101,9 +98,8 @@ impl Serialize for StoreId {
     }
 }
 
-/// Every benchmark key of a namespaced store starts with this, and a fixed `key` may not: so
-/// a store without a namespace (Upstash) can never read a namespaced store's (Redis over TCP)
-/// entries, even when both point at the same database.
+/// Every key of a namespaced store starts with this and a fixed `key` may not, so a store
+/// without a namespace (Upstash) never reads a namespaced one's entries in the same database.
 pub const RESERVED_PREFIX: &str = "kvbench:";
 
 /// How a store measures the key its limit applies to.
@@ -321,8 +317,6 @@ pub mod env {
     pub const DENO_KV_URL: &str = "DENO_KV_URL";
     pub const DENO_KV_ACCESS_TOKEN: &str = "DENO_KV_ACCESS_TOKEN";
     pub const BENCH_DO: &str = "BENCH_DO";
-    /// The Durable Object class (`#[durable_object]` in the worker; wrangler.toml's class_name).
-    pub const BENCH_DO_CLASS: &str = "BenchObject";
     pub const BENCH_D1: &str = "BENCH_D1";
     pub const BENCH_R2: &str = "BENCH_R2";
     pub const REDIS_URL: &str = "REDIS_URL";
@@ -330,13 +324,10 @@ pub mod env {
     pub const BENCH_HYPERDRIVE: &str = "BENCH_HYPERDRIVE";
     /// The probes' Durable Object namespace (`ProbeObject`, not a store).
     pub const PROBES: &str = "BENCH_PROBES";
-    pub const PROBES_CLASS: &str = "ProbeObject";
     /// The run archive's Durable Object namespace (`RunArchive`: a run's shards, not a store).
     pub const RUNS: &str = "BENCH_RUNS";
-    pub const RUNS_CLASS: &str = "RunArchive";
     /// The fleet directory's Durable Object namespace (`FleetDirectory`, not a store).
     pub const DIRECTORY: &str = "BENCH_DIRECTORY";
-    pub const DIRECTORY_CLASS: &str = "FleetDirectory";
 }
 
 const fn binding(name: &'static str, kind: BindingKind) -> Binding {
@@ -473,10 +464,8 @@ pub static STORES: [StoreSpec; 10] = [
         ttl_min_s: 1,
         billing: Billing {
             read: &[counted("row read", Count::OnHit(1))],
-            // Measured with workerd's SQLite counters (docs/deploying.md, "D1's deletes"): the
-            // upsert is the row and its expires_at index entry; in the steady state each write
-            // also deletes one expired row of another key (every row written is deleted once),
-            // finding it through the index.
+            // workerd's SQLite counters (docs/deploying.md, "D1's deletes"): the row and its
+            // index entry, plus one expired row of another key deleted per write.
             write: &[
                 counted_for(
                     "row written",
@@ -657,15 +646,6 @@ pub static STORES: [StoreSpec; 10] = [
         ],
     },
 ];
-
-/// The longest key namespace, so params can bound a key before looking at each store.
-pub fn max_namespace_len() -> usize {
-    STORES
-        .iter()
-        .map(|s| s.key_namespace.len())
-        .max()
-        .unwrap_or(0)
-}
 
 /// Every description as JSON (what `/` shows and a native tool can read).
 pub fn catalog() -> serde_json::Value {

@@ -1,9 +1,6 @@
-//! The JSON answer of `/test`. Field names and units are a public contract documented in
-//! docs/answer.md; `kvLatency`/`redisLatency` keep the original benchmark's consumers working.
-//!
-//! One type for both sides, generic over how a store is named: the worker writes
-//! `Answer<StoreId>` (its closed set of stores), kvbench reads `Answer<Name>` (any store a
-//! newer worker may add is kept under its name).
+//! The JSON answer of `/test`, a public contract (docs/answer.md). Generic over a store's name:
+//! the worker writes `Answer<StoreId>`, kvbench reads `Answer<Name>` (keeping stores a newer
+//! worker adds).
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -77,10 +74,8 @@ pub struct Abandoned {
     pub waited_ms: f64,
 }
 
-/// What a store itself reported about one call, beside the time measured around it: D1's
-/// result `meta` (where the query ran, its SQL time, D1's own attempts), KV's `cacheStatus`.
-/// Each field is present only when the runtime gave it (never a made-up 0); the object is
-/// omitted when it would be empty.
+/// What a store reported about one call (D1's `meta`, KV's `cacheStatus`): each field only when
+/// the runtime gave it, the object omitted when empty.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct CallMeta<'a> {
     /// The colo of the database instance that ran the query (D1 `served_by_colo`).
@@ -145,14 +140,11 @@ pub struct StoreResult<'a> {
     pub connect_ms: Option<f64>,
     #[serde(default, borrow)]
     pub error: Option<ErrorBody<'a>>,
-    /// A call that timed out, waited for afterwards outside any span (a binding call is not
-    /// cancelled by a timeout): whether it finished and how long it was waited for. Omitted when
-    /// no call timed out.
+    /// A call that timed out, waited for afterwards outside any span: whether it finished and
+    /// how long it was waited for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abandoned: Option<Abandoned>,
-    /// The location hint the store's object was created with (`do` with `do_location`, which
-    /// every hint probe measures with its own): the object is that hint's, whatever touched the
-    /// key before. Omitted otherwise.
+    /// The location hint the store's object was created with (`do` with `do_location`).
     #[serde(default, skip_serializing_if = "Option::is_none", borrow)]
     pub location_hint: Option<Name<'a>>,
     /// The colo whose own object the store used (`do` with `do_scope=colo`, which every fleet

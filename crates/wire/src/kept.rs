@@ -37,11 +37,8 @@ impl Vantage {
     }
 }
 
-/// Whether a member's answer ran where its label says, from its two witnesses — the colo its
-/// isolate's Cloudflare trace named (`trace_colo`) and its `cf-placement` header — against the
-/// colos of its region's metro (`kvbench_core::operations::fleet::classify`). The trace, where
-/// known, says where the code ran; the header only where the trace is unknown. Only a placed
-/// answer counts in the member's row; the others are counted apart.
+/// Whether a member's answer ran where its label says, from its trace colo and `cf-placement`
+/// (`kvbench_core::operations::fleet::classify`). Only a placed answer counts in its row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PlacementCheck {
@@ -153,25 +150,19 @@ pub struct Kept<'a> {
     /// member's failure lines: a failure has no placement to check).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement_check: Option<PlacementCheck>,
-    /// Nothing was warm: the first answer measured with the stores' clients (connections, Deno
-    /// KV's metadata, the value generator) new — they live in the probe object for a hint, in
-    /// the isolate for a run or a member, so it is the object's first answer or the isolate's
-    /// (`isolate_requests` 1).
+    /// Nothing was warm: the first answer with the stores' clients new (the object's first for
+    /// a hint, the isolate's for a run or a member).
     #[serde(default)]
     pub cold: bool,
     /// The colo differs from the previous answer's (probes).
     #[serde(default)]
     pub colo_changed: bool,
-    /// Wall milliseconds of the `/test` handler that answered, as its runtime's clock saw it —
-    /// the same quantity for every vantage: a hint probe's `/test` in its own object, a run's
-    /// request, a member's own handler (its `Server-Timing: kvbench;dur=`), on any status.
-    /// `None` when no handler answered (a member that could not be reached, or answered
-    /// without its handler time).
+    /// Wall ms of the `/test` handler that answered, the same quantity for every vantage (a
+    /// member's from its `Server-Timing: kvbench;dur=`). `None` when no handler answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handler_ms: Option<f64>,
-    /// A member's line: the probe's whole HTTP call to the member (connection, TLS, WAN both
-    /// ways, the member's handler), ms; on a failure line, how long it waited. Never mixed
-    /// with `handler_ms`.
+    /// A member's line: the probe's whole HTTP call to it, ms (on a failure, how long it
+    /// waited). Never mixed with `handler_ms`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_ms: Option<f64>,
     /// The `/test` answer exactly as it was sent; `None` when there is a `failure` instead.
@@ -182,11 +173,10 @@ pub struct Kept<'a> {
 }
 
 impl<'a> Kept<'a> {
-    /// This line with a `/test` reply in it, the one rule every vantage point that measures
-    /// `/test` itself keeps by (a hint probe in its object, a run's request): a 200 with a JSON
-    /// body is its `answer`, as it was sent; anything else its `failure` — `status` (not a 200,
-    /// with the status) or `malformed` (a 200 that is no JSON) — with the body, cleaned and
-    /// shortened to [`DETAIL_MAX`], as what happened. Never a gap.
+    /// This line with a `/test` reply in it, the one rule of every vantage that measures `/test`
+    /// itself: a 200 with a JSON body is its `answer`, as sent; anything else its `failure`
+    /// (`status`, or `malformed` for a 200 that is no JSON) with the body cleaned to
+    /// [`DETAIL_MAX`]. Never a gap.
     pub fn with_reply(self, status: u16, body: &'a str) -> Kept<'a> {
         let answer = (status == 200).then(|| Embedded::new(body)).flatten();
         let failure = answer.is_none().then(|| Failure {
@@ -244,11 +234,10 @@ impl PartialEq for Embedded<'_> {
     }
 }
 
-/// `text` fit for a kept line and a report: control characters (terminal escapes among them)
-/// replaced, at most `max` characters.
 /// The longest `failure.detail` a kept line carries of a reply's body, in characters.
 pub const DETAIL_MAX: usize = 300;
 
+/// `text` fit for a kept line and a report: control characters replaced, at most `max`.
 pub fn clean_detail(text: &str, max: usize) -> String {
     let mut out: String = text
         .chars()

@@ -1,12 +1,7 @@
-//! What the worker and its Durable Objects say to each other, one type per message: the worker
-//! arms a probe ([`Arm`], `POST /start` and the cron's `POST /tick`; [`Armed`] back), stops it
-//! (`POST /stop`, [`Stopped`] back) and asks its state ([`ProbeStatus`], `GET /status`); asks a
-//! run archive's shard what it keeps ([`ShardStatus`], `GET /status`); and records in the fleet
-//! directory the members it arms or forgets ([`DirectoryChange`], `POST /members`) and reads
-//! them ([`Directory`], the answer of both `GET` and `POST /members`). The object writes each with these types and the worker
-//! reads it with them, so a renamed field fails to compile instead of reading as a silent `0`.
-//! `GET /probes` shows a [`ProbeStatus`] as it is, beside the probe's description. The calls
-//! themselves — method and path — are [`ProbeCall`], [`ShardCall`] and [`DirectoryCall`].
+//! What the worker and its Durable Objects say to each other, one type per message (a probe's
+//! [`Arm`], [`ProbeStatus`]..., a shard's [`ShardStatus`], the directory's [`DirectoryChange`]),
+//! and the calls themselves ([`ProbeCall`], [`ShardCall`], [`DirectoryCall`]): both sides use
+//! these types, so a renamed field or path fails to compile instead of reading `0` or a 404.
 
 use std::collections::BTreeMap;
 
@@ -131,9 +126,8 @@ impl Directory {
         }
     }
 
-    /// `change` applied; `true` when it changed something (so the object writes only then,
-    /// and the cron's tick costs a row read, not a write). A label both armed and forgotten
-    /// is forgotten.
+    /// `change` applied; `true` when it changed something (the object writes only then). A
+    /// label both armed and forgotten is forgotten.
     pub fn apply(&mut self, change: DirectoryChange) -> bool {
         let before = self.members.clone();
         self.members.extend(change.armed);
@@ -213,10 +207,8 @@ impl PlacementCounts {
 }
 
 impl ProbeStatus {
-    /// Reads a status out of parsed JSON as its `Deserialize` does (absent or mistyped fields
-    /// take their default), without a deserializer of its own: the worker that reads it is
-    /// shipped to every colo, and a derived one costs it kilobytes. Tested against `Deserialize`
-    /// on the golden lines.
+    /// Reads a status out of parsed JSON as its `Deserialize` does, without a deserializer of
+    /// its own (a derived one costs the worker's bundle kilobytes); tested against it.
     pub fn read(v: &serde_json::Value) -> ProbeStatus {
         let text = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_string);
         let count = |k: &str| v.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
@@ -249,9 +241,8 @@ impl ProbeStatus {
         }
     }
 
-    /// Whether the probe runs or still keeps answers: a probe that does neither is gone.
-    /// Started and not stopped counts as running even with no alarm set (while the alarm
-    /// measures, none is).
+    /// Whether the probe runs or still keeps answers (neither: it is gone). Started and not
+    /// stopped is running even with no alarm set (none is while it measures).
     pub fn lives(&self) -> bool {
         let started = !self.stopped && self.every_s > 0;
         self.running || started || self.kept > 0
@@ -342,9 +333,8 @@ pub fn read_append(body: &str) -> Option<Vec<(i64, &str)>> {
         .collect()
 }
 
-/// A call the worker makes to one of its Durable Objects: a method and a path on the object's
-/// origin, named once here for both sides — the worker's call and the object's dispatch
-/// (`fetch`), so a renamed path fails to compile instead of answering 404.
+/// A call the worker makes to one of its Durable Objects, a method and a path named once for
+/// the worker's call and the object's dispatch.
 pub trait ObjectCall: Copy + Sized + 'static {
     /// Every call of the class.
     const ALL: &'static [Self];
@@ -361,9 +351,7 @@ pub trait ObjectCall: Copy + Sized + 'static {
     }
 }
 
-/// A probe object's calls: `POST /start` and the cron's `POST /tick` with an [`Arm`]
-/// ([`Armed`] back), `POST /stop` ([`Stopped`] back), `GET /status` ([`ProbeStatus`] back) and
-/// `GET /answers?..` (a page of kept answers, [`PageHead`]).
+/// A probe object's calls (`/start`, `/tick`, `/stop`, `/status`, `/answers`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProbeCall {
     Start,
@@ -398,9 +386,8 @@ impl ObjectCall for ProbeCall {
     }
 }
 
-/// A run archive shard's calls: `POST /append?keep=..&failed=..` (rows of [`append_row`]),
-/// `POST /failed?n=..&keep=..` (keeps that failed), `GET /status` ([`ShardStatus`] back) and
-/// `GET /answers?..` (a page, [`PageHead`]).
+/// A run archive shard's calls: `/append` (rows of [`append_row`]), `/failed`, `/status` and
+/// `/answers` (a page, [`PageHead`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShardCall {
     Append,

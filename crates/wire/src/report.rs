@@ -1,9 +1,6 @@
-//! What the benchmark worker and the report worker say to each other: the benchmark worker
-//! streams kept answers (NDJSON, [`crate::kept`] lines and [`crate::stream`]'s end line) in the
-//! body of `POST /render` ([`RenderQuery`]: report.html or its report.json) or `POST /bill`
-//! ([`BillQuery`]: the probes' projected month), with its URL and its description in two
-//! headers; the report worker answers the page, or the bill, whose head ([`BillHead`]) is what
-//! the benchmark worker reads of it. Each query is written and read here, once.
+//! What the benchmark worker and the report worker say to each other: kept answers streamed in
+//! the body of `POST /render` ([`RenderQuery`]) or `POST /bill` ([`BillQuery`]), the worker's
+//! URL and description in headers; back the page, or the bill whose head is [`BillHead`].
 
 use serde::{Deserialize, Serialize};
 
@@ -155,9 +152,8 @@ impl BillQuery {
     }
 }
 
-/// What the benchmark worker reads of a bill (`kvbench_report::bill::Bill`, or `monthly_usd:
-/// null` and why there is none): what a month costs and how many answers it keeps, so what one
-/// answer costs.
+/// What the benchmark worker reads of a bill (or `monthly_usd: null` and why): a month's cost
+/// and answers, so one answer's cost.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct BillHead {

@@ -1,12 +1,6 @@
-//! A stream of kept answers (`GET /probes/answers`, `GET /runs/<id>/answers`, and what the
-//! benchmark worker sends the report worker): NDJSON, one [`Kept`] line each, then one control
-//! line — `{"end":true,"lines":N,"keep_failed":F}` when it is complete (`N` the kept lines
-//! before it, `F` the answers whose keep failed, so they are in no line: counted, not lost
-//! silently; absent from streams of workers before the count), or `{"error":"…"}` when it
-//! stopped early. A stream without either was cut short.
-//!
-//! [`Reader`] is the one reader of that protocol: it splits chunks into lines (bounded), parses
-//! each, and checks the end line's count against the lines that arrived.
+//! A stream of kept answers: NDJSON [`Kept`] lines, then `{"end":true,"lines":N,"keep_failed":F}`
+//! when complete or `{"error":"…"}` when stopped early (neither: cut short). [`Reader`] is its one
+//! reader, checking the end line's count against the lines that arrived.
 
 use std::fmt;
 

@@ -1,7 +1,5 @@
-//! Where a fleet member's isolate runs, as Cloudflare's trace (`/cdn-cgi/trace`, its `colo=`
-//! line) told the member: sent beside `cf-placement` in a response header of its own
-//! ([`HEADER`]), so a kept answer carries two witnesses of its place, and neither is the
-//! `/test` answer's (which stays the same bytes in every build).
+//! Where a fleet member's isolate runs, by Cloudflare's trace, sent in a header of its own
+//! ([`HEADER`]) beside `cf-placement`: two witnesses, and `/test`'s answer bytes unchanged.
 
 /// The header a member's `/test` answer carries its trace colo in: a colo code (`FRA`), or
 /// [`UNKNOWN`] when the member could not tell (no trace asked yet, or it failed).

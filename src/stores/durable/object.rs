@@ -1,6 +1,5 @@
-//! `BenchObject`, the `do` store's Durable Object: `(key, value, expires_at)` rows in its own
-//! SQLite database, an alarm at the next expiry. The main worker's class (feature
-//! `main-worker`); the protocol is `kvbench_core::stores::durable`, the SQL `kvbench_core::stores::sql`.
+//! `BenchObject`, the `do` store's Durable Object: `(key, value, expires_at)` rows in its SQLite
+//! and an alarm at the next expiry (main worker only, feature `main-worker`).
 
 use std::cell::Cell;
 
@@ -35,9 +34,8 @@ impl BenchObject {
         Ok(sql)
     }
 
-    /// The value of `key`, if it has not expired: the body is the stored `ArrayBuffer`, handed
-    /// to the response without a copy through wasm. An object without the table (new, or
-    /// emptied by its alarm) has no value: a miss, and nothing is written.
+    /// The value of `key` if unexpired, the stored `ArrayBuffer` as the body (no copy through
+    /// wasm). Without the table (new, or emptied by its alarm): a miss.
     fn read(&self, key: String) -> worker::Result<Response> {
         let miss = || Ok(Response::empty()?.with_status(404));
         let sql = self.state.storage().sql();

@@ -1,9 +1,6 @@
-//! The Cron Trigger's sweep of expired R2 objects (R2 has no per-object TTL): each tick lists the
-//! `r2` store's namespace with custom metadata, at most `PAGES_PER_TICK` pages, deletes what
-//! `kvbench_core::stores::sweep` says has expired, and keeps its place in the bucket for the next tick —
-//! the last key listed, in the custom metadata of one object outside the namespace, so the sweep
-//! never lists it. An object without the expiry field is never deleted. A failure is logged and
-//! ends the tick; it never reaches the probes' tick beside it.
+//! The cron's sweep of expired R2 objects: each tick lists the namespace (at most
+//! `PAGES_PER_TICK` pages), deletes what `kvbench_core::stores::sweep` says expired, and keeps its
+//! place in an object outside the namespace. A failure ends the tick, never the probes'.
 
 use kvbench_core::stores::sweep::{self, List, Listed, Page, Sweep};
 use kvbench_core::{Clock, StoreError};
@@ -42,9 +39,8 @@ async fn tick(bucket: &R2Bucket) -> Result<(u64, u64), StoreError> {
     let mut sweep = Sweep::resume(place(bucket).await?);
     while let Some(list) = sweep.next_list() {
         let page = list_page(bucket, list).await?;
-        // An object rewritten between this list and the delete loses its new value (R2 has
-        // no conditional delete): its next read is a miss that writes again, as after an
-        // eviction — only an object expired at the list can be hit.
+        // R2 has no conditional delete: an object rewritten since the list loses its value and
+        // its next read misses and writes again, as after an eviction.
         let expired = sweep.on_page(page, JsClock.now_ms());
         if !expired.is_empty() {
             let keys: Vec<JsValue> = expired.into_iter().map(JsValue::from).collect();

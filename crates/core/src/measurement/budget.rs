@@ -1,24 +1,16 @@
-//! The isolate's memory budget for value bytes in flight. A request writing values of up to
-//! `max_bytes` holds several copies of one (the value, each store's encoded write body, a value
-//! read back), and a Workers isolate's wasm memory grows but never shrinks: without a bound, a
-//! burst of concurrent 1 MiB requests would ratchet it towards the 128 MB isolate limit. A request
-//! reserves its worst case before touching a store; one that does not fit is answered 503 at once
-//! (the client retries), never queued, so a burst cannot pile up either.
+//! The isolate's memory budget for value bytes in flight: wasm memory never shrinks, so a burst
+//! of 1 MiB requests would ratchet it towards the 128 MB limit. A request reserves its worst
+//! case before touching a store; one that does not fit is a 503 at once, never queued.
 
 use std::cell::Cell;
 
-/// Bytes of values one isolate may hold in flight across its concurrent requests: with what the
-/// isolate holds idle (wasm memory and heap, docs/measured.md), under the 128 MB isolate limit
-/// with room to spare.
+/// Bytes of values one isolate may hold in flight: with what it holds idle (docs/measured.md),
+/// under the 128 MB limit with room.
 pub const ISOLATE_BUDGET_BYTES: u64 = 96 << 20;
 
-/// What a request holds per store measured, in quarters of `max_bytes`, besides the value
-/// itself. A request holds the value (wasm) and its one JS copy, the write bodies made before
-/// the first span (the Durable Object's request, the Cache API's response, D1's text, Deno KV's
-/// protobuf in JS, Redis's command in wasm), the hits waiting to be sized after the last span
-/// (Deno KV's answer, D1's text, an Upstash answer being checked, in JS) and the read in flight.
-/// What a request holds, measured with `bench/memory.mjs`, stays under what this counts (7 × 64
-/// KiB at the defaults): docs/measured.md, "Figures behind the code".
+/// What a request holds per store measured, in quarters of `max_bytes`, besides the value (its
+/// JS copy, the write bodies, the hits waiting to be sized, the read in flight): measured with
+/// `bench/memory.mjs` under this count (docs/measured.md).
 const QUARTERS_PER_STORE: u64 = 3;
 
 /// What a request with these parameters may hold at its peak, bytes.

@@ -1,6 +1,5 @@
-//! The whole `/test` endpoint as a pure function of its inputs: auth, parameters, the measurement, and the
-//! HTTP status and body to send. The worker only gathers the inputs, so every answer — including
-//! each 400, 401 and 403 — is tested natively against mocks.
+//! The whole `/test` endpoint as a pure function of its inputs (auth, parameters, measurement,
+//! status and body), so every answer, each 400, 401 and 403 included, is tested natively.
 
 use serde_json::json;
 
@@ -16,9 +15,8 @@ use crate::operations::runs::{parse_run, RUN_HEADER};
 pub struct Reply {
     pub status: u16,
     pub body: String,
-    /// The run id (`?run=` or the `Kvbench-Run` header) under which the worker keeps this
-    /// answer too, after sending it: a 200's answer, or a 400's or 503's error as a failure
-    /// (never before the run was admitted: a 401 is not kept).
+    /// The run id (`?run=` or `Kvbench-Run`) to keep this answer under after sending it (a 401
+    /// is never kept).
     pub run: Option<String>,
 }
 
@@ -47,9 +45,8 @@ pub struct Call<'a> {
     pub defaults: Result<Defaults, ParamError>,
     /// The `Kvbench-Run` header, when the request has one.
     pub run_header: Option<&'a str>,
-    /// `BENCH_OPEN = "true"`: without a token, anyone may call `/test` (see [`auth::admit_test`]).
-    /// A caller inside the deployment that carries no token (a hint probe's measurement) passes
-    /// `true`: with `token: None` and `false`, this is a stranger's call to a closed deployment.
+    /// `BENCH_OPEN = "true"` ([`auth::admit_test`]). A caller inside the deployment without a
+    /// token (a hint probe) passes `true`.
     pub open: bool,
     /// Whether this deployment can keep a run's answers, asked only of a request with a run:
     /// `Err` names the var or binding that prevents it (a bad `RUN_SHARDS`, say).

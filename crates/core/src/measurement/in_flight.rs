@@ -1,7 +1,5 @@
-//! Requests in flight in one isolate. On a deployed worker the clock moves only at I/O, so the CPU
-//! of any request lands in whatever spans the isolate's other requests have open: each answer says
-//! how many other requests overlapped it (`concurrent`), and the measurement prepares values only when
-//! no other request is in flight.
+//! Requests in flight in one isolate: a deployed clock moves only at I/O, so one request's CPU
+//! lands in the others' open spans. Each answer says how many overlapped it (`concurrent`).
 
 use std::cell::Cell;
 

@@ -1,13 +1,7 @@
-//! One `/test` call: pick the key and the order, read every store, write on a miss, time each
-//! awaited call. Stores run one after another, never concurrently, so they do not compete for the
-//! isolate's network; the shuffled order keeps any first-call advantage from favouring one store.
-//!
-//! A deployed worker's clock only moves at I/O (workerd syncs it when control re-enters the
-//! isolate; timers cannot refresh it, see docs/measuring.md), so CPU spent between two store calls
-//! is counted in the next call's time. The measurement therefore keeps CPU out of the gaps: the
-//! value is generated
-//! after the previous request's last I/O (`ValueGen::prepare`), every write body is encoded before
-//! the first span, and decoding a hit is deferred until the last span is over.
+//! One `/test` call: pick the key and a shuffled order, read every store one after another,
+//! write on a miss, time each awaited call. A deployed clock moves only at I/O
+//! (docs/measuring.md), so CPU is kept out of the spans: values made after the last I/O, bodies
+//! encoded before the first span, hits decoded after the last.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -21,9 +15,8 @@ use crate::measurement::params::{Order, Params};
 use crate::stores::store::{Deferred, DynStore, Fetched, Options, StoreId, Write};
 use crate::stores::value::ValueGen;
 
-/// The stores of this deployment, looked up by id when a request measures them (so a deployment
-/// builds only the stores a request selects); an `Err` is a store that is not configured (and
-/// why).
+/// The stores of this deployment, built by id only when a request selects them; an `Err` is a
+/// store not configured (and why).
 pub trait StoreSet {
     fn store(&self, id: StoreId) -> Result<&dyn DynStore, StoreError>;
 }
@@ -392,11 +385,8 @@ fn not_configured(e: StoreError) -> StoreResult {
     }
 }
 
-/// A request's per-call timeouts on one timer. A JS timer per store call (`setTimeout`, then
-/// `clearTimeout` when the call wins) costs two JS calls per store call; here the first call's timer
-/// stays armed after its call returns, and a later call, whose deadline is later, waits on it
-/// and re-arms only if it fires before that call is done (a request that runs longer than one
-/// timeout). So a request sets one timer and clears it when it ends.
+/// A request's per-call timeouts on one timer (a JS timer per call costs two JS calls): the
+/// first call's timer stays armed, and a later call re-arms only if it fires first.
 struct Deadlines<'a> {
     timer: &'a dyn Timer,
     clock: &'a dyn Clock,
@@ -452,13 +442,9 @@ impl<'a> Deadlines<'a> {
 /// store starts.
 pub const DRAIN_MAX_MS: u32 = 5_000;
 
-/// Awaits `op` under the per-store timeout and returns its outcome with the elapsed milliseconds.
-///
-/// On timeout the span ends there, but the call is not simply dropped: dropping the future of a
-/// binding call (KV, Durable Objects, D1, R2, Cache) does not cancel it, so it would keep running
-/// while the next store is timed. It is awaited on, outside any span, for up to
-/// `min(timeout_ms, DRAIN_MAX_MS)`; what happened is reported in `abandoned` (a fetch-based call
-/// still running then is aborted when its future is dropped).
+/// Awaits `op` under the per-store timeout, with the elapsed milliseconds. On timeout the span
+/// ends, but a binding call is not cancelled by a drop: it is awaited outside any span for up to
+/// `min(timeout_ms, DRAIN_MAX_MS)` and reported in `abandoned`.
 async fn timed<T>(
     isolate: &Isolate<'_>,
     deadlines: &Deadlines<'_>,
@@ -510,13 +496,8 @@ async fn timed_from<T>(
     }
 }
 
-/// `op`'s output, or `None` once the clock reads `deadline` (clock ms) or later.
-///
-/// Two ways to end, because either alone can miss: `idle`, a timer due at the deadline, ends a
-/// call whose I/O has gone quiet; and the clock is read at every poll of `op`, which ends a call
-/// whose I/O never pauses — a server streaming without end keeps every read ready, each read
-/// resumes the call as a microtask, and a timer (a macrotask) may then never get to run. A
-/// deployed clock moves at each I/O, so it is read fresh at every one of those polls.
+/// `op`'s output, or `None` once the clock reads `deadline`. Both a timer (for I/O gone quiet)
+/// and a clock read at every poll (for I/O that never pauses, where a timer may never run).
 async fn by_deadline<T>(
     clock: &dyn Clock,
     deadline: f64,

@@ -1,7 +1,5 @@
-//! One `/test` measurement: its parameters described once (`parameter`) and parsed (`params`),
-//! the run over the stores (`measure`), the isolate's memory budget
-//! (`budget`) and requests in flight (`in_flight`), the answer (`answer`) and the endpoint as a
-//! pure function (`endpoint`).
+//! One `/test` measurement: `parameter` and `params`, the run (`measure`), the isolate's
+//! `budget` and `in_flight`, the `answer` and the `endpoint` as a pure function.
 
 pub mod answer;
 pub mod budget;

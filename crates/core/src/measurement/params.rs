@@ -10,9 +10,8 @@ use crate::stores::durable::{DoScope, LocationHint};
 use crate::stores::sql::D1Session;
 use crate::stores::store::{Consistency, Options, StoreId};
 
-/// Splits and percent-decodes a raw query string (`a=1&b=x%20y`, `+` is a space) strictly: a name
-/// or value that does not decode to valid UTF-8 is an error naming the parameter, never replaced
-/// with U+FFFD (which would make `%FF%FE` and `%C0%AF` the same key).
+/// Splits and percent-decodes a raw query (`+` is a space) strictly: invalid UTF-8 is an error
+/// naming the parameter, never U+FFFD (which would make `%FF%FE` and `%C0%AF` one key).
 pub fn parse_query(raw: &str) -> Result<Vec<(String, String)>, ParamError> {
     fn decode(text: &str) -> Result<String, ()> {
         let spaced = text.replace('+', " ");
@@ -431,9 +430,8 @@ fn same_set(a: &[StoreId], b: &[StoreId]) -> bool {
     a.len() == b.len() && a.iter().all(|s| b.contains(s))
 }
 
-/// A fixed key must fit every measured store's own limit (namespace and encoding included, e.g.
-/// 512 bytes with Cloudflare KV, 2,048 encoded bytes with Deno KV), and may not start with the
-/// namespaces' prefix, so a store without a namespace cannot read a namespaced store's entries.
+/// A fixed key must fit every measured store's own limit (namespace and encoding included) and
+/// not start with the namespaces' prefix.
 fn valid_key(key: &str, specs: &[&StoreSpec]) -> Result<String, ParamError> {
     if key.is_empty() || key.len() > KEY_MAX_BYTES {
         return Err(ParamError::new(

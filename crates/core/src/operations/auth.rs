@@ -1,7 +1,5 @@
-//! Access control: `/test` writes to the deployment's stores on every miss and the probes' routes
-//! start, stop and keep things that bill it, so only callers presenting the secret `BENCH_TOKEN`
-//! may use them; without a token they are closed unless the var `BENCH_OPEN = "true"` opens them
-//! to anyone (what the local stack sets).
+//! Access control: `/test` and the probes' control spend the deployment's money, so they need
+//! the secret `BENCH_TOKEN`, or without one `BENCH_OPEN = "true"` (the local stack).
 
 /// Why a request was refused. The messages never contain the token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -15,10 +13,8 @@ pub enum AuthError {
 /// The variable that holds the token `/test` requires.
 pub const TOKEN_VAR: &str = "BENCH_TOKEN";
 
-/// What the deployment configured: no token (the read routes open, the writing ones only with
-/// `BENCH_OPEN`), a token (trimmed like a presented
-/// one, so a secret saved with a trailing newline still matches), or a token that is set but
-/// blank — which must not silently open `/test` to everyone.
+/// What the deployment configured: no token, a token (trimmed like a presented one), or a
+/// token set but blank, which must not silently open `/test`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TokenConfig {
     /// No token set.
@@ -56,12 +52,9 @@ pub fn check(authorization: Option<&str>, token: Option<&str>) -> Result<(), Aut
     }
 }
 
-/// The rule of a route that only reads what is kept (`GET /probes`, the answers, the report):
-/// open without a token, else the presented bearer must match; a token set but blank fails
-/// closed (500), so a token that was meant to be set never opens the route to everyone. The
-/// error is the status to answer and what to say, naming `BENCH_TOKEN` or `Authorization`,
-/// never the token. The routes that write ([`admit_test`], [`admit_keeping`]) add that they are
-/// closed without a token.
+/// The rule of a route that only reads what is kept: open without a token, else the bearer must
+/// match; a blank token fails closed (500). The error names `BENCH_TOKEN` or `Authorization`,
+/// never the token.
 pub fn admit(
     authorization: Option<&str>,
     raw_token: Option<&str>,
@@ -84,9 +77,8 @@ pub fn admit(
         .map_err(|e| (401, ParamError::new("Authorization", e.to_string())))
 }
 
-/// The var that opens the writing routes to anyone when no token is set: `"true"` (what
-/// `npm run dev` and `npm run bench` set, so local curl and k6 work); anything else, or unset,
-/// keeps them closed.
+/// The var that opens the writing routes when no token is set: `"true"` (the local stack);
+/// anything else keeps them closed.
 pub const OPEN_VAR: &str = "BENCH_OPEN";
 
 /// Whether `BENCH_OPEN` (as stored) opens the writing routes.
@@ -100,9 +92,8 @@ const TEST_CLOSED: &str = "is not set, so /test is closed: every /test writes to
 /// Why starting, stopping or keeping is closed without a token.
 const KEEPING_CLOSED: &str = "is not set, so nothing may be started, stopped or kept here (each costs the deployment money): set one (npx wrangler secret put BENCH_TOKEN; npm run deploy always does) and send it as Authorization: Bearer, or set BENCH_OPEN = \"true\" to allow this to anyone";
 
-/// The rule of `/test` (with or without a run id): the rule of [`admit`], and without a token
-/// only when `open` (`BENCH_OPEN = "true"`). The refusal is a 403 naming `BENCH_TOKEN` that says
-/// why and how to open it.
+/// The rule of `/test`: [`admit`]'s, and without a token only when `open`; the refusal is a 403
+/// saying how to open it.
 pub fn admit_test(
     authorization: Option<&str>,
     raw_token: Option<&str>,
@@ -111,9 +102,7 @@ pub fn admit_test(
     admit_closed(authorization, raw_token, open, TEST_CLOSED)
 }
 
-/// The rule of a route that starts, stops or keeps something — the probes' control — each of
-/// which spends the deployment's money for as long as it runs: [`admit_test`]'s, with its own
-/// reason.
+/// The rule of the probes' control (each spends while it runs): [`admit_test`]'s, own reason.
 pub fn admit_keeping(
     authorization: Option<&str>,
     raw_token: Option<&str>,

@@ -1,9 +1,6 @@
-//! The fleet: the benchmark worker deployed once per cloud region (Workers placement,
-//! `[placement] region = "aws:us-east-1"`), each member a vantage point that the probes call over
-//! plain HTTP — only a fetch handler is placed, not alarms, cron or RPC, so a Durable Object alarm
-//! asks the placed member to run `/test` where it runs. The default regions live in
-//! `fleet-regions.json` (one place: `scripts/fleet.mjs` deploys from it, the report names each
-//! region's metro from it); the `FLEET` var lists the members of a deployment.
+//! The fleet: the worker deployed once per cloud region (`[placement] region`), each member a
+//! vantage point the probes call over HTTP (only a fetch handler is placed). Default regions are
+//! in `fleet-regions.json`; the `FLEET` var lists a deployment's members.
 
 use crate::error::ParamError;
 use crate::stores::durable::LocationHint;
@@ -75,9 +72,8 @@ pub struct Member {
 }
 
 impl Member {
-    /// The member's `/test` with its own defaults, like a probe's, except that `do` measures
-    /// the member's colo's own objects (`do_scope=colo`): created near where the placed member
-    /// runs, whatever touched the key elsewhere — as a hint probe measures its hint's.
+    /// The member's `/test` with its own defaults, `do` measuring its colo's own objects
+    /// (`do_scope=colo`), as a hint probe measures its hint's.
     pub fn test_url(&self) -> String {
         format!("{}/test?do_scope=colo", self.url.trim_end_matches('/'))
     }
@@ -165,15 +161,13 @@ pub struct MemberReply {
     pub colo: String,
     /// Its isolate's first request (`isolate_requests` 1): a cold answer.
     pub cold: bool,
-    /// `None`: a `/test` answer, kept as sent. Else why it is not one: `malformed` (a 200 whose
-    /// body is no answer, or an answer without its handler time) or `status` (any other
-    /// status), with what it said (cleaned).
+    /// `None`: a `/test` answer, kept as sent; else `malformed` (a 200 with no answer or no
+    /// handler time) or `status` (any other), with what it said (cleaned).
     pub failure: Option<(FailureKind, Option<u16>, String)>,
 }
 
-/// Reads a member's `status`, `body` and handler time (its `Server-Timing`, [`server_timing_ms`]).
-/// An answer without the handler time is `malformed`: a round trip is another quantity and
-/// cannot be kept beside the others' handler times (a member of another build).
+/// Reads a member's reply; an answer without its handler time (`Server-Timing`) is `malformed`,
+/// since a round trip cannot stand beside the others' handler times.
 pub fn member_reply(status: u16, body: &str, handler_ms: Option<f64>) -> MemberReply {
     let answer: Option<serde_json::Value> = serde_json::from_str(body).ok();
     let field = |name: &str| answer.as_ref().and_then(|a| a.get(name));
@@ -224,16 +218,11 @@ pub struct Verdict {
     pub disagree: bool,
 }
 
-/// Whether a member's answer ran where its label says. `placement` is the answer's
-/// `cf-placement` as [`placement`] kept it; `trace` the colo its isolate's Cloudflare trace
-/// named (`None`: unknown); `expected` the colos of the member's region (`None` for a label that
-/// is no known region: nothing to hold a colo against, so any `remote-` is placed).
-///
-/// The trace, where known, says where the code ran: a colo of the region's metro is placed,
-/// another is [`PlacementCheck::TraceElsewhere`], whatever the header says (it may be missing:
-/// Cloudflare documents it as possibly going away). Where the trace is unknown the header alone
-/// decides, as [`by_placement`]. Separately, two known witnesses naming different colos
-/// (`remote-IAD` and a trace of FRA; `local-EWR` and LHR) disagree, and that is counted.
+/// Whether a member's answer ran where its label says, from its `cf-placement` ([`placement`])
+/// and its trace's colo (`None`: unknown) against the region's colos (`None`: an unknown region,
+/// any `remote-` is placed). A known trace decides (its metro is placed, another
+/// [`PlacementCheck::TraceElsewhere`]); else the header alone ([`by_placement`]). Two known
+/// witnesses naming different colos are counted as a disagreement.
 pub fn classify(
     placement: Option<&str>,
     trace: Option<&str>,

@@ -1,9 +1,6 @@
-//! The operations around the measurement: who may call what (`auth`), the probes' configuration
-//! (`probes`), one probe's state machine (`probe`), one
-//! shard of a run's archive as a machine (`shard`), what the probes may spend (`spend`), the
-//! fleet of placed members (`fleet`), the run archive (`runs`), and reading kept answers by
-//! window and page (`window`), the names that become part of an object's name (`name`), and
-//! where code ran, from Cloudflare's trace (`trace`).
+//! The operations around the measurement: `auth`, the probes' configuration (`probes`), a
+//! probe's and a run shard's machines (`probe`, `shard`), `spend`, the `fleet`, the run archive
+//! (`runs`), kept answers by `window`, object `name`s, and where code ran (`trace`).
 
 pub mod auth;
 pub mod fleet;

@@ -1,13 +1,7 @@
-//! One probe as a sans-IO state machine, platform-free, as quinn-proto's `Connection` is: what
-//! its Durable Object keeps ([`ProbeState`]), and every rule of its life in one place. Events
-//! come in as `handle_*` calls — a start, the cron's tick, a stop, a wake of its alarm, a
-//! measurement's answer, a keep's, an expiry's or a read's result, a failed storage call — and
-//! the effects come out of [`Probe::poll`]: save the state (only when it changed), keep a line,
-//! expire what was measured before t, read the oldest answer's time, measure, arm the alarm at
-//! t or delete it. Nothing here calls storage, awaits or holds a closure: the object
-//! (`src/operations/probes.rs`) executes each effect and feeds its result back. Also the one
-//! builder of a kept line from a hint's `/test` reply or a member's call (or why it failed),
-//! the expiry rule the run archive shares ([`expiry_alarm`]), and the probe's status.
+//! One probe as a sans-IO state machine (as quinn-proto's `Connection`): events come in as
+//! `handle_*` calls, effects come out of [`Probe::poll`], and the object
+//! (`src/operations/probes.rs`) executes each and feeds its result back. Also the builder of a
+//! kept line, the expiry rule the run archive shares ([`expiry_alarm`]), and the status.
 
 use std::collections::VecDeque;
 
@@ -72,11 +66,8 @@ pub struct ProbeState {
     pub placement: PlacementCounts,
 }
 
-/// What the object does next, as [`Probe::poll`] hands it out. The ones that answer are fed
-/// back at once: [`Effect::Keep`] with [`Probe::handle_kept`], [`Effect::Expire`] with
-/// [`Probe::handle_expired`], [`Effect::ReadOldest`] with [`Probe::handle_oldest`],
-/// [`Effect::Measure`] with [`Probe::handle_measured`]; a failed save or alarm with
-/// [`Probe::handle_failed`].
+/// What the object does next, as [`Probe::poll`] hands it out; each that answers is fed back
+/// with its `handle_*`, a failed save or alarm with [`Probe::handle_failed`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     /// Keep this state (it changed since it was last saved or read).
@@ -133,11 +124,10 @@ pub const UNREAD_RETRY_MS: f64 = 60_000.0;
 /// The most measurements of one wake: a cold one, then a warm one.
 pub const MAX_PER_WAKE: usize = 2;
 
-/// The expiry rule of every keeper of answers (a probe, a run's shard): given the oldest
-/// answer's time, the alarm that deletes it — when it is due (at the earliest
-/// [`EXPIRY_MIN_WAIT_MS`] from now), none when nothing is kept; when that could not be read, a
-/// retry in [`EXPIRY_RETRY_MS`] and the error to say — never the end of the chain while answers
-/// may be kept.
+/// The expiry rule of every keeper of answers (a probe, a run's shard): the alarm that deletes
+/// the oldest answer when due (at the earliest [`EXPIRY_MIN_WAIT_MS`] from now), none when
+/// nothing is kept, and when the oldest could not be read a retry in [`EXPIRY_RETRY_MS`] — never
+/// the end of the chain while answers may be kept.
 pub fn expiry_alarm(
     oldest_t_ms: Result<Option<i64>, String>,
     keep_s: u32,
@@ -176,9 +166,7 @@ enum Step {
     Oldest,
 }
 
-/// One probe object's machine: its state, what storage holds of it, and the effects it asks
-/// for. It lives as long as the object's instance; the object reads its state once and feeds
-/// every event of the instance to it.
+/// One probe object's machine, living as long as the object's instance.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Probe {
     state: ProbeState,
@@ -200,10 +188,9 @@ pub struct Probe {
 }
 
 impl ProbeState {
-    /// Reads a stored state out of parsed JSON as its `Deserialize` does (absent or mistyped
-    /// fields take their default), without a deserializer of its own: the object that reads it
-    /// is in the bundle shipped to every colo, and a derived one costs it kilobytes (tested
-    /// against `Deserialize` in `a_stored_state_reads_back_as_its_deserialize_reads_it`).
+    /// Reads a stored state out of parsed JSON as its `Deserialize` does, without a
+    /// deserializer of its own: a derived one costs the bundle kilobytes (tested against
+    /// `Deserialize` in `a_stored_state_reads_back_as_its_deserialize_reads_it`).
     pub fn read(v: &serde_json::Value) -> ProbeState {
         let text = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_string);
         let count = |k: &str| v.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
@@ -336,10 +323,9 @@ impl Probe {
         }
     }
 
-    /// The cron's tick (`alarm_set`: the object has an alarm): a stopped probe is refused and
-    /// nothing changes; a live one takes the arming's target, its schedule only when it never
-    /// had one (a start's persists until the next start), and is armed now only when its chain
-    /// died. Saved only when that changed anything.
+    /// The cron's tick (`alarm_set`: the object has an alarm): a stopped probe is refused; a
+    /// live one takes the arming's target (its schedule only when it had none) and is armed
+    /// now only when its chain died. Saved only when that changed anything.
     pub fn handle_tick(&mut self, arm: &Arm, alarm_set: bool, now_ms: f64) -> Armed {
         if self.state.stopped {
             return Armed {
@@ -369,11 +355,9 @@ impl Probe {
         self.read_oldest();
     }
 
-    /// A wake of the alarm. `fleet`: the worker's `FLEET` var, `None` when unset — a member
-    /// taken out of it (or under a `FLEET` that does not parse, which `GET /probes` reports)
-    /// stops with its next wake: nothing else would stop it, since the worker only calls the
-    /// members it is configured with. A probe with nothing to measure only expires; a wake
-    /// while one measures does nothing.
+    /// A wake of the alarm. `fleet`: the worker's `FLEET` var (`None` unset); a member taken out
+    /// of it stops with its next wake, since nothing else would stop it. A probe with nothing to
+    /// measure only expires; a wake while one measures does nothing.
     pub fn handle_alarm(&mut self, fleet: Option<&str>, now_ms: f64) {
         self.armed = false;
         if self.wake.is_some() {
@@ -412,11 +396,9 @@ impl Probe {
         self.wake = Some((target, answers));
     }
 
-    /// A measurement's answer: a cold one (a new instance: connections, Deno KV's metadata
-    /// exchange and the value generator all start afresh) is followed at once by another, so
-    /// every wake yields a warm answer, and never more than [`MAX_PER_WAKE`]. Then the wake's
-    /// answers are kept, in the state as it is now (a stop or start may have come in meanwhile,
-    /// and is not undone).
+    /// A measurement's answer: a cold one (a new instance) is followed at once by another, so
+    /// every wake yields a warm answer, at most [`MAX_PER_WAKE`]. Then the answers are kept, in
+    /// the state as it is now (a stop or start meanwhile is not undone).
     pub fn handle_measured(&mut self, measured: Measured, now_ms: f64) {
         let Some((target, mut answers)) = self.wake.take() else {
             return;
@@ -458,9 +440,8 @@ impl Probe {
         }
     }
 
-    /// A keep's result: a kept answer is recorded in the state and what is past `keep` is
-    /// deleted after it; a failed one is counted in `keep_failed` and the wake's next answer
-    /// is kept all the same — no answer of a wake is dropped uncounted.
+    /// A keep's result: kept, it is recorded and what is past `keep` deleted after it; failed,
+    /// it is counted in `keep_failed` and the next answer kept all the same.
     pub fn handle_kept(&mut self, result: Result<(), String>, now_ms: f64) {
         let Step::Keeping(m) = std::mem::replace(&mut self.step, Step::Ready) else {
             return;
@@ -516,9 +497,8 @@ impl Probe {
         self.finish(Some(alarm));
     }
 
-    /// A save or an alarm of the object that failed: said in `last_error`, what was still to do
-    /// is dropped, and the chain goes on — the next wake of a live probe, else the expiry — with
-    /// the state saved again (storage may not have it).
+    /// A save or an alarm that failed: said in `last_error`, the rest dropped, and the chain goes
+    /// on (the next wake, else the expiry) with the state saved again.
     pub fn handle_failed(&mut self, error: &str, now_ms: f64) {
         self.effects.clear();
         self.step = Step::Ready;
@@ -617,10 +597,8 @@ pub struct HintReply<'a> {
     pub body: &'a str,
 }
 
-/// A hint probe's kept line: the `/test` answer as it came, or — a reply other than a 200
-/// answer (the isolate's budget, a bad var) — a failure of this vantage point, never a gap
-/// (`Kept::with_reply`). Cold: the first answer of the object's instance (`first`: it has
-/// not answered yet, [`Effect::Measure`]).
+/// A hint probe's kept line: the `/test` answer, or for any other reply a failure of this
+/// vantage point, never a gap (`Kept::with_reply`). `first`: the instance's first answer (cold).
 pub fn hint_answer(reply: HintReply<'_>, first: bool) -> Measured {
     let kept = Kept {
         seq: None,
@@ -660,11 +638,9 @@ pub fn hint_answer(reply: HintReply<'_>, first: bool) -> Measured {
     }
 }
 
-/// A member probe's kept line: the member's answer as it came, with its own handler time (its
-/// `Server-Timing`, whenever it sent one), the call's round trip apart (the wait, for a failure), the
-/// two witnesses of its place (its `cf-placement`, its trace colo) and whether that is where the
-/// label says ([`fleet::classify`]); anything else (`called` failed, or answered no `/test` answer) a failure
-/// line — never a gap. `t_ms`: the call's start; `call_ms`: its round trip.
+/// A member probe's kept line: the member's answer with its own handler time (`Server-Timing`),
+/// the round trip apart, and the two witnesses of its place classified against the label
+/// ([`fleet::classify`]); anything else a failure line, never a gap.
 pub fn member_answer(
     member: &ArmMember,
     called: Result<&Called, (FailureKind, &str)>,
@@ -696,8 +672,7 @@ pub fn member_answer(
         .is_ok()
         .then(|| kvbench_wire::trace::header_value(trace));
     let (answer, failure, mut last_error) = member_outcome(&reply, body);
-    // Only an answer has a placement to check; a failure is the member's failure wherever it
-    // ran.
+    // Only an answer has a placement to check.
     let verdict = answer.is_some().then(|| {
         let expected = fleet::region(&member.label).map(|r| r.colos.as_slice());
         fleet::classify(placement, trace, expected)
@@ -723,8 +698,7 @@ pub fn member_answer(
         placement_check: verdict.map(|v| v.check),
         cold: reply.cold,
         colo_changed: last_colo.is_some_and(|c| c != reply.colo),
-        // The member's own handler time, on any status it sent it with (like every other
-        // vantage's); the round trip apart, also the wait of a failure.
+        // The member's own handler time on any status; the round trip apart.
         handler_ms,
         call_ms: Some(call_ms),
         answer,

@@ -1,8 +1,5 @@
-//! The probes' configuration: which vantage points (`PROBE_HINTS`, the fleet's members), how
-//! often (`PROBE_EVERY`), how long their answers are kept (`PROBE_KEEP`, within the keep policy
-//! of `spec::keep`), the budget var, and a start's query (`hints`, `every`, `keep`). One probe's life is
-//! `operations::probe`; what the probes may spend, `operations::spend`; where a probe asks its
-//! colo, `operations::trace`.
+//! The probes' configuration: vantage points (`PROBE_HINTS`, the fleet), `PROBE_EVERY`,
+//! `PROBE_KEEP` (within `spec::keep`), the budget var, and a start's query.
 
 use crate::error::ParamError;
 use crate::operations::spend::{
@@ -108,11 +105,9 @@ impl ProbeConfig {
         )
     }
 
-    /// The budget rule for every path that arms probes (a start, the cron's tick): what would
-    /// run *after* it — the probes already running that it does not re-arm, at their own
-    /// intervals, and those it arms ([`after_arming`]) — projected, and refused, naming `every`
-    /// and the var, when that is over `PROBE_BUDGET_USD`. A start that alone fits but added to
-    /// what already runs does not is refused too.
+    /// The budget rule for every arming: what would run after it (the running probes it does not
+    /// re-arm and those it arms, [`after_arming`]) projected, and refused over
+    /// `PROBE_BUDGET_USD`, naming `every` and the var.
     pub fn check_arming(
         &self,
         probes: &[ProbeNow],

@@ -1,10 +1,7 @@
-//! A load run's archive (`/test?run=<id>`): its answers are kept across `RUN_SHARDS` Durable
-//! Objects of their own class (`RunArchive`), `run:<id>#<k>`, because one object's SQLite writes
-//! serialize. Writers and readers agree on the shard count through the var; a writer picks the
-//! shard per answer, round robin from a random start per isolate (so isolates do not all begin
-//! at shard 0). `seq` is per shard object; the stream numbers a line `k << SHARD_SEQ_BITS` plus
-//! its shard's `seq`, so a run's stream (shard 0's lines, then shard 1's, ...) has one `seq` per
-//! line, unique and rising, and a reader that resumes by `seq` works as with one object.
+//! A load run's archive (`/test?run=<id>`), kept across `RUN_SHARDS` `RunArchive` objects
+//! (`run:<id>#<k>`, one object's SQLite writes serialize), picked round robin from a random
+//! start per isolate. A streamed line's `seq` is `k << SHARD_SEQ_BITS` plus its shard's, so a
+//! run's stream has one rising `seq` per line and a reader resumes by it as with one object.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
@@ -142,20 +139,17 @@ pub const MAX_BATCH_LINES: usize = 200;
 /// Bytes of one append at most, short of SQLite's 2 MB string once the lines are escaped as
 /// one JSON array (an answer alone may pass it).
 pub const MAX_BATCH_BYTES: usize = 512 << 10;
-/// Appends of one run under way at once in an isolate, at most (each to the next shard): one
-/// at a time held a local run's keeps to one shard's commit time (docs/probes.md, "Kept runs").
-/// An append beyond the first starts only once a full batch ([`MAX_BATCH_LINES`]) waits: at a
-/// rate one append at a time keeps up with, the answers wait for it and go together (appends
-/// started at once for a line or two each cost a request and a commit per answer).
+/// Appends of one run under way at once in an isolate, at most (each to the next shard): one at
+/// a time held a local run to one shard's commit time. A further append starts only once a
+/// full batch ([`MAX_BATCH_LINES`]) waits, so a slow rate still goes in batches.
 pub const MAX_PARALLEL_APPENDS: u32 = 8;
 /// Appends one caller makes in a row for the run's waiting lines, at most.
 const MAX_ROUNDS: usize = 4;
 /// Answers of a run waiting in an isolate at most; past it an answer is kept on its own.
 pub const MAX_BUFFERED_LINES: usize = 4 * MAX_BATCH_LINES;
-/// How long a keep waits for the appends under way before it gives up on the answers still
-/// waiting behind them and counts them as failed keeps: a keep runs in `waitUntil`, which the
-/// platform cuts 30 s after the response, and an answer cut off there would be neither kept nor
-/// counted. What is left of the 30 s records the count in a shard.
+/// How long a keep waits for the appends under way before counting the answers behind them as
+/// failed: `waitUntil` is cut 30 s after the response, and an answer cut off there would go
+/// uncounted. The rest of the 30 s records the count.
 pub const KEEP_DEADLINE_MS: f64 = KEEP_DEADLINE_S as f64 * 1000.0;
 const KEEP_DEADLINE_S: u32 = 20;
 
@@ -203,19 +197,12 @@ impl Writer {
         }
     }
 
-    /// Keeps one answer `line` of `run` together with the others of this isolate that wait: it
-    /// joins the run's buffer; whoever finds no append of the run under way — or fewer than its
-    /// shards (at most [`MAX_PARALLEL_APPENDS`]) and a full batch waiting — appends what waits
-    /// (at most [`MAX_BATCH_LINES`] at a time, while any waits), the others look again after `tick`
-    /// (a timer: each caller waits on I/O of its own). Returns once the line is kept or
-    /// counted as failed, or once a later line waits behind it while an append is under way:
-    /// lines are taken in order, so the last line's keep outlives every line before it, and
-    /// only it ticks (a tick per waiting answer cost more CPU than the keep itself at 2,000
-    /// answers a second, docs/probes.md "Kept runs"). The outcomes are those of the appends this caller
-    /// made. A full buffer keeps the line on its own. Once `expired` (the keep's deadline,
-    /// [`KEEP_DEADLINE_MS`]), a caller still waiting for an append under way stops: the lines
-    /// still waiting behind it are taken out and counted as failed keeps (recorded in a shard,
-    /// or held), so none is lost uncounted when the platform cuts the wait.
+    /// Keeps one answer `line` of `run` with the others waiting in this isolate: whoever finds
+    /// no append of the run under way (or fewer than its shards and a full batch waiting)
+    /// appends up to [`MAX_BATCH_LINES`] at a time; the others look again after `tick`. Returns
+    /// once the line is kept or counted failed, or once a later line waits behind it (so only
+    /// the last line ticks: a tick per answer cost more CPU than the keep). Once `expired`
+    /// ([`KEEP_DEADLINE_MS`]) the lines still waiting are counted as failed keeps, never lost.
     pub async fn keep_batched<F: Future<Output = ()>>(
         &self,
         sink: &impl ShardSink,
@@ -416,10 +403,9 @@ impl Writer {
         true
     }
 
-    /// Keeps `body` (`lines` answers of `run`) in one of its `shards`: the picked one, else the
-    /// next; failing both, the answers are counted as failed keeps and the count recorded in a
-    /// third shard, or held for the run's next keep. Failures held from before travel with the
-    /// keep (and are held again if it fails).
+    /// Keeps `body` (`lines` answers of `run`) in the picked shard, else the next; failing both,
+    /// counted as failed keeps and recorded in a third shard, or held (with earlier failures)
+    /// for the run's next keep.
     pub async fn keep(
         &self,
         sink: &impl ShardSink,
@@ -490,10 +476,9 @@ pub fn parse_run(parameter: &str, text: &str) -> Result<String, ParamError> {
     crate::operations::name::parse_name(parameter, "run id", text, MAX_RUN_LEN, b"._-")
 }
 
-/// A run's kept line: one `/test` request as it answered — its answer, or its failure with the
-/// status and what it said (`Kept::with_reply`, the rule every vantage that measures `/test`
-/// itself keeps by) — labelled by the colo it ran in. `started_ms`: the request's start;
-/// `handler_ms`: its handler's time; `cold`: the isolate's first request.
+/// A run's kept line: one `/test` answer or its failure (`Kept::with_reply`), labelled by its
+/// colo. `started_ms`: the request's start; `handler_ms`: its handler's time; `cold`: the
+/// isolate's first request.
 pub fn run_line(
     colo: &str,
     started_ms: f64,

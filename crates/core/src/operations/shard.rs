@@ -1,9 +1,6 @@
-//! One shard of a run's archive as a sans-IO machine (its object is `RunArchive`,
-//! `src/operations/run_archive.rs`): the first write of an instance arms an alarm for when the
-//! oldest answer is due, and the alarm deletes what is due and re-arms for the oldest left, by
-//! the probe's expiry rule ([`probe::expiry_alarm`]). A failed expiry is counted and re-armed,
-//! never the end of the chain; a first arm that failed is tried again by the next write. Events
-//! in (`handle_*`), effects out ([`Shard::poll`]); no storage call or await in here.
+//! One shard of a run's archive (`RunArchive`) as a sans-IO machine: the first write arms an
+//! alarm for the oldest answer, the alarm expires and re-arms by [`probe::expiry_alarm`]; a
+//! failed expiry or first arm is retried, never the chain's end.
 
 use std::collections::VecDeque;
 
@@ -44,9 +41,7 @@ impl ShardState {
     }
 }
 
-/// What the object does next ([`Shard::poll`]). [`Effect::Expire`] is answered with
-/// [`Shard::handle_expired`], [`Effect::ReadOldest`] with [`Shard::handle_oldest`], and
-/// [`Effect::ArmAt`] with [`Shard::handle_armed`].
+/// What the object does next ([`Shard::poll`]), each answered with its `handle_*`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     /// Keep this state (it changed).
@@ -100,9 +95,8 @@ impl Shard {
         self.effects.pop_front()
     }
 
-    /// A write (an append, or failed keeps counted) with its run's `keep` (seconds, clamped to
-    /// the probes' bounds): the first of an instance — or the first after an arm that failed —
-    /// takes the keep and arms for the oldest answer.
+    /// A write with its run's `keep` (seconds, clamped): the first of an instance, or after a
+    /// failed arm, arms for the oldest answer.
     pub fn handle_write(&mut self, keep_s: Option<i64>) {
         if self.armed || self.step != Step::Ready {
             return;

@@ -1,7 +1,5 @@
-//! What the probes may spend: a configuration's month projected (every wake taken as cold, each
-//! answer at its measured cost or a ceiling before any), and the rule every path that arms probes
-//! (a start, the cron's tick) is checked by — what would run after it, its own probes and those
-//! already running.
+//! What the probes may spend: a configuration's month projected, and the rule every arming (a
+//! start, the cron's tick) is checked by, over what would run after it.
 
 /// Var: the most a start of the probes may project to cost a month, in USD.
 pub const BUDGET_VAR: &str = "PROBE_BUDGET_USD";
@@ -36,9 +34,8 @@ impl Projection {
     }
 }
 
-/// The month of probes waking every `every_s` seconds each (one entry per probe), against
-/// `budget_usd`: each wake taken as cold (two answers), each answer at the measured cost or,
-/// before any, [`ANSWER_USD_CEILING`].
+/// The month of probes waking every `every_s` seconds, against `budget_usd`: each wake cold (two
+/// answers), each answer at its measured cost or [`ANSWER_USD_CEILING`].
 pub fn project(
     every_s: impl IntoIterator<Item = u32>,
     budget_usd: f64,
@@ -62,9 +59,8 @@ pub fn project(
     }
 }
 
-/// What arms probes: `POST /probes/start` (re-arms its probes at its interval, stopped or not)
-/// or the cron's tick (re-arms each of the configuration's probes that is not stopped, at its
-/// own interval, or the vars' when it never ran).
+/// What arms probes: a start (its probes, at its interval) or the cron's tick (each not stopped,
+/// at its own interval).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arming {
     Start,

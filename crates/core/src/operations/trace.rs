@@ -1,15 +1,11 @@
-//! Where code ran, from Cloudflare's trace: a probe object and a fleet member's isolate each
-//! fetch `PROBE_COLO_URL` (`https://www.cloudflare.com/cdn-cgi/trace`, whose `colo=` line names
-//! the data center that served the subrequest — the one the code runs in) outside any timed
-//! span, with a short deadline. A member asks when its isolate is new and at most once an hour
-//! after ([`TraceCache`]); what cannot be read is "unknown", never a guess. This module holds the
-//! rules; the worker does the fetch (`src/trace.rs`).
+//! Where code ran, from Cloudflare's trace (`colo=` of `/cdn-cgi/trace`), fetched outside any
+//! span with a short deadline; a member asks per new isolate and at most hourly
+//! ([`TraceCache`]). Unreadable is "unknown", never a guess. The fetch is `src/trace.rs`.
 
 use kvbench_wire::trace::colo_code;
 
-/// Var: a URL answering `colo=XXX` lines (Cloudflare's `/cdn-cgi/trace`), fetched once per
-/// probe object instance, and by a fleet member once per isolate and at most hourly, to learn
-/// the colo they run in; "none" = do not ask ("unknown").
+/// Var: a URL answering `colo=XXX` lines, asked once per probe instance and by a member at most
+/// hourly; "none" = do not ask ("unknown").
 pub const COLO_URL_VAR: &str = "PROBE_COLO_URL";
 /// Where the colo is asked by default.
 pub const DEFAULT_COLO_URL: &str = "https://www.cloudflare.com/cdn-cgi/trace";
@@ -43,9 +39,8 @@ pub struct TraceCache {
 }
 
 impl TraceCache {
-    /// Whether a request at `now_ms` should ask the trace: never asked (a new isolate), or the
-    /// last ask is [`REFRESH_MS`] old. Marks it asked, so requests of the isolate that come
-    /// while one asks do not ask again (they say what is known: at first, unknown).
+    /// Whether a request at `now_ms` should ask: never asked, or [`REFRESH_MS`] since. Marks it
+    /// asked, so concurrent requests do not ask again.
     pub fn due(&mut self, now_ms: f64) -> bool {
         let due = self.asked_ms.is_none_or(|t| now_ms - t >= REFRESH_MS);
         if due {

@@ -1,22 +1,16 @@
-//! Reading kept answers: the time window of a query (`since`, `until`: epoch ms or a duration
-//! ago), the few windows `GET /report` renders, durations as a parameter (`90s`, `5m`, `24h`,
-//! `7d`), and the pages an object hands the worker while it streams.
+//! Reading kept answers: a query's window (`since`, `until`), `/report`'s windows, durations
+//! (`90s`, `5m`, `24h`, `7d`) and the pages an object streams.
 
 use crate::error::ParamError;
 
 /// Lines per page an object hands the worker while it streams.
 pub const PAGE_LINES: u32 = 500;
-/// Bytes per page, beyond which a page ends early (after at least one line, whatever its
-/// size): a line is at most a member's 1 MiB answer and a few hundred bytes, so a page is at
-/// most `PAGE_BYTES` + 1 MiB + a line's frame. The object building it and the worker streaming
-/// it hold one page at a time (the stream reads its sources one after another), and a page's
-/// text is held at most twice (the SQL rows, the response), far under an isolate's or a
-/// Durable Object's 128 MB. Without it, 500 lines of 1 MiB made a 500 MB page.
+/// Bytes per page, beyond which a page ends early (after one line at least): a page is at most
+/// this plus a 1 MiB line, held at most twice, far under 128 MB (500 lines of 1 MiB made 500 MB).
 pub const PAGE_BYTES: usize = 4 << 20;
 
-/// The windows `GET /report` renders, in seconds (1 h, 6 h, 24 h, 7 d, 30 d): a window asked
-/// for is widened to the next one, so every viewer of a similar window shares one render and
-/// one cached page (a page per distinct window would let anyone make the worker render at will).
+/// The windows `GET /report` renders (1 h, 6 h, 24 h, 7 d, 30 d): one asked for is widened to the
+/// next, so similar viewers share one render (else anyone could make it render at will).
 pub const REPORT_WINDOWS_S: [u32; 5] = [3_600, 21_600, 86_400, 604_800, 2_592_000];
 
 /// The window a report over `requested_s` seconds is made of: the next of [`REPORT_WINDOWS_S`],

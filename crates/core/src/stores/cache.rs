@@ -1,6 +1,5 @@
-//! The `cache` store's rules: the URL a key is cached under, the header that makes it expire,
-//! and where the Cache API cannot work at all (`*.workers.dev`, where `put` is a no-op and
-//! every `match` misses — measuring it there would report fast misses of nothing).
+//! The `cache` store's rules: a key's URL, the expiry header, and where the Cache API cannot
+//! work (`*.workers.dev`: `put` is a no-op, every `match` misses).
 
 use percent_encoding::utf8_percent_encode;
 

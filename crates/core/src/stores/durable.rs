@@ -1,7 +1,5 @@
-//! The `do` store's protocol between the worker and its Durable Object: which object holds a
-//! key (`do_scope`), where a new one is placed (`do_location`), and the requests the worker
-//! sends to it (`GET`/`PUT` of one key, the value as the body). Both sides of the worker use it,
-//! so the object and its client cannot disagree.
+//! The `do` store's protocol between the worker and its Durable Object (which object holds a
+//! key, where a new one goes, the `GET`/`PUT` requests), shared by both sides.
 
 use percent_encoding::{percent_decode_str, utf8_percent_encode};
 
@@ -17,9 +15,8 @@ pub enum DoScope {
     /// One object for every key: every request travels to the same object, whose single
     /// thread serialises them. Measures one hot, central object.
     Shared,
-    /// One object per key and per colo the request runs in (`colo:IAD|kvbench:do:7`), created
-    /// by the first request there: the object nearest the worker, whatever touched the key
-    /// elsewhere. What a placed fleet member measures: its own region's objects.
+    /// One object per key and colo (`colo:IAD|kvbench:do:7`), created by the first request
+    /// there: what a placed fleet member measures.
     Colo,
 }
 
@@ -39,13 +36,9 @@ impl DoScope {
     }
 }
 
-/// The object's name for the store key `store_key` (`kvbench:do:<key>`). The shared object's
-/// name has no trailing `:`, so it can never equal a per-key object's. A colo's own object
-/// (`do_scope=colo`, `colo` the request's) is `colo:<colo>|<key>`, which no key's name starts
-/// with. An object placed by a location hint is that hint's own (`weur|kvbench:do:7`): a hint
-/// applies only when an object is created, so the key's object, created wherever the key was
-/// first touched, would not be where `do_location` says. No unplaced name starts with a hint
-/// and `|`.
+/// The object's name for `store_key`. Names cannot collide: the shared object's has no trailing
+/// `:`, a colo's own is `colo:<colo>|<key>`, a hint's is `<hint>|<key>` (a hint applies only at
+/// creation, so the key's own object would not be where `do_location` says).
 pub fn object_name(
     scope: DoScope,
     location: Option<LocationHint>,
@@ -66,9 +59,8 @@ pub fn object_name(
 /// The name of the one object of `do_scope=shared`.
 pub const SHARED_OBJECT: &str = "kvbench:do";
 
-/// Durable Object location hints (`locationHint`), as Cloudflare's data-location page lists
-/// them (eleven since `apac-ne` and `apac-se`; `sam`, `afr` and `me` objects are created
-/// elsewhere, which is why each probe's answer says where it really ran).
+/// Durable Object location hints as Cloudflare lists them (`sam`, `afr` and `me` objects are
+/// created elsewhere: each probe's answer says where it ran).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LocationHint {
     Wnam,

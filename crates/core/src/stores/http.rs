@@ -15,10 +15,8 @@ pub const PATH_SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'_')
     .remove(b'~');
 
-/// Why a store's URL does not parse, for its error (never quoting the URL: it may hold a
-/// password). Host names are ASCII only: the worker's `url` crate is built without Unicode
-/// host names (`idna_adapter` 1.0, pinned in the root Cargo.toml: the bundle it saves is in
-/// docs/measured.md), so an internationalized one is given in its punycode form.
+/// Why a store's URL does not parse (never quoting it: it may hold a password). Host names are
+/// ASCII only (`url` is built without IDNA, docs/measured.md): give punycode.
 pub fn url_unparsable(e: url::ParseError) -> &'static str {
     match e {
         url::ParseError::IdnaError => NOT_ASCII_HOST,
@@ -26,9 +24,8 @@ pub fn url_unparsable(e: url::ParseError) -> &'static str {
     }
 }
 
-/// The host to open a socket to, from a `redis://` or `postgres://` URL: an IPv6 address
-/// without its brackets; refused when there is none, or when it is not ASCII (these schemes'
-/// URLs carry such a name percent-encoded, never resolved).
+/// The socket host of a `redis://` or `postgres://` URL (IPv6 unbracketed); refused when absent
+/// or not ASCII.
 pub fn socket_host(url: &url::Url) -> Result<String, &'static str> {
     let host = url
         .host_str()
@@ -46,10 +43,8 @@ pub fn socket_host(url: &url::Url) -> Result<String, &'static str> {
 /// A store URL's host name that is not ASCII.
 pub const NOT_ASCII_HOST: &str = "its host name is not ASCII: give it in its punycode form (xn--…)";
 
-/// The largest response body a store's call reads: the largest value (`max_bytes` ≤ 1 MiB)
-/// base64-encoded inside a JSON answer (Upstash) or framed in protobuf (Deno KV), with room.
-/// A body announced longer is refused before any of it is read, and a body without a length
-/// is read only up to this, then cut: a server cannot make the isolate (128 MB) buffer more.
+/// The largest response body a store's call reads: a 1 MiB value base64'd in JSON or framed in
+/// protobuf, with room. Longer announced is refused unread; unannounced is cut here.
 pub const MAX_RESPONSE_BYTES: usize = 4 << 20;
 
 /// The failure of a response body over [`MAX_RESPONSE_BYTES`] (`announced`: the length its
@@ -101,11 +96,9 @@ pub struct HttpResponse {
     pub body: Body,
 }
 
-/// A response body, read whole. The worker's stays a JS `ArrayBuffer` until its bytes are first
-/// asked for: its length is known at once, and the copy into wasm happens where the store asks —
-/// which for a large hit is after every span of the request (a deployed clock would count a copy
-/// made between two store calls in the next one), and never while other stores run (wasm memory
-/// only grows, so a body held there across a request is memory the isolate keeps).
+/// A response body, read whole. The worker's stays a JS `ArrayBuffer` until its bytes are asked
+/// for, so a large hit is copied into wasm only after every span (and wasm memory, which only
+/// grows, does not hold it across the request).
 pub struct Body {
     len: usize,
     outside: Option<Box<dyn OutsideBody>>,
@@ -194,9 +187,8 @@ impl std::fmt::Debug for Body {
 pub trait HttpTransport {
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse, StoreError>;
 
-    /// Takes a request body ahead of its request, before any span: the worker copies it into a
-    /// JS `Uint8Array` then, so the request copies nothing inside its span and wasm does not
-    /// hold the body until its store's turn. `None`: the bytes travel with the request.
+    /// Takes a request body ahead of its request, before any span (the worker copies it into a
+    /// JS `Uint8Array`). `None`: the bytes travel with the request.
     fn prepare(&self, _body: &[u8]) -> Option<PreparedBody> {
         None
     }

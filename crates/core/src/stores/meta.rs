@@ -1,10 +1,6 @@
-//! What a store reports about its own calls, beside the time measured around them: D1's result
-//! `meta` (where the query ran, its SQL time, D1's own attempts) and KV's `cacheStatus`. The
-//! worker keeps what the runtime handed over untouched while spans are open and reads it here
-//! afterwards (`Store::reported`), so none of this CPU lands in a timed call.
-//!
-//! A field the runtime did not give, gave as `null`, or gave in another type is absent from
-//! the answer: never a made-up 0.
+//! What a store reports about its own calls (D1's `meta`, KV's `cacheStatus`), kept untouched
+//! while spans are open and read here after (`Store::reported`). A field not given, `null` or
+//! mistyped is absent: never a made-up 0.
 
 use serde_json::Value;
 
@@ -20,9 +16,8 @@ pub struct Reported {
     pub write: Option<CallMeta>,
 }
 
-/// One D1 statement's `meta`, as `JSON.stringify` wrote it (`@cloudflare/workers-types`
-/// `D1Meta`): `served_by_colo`, `served_by_primary`, `timings.sql_duration_ms`,
-/// `total_attempts`. Text that is no JSON object reports nothing.
+/// One D1 statement's `meta` as `JSON.stringify` wrote it (`D1Meta`); text that is no JSON
+/// object reports nothing.
 pub fn d1(json: &str) -> CallMeta {
     let Ok(Value::Object(meta)) = serde_json::from_str::<Value>(json) else {
         return CallMeta::default();
@@ -48,10 +43,8 @@ pub fn d1(json: &str) -> CallMeta {
     }
 }
 
-/// A D1 batch's statements' metas, as one call: they ran in one transaction on one database
-/// instance, so where it ran is the first statement's; the SQL time is the sum over the
-/// statements, only when every one gave it (a partial sum would pass for the whole); the
-/// attempts are the most any statement took.
+/// A D1 batch's metas as one call: where it ran is the first's; the SQL time the sum, only when
+/// every statement gave it; the attempts the most any took.
 pub fn d1_batch<'a>(metas: impl IntoIterator<Item = &'a str>) -> CallMeta {
     let metas: Vec<CallMeta> = metas.into_iter().map(d1).collect();
     let Some(first) = metas.first() else {

@@ -1,9 +1,6 @@
-//! The stores' clients and what they share: the store traits (`store`), one client per store
-//! over HTTP (`upstash`, `denokv`, `durable`, `cache`), SQL (`sql`) or a socket (`redis`,
-//! `postgres` with `scram`), the transports they use (`http`, and `socket` for the TCP ones),
-//! the forms of a secret they redact (`secret`), R2's expiry sweep (`sweep`), what a store reports about its own calls
-//! (`meta`), and the values they hold and the generator of the values a measurement writes
-//! (`value`).
+//! The stores' clients and what they share: the traits (`store`); clients over HTTP (`upstash`,
+//! `denokv`, `durable`, `cache`), SQL (`sql`) or a `socket` (`redis`, `postgres`, `scram`);
+//! `http`, `secret` redaction, R2's `sweep`, reported `meta`, and `value`s.
 
 pub mod cache;
 pub mod denokv;

@@ -1,22 +1,7 @@
-//! PostgreSQL over TCP, as a key-value store: one row per key in `kvbench_values` (made by the
-//! migration `migrations/postgres/0001_values.sql`, never by a read). The messages are
-//! `postgres-protocol`'s (rust-postgres's own codec and SCRAM/MD5 authentication); this module
-//! only drives them over a [`Connector`]'s byte stream, so the same client runs in the worker
-//! (`connect()`, directly or to a Hyperdrive binding's address) and natively against a real
-//! server in tests.
-//!
-//! Connecting, the TLS upgrade the URL asks for (`SSLRequest`), the startup message and the
-//! authentication are the store's setup, reported as `connect_ms`. A read is one round trip of
-//! the extended protocol (Parse, Bind, Execute, Sync of an unnamed statement, binary results)
-//! until `ReadyForQuery`; a hit's value is counted, never copied. A write is one round trip of
-//! an upsert that also deletes up to [`EXPIRED_PER_WRITE`] expired rows found through the
-//! expiry index: the table never needs a scan, and it cannot grow beyond what was written in
-//! the last TTL. Reads compare with the server's `clock_timestamp()`, so they never return an
-//! expired row — and, a volatile function, it keeps the read out of Hyperdrive's query cache
-//! under every rule Hyperdrive has documented: "volatile" (older pages, which showed a query
-//! with the *stable* `CURRENT_DATE` as cacheable, so `now()`, stable too, was not enough) and
-//! "volatile or stable" (2026-07). Checked against a real server's `pg_proc`
-//! (tests/tests/postgres_server.rs).
+//! PostgreSQL over TCP as a key-value store (one row per key in `kvbench_values`), driving
+//! `postgres-protocol`'s codec over a [`Connector`] so the same client runs in the worker and
+//! natively in tests. A write's upsert also deletes up to [`EXPIRED_PER_WRITE`] expired rows
+//! through the expiry index (no scans; the table stays within one TTL's writes).
 
 use std::cell::RefCell;
 use std::io;
@@ -41,14 +26,14 @@ use crate::stores::value::Value;
 /// The table every Postgres store reads and writes (the migration creates it).
 pub const TABLE: &str = "kvbench_values";
 
-/// A read: the value of a key whose row has not expired. `clock_timestamp()`, not `now()`: the
-/// same instant for one row, but volatile, so Hyperdrive never answers it from its cache.
+/// A read of an unexpired row. `clock_timestamp()`, not `now()`: volatile, so Hyperdrive never
+/// caches it (checked against `pg_proc` in tests/tests/postgres_server.rs).
 pub const READ_SQL: &str =
     "SELECT v FROM kvbench_values WHERE k = $1 AND expires_at > clock_timestamp()";
 
-/// A write: the key's row (inserted or replaced) expiring after `$3` seconds, and up to
-/// [`EXPIRED_PER_WRITE`] other rows that have expired, found through the expiry index. The
-/// key's own row is never among the deleted (one statement must not change a row twice).
+/// A write: the key's row (upserted) expiring after `$3` seconds, and up to
+/// [`EXPIRED_PER_WRITE`] other expired rows (never the key's own: one statement must not change
+/// a row twice).
 pub const WRITE_SQL: &str = "WITH expired AS (\
      DELETE FROM kvbench_values WHERE k IN (\
        SELECT k FROM kvbench_values WHERE expires_at <= now() AND k <> $1 \
@@ -60,9 +45,8 @@ pub const WRITE_SQL: &str = "WITH expired AS (\
 /// Expired rows a write deletes at most (the `LIMIT` of [`WRITE_SQL`]).
 pub const EXPIRED_PER_WRITE: u32 = 16;
 
-/// The longest message accepted from a server: a 1 MiB value and its row's framing, with room.
-/// A longer one (an 8 MiB row, or a server that is not Postgres: an HTTP answer's bytes read as
-/// a length) is refused before it is buffered.
+/// The longest message accepted: a 1 MiB value with room; longer (or a non-Postgres server's
+/// bytes read as a length) is refused before it is buffered.
 pub const MAX_MESSAGE: usize = 2 << 20;
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -208,17 +192,14 @@ impl<T: Connection> PgConn<T> {
         Ok(())
     }
 
-    /// The next message; a data row is only measured. Every length is checked before the
-    /// message is buffered: a server cannot make the client hold more than [`MAX_MESSAGE`]
-    /// bytes.
+    /// The next message; every length is checked before buffering (at most [`MAX_MESSAGE`]).
     async fn next(&mut self) -> Result<Incoming, StoreError> {
         let len = self.header().await?;
         if self.buf.first() != Some(&b'D') {
             return self.message(len).await.map(Incoming::Message);
         }
-        // A data row's bytes are counted, never copied (a deployed clock would charge the CPU
-        // of buffering a 1 MiB row to the read): its column count and first column's length,
-        // then the rest skipped. One column takes at least 10 bytes after the tag.
+        // A data row is counted, never copied (a deployed clock would charge the copy to the
+        // read). One column takes at least 10 bytes after the tag.
         if len < 10 {
             return Err(protocol("a data row shorter than one column"));
         }
@@ -373,9 +354,8 @@ pub struct PostgresStore<C: Connector> {
     label: &'static str,
     /// The platform's NFKC, for SASLprep.
     nfkc: scram::Nfkc,
-    /// The request's connection, once open. Taken out for each exchange and put back only when
-    /// the answer was read to its `ReadyForQuery`, so an exchange cut short (a timeout) never
-    /// leaves it half-read.
+    /// The request's connection, put back only after a whole answer, so an exchange cut
+    /// short (a timeout) never leaves it half-read.
     conn: RefCell<Option<PgConn<C::Conn>>>,
 }
 
@@ -659,9 +639,8 @@ impl<C: Connector> PostgresStore<C> {
         let mut out = Outcome::default();
         loop {
             let message = match conn.next().await? {
-                // Each statement answers at most one row (the key is the primary key): a server
-                // that sends more is refused at once, before it can grow the list without end.
-                // The connection is dropped with the error, mid-answer, never reused.
+                // One row at most per statement (the key is the primary key): more is refused
+                // at once and the connection dropped.
                 Incoming::Row(_) if out.rows.len() >= MAX_ROWS => {
                     return Err(protocol(format!(
                         "{}: more than {MAX_ROWS} row for one key",

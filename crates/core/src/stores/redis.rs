@@ -1,9 +1,6 @@
-//! Redis over TCP (RESP2), the protocol Upstash also serves next to its REST API: `GET`, and
-//! `SET key value EX ttl` on a miss, on a connection opened for the request (Workers cannot keep
-//! a socket across requests). Connecting, the TLS handshake (`rediss://`), `AUTH` and `SELECT`
-//! are the store's setup, reported as `connect_ms`. A reply is read to its last byte before the
-//! read counts as done, but a bulk value is only counted, never copied: the value is in hand
-//! without CPU a deployed clock would charge to the next span.
+//! Redis over TCP (RESP2): `GET`, and `SET key value EX ttl` on a miss, on a connection per
+//! request (Workers cannot keep a socket across requests); connect, TLS, `AUTH` and `SELECT`
+//! are `connect_ms`. A bulk value is read to its end but only counted, never copied.
 
 use std::cell::RefCell;
 

@@ -1,21 +1,8 @@
-//! SCRAM-SHA-256 (RFC 5802, RFC 7677), the client side of PostgreSQL's default password
-//! authentication, with the salted password's keys derived once per isolate.
-//!
-//! The expensive step of SCRAM is `Hi()`: PBKDF2-HMAC-SHA-256 over the password, with the
-//! server's salt and iteration count (4,096 by PostgreSQL's default) — thousands of HMACs in
-//! wasm on every connection. A server keeps one salt per user until the password changes, so
-//! the keys derived from (password, salt, iterations) are the same on every connection: they
-//! are kept in a small per-isolate cache ([`KeyCache`]) under a digest of the three, never the
-//! password itself. Everything else — a fresh nonce, the client proof over this exchange's auth
-//! message, and the check of the server's signature — is done on every connection, so a server
-//! that does not know the password is refused as before. The message formats and checks follow
-//! rust-postgres's `postgres-protocol` (`authentication::sasl`), which this replaces only
-//! because it derives the keys on every call.
-//!
-//! The password is prepared with SASLprep (RFC 4013) as the `stringprep` crate does, its own
-//! tables for the mapping, prohibited output and bidirectional rules, but with Unicode's NFKC
-//! from the platform ([`Nfkc`]): the worker passes the runtime's `String.prototype.normalize`,
-//! so the normalization tables are not in the bundle (their size: docs/measured.md).
+//! SCRAM-SHA-256 (RFC 5802, RFC 7677), PostgreSQL's password authentication, client side. As
+//! rust-postgres's `authentication::sasl`, except that `Hi()` (thousands of HMACs in wasm) is
+//! derived once per isolate per (password, salt, iterations) and cached under a digest; the
+//! nonce, proof and server signature check stay per connection. SASLprep takes NFKC from the
+//! platform ([`Nfkc`]) so the normalization tables stay out of the wasm.
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -27,8 +14,7 @@ pub const MECHANISM: &str = "SCRAM-SHA-256";
 /// The most PBKDF2 iterations a server may ask for: an unbounded count lets a hostile server
 /// make the client compute without end (postgres-protocol's and pgjdbc's cap, CVE-2026-42198).
 pub const MAX_ITERATIONS: u32 = 100_000;
-/// How many (password, salt, iterations) the cache keeps: one per database user a deployment
-/// connects as is the common case.
+/// How many (password, salt, iterations) the cache keeps (one per database user is usual).
 const CACHE_ENTRIES: usize = 8;
 /// `n,,`: no channel binding (the connection is not TLS-bound), no authorization identity.
 const GS2_HEADER: &str = "n,,";
@@ -99,8 +85,7 @@ pub fn saslprep(s: &str, nfkc: Nfkc) -> Option<std::borrow::Cow<'_, str>> {
     Some(std::borrow::Cow::Owned(normalized))
 }
 
-/// The keys of one (password, salt, iterations): what `Hi()` yields, reduced to the two keys
-/// the exchange needs.
+/// The two keys of one (password, salt, iterations) the exchange needs.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Keys {
     client: [u8; 32],
@@ -163,13 +148,11 @@ impl KeyCache {
 /// The isolate's cache (the worker's one thread; natively, the process's).
 pub static KEYS: KeyCache = KeyCache::new();
 
-/// One SCRAM exchange: [`Scram::client_first`] for the SASLInitialResponse, then
-/// [`Scram::client_final`] with the server's first message, then [`Scram::verify`] with its
-/// final one. Authentication succeeded only when `verify` returns `Ok`.
+/// One SCRAM exchange: [`Scram::client_first`], [`Scram::client_final`], then [`Scram::verify`];
+/// authenticated only when `verify` returns `Ok`.
 pub struct Scram {
     nonce: String,
-    /// After `client_final`: the auth message and the server key the server's signature is
-    /// checked with.
+    /// After `client_final`: the auth message and the server key to check its signature.
     expect: Option<(String, [u8; 32])>,
 }
 
@@ -194,8 +177,7 @@ impl Scram {
         format!("{GS2_HEADER}n=,r={}", self.nonce)
     }
 
-    /// The client's final message for the server's first one (`r=…,s=…,i=…`), with the proof
-    /// made from `password`'s keys (derived once per isolate, [`KEYS`]).
+    /// The client's final message for the server's first (`r=…,s=…,i=…`), with the proof.
     pub fn client_final(
         &mut self,
         password: &[u8],
@@ -301,8 +283,7 @@ fn normalize(password: &[u8], nfkc: Nfkc) -> Vec<u8> {
 }
 
 fn hmac(key: &[u8], data: &[u8]) -> [u8; 32] {
-    // HMAC takes a key of any length, so this never fails; if it did, the proof would be
-    // wrong and the server would refuse it (never a panic on the request path).
+    // HMAC takes a key of any length: never fails (and never a panic on the request path).
     let Ok(mut mac) = <HmacSha256 as KeyInit>::new_from_slice(key) else {
         return [0; 32];
     };

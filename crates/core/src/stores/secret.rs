@@ -4,8 +4,7 @@
 use crate::stores::http::PATH_SEGMENT;
 
 /// Replaces every occurrence of a secret in foreign text, in each form a server might echo it
-/// ([`secret_forms`]). Runs on the whole text *before* it is shortened by [`crate::error::quote`], so a secret
-/// cut in half by the shortening cannot survive as a prefix.
+/// ([`secret_forms`]), before [`crate::error::quote`] shortens it (so no half survives).
 pub fn redact(text: &str, secrets: &[&str]) -> String {
     let mut out = text.to_string();
     for secret in secrets.iter().filter(|s| !s.is_empty()) {
@@ -21,11 +20,9 @@ pub fn redact(text: &str, secrets: &[&str]) -> String {
 /// The shortest base64 run worth redacting: shorter ones would match innocent text.
 const MIN_BASE64_FORM: usize = 6;
 
-/// `secret` as a server might echo it: verbatim; percent-encoded (every byte but letters and
-/// digits, or only what a URL path must escape; upper- and lower-case hex); and base64 (standard
-/// and URL-safe alphabets) at each of the three alignments it can have inside a longer encoded
-/// text (a `user:password` pair, say) — the characters that also depend on the bytes around it
-/// left out, so every form is a substring of any encoding that contains the secret.
+/// `secret` as a server might echo it: verbatim, percent-encoded (both escape sets, both hex
+/// cases), and base64 (both alphabets) at its three alignments, the characters that depend on
+/// neighbouring bytes left out.
 pub fn secret_forms(secret: &str) -> Vec<String> {
     use base64::Engine;
     use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};

@@ -1,12 +1,8 @@
-//! The SQL of the two SQLite stores, `do` (a Durable Object's own database) and `d1`: one table
-//! `(key, value BLOB, expires_at)` where an expired row is a miss and is overwritten, and deleted
-//! — by the object's alarm, or in D1 (which has no alarm) by later writes, through an index on
-//! `expires_at`. D1's migrations in `migrations/` create the same table and that index (a test
-//! keeps them equal). [`kept`]: the probe and run objects' table of kept answers.
+//! The SQL of the SQLite stores `do` and `d1`: one `(key, value, expires_at)` table where an
+//! expired row is a miss, deleted by the object's alarm or, in D1, by later writes (the
+//! migrations create the same table, a test keeps them equal). [`kept`]: the kept answers' table.
 
-/// The table. `WITHOUT ROWID` makes the primary key the table itself: a write is 1 row
-/// written, where a rowid table with its primary-key index bills 2 (measured with workerd's
-/// SQLite counters).
+/// The table; `WITHOUT ROWID` makes a write bill 1 row, not 2 (workerd's SQLite counters).
 pub const CREATE: &str = "CREATE TABLE IF NOT EXISTS kvbench (key TEXT PRIMARY KEY, value BLOB NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID";
 
 /// The read: `?1` the key, `?2` now in epoch ms. An expired row is no row.
@@ -24,14 +20,12 @@ pub const DELETE_EXPIRED: &str = "DELETE FROM kvbench WHERE expires_at <= ?1";
 pub const EXPIRY_INDEX: &str =
     "CREATE INDEX IF NOT EXISTS kvbench_expires_at ON kvbench (expires_at)";
 
-/// Expired rows a D1 write deletes at most (the `LIMIT` of [`DELETE_EXPIRED_OTHERS`]): a write
-/// adds at most one row, so deleting up to 16 keeps the expired rows from ever piling up, and
-/// bounds what one write can cost.
+/// Expired rows a D1 write deletes at most: a write adds one row, so 16 keeps them from piling
+/// up and bounds a write's cost.
 pub const EXPIRED_PER_WRITE: u32 = 16;
 
-/// What D1 runs with each [`UPSERT`], in the same batch (one round trip): deletes up to
-/// [`EXPIRED_PER_WRITE`] expired rows of *other* keys, the oldest first, found through
-/// [`EXPIRY_INDEX`] (the subquery reads only the index). `?1` now in epoch ms, `?2` the key written.
+/// Run with each [`UPSERT`] in D1's batch: deletes up to [`EXPIRED_PER_WRITE`] expired rows of
+/// other keys through [`EXPIRY_INDEX`]. `?1` now in epoch ms, `?2` the key written.
 pub const DELETE_EXPIRED_OTHERS: &str = "DELETE FROM kvbench WHERE key IN (SELECT key FROM kvbench WHERE expires_at <= ?1 AND key <> ?2 ORDER BY expires_at LIMIT 16)";
 
 /// When the next row expires (`NULL` when the table is empty), and how many rows there are.

@@ -61,9 +61,8 @@ impl Options {
     }
 }
 
-/// The CPU-heavy rest of a read (decoding a large answer), run only after every timed span of the
-/// request: a deployed worker's clock moves only at I/O, so CPU spent between two store calls
-/// would be counted in the next call's time.
+/// The CPU-heavy rest of a read (decoding a large answer), run after every timed span: a
+/// deployed clock would count it in the next call.
 pub struct Deferred(Box<dyn FnOnce() -> Result<u64, StoreError>>);
 
 impl Deferred {
@@ -97,24 +96,18 @@ pub enum Fetched {
     Hit(Deferred),
 }
 
-/// A key-value store as the benchmark sees it. Each store writes through a value of its own,
-/// [`Store::Prepared`] — the encoded command, the request, the JS copy of the value — made by
-/// [`Store::prepare`] before the measurement's first span (CPU a deployed clock would otherwise
-/// count in a span) and taken by [`Store::put`], the timed call.
+/// A key-value store as the benchmark sees it. A write's [`Store::Prepared`] value is made by
+/// [`Store::prepare`] before the first span and taken by [`Store::put`], the timed call.
 #[async_trait(?Send)]
 pub trait Store {
     /// A write of this store, ready to send.
     type Prepared;
-    /// Setup the store needs before its timed calls (Deno KV's per-isolate metadata exchange,
-    /// Redis's per-request connection), done only when due. `Ok(true)` = it did network work in
-    /// this call, so the measurement reports that time as `connect_ms` instead of counting it in the
-    /// read or write.
+    /// Setup before the timed calls (Deno KV's metadata, Redis's connection) when due;
+    /// `Ok(true)`: it did network work, reported as `connect_ms`.
     async fn connect(&self) -> Result<bool, StoreError> {
         Ok(false)
     }
-    /// What the store reported about this measurement's read and write (D1's `meta`, KV's
-    /// `cacheStatus`), taken once every span is over: reading it costs CPU that a deployed
-    /// clock would count in the next store's span. Stores that report nothing keep the default.
+    /// What the store reported (D1's `meta`, KV's `cacheStatus`), taken after every span.
     fn reported(&self) -> crate::stores::meta::Reported {
         crate::stores::meta::Reported::default()
     }
@@ -133,9 +126,8 @@ pub trait Store {
     ) -> Result<(), StoreError>;
 }
 
-/// A store as a measurement holds it, among others whose writes have other types: a [`Store`]
-/// whose prepared write is kept inside a [`Write`]. Every [`Store`] is one; the futures are the
-/// store's own, passed on unwrapped.
+/// A [`Store`] whose prepared write is kept inside a [`Write`], so stores of different write
+/// types sit side by side.
 pub trait DynStore {
     fn connect(&self) -> LocalBoxFuture<'_, Result<bool, StoreError>>;
     fn reported(&self) -> crate::stores::meta::Reported;

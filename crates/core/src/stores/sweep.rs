@@ -1,13 +1,7 @@
-//! R2's expiry, which R2 does not have: the benchmark keeps each object's expiry in its custom
-//! metadata, a read of an expired object is a miss, and the Cron Trigger deletes expired objects
-//! in sweeps bounded per tick. Pure: what is expired, how far one tick lists and where the next
-//! resumes (sans-IO: the worker's `r2::sweep` lists, deletes and keeps the place, and feeds each
-//! page in here), so the rules are native tests.
-//!
-//! The bound: a tick lists at most [`PAGES_PER_TICK`] pages of at most [`PAGE_OBJECTS`]
-//! objects, in key order, resuming after the last key the previous tick listed and starting
-//! again from the first when it reaches the end. An object is deleted within one pass over the
-//! bucket after it expires; a pass takes ⌈objects / 10,000⌉ ticks.
+//! R2's expiry, which R2 lacks: the expiry sits in an object's custom metadata, an expired read
+//! is a miss, and the cron deletes expired objects in sweeps of at most [`PAGES_PER_TICK`] ×
+//! [`PAGE_OBJECTS`] per tick, in key order, resuming where the last tick stopped. Sans-IO (the
+//! worker's `r2::sweep` lists and deletes), so the rules are native tests.
 
 use crate::stores::store::StoreId;
 
@@ -130,9 +124,8 @@ impl Sweep {
         expired
     }
 
-    /// Where the next tick starts: after the last key this one listed, or from the first
-    /// again (`None`) when this one reached the end. A tick that listed nothing (or failed
-    /// before its first page) leaves the place where it was.
+    /// Where the next tick starts: after this one's last key, or from the first (`None`) at the
+    /// end. A tick that listed nothing leaves the place where it was.
     pub fn resume_after(&self) -> Option<&str> {
         if self.ended {
             return None;

@@ -1,10 +1,6 @@
-//! Upstash Redis over its REST API: one `POST` per operation, `Authorization: Bearer`, answer
-//! `{"result": ...}` or `{"error": "..."}`. A read is the JSON command array `["GET", key]` and
-//! asks for `Upstash-Encoding: base64` (as the official client does), so a value that is not
-//! UTF-8 comes back byte for byte and `value_bytes` is its stored length. A write is the form
-//! Upstash documents for binary values: `POST /set/<key>?EX=<ttl>` with the value as the raw
-//! body, which the server appends as the command's last argument before the query's — the same
-//! `SET key value EX ttl` the official client sends as JSON, without the JSON.
+//! Upstash Redis over its REST API: one `POST` per operation. A read is `["GET", key]` with
+//! `Upstash-Encoding: base64` (as the official client), so `value_bytes` is the stored length; a
+//! write is the documented binary form `POST /set/<key>?EX=<ttl>` with the raw value as body.
 
 use async_trait::async_trait;
 use base64::Engine as _;
@@ -16,9 +12,8 @@ use crate::stores::secret::redact;
 use crate::stores::store::{Deferred, Fetched, Options, Store};
 use crate::stores::value::Value as WriteValue;
 
-/// Answers up to this size are decoded at once (a miss, an error, a tiny value): cheap, and they
-/// decide whether a write follows. Larger ones can only be a hit and are decoded after every
-/// timed span of the request.
+/// Answers up to this size are decoded at once (they decide whether a write follows); larger
+/// ones can only be a hit and are decoded after every span.
 const DECODE_NOW_BYTES: usize = 256;
 
 /// Upstash REST endpoint and credentials (`UPSTASH_REDIS_REST_URL`, `UPSTASH_REDIS_REST_TOKEN`).
@@ -163,9 +158,8 @@ fn base64_word(w: u64) -> bool {
     ok == TOP
 }
 
-/// The decoded size of standard padded base64, from its length: every byte is checked to be in
-/// the alphabet (a value written without `Upstash-Encoding` would not be), nothing is decoded or
-/// copied. `None` when it is not base64.
+/// The decoded size of padded base64 from its length, every byte checked to be in the alphabet
+/// (nothing decoded or copied); `None` when it is not base64.
 pub fn base64_decoded_len(text: &[u8]) -> Option<u64> {
     if !text.len().is_multiple_of(4) {
         return None;
@@ -186,9 +180,8 @@ pub fn base64_decoded_len(text: &[u8]) -> Option<u64> {
     Some((text.len() / 4 * 3 - pad) as u64)
 }
 
-/// A `GET` answer's stored size, the cheap way, when the answer is exactly what Upstash sends for
-/// a string or a miss: `{"result":"<base64>"}` (base64 has no quote or backslash, so the string
-/// needs no JSON decoding) or `{"result":null}`. `None`: another shape, for the full path.
+/// A `GET` answer's stored size when it is exactly `{"result":"<base64>"}` (no JSON escapes
+/// possible) or `{"result":null}`; `None`: another shape, for the full path.
 fn fast_get_size(body: &[u8]) -> Option<Option<u64>> {
     if body == br#"{"result":null}"# {
         return Some(None);
@@ -199,10 +192,8 @@ fn fast_get_size(body: &[u8]) -> Option<Option<u64>> {
     base64_decoded_len(b64).map(Some)
 }
 
-/// A large `GET` answer's stored size from its shape alone: `{"result":"`, base64 of a length
-/// that is a multiple of 4 with its padding, `"}` — 15 bytes copied, whatever the value's size.
-/// The base64's alphabet is not checked here: [`full_check_due`] decides when it is. `None`:
-/// another shape, for the full path.
+/// A large `GET` answer's stored size from its shape alone (15 bytes copied, whatever the size);
+/// the alphabet is checked only when [`full_check_due`] says. `None`: the full path.
 fn shape_get_size(body: &crate::stores::http::Body) -> Option<u64> {
     const HEAD: &[u8] = br#"{"result":""#;
     const TAIL: &[u8] = br#""}"#;
@@ -225,10 +216,8 @@ fn shape_get_size(body: &crate::stores::http::Body) -> Option<u64> {
     Some((b64 / 4 * 3 - pad) as u64)
 }
 
-/// Every this many large hits of an isolate, and on its first, a hit is sized the full way:
-/// every byte of its base64 is checked to be in the alphabet (after every span). That the
-/// server base64-encodes results (`Upstash-Encoding`) is a property of the deployment, not of
-/// one answer: once shown, the other hits are sized from their shape and length.
+/// Every this many large hits of an isolate, and on its first, a hit's base64 is checked in
+/// full: base64 encoding is the deployment's property, so once shown, shape and length suffice.
 pub const FULL_CHECK_EVERY: u64 = 64;
 
 thread_local! {
@@ -275,9 +264,8 @@ impl<T: HttpTransport> Store for UpstashStore<T> {
         let response = self.send(self.get_request(key)).await?;
         let token = self.token.clone();
         let size = move |response: &HttpResponse| {
-            // The common answer, `{"result":"<base64>"}` or `{"result":null}`, is sized from the
-            // base64's length without copying or decoding it; anything else takes the full path,
-            // which also words the errors.
+            // The common answer is sized from the base64's length; anything else takes the
+            // full path, which also words the errors.
             if let Some(sized) = fast_get_size(&response.body) {
                 return Ok(sized);
             }

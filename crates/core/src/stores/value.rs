@@ -1,7 +1,5 @@
-//! Random keys, orders and values. Values are printable ASCII so that "N bytes" is N bytes in
-//! every encoding a store might apply (the published benchmark decoded random bytes as UTF-8 and
-//! silently inflated them). A fast PRNG, seeded once per isolate from the platform CSPRNG, keeps
-//! generating a 64 KiB value cheap next to the I/O being measured.
+//! Random keys, orders and values. Values are printable ASCII so "N bytes" is N bytes in every
+//! encoding; a fast PRNG seeded once per isolate keeps a 64 KiB value cheap next to the I/O.
 
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::seq::SliceRandom;
@@ -10,16 +8,13 @@ use rand::{Rng, RngExt, SeedableRng};
 /// 64 printable, URL- and JSON-safe characters: one random byte's low 6 bits pick one, unbiased.
 const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-/// A value to write. The generator's values use only `A–Z a–z 0–9 - _`, which need no escaping in
-/// JSON or a URL: `plain` records that, so encoders can copy the bytes instead of scanning them
-/// (a scan of 1 MiB is CPU a deployed worker's clock would count in the next store call).
+/// A value to write, of `A–Z a–z 0–9 - _` only: `plain` lets encoders copy it unscanned.
 #[derive(Clone)]
 pub struct Value {
     bytes: Vec<u8>,
     plain: bool,
-    /// The platform's copy of the bytes (the worker: one JS `Uint8Array`, and the text D1 binds),
-    /// made the first time a store needs it and kept with the value: a value no write used goes
-    /// back to the isolate's pool with its copy, so the next request's stores copy nothing.
+    /// The platform's copy of the bytes, made when a store first needs it and kept with the
+    /// value, so an unused value goes back to the pool with its copy.
     outside: std::cell::OnceCell<std::rc::Rc<dyn std::any::Any>>,
 }
 
@@ -88,9 +83,8 @@ impl Value {
 /// The per-isolate random source.
 pub struct ValueGen {
     rng: Xoshiro256PlusPlus,
-    /// Values for the next writes, generated when no span is open: `(min, max, values)`, each
-    /// size drawn uniformly from `[min, max]`. Several, so that requests arriving while another
-    /// is in flight find one instead of generating it in the other's open span.
+    /// Values for the next writes, made when no span is open: `(min, max, values)`. Several, so
+    /// concurrent requests find one instead of making it in another's span.
     ready: Option<(u32, u32, Vec<Value>)>,
 }
 
@@ -108,9 +102,8 @@ impl ValueGen {
         }
     }
 
-    /// The value a write on a miss gets: the one prepared ahead for this size range if there is
-    /// one, else a fresh one (a cold isolate, or the range changed). Its size is uniform in
-    /// `[min, max]` either way.
+    /// The value a write on a miss gets: one prepared for this range, else a fresh one; its size
+    /// uniform in `[min, max]` either way.
     pub fn take_value(&mut self, min: u32, max: u32) -> Value {
         match &mut self.ready {
             Some((lo, hi, values)) if (*lo, *hi) == (min, max) => match values.pop() {
@@ -153,9 +146,8 @@ impl ValueGen {
         }
     }
 
-    /// Prepares values now, when no span is being timed (generating up to 1 MiB is CPU that a
-    /// deployed worker's clock would otherwise add to a store's time), until `want` are ready
-    /// (bounded by [`READY_MAX`] and [`READY_MAX_BYTES`]).
+    /// Prepares values while no span is timed, until `want` are ready (bounded by [`READY_MAX`]
+    /// and [`READY_MAX_BYTES`]).
     pub fn prepare(&mut self, min: u32, max: u32, want: usize) {
         let want = want
             .min(READY_MAX)

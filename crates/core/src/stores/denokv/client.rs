@@ -1,11 +1,7 @@
-//! A KV Connect client over [`HttpTransport`]: the JSON metadata exchange (protocol version,
-//! database id, data-path endpoints, a short-lived token and its expiry) and the protobuf data path
-//! (`snapshot_read`, `atomic_write`), following `kv-connect.md` of `denokv_proto` 0.14.0.
-//!
-//! The metadata is cached per isolate in a [`MetadataCache`] and refreshed shortly before it
-//! expires, never on every request. One isolate interleaves requests, so the cache is borrowed
-//! only between awaits: read it, drop the borrow, await the exchange, then store the result.
-//! No retries: the benchmark reports a failed call as a data point instead of hiding its latency.
+//! A KV Connect client over [`HttpTransport`] (`kv-connect.md` of `denokv_proto` 0.14.0): the
+//! JSON metadata exchange, cached per isolate ([`MetadataCache`], borrowed only between awaits)
+//! and refreshed before it expires, and the protobuf data path. No retries: a failed call is a
+//! data point.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -468,9 +464,8 @@ fn parse_metadata(
     now_ms: f64,
     source: (String, u64),
 ) -> Result<Metadata, StoreError> {
-    // Parsed through `Value`, whose parser the Upstash codec already links: a derived
-    // `Deserialize` would add a second copy of serde_json's parser to the wasm bundle.
-    // A JSON answer carries a data-path token: name what is wrong, never quote it.
+    // Through `Value` (a derived `Deserialize` would add a second JSON parser to the wasm). The
+    // answer carries a token: name what is wrong, never quote it.
     let wire: Value = serde_json::from_slice(body).map_err(|_| {
         bad_metadata(format!(
             "answer is not KV Connect metadata (not JSON): {:?}",

@@ -1,7 +1,5 @@
-//! Deno KV keys in the tuple encoding of the KV Connect spec (FoundationDB's, as ported in
-//! `denokv_proto::codec`): a string part is the tag 0x02, its UTF-8 bytes with every 0x00 escaped
-//! as 0x00 0xFF, then a 0x00 terminator. The benchmark key `k` is the one-element tuple `[k]`, as
-//! Deno code writes `kv.get([k])`, so any other Deno KV client sees the same entries.
+//! Deno KV keys in KV Connect's tuple encoding (FoundationDB's): a string is 0x02, its UTF-8
+//! with 0x00 escaped as 0x00 0xFF, then 0x00. The key `k` is `[k]`, as `kv.get([k])`.
 
 const STRING: u8 = 0x02;
 const ESCAPE: u8 = 0xff;

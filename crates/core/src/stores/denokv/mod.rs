@@ -1,7 +1,5 @@
-//! Deno KV over KV Connect — the protocol of Deno Deploy's managed databases and of the
-//! self-hosted `denokv` server. The benchmark key `k` is the Deno key `[k]`, values are raw bytes
-//! (`Uint8Array` to Deno clients) and expire at now + TTL via `expire_at_ms`, so entries written
-//! here are readable by any Deno KV client and vice versa.
+//! Deno KV over KV Connect (Deno Deploy and self-hosted `denokv`): the key `k` is `[k]`, values
+//! raw bytes expiring via `expire_at_ms`, so any Deno KV client sees the same entries.
 
 pub mod client;
 pub mod key;
@@ -59,9 +57,8 @@ pub fn set_mutation(key: &str, value: &[u8], expire_at_ms: i64) -> proto::Mutati
     }
 }
 
-/// The size of the one entry a `get_range` read answered, `None` when there is none. Values
-/// written by Deno code as strings or objects are V8-serialized: still a hit, measured by their
-/// stored size.
+/// The size of the one entry a `get_range` read answered (`None`: none); a V8-serialized value
+/// written by Deno code is still a hit, at its stored size.
 fn entry(mut ranges: Vec<proto::ReadRangeOutput>, want: &[u8]) -> Result<Option<u64>, StoreError> {
     let values = ranges.pop().map(|r| r.values).unwrap_or_default();
     let Some(entry) = values.into_iter().next() else {
@@ -110,9 +107,8 @@ impl<T: HttpTransport> Store for DenoKvStore<'_, T> {
                 Some(bytes) => Fetched::Hit(Deferred::ready(bytes)),
             });
         }
-        // A hit's answer carries the value: decoding it copies the value into wasm, so it waits
-        // until every span is over. (A refusal found then is this read's error; the metadata is
-        // exchanged again on the next small answer that says so, or when it expires.)
+        // A hit's value is decoded (copied into wasm) only after every span; a refusal found
+        // then is this read's error.
         Ok(Fetched::Hit(Deferred::later(move || {
             let ranges = raw.decode().map_err(|r| r.error)?;
             entry(ranges, &want)?.ok_or_else(|| {

@@ -1,8 +1,6 @@
-//! The KV Connect data-path messages we send and receive, as `prost` derives written from
-//! `com.deno.kv.datapath` (`denokv_proto` 0.14.0, `schema/datapath.proto`, MIT). Vendored instead of
-//! depending on `denokv_proto`, whose chrono/uuid/num-bigint/deno_error stack would weigh on the
-//! wasm bundle, and instead of `prost-build`, which would need `protoc` at build time. Only the
-//! messages of `snapshot_read` and `atomic_write` are here; field numbers must match the schema.
+//! The KV Connect data-path messages of `snapshot_read` and `atomic_write`, as `prost` derives
+//! written from `com.deno.kv.datapath` (`denokv_proto` 0.14.0, MIT): vendored, since
+//! `denokv_proto`'s dependencies would weigh on the wasm and `prost-build` needs `protoc`.
 
 /// `SnapshotRead`: the ranges to read.
 #[derive(Clone, PartialEq, ::prost::Message)]
