@@ -558,7 +558,10 @@ fn versus(windows: Windows<'_>, a: &str, b: &str) -> Versus {
                 .iter()
                 .filter_map(|&p| ratio(&units, p))
                 .collect();
-            match ratios.first().is_some_and(|r| Some(&r.p) == PERCENTILES.first()) {
+            match ratios
+                .first()
+                .is_some_and(|r| Some(&r.p) == PERCENTILES.first())
+            {
                 true => (paired, None, ratios),
                 false => (
                     Pairing::Unpaired,
