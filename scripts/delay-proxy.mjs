@@ -9,6 +9,8 @@
 // drawn per chunk. --drift 0.4/60: every delay is multiplied by exp(N(0, 0.4)) drawn afresh every
 // 60 s of wall-clock time from --seed, so every proxy given the same seed shares the same factor.
 import net from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 
 /** `MS[~SIGMA]` → { ms, sigma }, or throws naming the flag. */
 export function parseDelay(text, flag = "--delay") {
@@ -93,7 +95,8 @@ export function startDelayProxy({ port, host = "127.0.0.1", target, delay, drift
   });
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+// Run as a script (a path with spaces is percent-encoded in import.meta.url: compare paths).
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
   const args = process.argv.slice(2);
   const flag = (name) => {
     const i = args.indexOf(name);
