@@ -45,17 +45,14 @@ pub fn variants(stores: &[&'static str]) -> Vec<Variant> {
             store,
             query: "",
         });
+        // (the query, what the row adds to the store's name)
         let option = match store {
-            "kv" => Some("cache_ttl=30"),
-            "denokv" => Some("consistency=eventual"),
-            "d1" => Some("d1_session=first-unconstrained"),
+            "kv" => Some(("cache_ttl=30", "cache_ttl=30")),
+            "denokv" => Some(("consistency=eventual", "eventual")),
+            "d1" => Some(("d1_session=first-unconstrained", "first-unconstrained")),
             _ => None,
         };
-        if let Some(query) = option {
-            let shown = query.split_once('=').map_or(query, |(k, v)| match k {
-                "cache_ttl" => query,
-                _ => v,
-            });
+        if let Some((query, shown)) = option {
             out.push(Variant {
                 name: format!("{store} {shown}"),
                 store,
